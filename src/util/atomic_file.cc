@@ -1,0 +1,116 @@
+#include "util/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <random>
+
+#include "util/error.h"
+
+namespace phoenix::util {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_all(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot write " + path);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+std::string random_suffix() {
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
+  static const char* a = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string s;
+  for (int i = 0; i < 8; ++i) s.push_back(a[rng() % 36]);
+  return s;
+}
+
+}  // namespace
+
+void fsync_dir(const std::string& dir) {
+  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // best effort: some file systems refuse
+  ::fsync(fd);
+  ::close(fd);
+}
+
+void write_file_atomic(const std::string& path, std::string_view content, unsigned mode) {
+  fs::path target(path);
+  std::string dir = target.parent_path().string();
+  if (!dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw Error("cannot create directory " + dir + ": " + ec.message());
+  }
+  std::string tmp = path + ".tmp." + random_suffix();
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) throw_errno("cannot create " + tmp);
+  try {
+    write_all(fd, content, tmp);
+    if (::fchmod(fd, mode) != 0) throw_errno("cannot chmod " + tmp);
+    if (::fsync(fd) != 0) throw_errno("cannot fsync " + tmp);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    errno = e;
+    throw_errno("cannot rename " + tmp + " to " + path);
+  }
+  fsync_dir(dir);
+}
+
+void append_durable(const std::string& path, std::string_view line) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw_errno("cannot open " + path);
+  try {
+    write_all(fd, line, path);
+    if (::fdatasync(fd) != 0) throw_errno("cannot fsync " + path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
+std::string read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_errno("cannot read " + path);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      errno = e;
+      throw_errno("cannot read " + path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+bool path_exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+}  // namespace phoenix::util

@@ -1,0 +1,69 @@
+#include "util/lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace phoenix::util {
+
+FileLock::FileLock(const std::string& path, int wait_ms, const std::string& what) : path_(path) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw_errno("cannot open lock " + path);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  std::mt19937 rng(static_cast<unsigned>(::getpid()));
+  int backoff_ms = 2;
+  for (;;) {
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) break;
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      ::close(fd_);
+      throw_errno("cannot lock " + path);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      long pid = holder_pid(path);
+      ::close(fd_);
+      fd_ = -1;
+      throw Error(what + " is held by another Phoenix process" +
+                  (pid > 0 ? " (pid " + std::to_string(pid) + ")" : std::string()) + "; lock file " + path);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms + rng() % (backoff_ms + 1)));
+    backoff_ms = std::min(backoff_ms * 2, 100);
+  }
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) == 0) {
+    ssize_t ignored = ::pwrite(fd_, pid.data(), pid.size(), 0);
+    (void)ignored;
+  }
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) {
+    if (::ftruncate(fd_, 0) != 0) {
+      // the pid stays behind; harmless, the flock is what counts
+    }
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+}
+
+long FileLock::holder_pid(const std::string& path) {
+  try {
+    std::string s = read_file(path);
+    return std::stol(s);
+  } catch (...) {
+    return 0;
+  }
+}
+
+}  // namespace phoenix::util

@@ -1,0 +1,30 @@
+// Locks between Phoenix processes.
+//
+// FileLock: an flock(2) on a lock file, released by the kernel when the
+// holder dies, so a crashed run never leaves a lock that blocks the next one.
+// The holder writes its pid into the file so a waiting process can say who
+// holds it.
+#pragma once
+
+#include <string>
+
+namespace phoenix::util {
+
+class FileLock {
+ public:
+  // Takes the lock, waiting up to `wait_ms` (0: try once). Throws Error
+  // naming the lock file and the holder's pid when it cannot.
+  FileLock(const std::string& path, int wait_ms, const std::string& what);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+  // Pid recorded by the current holder of `path`, or 0.
+  static long holder_pid(const std::string& path);
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+}  // namespace phoenix::util

@@ -1,0 +1,353 @@
+#include "util/subprocess.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "util/error.h"
+#include "util/text.h"
+
+namespace bp = boost::process;
+
+namespace phoenix::util {
+
+namespace {
+
+std::atomic<int> g_signal{0};
+
+extern "C" void on_signal(int sig) {
+  int expected = 0;
+  g_signal.compare_exchange_strong(expected, sig);
+}
+
+using Clock = std::chrono::steady_clock;
+
+bool is_executable_file(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+// In the child, between fork and exec: a process group of its own, default
+// signal dispositions, and no inherited descriptors beyond 0-2 (they would
+// keep other children's pipes open).
+struct ChildSetup : bp::extend::handler {
+  template <class Executor>
+  void on_exec_setup(Executor&) const {
+    ::setpgid(0, 0);
+    for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD}) ::signal(s, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (DIR* d = ::opendir("/proc/self/fd")) {
+      int self = ::dirfd(d);
+      while (struct dirent* e = ::readdir(d)) {
+        int fd = std::atoi(e->d_name);
+        if (fd > 2 && fd != self) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+      }
+      ::closedir(d);
+    }
+  }
+};
+
+}  // namespace
+
+std::string find_executable(const std::string& name, const std::string& path_env) {
+  if (name.empty()) return "";
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), F_OK) == 0 ? name : "";
+  std::string path = path_env;
+  if (path.empty()) {
+    const char* p = std::getenv("PATH");
+    path = p ? p : "/usr/local/bin:/usr/bin:/bin";
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t colon = path.find(':', start);
+    std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (dir.empty()) dir = ".";
+    std::string cand = dir + "/" + name;
+    if (is_executable_file(cand)) return cand;
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return "";
+}
+
+struct Subprocess::Impl {
+  ProcessOptions opt;
+  ProcessResult res;
+  bool started = false;
+  bool reaped = false;
+  pid_t pid = -1;
+  Clock::time_point start;
+  int out_fd = -1;
+  int in_fd = -1;
+  std::thread reader, writer;
+  std::atomic<bool> stop_reading{false};
+  mutable std::mutex mu;
+  HeadTail output{16 * 1024, 64 * 1024};
+
+  void reap_nohang() {
+    if (reaped || pid <= 0) return;
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) record_status(status);
+    else if (r < 0 && errno == ECHILD) { reaped = true; res.exit_code = 255; }
+  }
+
+  void record_status(int status) {
+    reaped = true;
+    if (WIFEXITED(status)) {
+      res.exit_code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+      res.term_signal = WTERMSIG(status);
+      res.exit_code = 128 + res.term_signal;
+    }
+  }
+
+  void kill_group(int sig) {
+    if (pid > 0) ::kill(-pid, sig);
+  }
+
+  // SIGTERM to the group, SIGKILL after the grace period; reaps the child.
+  void terminate_group() {
+    kill_group(SIGTERM);
+    auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(opt.kill_grace_s * 1000));
+    while (!reaped && Clock::now() < deadline) {
+      reap_nohang();
+      if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    kill_group(SIGKILL);
+    if (!reaped) {
+      int status = 0;
+      if (::waitpid(pid, &status, 0) == pid) record_status(status);
+      else reaped = true;
+    }
+  }
+
+  void finish_io() {
+    // Whatever is left in the group (a grandchild holding the pipe) goes too.
+    kill_group(SIGKILL);
+    auto deadline = Clock::now() + std::chrono::milliseconds(300);
+    while (reader.joinable() && !reader_done.load() && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    stop_reading = true;
+    if (reader.joinable()) reader.join();
+    if (writer.joinable()) writer.join();
+    if (out_fd >= 0) { ::close(out_fd); out_fd = -1; }
+    std::lock_guard<std::mutex> lock(mu);
+    res.output = output.str();
+    res.output_bytes = output.total();
+    res.output_truncated = output.truncated();
+    res.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  }
+
+  std::atomic<bool> reader_done{false};
+
+  void read_loop() {
+    char buf[65536];
+    for (;;) {
+      struct pollfd p{out_fd, POLLIN, 0};
+      int r = ::poll(&p, 1, 50);
+      if (r < 0 && errno != EINTR) break;
+      if (r > 0) {
+        ssize_t n = ::read(out_fd, buf, sizeof buf);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n <= 0) break;
+        std::string_view chunk(buf, static_cast<size_t>(n));
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          output.append(chunk);
+        }
+        if (opt.on_output) opt.on_output(chunk);
+        continue;
+      }
+      if (stop_reading) break;
+    }
+    reader_done = true;
+  }
+
+  void write_loop(std::string data) {
+    std::string_view rest(data);
+    while (!rest.empty()) {
+      ssize_t n = ::write(in_fd, rest.data(), rest.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        break;  // EPIPE: the child stopped reading; fine
+      }
+      rest.remove_prefix(static_cast<size_t>(n));
+    }
+    ::close(in_fd);
+    in_fd = -1;
+  }
+};
+
+Subprocess::Subprocess(ProcessOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.opt = std::move(options);
+  m.output = HeadTail(m.opt.head_bytes, m.opt.tail_bytes);
+  m.start = Clock::now();
+  if (m.opt.argv.empty()) throw Error("cannot run an empty command");
+  ::signal(SIGPIPE, SIG_IGN);
+
+  bp::environment env = boost::this_process::environment();
+  for (const auto& k : m.opt.unset_env) env.erase(k);
+  for (const auto& [k, v] : m.opt.env) env[k] = v;
+
+  std::string name = m.opt.argv[0];
+  std::string exe;
+  if (name.find('/') != std::string::npos) {
+    exe = name;
+    if (name[0] != '/' && !m.opt.cwd.empty()) exe = m.opt.cwd + "/" + name;
+    if (::access(exe.c_str(), F_OK) != 0) exe.clear();
+  } else {
+    auto it = m.opt.env.find("PATH");
+    exe = find_executable(name, it != m.opt.env.end() ? it->second : "");
+  }
+  m.res.executable = exe.empty() ? name : exe;
+  if (exe.empty()) {
+    m.res.not_found = true;
+    m.res.exit_code = 127;
+    m.reaped = true;
+    return;
+  }
+  if (!is_executable_file(exe)) {
+    m.res.not_executable = true;
+    m.res.exit_code = 126;
+    m.reaped = true;
+    return;
+  }
+
+  std::vector<std::string> args(m.opt.argv.begin() + 1, m.opt.argv.end());
+  bp::pipe out;
+  std::error_code ec;
+  try {
+    if (m.opt.stdin_data) {
+      bp::pipe in;
+      bp::child c(bp::exe = exe, bp::args = args, bp::env = env, (bp::std_out & bp::std_err) > out,
+                  bp::std_in < in, bp::start_dir = m.opt.cwd.empty() ? std::string(".") : m.opt.cwd,
+                  ChildSetup{});
+      m.pid = c.id();
+      c.detach();
+      m.in_fd = ::dup(in.native_sink());
+      in.close();
+    } else {
+      bp::child c(bp::exe = exe, bp::args = args, bp::env = env, (bp::std_out & bp::std_err) > out,
+                  bp::std_in < bp::null, bp::start_dir = m.opt.cwd.empty() ? std::string(".") : m.opt.cwd,
+                  ChildSetup{});
+      m.pid = c.id();
+      c.detach();
+    }
+  } catch (const bp::process_error& e) {
+    int code = e.code().value();
+    if (code == ENOENT) { m.res.not_found = true; m.res.exit_code = 127; }
+    else if (code == EACCES || code == ENOEXEC) { m.res.not_executable = true; m.res.exit_code = 126; }
+    else throw Error("cannot start " + name + ": " + e.code().message());
+    m.reaped = true;
+    return;
+  }
+  // Also from the parent, so a kill(-pid) right after start cannot miss.
+  ::setpgid(m.pid, m.pid);
+  m.out_fd = ::dup(out.native_source());
+  out.close();
+  ::fcntl(m.out_fd, F_SETFD, FD_CLOEXEC);
+  m.started = true;
+  m.res.pid = m.pid;
+  m.reader = std::thread([&m] { m.read_loop(); });
+  if (m.in_fd >= 0) {
+    ::fcntl(m.in_fd, F_SETFD, FD_CLOEXEC);
+    m.writer = std::thread([&m, data = *m.opt.stdin_data] { m.write_loop(data); });
+  }
+}
+
+Subprocess::~Subprocess() {
+  if (!impl_) return;
+  Impl& m = *impl_;
+  if (m.started) {
+    if (!m.reaped) m.terminate_group();
+    m.finish_io();
+    m.started = false;
+  }
+}
+
+bool Subprocess::started() const { return impl_->started; }
+long Subprocess::pid() const { return impl_->pid; }
+
+bool Subprocess::running() {
+  impl_->reap_nohang();
+  return impl_->started && !impl_->reaped;
+}
+
+ProcessResult Subprocess::wait() {
+  Impl& m = *impl_;
+  if (!m.started) return m.res;
+  auto deadline = m.opt.timeout_s > 0
+                      ? m.start + std::chrono::milliseconds(static_cast<long long>(m.opt.timeout_s * 1000))
+                      : Clock::time_point::max();
+  int sleep_us = 100;
+  while (!m.reaped) {
+    m.reap_nohang();
+    if (m.reaped) break;
+    if (g_signal.load() != 0) {
+      m.res.interrupted = true;
+      m.terminate_group();
+      break;
+    }
+    if (Clock::now() >= deadline) {
+      m.res.timed_out = true;
+      m.terminate_group();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+    sleep_us = std::min(sleep_us * 2, 20000);
+  }
+  m.finish_io();
+  m.started = false;
+  return m.res;
+}
+
+ProcessResult Subprocess::stop() {
+  Impl& m = *impl_;
+  if (!m.started) return m.res;
+  if (!m.reaped) m.terminate_group();
+  m.finish_io();
+  m.started = false;
+  return m.res;
+}
+
+std::string Subprocess::output_tail(size_t n) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->output.last(n);
+}
+
+ProcessResult run_process(const ProcessOptions& options) {
+  Subprocess p(options);
+  return p.wait();
+}
+
+void install_signal_handlers() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+int interrupted_signal() { return g_signal.load(); }
+void clear_interrupted() { g_signal = 0; }
+
+}  // namespace phoenix::util

@@ -1,0 +1,91 @@
+// Every child process Phoenix starts goes through here (and this is the only
+// translation unit that includes Boost.Process).
+//
+// A child runs without a shell, in its own process group, with stdin from
+// /dev/null unless data is given; stdout and stderr share one pipe, kept in
+// bounded memory (head and tail, total counted). A timeout, or a SIGINT /
+// SIGTERM that reached Phoenix, stops the whole process group (grandchildren
+// too): SIGTERM, then SIGKILL after a grace period. The exit status is mapped
+// like a shell's: the exit code, or 128+N for a signal; 127 when the
+// executable does not exist, 126 when it cannot be executed.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace phoenix::util {
+
+struct ProcessOptions {
+  std::vector<std::string> argv;             // argv[0] is looked up in PATH when it has no '/'
+  std::string cwd;                           // empty: the current directory
+  std::map<std::string, std::string> env;    // set (or override) these variables
+  std::vector<std::string> unset_env;        // remove these variables
+  std::optional<std::string> stdin_data;     // none: stdin is /dev/null
+  double timeout_s = 0;                      // 0: no timeout
+  double kill_grace_s = 1.0;                 // SIGTERM -> SIGKILL delay
+  size_t head_bytes = 16 * 1024;             // output kept from the start
+  size_t tail_bytes = 64 * 1024;             // output kept from the end
+  // Called with each chunk of output as it arrives (on a reader thread).
+  std::function<void(std::string_view)> on_output;
+};
+
+struct ProcessResult {
+  int exit_code = -1;        // shell-like: code, 128+signal, 127 not found, 126 not executable
+  int term_signal = 0;       // the signal that ended it, or 0
+  bool not_found = false;    // the executable does not exist
+  bool not_executable = false;
+  bool timed_out = false;    // stopped because timeout_s passed
+  bool interrupted = false;  // stopped because Phoenix was interrupted
+  std::string output;        // stdout+stderr, head and tail (raw bytes)
+  size_t output_bytes = 0;   // total bytes printed
+  bool output_truncated = false;
+  long long duration_ms = 0;
+  long pid = 0;
+  std::string executable;    // resolved path, or the name that was not found
+};
+
+// A running child. Destroying a Subprocess that still runs kills its group.
+class Subprocess {
+ public:
+  explicit Subprocess(ProcessOptions options);  // starts it (or records not-found)
+  ~Subprocess();
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  bool started() const;
+  long pid() const;
+  bool running();  // false once it has exited (reaps it)
+  // Waits for the child (honouring the timeout counted from start), kills
+  // what is left of its process group, and returns the result.
+  ProcessResult wait();
+  // Stops the whole group now (SIGTERM, grace, SIGKILL) and returns the result.
+  ProcessResult stop();
+  // The last `n` bytes of output so far (for a server's log tail).
+  std::string output_tail(size_t n) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Runs a command to completion.
+ProcessResult run_process(const ProcessOptions& options);
+
+// Where `name` is found on PATH (the given PATH value, or Phoenix's), or "".
+std::string find_executable(const std::string& name, const std::string& path_env = "");
+
+// Signal handling for the whole program: SIGINT/SIGTERM/SIGHUP only set a
+// flag (and are forwarded to running children's groups by the runner);
+// SIGPIPE is ignored. Call once from main.
+void install_signal_handlers();
+// The signal that interrupted Phoenix, or 0.
+int interrupted_signal();
+// For tests: forget an interruption.
+void clear_interrupted();
+
+}  // namespace phoenix::util

@@ -1,0 +1,222 @@
+#include "util/text.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+#include "util/error.h"
+
+namespace phoenix::util {
+
+std::string to_valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  auto escape = [&](unsigned char c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02X", c);
+    out += buf;
+  };
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2; cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3; cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4; cp = c & 0x07;
+    } else {
+      escape(c); ++i;
+      continue;
+    }
+    bool ok = i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) ok = false;
+      else cp = (cp << 6) | (cc & 0x3F);
+    }
+    // Reject overlong forms, surrogates and values past U+10FFFF.
+    if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+               (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF))
+      ok = false;
+    if (!ok) {
+      escape(c); ++i;
+      continue;
+    }
+    out.append(s.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+void HeadTail::append(std::string_view data) {
+  total_ += data.size();
+  if (head_.size() < head_cap_) {
+    size_t take = std::min(head_cap_ - head_.size(), data.size());
+    head_.append(data.substr(0, take));
+    data.remove_prefix(take);
+  }
+  if (tail_cap_ == 0 || data.empty()) return;
+  if (tail_.size() < tail_cap_) tail_.resize(tail_cap_);
+  if (data.size() >= tail_cap_) {
+    data = data.substr(data.size() - tail_cap_);
+    std::copy(data.begin(), data.end(), tail_.begin());
+    tail_pos_ = 0;
+    tail_full_ = true;
+    return;
+  }
+  for (char c : data) {
+    tail_[tail_pos_++] = c;
+    if (tail_pos_ == tail_cap_) { tail_pos_ = 0; tail_full_ = true; }
+  }
+}
+
+std::string HeadTail::tail_str() const {
+  if (!tail_full_) return tail_.substr(0, tail_pos_);
+  return tail_.substr(tail_pos_) + tail_.substr(0, tail_pos_);
+}
+
+std::string HeadTail::str() const {
+  std::string t = tail_str();
+  size_t omitted = total_ - head_.size() - t.size();
+  if (omitted == 0) return head_ + t;
+  return head_ + "\n[... " + std::to_string(omitted) + " bytes omitted ...]\n" + t;
+}
+
+std::string HeadTail::last(size_t n) const {
+  std::string all = total_ > head_.size() + tail_size() ? tail_str() : head_ + tail_str();
+  if (all.size() <= n) return all;
+  return all.substr(all.size() - n);
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = static_cast<size_t>(-1);
+  for (const auto& c : candidates) {
+    size_t d = edit_distance(word, c);
+    if (d < best_d) { best_d = d; best = c; }
+  }
+  // Close enough: at most a third of the word wrong (and at least 1 edit allowed).
+  size_t limit = std::max<size_t>(2, word.size() / 3);
+  return best_d <= limit ? best : std::string();
+}
+
+std::vector<std::string> split_words(std::string_view s) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool in_word = false;
+  size_t i = 0;
+  while (i < s.size()) {
+    char c = s[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) { out.push_back(cur); cur.clear(); in_word = false; }
+      ++i;
+    } else if (c == '\'') {
+      in_word = true;
+      size_t end = s.find('\'', i + 1);
+      if (end == std::string_view::npos) throw ConfigError("unterminated ' in command: " + std::string(s));
+      cur.append(s.substr(i + 1, end - i - 1));
+      i = end + 1;
+    } else if (c == '"') {
+      in_word = true;
+      ++i;
+      bool closed = false;
+      while (i < s.size()) {
+        if (s[i] == '"') { closed = true; ++i; break; }
+        if (s[i] == '\\' && i + 1 < s.size() && std::string_view("\"\\$`\n").find(s[i + 1]) != std::string_view::npos) {
+          cur.push_back(s[i + 1]); i += 2; continue;
+        }
+        cur.push_back(s[i++]);
+      }
+      if (!closed) throw ConfigError("unterminated \" in command: " + std::string(s));
+    } else if (c == '\\' && i + 1 < s.size()) {
+      in_word = true;
+      cur.push_back(s[i + 1]);
+      i += 2;
+    } else {
+      in_word = true;
+      cur.push_back(c);
+      ++i;
+    }
+  }
+  if (in_word) out.push_back(cur);
+  return out;
+}
+
+std::string join_argv(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out.push_back(' ');
+    bool plain = !a.empty() && a.find_first_not_of(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == std::string::npos;
+    if (plain) { out += a; continue; }
+    out.push_back('\'');
+    for (char c : a) {
+      if (c == '\'') out += "'\\''";
+      else out.push_back(c);
+    }
+    out.push_back('\'');
+  }
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+std::vector<std::string> split_lines(std::string_view s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t nl = s.find('\n', start);
+    if (nl == std::string_view::npos) { out.emplace_back(s.substr(start)); break; }
+    out.emplace_back(s.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return out;
+}
+
+long long now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string now_iso8601() {
+  long long ms = now_ms();
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  return buf;
+}
+
+}  // namespace phoenix::util

@@ -1,0 +1,87 @@
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace phoenix::test {
+
+ScopedTempDir::ScopedTempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/phoenix-test-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = fs::canonical(buf.data()).string();
+}
+
+ScopedTempDir::~ScopedTempDir() {
+  std::error_code ec;
+  // Make everything writable first (a test may chmod files away).
+  for (auto it = fs::recursive_directory_iterator(path_, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_symlink()) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+  }
+  fs::remove_all(path_, ec);
+}
+
+util::ProcessResult run(const std::vector<std::string>& argv, const std::string& cwd,
+                        const std::vector<std::pair<std::string, std::string>>& env, double timeout_s) {
+  util::ProcessOptions o;
+  o.argv = argv;
+  o.cwd = cwd;
+  o.timeout_s = timeout_s;
+  o.tail_bytes = 1 << 20;
+  for (const auto& [k, v] : env) o.env[k] = v;
+  return util::run_process(o);
+}
+
+std::string git(const std::string& repo, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"git", "-C", repo};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = run(argv, "", {{"GIT_AUTHOR_DATE", ""}});
+  if (r.exit_code != 0) ADD_FAILURE() << "git " << args[0] << " failed (" << r.exit_code << "): " << r.output;
+  return r.output;
+}
+
+std::string init_repo(const std::string& dir) {
+  fs::create_directories(dir);
+  git(dir, {"init", "-q", "-b", "main"});
+  git(dir, {"config", "user.name", "Test User"});
+  git(dir, {"config", "user.email", "test@example.com"});
+  git(dir, {"config", "commit.gpgsign", "false"});
+  return dir;
+}
+
+void write(const std::string& dir, const std::string& rel, const std::string& content) {
+  fs::path p = fs::path(dir) / rel;
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << content;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string commit_all(const std::string& repo, const std::string& msg) {
+  git(repo, {"add", "-A"});
+  git(repo, {"commit", "-q", "--allow-empty", "-m", msg});
+  std::string sha = git(repo, {"rev-parse", "HEAD"});
+  while (!sha.empty() && (sha.back() == '\n' || sha.back() == '\r')) sha.pop_back();
+  return sha;
+}
+
+std::string phoenix_bin() { return PHOENIX_BIN; }
+std::string test_tool(const std::string& name) { return std::string(PHOENIX_TEST_TOOLS_DIR) + "/" + name; }
+std::string fixtures_dir() { return PHOENIX_TEST_FIXTURES_DIR; }
+
+}  // namespace phoenix::test

@@ -1,0 +1,47 @@
+// Helpers for Phoenix's tests: throwaway directories, real git repositories
+// and real child processes (through Phoenix's own runner).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "util/subprocess.h"
+
+namespace phoenix::test {
+
+// A fresh directory under $TMPDIR, removed (recursively) on destruction.
+class ScopedTempDir {
+ public:
+  ScopedTempDir();
+  ~ScopedTempDir();
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+
+ private:
+  std::string path_;
+};
+
+// Runs argv in `cwd` and returns the result (output is stdout+stderr).
+util::ProcessResult run(const std::vector<std::string>& argv, const std::string& cwd = "",
+                        const std::vector<std::pair<std::string, std::string>>& env = {},
+                        double timeout_s = 120);
+
+// Runs git in `repo`; fails the current test (ADD_FAILURE) when it exits non-zero.
+std::string git(const std::string& repo, const std::vector<std::string>& args);
+
+// `git init` + a user identity in `dir`; returns dir.
+std::string init_repo(const std::string& dir);
+
+// Writes `content` to dir/rel, creating folders.
+void write(const std::string& dir, const std::string& rel, const std::string& content);
+std::string read(const std::string& path);
+
+// `git add -A && git commit -m msg` in repo; returns the new HEAD sha.
+std::string commit_all(const std::string& repo, const std::string& msg);
+
+// Paths of built programs.
+std::string phoenix_bin();
+std::string test_tool(const std::string& name);  // tests/tools/<name>.cc, built
+std::string fixtures_dir();
+
+}  // namespace phoenix::test

@@ -1,0 +1,99 @@
+#include "util/subprocess.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+
+#include "test_util.h"
+#include "util/atomic_file.h"
+
+namespace phoenix::util {
+namespace {
+
+TEST(Subprocess, ExitCodeAndOutput) {
+  auto r = run_process({.argv = {"sh", "-c", "echo out; echo err >&2; exit 3"}});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.output.find("out"), std::string::npos);
+  EXPECT_NE(r.output.find("err"), std::string::npos);
+  EXPECT_FALSE(r.timed_out);
+}
+
+TEST(Subprocess, MissingExecutableIsReportedNotThrown) {
+  auto r = run_process({.argv = {"phoenix-no-such-program-xyz"}});
+  EXPECT_TRUE(r.not_found);
+  EXPECT_EQ(r.exit_code, 127);
+  auto r2 = run_process({.argv = {"./no/such/path"}});
+  EXPECT_TRUE(r2.not_found);
+}
+
+TEST(Subprocess, NotExecutable) {
+  test::ScopedTempDir tmp;
+  test::write(tmp.path(), "script.sh", "#!/bin/sh\nexit 0\n");
+  auto r = run_process({.argv = {tmp / "script.sh"}});
+  EXPECT_TRUE(r.not_executable);
+  EXPECT_EQ(r.exit_code, 126);
+}
+
+TEST(Subprocess, SignalMapsLikeAShell) {
+  auto r = run_process({.argv = {"sh", "-c", "kill -9 $$"}});
+  EXPECT_EQ(r.term_signal, 9);
+  EXPECT_EQ(r.exit_code, 137);
+}
+
+TEST(Subprocess, StdinIsDevNullUnlessGiven) {
+  auto r = run_process({.argv = {"cat"}, .timeout_s = 10});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, "");
+  ProcessOptions o{.argv = {"cat"}};
+  o.stdin_data = std::string(300000, 'x');  // larger than a pipe buffer
+  auto r2 = run_process(o);
+  EXPECT_EQ(r2.output_bytes, 300000u);
+}
+
+TEST(Subprocess, TimeoutKillsTheWholeTree) {
+  test::ScopedTempDir tmp;
+  std::string pidfile = tmp / "grandchild.pid";
+  // The grandchild ignores SIGTERM and would run for a minute.
+  ProcessOptions o{.argv = {"sh", "-c", "sh -c 'trap \"\" TERM; echo $$ > " + pidfile +
+                                            "; sleep 60' & sleep 60"}};
+  o.timeout_s = 0.5;
+  o.kill_grace_s = 0.2;
+  auto r = run_process(o);
+  EXPECT_TRUE(r.timed_out);
+  ASSERT_TRUE(std::filesystem::exists(pidfile));
+  long gpid = std::stol(test::read(pidfile));
+  // The grandchild is gone (or a zombie reaped by init shortly).
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = ::kill(static_cast<pid_t>(gpid), 0) != 0;
+    if (!gone) usleep(10000);
+  }
+  EXPECT_TRUE(gone) << "grandchild " << gpid << " survived the timeout";
+}
+
+TEST(Subprocess, HugeOutputStaysBounded) {
+  // 256 MiB through the pipe; only head and tail are kept.
+  ProcessOptions o{.argv = {"sh", "-c", "head -c 268435456 /dev/zero | tr '\\0' 'a'; echo END"}};
+  o.head_bytes = 1024;
+  o.tail_bytes = 4096;
+  auto r = run_process(o);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output_bytes, 268435456u + 4);
+  EXPECT_TRUE(r.output_truncated);
+  EXPECT_LT(r.output.size(), 8192u);
+  EXPECT_NE(r.output.find("END"), std::string::npos);
+}
+
+TEST(Subprocess, EnvironmentAndCwd) {
+  test::ScopedTempDir tmp;
+  ProcessOptions o{.argv = {"sh", "-c", "pwd; echo $PHX_X"}};
+  o.cwd = tmp.path();
+  o.env["PHX_X"] = "hello";
+  auto r = run_process(o);
+  EXPECT_NE(r.output.find(tmp.path()), std::string::npos);
+  EXPECT_NE(r.output.find("hello"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace phoenix::util
