@@ -80,6 +80,13 @@ std::string commit_all(const std::string& repo, const std::string& msg) {
   return sha;
 }
 
+CliRun run_phoenix(const std::string& cwd, std::vector<std::string> args, double timeout_s,
+                   const std::vector<std::pair<std::string, std::string>>& env) {
+  args.insert(args.begin(), phoenix_bin());
+  auto r = run(args, cwd, env, timeout_s);
+  return {r.exit_code, r.output};
+}
+
 std::string phoenix_bin() { return PHOENIX_BIN; }
 std::string test_tool(const std::string& name) { return std::string(PHOENIX_TEST_TOOLS_DIR) + "/" + name; }
 std::string fixtures_dir() { return PHOENIX_TEST_FIXTURES_DIR; }

@@ -39,6 +39,14 @@ std::string read(const std::string& path);
 // `git add -A && git commit -m msg` in repo; returns the new HEAD sha.
 std::string commit_all(const std::string& repo, const std::string& msg);
 
+// Runs the built phoenix binary in `cwd`: exit code and stdout+stderr.
+struct CliRun {
+  int code;
+  std::string out;
+};
+CliRun run_phoenix(const std::string& cwd, std::vector<std::string> args, double timeout_s = 120,
+                   const std::vector<std::pair<std::string, std::string>>& env = {});
+
 // Paths of built programs.
 std::string phoenix_bin();
 std::string test_tool(const std::string& name);  // tests/tools/<name>.cc, built

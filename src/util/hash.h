@@ -20,7 +20,8 @@ class Sha256 {
   Sha256(const Sha256&) = delete;
   Sha256& operator=(const Sha256&) = delete;
   void update(std::string_view data);
-  std::string hex();  // finishes; call once
+  std::string hex();  // finishes; call reset() before reusing
+  void reset();
 
  private:
   void* ctx_;

@@ -1,5 +1,9 @@
 #include "util/json.h"
 
+#include <cctype>
+#include <cstring>
+#include <map>
+
 #include "util/error.h"
 #include "util/text.h"
 
@@ -32,7 +36,7 @@ void reject_unknown_keys(const Json& obj, const std::vector<std::string>& known,
     for (const auto& k : known) ok = ok || k == it.key();
     if (ok) continue;
     std::string near = nearest(it.key(), known);
-    throw ConfigError(where + ": unknown key '" + it.key() + "'" +
+    throw ConfigError((where.empty() ? std::string() : where + ".") + it.key() + ": unknown key '" + it.key() + "'" +
                       (near.empty() ? std::string() : " (did you mean '" + near + "'?)"));
   }
 }
@@ -40,6 +44,96 @@ void reject_unknown_keys(const Json& obj, const std::vector<std::string>& known,
 std::string canonical(const Json& j) {
   // nlohmann::json objects are std::map-backed: keys come out sorted.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace phoenix::util
+
+namespace phoenix::util {
+
+namespace {
+
+// A small scanner over JSON-with-comments that records where each value's
+// key (or array element) starts, by path: "checks[1].target".
+struct Locator {
+  const std::string& t;
+  size_t i = 0;
+  std::map<std::string, size_t>& out;
+
+  void ws() {
+    for (;;) {
+      while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+      if (t.compare(i, 2, "//") == 0) {
+        while (i < t.size() && t[i] != '\n') ++i;
+      } else if (t.compare(i, 2, "/*") == 0) {
+        size_t e = t.find("*/", i + 2);
+        i = e == std::string::npos ? t.size() : e + 2;
+      } else {
+        return;
+      }
+    }
+  }
+  std::string str() {
+    std::string s;
+    ++i;  // opening quote
+    while (i < t.size() && t[i] != '"') {
+      if (t[i] == '\\' && i + 1 < t.size()) { s.push_back(t[i + 1]); i += 2; continue; }
+      s.push_back(t[i++]);
+    }
+    ++i;
+    return s;
+  }
+  void value(const std::string& path, int depth) {
+    ws();
+    if (i >= t.size() || depth > 64) return;
+    if (t[i] == '{') {
+      ++i;
+      for (;;) {
+        ws();
+        if (i >= t.size() || t[i] == '}') { ++i; return; }
+        if (t[i] == ',') { ++i; continue; }
+        if (t[i] != '"') return;
+        size_t at = i;
+        std::string k = str();
+        std::string p = path.empty() ? k : path + "." + k;
+        out.emplace(p, at);
+        ws();
+        if (i < t.size() && t[i] == ':') ++i;
+        value(p, depth + 1);
+      }
+    } else if (t[i] == '[') {
+      ++i;
+      size_t n = 0;
+      for (;;) {
+        ws();
+        if (i >= t.size() || t[i] == ']') { ++i; return; }
+        if (t[i] == ',') { ++i; continue; }
+        std::string p = path + "[" + std::to_string(n++) + "]";
+        out.emplace(p, i);
+        value(p, depth + 1);
+      }
+    } else if (t[i] == '"') {
+      str();
+    } else {
+      while (i < t.size() && !std::strchr(",}] \t\r\n/", t[i])) ++i;
+    }
+  }
+};
+
+}  // namespace
+
+std::map<std::string, size_t> json_paths(const std::string& text) {
+  std::map<std::string, size_t> out;
+  Locator l{text, 0, out};
+  l.value("", 0);
+  return out;
+}
+
+std::string line_col(const std::string& text, size_t offset) {
+  size_t line = 1, col = 1;
+  for (size_t k = 0; k < offset && k < text.size(); ++k) {
+    if (text[k] == '\n') { ++line; col = 1; } else { ++col; }
+  }
+  return std::to_string(line) + ":" + std::to_string(col);
 }
 
 }  // namespace phoenix::util

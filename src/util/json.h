@@ -2,6 +2,7 @@
 // that names the field path when a value is missing or of the wrong type.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -18,6 +19,13 @@ Json parse_json(const std::string& text, const std::string& where);
 // Rejects keys of `obj` not in `known`, suggesting the nearest known key:
 // "<where>: unknown key 'tagret' (did you mean 'target'?)".
 void reject_unknown_keys(const Json& obj, const std::vector<std::string>& known, const std::string& where);
+
+// Byte offsets of every key / array element of a JSON-with-comments text,
+// by path ("checks[1].target"), so errors found after parsing can still
+// point at file:line:col.
+std::map<std::string, size_t> json_paths(const std::string& text);
+// "line:col" of a byte offset.
+std::string line_col(const std::string& text, size_t offset);
 
 // A line of JSON with keys sorted, no spaces: what hashes are computed over.
 std::string canonical(const Json& j);

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Phoenix's benchmarks. Every figure is printed beside a baseline measured in
+# the same run, as a ratio; nothing here asserts a time.
+#   bench/run.sh            build (if needed) and run every benchmark
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+build="${PHOENIX_BUILD_DIR:-$here/build}"
+"$here/scripts/deps.sh" >/dev/null
+"$here/scripts/build.sh" >/dev/null
+phoenix="$build/phoenix"
+work="$(mktemp -d "${TMPDIR:-/tmp}/phoenix-bench-XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+now_ns() { date +%s%N; }
+
+echo "== phoenix sense overhead on a trivial command (true), N=${N:=200}"
+cd "$work" && git init -q repo && cd repo
+t0=$(now_ns); for _ in $(seq "$N"); do true_bin=$(command -v true); "$true_bin"; done; t1=$(now_ns)
+for _ in $(seq "$N"); do "$phoenix" sense --check '{"kind":"command_exit","target":["true"]}' >/dev/null; done; t2=$(now_ns)
+direct=$(( (t1 - t0) / N / 1000 )); viaphx=$(( (t2 - t1) / N / 1000 ))
+awk -v d="$direct" -v p="$viaphx" 'BEGIN { printf "direct: %d us/run   phoenix sense: %d us/run   ratio: %.1fx   overhead: %.2f ms/run\n", d, p, p/(d>0?d:1), (p-d)/1000 }'
+
+echo "== trace verify throughput, 1,000,000 entries"
+"$build/phoenix_bench" gen-trace 1000000 "$work/trace.jsonl"
+"$build/phoenix_bench" verify-trace "$work/trace.jsonl"
+t0=$(now_ns); sha256sum "$work/trace.jsonl" >/dev/null; t1=$(now_ns)
+size=$(stat -c %s "$work/trace.jsonl")
+awk -v s="$size" -v ns=$((t1 - t0)) 'BEGIN { printf "baseline sha256sum of the same file: %.1f MB/s\n", s/1e6/(ns/1e9) }'

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The narrated demo. Expects `phoenix` on PATH. Every step is a real command
+# on a real git repository; nothing here is simulated.
+set -uo pipefail
+export NO_COLOR="${NO_COLOR:-}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/phoenix-demo-XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+step=0
+say() { step=$((step + 1)); printf '\n== %d. %s\n' "$step" "$*"; }
+run() { printf '$ %s\n' "$*"; "$@"; rc=$?; printf '   (exit %d)\n' "$rc"; return 0; }
+
+cd "$work"
+git init -q -b main shop && cd shop
+git config user.name "Demo User"; git config user.email demo@example.com
+mkdir -p src tests
+cat > src/price.sh <<'SH'
+# price QUANTITY UNIT_CENTS -> total in cents, 10% off from 10 items
+price() { local q=$1 u=$2 t=$(( $1 * $2 )); if [ "$q" -ge 10 ]; then t=$(( t * 9 / 10 )); fi; echo "$t"; }
+SH
+cat > tests/price_test.sh <<'SH'
+#!/bin/sh
+. ./src/price.sh
+fail=0
+check() { got=$(price "$1" "$2"); if [ "$got" != "$3" ]; then echo "FAIL price $1 $2: want $3, got $got"; fail=1; else echo "ok   price $1 $2 = $3"; fi; }
+check 1 250 250
+check 10 100 900
+check 12 50 540
+exit $fail
+SH
+chmod +x tests/price_test.sh
+cat > phoenix.json <<'JSON'
+{
+  // One deterministic check: the unit tests.
+  "checks": [
+    { "id": "unit", "kind": "command_exit", "target": ["./tests/price_test.sh"], "type": "unit",
+      "timeout_s": 30, "editable": ["src/**"] }
+  ]
+}
+JSON
+git add -A && git commit -qm "price with bulk discount"
+echo "A tiny shop repository in $work/shop, with one check 'unit' in phoenix.json."
+
+say "Sense: run the check once. Green."
+run phoenix sense unit
+
+say "Snapshot: bless src/ while the check passes."
+snap_json=$(phoenix snapshot src --check unit --json)
+echo "$ phoenix snapshot src --check unit --json"
+echo "$snap_json"
+snap_id=$(printf '%s' "$snap_json" | sed -n 's/.*"snap_id":"\([^"]*\)".*/\1/p')
+
+say "A deliberate break: someone 'simplifies' the discount."
+sed -i 's/t \* 9 \/ 10/t * 8 \/ 10/' src/price.sh
+git --no-pager diff --stat
+
+say "Sense again: red, with the evidence that proves it."
+run phoenix sense unit
+
+say "Heal by rollback: restore the blessed snapshot, then re-run the check fresh."
+run phoenix heal --strategy rollback --snap "$snap_id" --recheck unit
+
+say "Heal by retry: a flaky command gets at most three runs, with backoff and jitter."
+rm -f "$work/flaky"
+run phoenix heal --strategy retry --backoff-ms 50 --target "sh -c 'n=\$(cat $work/flaky 2>/dev/null || echo 0); echo \$((n+1)) > $work/flaky; [ \$n -ge 1 ]'"
+
+say "The trace: every sense, snapshot and heal, hash-chained."
+run phoenix trace verify
+echo "Now rewrite history: make the red run of step 4 look green, and verify again:"
+line=$(grep -n '"ok":false' .phoenix/trace.jsonl | head -1 | cut -d: -f1)
+sed -i "${line}s/\"ok\":false/\"ok\":true/; ${line}s/exit=1/exit=0/" .phoenix/trace.jsonl
+run phoenix trace verify
+
+printf '\nDone. HEALED meant: the check that found the problem passed on a fresh run.\n'

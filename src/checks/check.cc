@@ -1,0 +1,298 @@
+#include "checks/check.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "util/error.h"
+#include "util/hash.h"
+#include "util/subprocess.h"
+#include "util/text.h"
+
+namespace phoenix::checks {
+
+using util::Json;
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& failure_types() {
+  static const std::vector<std::string> types{"unit",   "e2e",    "build",  "lint",    "migration",
+                                              "deploy", "visual", "contract", "health"};
+  return types;
+}
+
+namespace {
+
+const std::vector<std::string> kKinds{"command_exit", "file_sha256", "regex_in_file"};
+
+const std::vector<std::string> kCommonKeys{"id", "kind", "target", "expect", "type", "editable", "description"};
+
+std::vector<std::string> keys_for(const std::string& kind) {
+  std::vector<std::string> k = kCommonKeys;
+  if (kind == "command_exit") k.insert(k.end(), {"timeout_s", "cwd", "tests", "protect_tests"});
+  if (kind == "regex_in_file") k.push_back("pattern");
+  return k;
+}
+
+std::vector<std::string> string_list(const Json& j, const std::string& where) {
+  if (!j.is_array()) throw ConfigError(where + ": must be an array of strings");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_string()) throw ConfigError(where + "[" + std::to_string(i) + "]: must be a string");
+    out.push_back(j[i].get<std::string>());
+  }
+  return out;
+}
+
+std::string type_name(const Json& j) {
+  if (j.is_string()) return "a string";
+  if (j.is_boolean()) return "a boolean";
+  if (j.is_number_integer() || j.is_number_unsigned()) return "an integer";
+  if (j.is_number()) return "a number";
+  if (j.is_array()) return "an array";
+  if (j.is_object()) return "an object";
+  return "null";
+}
+
+std::string default_type(const std::string& kind) {
+  return kind == "command_exit" ? "unit" : "lint";
+}
+
+bool is_hex64(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+}  // namespace
+
+CheckSpec parse_check(const Json& j, const std::string& where, bool id_required) {
+  if (!j.is_object()) throw ConfigError(where + ": a check must be a JSON object, not " + type_name(j));
+  CheckSpec c;
+  c.raw = j;
+  if (!j.contains("kind")) throw ConfigError(where + ": missing 'kind' (one of command_exit, file_sha256, regex_in_file)");
+  if (!j["kind"].is_string()) throw ConfigError(where + ".kind: must be a string, not " + type_name(j["kind"]));
+  c.kind = j["kind"].get<std::string>();
+  bool known = false;
+  for (const auto& k : kKinds) known = known || k == c.kind;
+  if (!known) {
+    std::string near = util::nearest(c.kind, kKinds);
+    throw ConfigError(where + ".kind: unknown kind '" + c.kind + "'" +
+                      (near.empty() ? " (known: command_exit, file_sha256, regex_in_file)"
+                                    : " (did you mean '" + near + "'?)"));
+  }
+  util::reject_unknown_keys(j, keys_for(c.kind), where);
+
+  if (j.contains("id")) {
+    if (!j["id"].is_string() || j["id"].get<std::string>().empty())
+      throw ConfigError(where + ".id: must be a non-empty string");
+    c.id = j["id"].get<std::string>();
+    if (c.id.find_first_of(" ,\t\n/") != std::string::npos)
+      throw ConfigError(where + ".id: '" + c.id + "' may not contain spaces, commas or slashes");
+  } else if (id_required) {
+    throw ConfigError(where + ": missing 'id'");
+  } else {
+    c.id = c.kind;
+  }
+  const std::string& w = where;
+
+  c.type = default_type(c.kind);
+  if (j.contains("type")) {
+    if (!j["type"].is_string()) throw ConfigError(w + ".type: must be a string");
+    c.type = j["type"].get<std::string>();
+    bool ok = false;
+    for (const auto& t : failure_types()) ok = ok || t == c.type;
+    if (!ok) {
+      std::string near = util::nearest(c.type, failure_types());
+      throw ConfigError(w + ".type: unknown failure type '" + c.type + "'" +
+                        (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+    }
+  }
+  if (!j.contains("target")) throw ConfigError(w + ": missing 'target'");
+  const Json& target = j["target"];
+  if (j.contains("editable")) c.editable = string_list(j["editable"], w + ".editable");
+
+  if (c.kind == "command_exit") {
+    if (target.is_array()) {
+      c.argv = string_list(target, w + ".target");
+    } else if (target.is_string()) {
+      c.argv = util::split_words(target.get<std::string>());
+    } else {
+      throw ConfigError(w + ".target: must be an argv array or a command string, not " + type_name(target));
+    }
+    if (c.argv.empty() || c.argv[0].empty()) throw ConfigError(w + ".target: the command is empty");
+    if (j.contains("expect")) {
+      const Json& e = j["expect"];
+      if (!e.is_number_integer()) throw ConfigError(w + ".expect: must be an exit code (integer 0-255), not " + type_name(e));
+      long long v = e.get<long long>();
+      if (v < 0 || v > 255) throw ConfigError(w + ".expect: exit code " + std::to_string(v) + " is outside 0-255");
+      c.expect_exit = static_cast<int>(v);
+    }
+    if (j.contains("timeout_s")) {
+      if (!j["timeout_s"].is_number() || j["timeout_s"].get<double>() <= 0)
+        throw ConfigError(w + ".timeout_s: must be a positive number of seconds");
+      c.timeout_s = j["timeout_s"].get<double>();
+    }
+    if (j.contains("cwd")) {
+      if (!j["cwd"].is_string()) throw ConfigError(w + ".cwd: must be a string");
+      c.cwd = j["cwd"].get<std::string>();
+    }
+    if (j.contains("tests")) c.tests = string_list(j["tests"], w + ".tests");
+    if (j.contains("protect_tests")) {
+      if (!j["protect_tests"].is_boolean()) throw ConfigError(w + ".protect_tests: must be true or false");
+      c.protect_tests = j["protect_tests"].get<bool>();
+    }
+  } else {
+    if (!target.is_string() || target.get<std::string>().empty())
+      throw ConfigError(w + ".target: must be a file path (string), not " + type_name(target));
+    c.path = target.get<std::string>();
+    if (c.kind == "file_sha256") {
+      if (!j.contains("expect")) throw ConfigError(w + ": missing 'expect' (the file's SHA-256, 64 hex digits)");
+      if (!j["expect"].is_string()) throw ConfigError(w + ".expect: must be a SHA-256 string, not " + type_name(j["expect"]));
+      std::string e = j["expect"].get<std::string>();
+      for (auto& ch : e) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (!is_hex64(e)) throw ConfigError(w + ".expect: '" + j["expect"].get<std::string>() + "' is not 64 hex digits");
+      c.expect_sha256 = e;
+    } else {
+      if (!j.contains("pattern") || !j["pattern"].is_string() || j["pattern"].get<std::string>().empty())
+        throw ConfigError(w + ".pattern: missing or not a non-empty string");
+      c.pattern = j["pattern"].get<std::string>();
+      try {
+        std::regex re(c.pattern);
+      } catch (const std::regex_error& e) {
+        throw ConfigError(w + ".pattern: invalid regular expression '" + c.pattern + "': " + e.what());
+      }
+      std::string e = "absent";
+      if (j.contains("expect")) {
+        if (!j["expect"].is_string()) throw ConfigError(w + ".expect: must be \"present\" or \"absent\", not " + type_name(j["expect"]));
+        e = j["expect"].get<std::string>();
+      }
+      if (e != "present" && e != "absent") throw ConfigError(w + ".expect: must be \"present\" or \"absent\", not '" + e + "'");
+      c.expect_present = e == "present";
+    }
+  }
+  return c;
+}
+
+CheckSpec parse_check_text(const std::string& text) {
+  return parse_check(util::parse_json(text, "--check"), "--check", false);
+}
+
+Json SenseResult::to_json() const {
+  return Json{{"id", id}, {"ok", ok}, {"signal", signal}, {"evidence", evidence}};
+}
+
+namespace {
+
+std::string resolve(const std::string& root, const std::string& p) {
+  if (!p.empty() && p[0] == '/') return p;
+  return root + "/" + p;
+}
+
+SenseResult sense_command(const CheckSpec& c, const std::string& root) {
+  SenseResult r;
+  util::ProcessOptions o;
+  o.argv = c.argv;
+  o.cwd = c.cwd.empty() ? root : resolve(root, c.cwd);
+  o.timeout_s = c.timeout_s;
+  o.head_bytes = 16 * 1024;
+  o.tail_bytes = 64 * 1024;
+  util::ProcessResult p = util::run_process(o);
+  r.duration_ms = p.duration_ms;
+  r.output = util::to_valid_utf8(p.output);
+  if (p.not_found) {
+    r.signal = "not found: " + c.argv[0];
+    r.evidence = "no executable '" + c.argv[0] + "' (looked in " + (c.argv[0].find('/') == std::string::npos ? "PATH" : o.cwd) + ")";
+    return r;
+  }
+  if (p.not_executable) {
+    r.signal = "not executable: " + c.argv[0];
+    r.evidence = p.executable + " exists but cannot be executed (permissions?)";
+    return r;
+  }
+  // The evidence is the tail a person reads first.
+  util::HeadTail tail(0, 8 * 1024);
+  tail.append(p.output);
+  std::string ev = util::to_valid_utf8(p.output.size() > 8 * 1024 ? tail.str() : p.output);
+  if (p.output_truncated || p.output.size() > 8 * 1024)
+    ev = "[output: " + std::to_string(p.output_bytes) + " bytes; last 8 KiB shown]\n" + ev;
+  r.evidence = ev;
+  if (p.interrupted) {
+    r.interrupted = true;
+    r.signal = "interrupted";
+    return r;
+  }
+  if (p.timed_out) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "timeout after %gs", c.timeout_s);
+    r.signal = buf;
+    return r;
+  }
+  r.ok = p.exit_code == c.expect_exit;
+  r.signal = "exit=" + std::to_string(p.exit_code);
+  if (!r.ok && c.expect_exit != 0) r.signal += " (expected " + std::to_string(c.expect_exit) + ")";
+  return r;
+}
+
+SenseResult sense_sha256(const CheckSpec& c, const std::string& root) {
+  SenseResult r;
+  std::string p = resolve(root, c.path);
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) {
+    r.signal = "missing: " + c.path;
+    r.evidence = p + " does not exist or is not a regular file";
+    return r;
+  }
+  std::string actual = util::sha256_file(p);
+  r.ok = actual == c.expect_sha256;
+  r.signal = r.ok ? "sha256 matches" : "sha256 mismatch";
+  r.evidence = "expected " + c.expect_sha256 + "\nactual   " + actual + "\nfile     " + c.path;
+  return r;
+}
+
+SenseResult sense_regex(const CheckSpec& c, const std::string& root) {
+  SenseResult r;
+  std::string p = resolve(root, c.path);
+  std::ifstream in(p, std::ios::binary);
+  if (!in) {
+    r.signal = "missing: " + c.path;
+    r.evidence = p + " cannot be read";
+    return r;
+  }
+  std::regex re(c.pattern);
+  std::string line;
+  size_t lineno = 0, matches = 0;
+  std::string shown;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (std::regex_search(line, re)) {
+      ++matches;
+      if (matches <= 5) shown += c.path + ":" + std::to_string(lineno) + ": " + util::to_valid_utf8(line.substr(0, 200)) + "\n";
+    }
+  }
+  bool present = matches > 0;
+  r.ok = present == c.expect_present;
+  r.signal = present ? "present: " + std::to_string(matches) + (matches == 1 ? " match" : " matches") : "absent";
+  r.evidence = present ? shown + (matches > 5 ? "(" + std::to_string(matches - 5) + " more)\n" : "")
+                       : "/" + c.pattern + "/ does not occur in " + c.path;
+  return r;
+}
+
+}  // namespace
+
+SenseResult sense(const CheckSpec& spec, const std::string& root) {
+  auto start = std::chrono::steady_clock::now();
+  SenseResult r;
+  if (spec.kind == "command_exit") r = sense_command(spec, root);
+  else if (spec.kind == "file_sha256") r = sense_sha256(spec, root);
+  else if (spec.kind == "regex_in_file") r = sense_regex(spec, root);
+  else throw ConfigError("check " + spec.id + ": unknown kind '" + spec.kind + "'");
+  r.id = spec.id;
+  if (r.duration_ms == 0)
+    r.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  if (r.output.empty()) r.output = r.evidence;
+  return r;
+}
+
+}  // namespace phoenix::checks

@@ -1,0 +1,74 @@
+#include "cli/context.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "util/error.h"
+
+namespace phoenix::cli {
+
+namespace fs = std::filesystem;
+
+trace::Trace& Context::trace() {
+  if (!trace_) {
+    fs::create_directories(phoenix_dir());
+    trace_ = std::make_unique<trace::Trace>(trace_path());
+  }
+  return *trace_;
+}
+
+namespace {
+
+bool want_color(int fd) {
+  const char* no = std::getenv("NO_COLOR");
+  if (no && *no) return false;
+  const char* force = std::getenv("CLICOLOR_FORCE");
+  if (force && *force && std::string(force) != "0") return true;
+  return ::isatty(fd) == 1;
+}
+
+std::string paint(bool on, const char* code, const std::string& s) {
+  return on ? std::string("\033[") + code + "m" + s + "\033[0m" : s;
+}
+
+}  // namespace
+
+Context make_context(const std::string& dir) {
+  Context c;
+  std::error_code ec;
+  fs::path d = fs::absolute(dir.empty() ? "." : dir, ec);
+  if (!fs::is_directory(d, ec)) throw UsageError("-C " + dir + ": no such directory");
+  c.cwd = fs::canonical(d).string();
+  c.root = c.cwd;
+  // The work tree is the nearest folder with a .git entry (a directory, or
+  // the file a linked worktree or submodule has), as git finds it; GIT_WORK_TREE
+  // wins when git set it (as it may for hooks). This is a walk up the tree
+  // rather than libgit2's discovery on purpose: initialising libgit2 parses
+  // the system's CA bundle (~15 ms), which the commands that only run checks
+  // should not pay.
+  if (const char* wt = std::getenv("GIT_WORK_TREE"); wt && *wt && fs::is_directory(wt, ec)) {
+    c.root = fs::canonical(wt).string();
+    c.in_repo = true;
+  } else {
+    for (fs::path p = c.cwd;; p = p.parent_path()) {
+      if (fs::exists(fs::symlink_status(p / ".git", ec))) {
+        c.root = p.string();
+        c.in_repo = true;
+        break;
+      }
+      if (p == p.root_path() || p.empty()) break;
+    }
+  }
+  c.color_out = want_color(1);
+  c.color_err = want_color(2);
+  return c;
+}
+
+std::string green(const Context& c, const std::string& s, bool err) { return paint(err ? c.color_err : c.color_out, "32", s); }
+std::string red(const Context& c, const std::string& s, bool err) { return paint(err ? c.color_err : c.color_out, "31;1", s); }
+std::string dim(const Context& c, const std::string& s, bool err) { return paint(err ? c.color_err : c.color_out, "2", s); }
+std::string bold(const Context& c, const std::string& s, bool err) { return paint(err ? c.color_err : c.color_out, "1", s); }
+
+}  // namespace phoenix::cli

@@ -1,0 +1,216 @@
+#include "config/config.h"
+
+#include <filesystem>
+
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/text.h"
+
+namespace phoenix::config {
+
+using util::Json;
+
+namespace {
+
+const std::vector<std::string> kTopKeys{"$schema", "checks",   "harness",  "fixers",          "budgets",
+                                        "session_cap", "diff_cap", "circuit_breaker", "protected", "hook",
+                                        "loop",    "sandbox",  "prompt_template"};
+
+std::vector<std::string> strings(const Json& j, const std::string& where) {
+  if (!j.is_array()) throw ConfigError(where + ": must be an array of strings");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_string()) throw ConfigError(where + "[" + std::to_string(i) + "]: must be a string");
+    out.push_back(j[i].get<std::string>());
+  }
+  return out;
+}
+
+int positive_int(const Json& j, const std::string& where) {
+  if (!j.is_number_integer() || j.get<long long>() < 0 || j.get<long long>() > 1000000)
+    throw ConfigError(where + ": must be a whole number >= 0");
+  return static_cast<int>(j.get<long long>());
+}
+
+double positive_seconds(const Json& j, const std::string& where) {
+  if (!j.is_number() || j.get<double>() <= 0) throw ConfigError(where + ": must be a positive number of seconds");
+  return j.get<double>();
+}
+
+std::string one_of(const Json& j, const std::string& where, const std::vector<std::string>& allowed) {
+  std::string all;
+  for (const auto& a : allowed) all += (all.empty() ? "" : "|") + a;
+  if (!j.is_string()) throw ConfigError(where + ": must be one of " + all);
+  std::string v = j.get<std::string>();
+  for (const auto& a : allowed)
+    if (a == v) return v;
+  std::string near = util::nearest(v, allowed);
+  throw ConfigError(where + ": '" + v + "' is not one of " + all + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+}
+
+void parse_into(Config& c, const Json& j) {
+  if (!j.is_object()) throw ConfigError("(top level): phoenix.json must hold a JSON object");
+  util::reject_unknown_keys(j, kTopKeys, "");
+  for (const auto& k : kTopKeys) c.origin[k] = j.contains(k) ? "phoenix.json" : "default";
+
+  if (j.contains("checks")) {
+    const Json& cs = j["checks"];
+    if (!cs.is_array()) throw ConfigError("checks: must be an array of check objects");
+    for (size_t i = 0; i < cs.size(); ++i) {
+      std::string where = "checks[" + std::to_string(i) + "]";
+      checks::CheckSpec spec = checks::parse_check(cs[i], where, true);
+      if (c.find(spec.id)) throw ConfigError(where + ".id: duplicate check id '" + spec.id + "'");
+      c.checks.push_back(std::move(spec));
+    }
+  }
+  if (j.contains("harness")) {
+    const Json& h = j["harness"];
+    if (h.is_string()) {
+      c.harness.preset = one_of(h, "harness", harness_presets());
+    } else if (h.is_object()) {
+      util::reject_unknown_keys(h, {"preset", "command", "timeout_s", "env"}, "harness");
+      if (h.contains("preset")) c.harness.preset = one_of(h["preset"], "harness.preset", harness_presets());
+      if (h.contains("command")) {
+        c.harness.command = strings(h["command"], "harness.command");
+        if (c.harness.command.empty()) throw ConfigError("harness.command: the command is empty");
+      }
+      if (h.contains("timeout_s")) c.harness.timeout_s = positive_seconds(h["timeout_s"], "harness.timeout_s");
+      if (h.contains("env")) {
+        if (!h["env"].is_object()) throw ConfigError("harness.env: must be an object of strings");
+        for (auto it = h["env"].begin(); it != h["env"].end(); ++it) {
+          if (!it.value().is_string()) throw ConfigError("harness.env." + it.key() + ": must be a string");
+          c.harness.env[it.key()] = it.value().get<std::string>();
+        }
+      }
+      if (c.harness.preset.empty() && c.harness.command.empty())
+        throw ConfigError("harness: give a preset name or a command");
+    } else {
+      throw ConfigError("harness: must be a preset name or an object with a command");
+    }
+  }
+  if (j.contains("fixers")) {
+    c.fixers.clear();
+    for (const auto& f : strings(j["fixers"], "fixers")) {
+      c.fixers.push_back(one_of(Json(f), "fixers", {"journal", "bisect", "harness", "noop"}));
+    }
+  }
+  if (j.contains("budgets")) {
+    const Json& b = j["budgets"];
+    if (!b.is_object()) throw ConfigError("budgets: must be an object of failure type -> attempts");
+    util::reject_unknown_keys(b, checks::failure_types(), "budgets");
+    for (auto it = b.begin(); it != b.end(); ++it) c.budgets[it.key()] = positive_int(it.value(), "budgets." + it.key());
+  }
+  if (j.contains("session_cap")) c.session_cap = positive_int(j["session_cap"], "session_cap");
+  if (j.contains("diff_cap")) c.diff_cap = positive_int(j["diff_cap"], "diff_cap");
+  if (j.contains("circuit_breaker")) c.circuit_breaker = positive_int(j["circuit_breaker"], "circuit_breaker");
+  if (j.contains("protected")) c.protected_globs = strings(j["protected"], "protected");
+  if (j.contains("prompt_template")) {
+    if (!j["prompt_template"].is_string()) throw ConfigError("prompt_template: must be a path");
+    c.prompt_template = j["prompt_template"].get<std::string>();
+  }
+  if (j.contains("sandbox")) {
+    const Json& s = j["sandbox"];
+    if (!s.is_object()) throw ConfigError("sandbox: must be an object");
+    util::reject_unknown_keys(s, {"carry"}, "sandbox");
+    if (s.contains("carry")) c.sandbox_carry = strings(s["carry"], "sandbox.carry");
+  }
+  if (j.contains("hook")) {
+    const Json& h = j["hook"];
+    if (!h.is_object()) throw ConfigError("hook: must be an object");
+    util::reject_unknown_keys(h, {"mode", "checks", "timeout_s"}, "hook");
+    if (h.contains("mode")) c.hook.mode = one_of(h["mode"], "hook.mode", {"verify", "heal"});
+    if (h.contains("checks")) c.hook.checks = strings(h["checks"], "hook.checks");
+    if (h.contains("timeout_s")) c.hook.timeout_s = positive_seconds(h["timeout_s"], "hook.timeout_s");
+    for (size_t i = 0; i < c.hook.checks.size(); ++i)
+      if (!c.find(c.hook.checks[i]))
+        throw ConfigError("hook.checks[" + std::to_string(i) + "]: no check with id '" + c.hook.checks[i] + "'");
+  }
+  if (j.contains("loop")) {
+    const Json& l = j["loop"];
+    if (!l.is_object()) throw ConfigError("loop: must be an object");
+    util::reject_unknown_keys(l, {"tasks", "prompt", "on_escalate", "max_iterations", "iteration_timeout_s", "baseline",
+                                  "heartbeat_s", "no_progress_limit", "notify", "branch"},
+                              "loop");
+    auto str = [&](const char* k, std::string& dst) {
+      if (!l.contains(k)) return;
+      if (!l[k].is_string()) throw ConfigError(std::string("loop.") + k + ": must be a string");
+      dst = l[k].get<std::string>();
+    };
+    str("tasks", c.loop.tasks);
+    str("prompt", c.loop.prompt);
+    str("branch", c.loop.branch);
+    if (l.contains("on_escalate")) c.loop.on_escalate = one_of(l["on_escalate"], "loop.on_escalate", {"stop", "skip"});
+    if (l.contains("baseline")) c.loop.baseline = one_of(l["baseline"], "loop.baseline", {"heal", "ignore", "stop"});
+    if (l.contains("max_iterations")) c.loop.max_iterations = positive_int(l["max_iterations"], "loop.max_iterations");
+    if (l.contains("no_progress_limit")) c.loop.no_progress_limit = positive_int(l["no_progress_limit"], "loop.no_progress_limit");
+    if (l.contains("iteration_timeout_s"))
+      c.loop.iteration_timeout_s = positive_seconds(l["iteration_timeout_s"], "loop.iteration_timeout_s");
+    if (l.contains("heartbeat_s")) c.loop.heartbeat_s = positive_seconds(l["heartbeat_s"], "loop.heartbeat_s");
+    if (l.contains("notify")) c.loop.notify = strings(l["notify"], "loop.notify");
+  }
+}
+
+}  // namespace
+
+const std::map<std::string, int>& default_budgets() {
+  static const std::map<std::string, int> b{{"unit", 3},   {"e2e", 5},    {"build", 2},    {"lint", 3},  {"migration", 1},
+                                            {"deploy", 2}, {"visual", 3}, {"contract", 3}, {"health", 1}};
+  return b;
+}
+
+const std::vector<std::string>& harness_presets() {
+  static const std::vector<std::string> p{"claude", "codex", "aider", "opencode", "gemini"};
+  return p;
+}
+
+const checks::CheckSpec* Config::find(const std::string& id) const {
+  for (const auto& c : checks)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+std::vector<std::string> Config::check_ids() const {
+  std::vector<std::string> ids;
+  for (const auto& c : checks) ids.push_back(c.id);
+  return ids;
+}
+
+Config parse(const std::string& text, const std::string& file) {
+  Config c;
+  c.path = file;
+  c.budgets = default_budgets();
+  Json j = util::parse_json(text, file);
+  c.raw = j;
+  try {
+    parse_into(c, j);
+  } catch (const ConfigError& e) {
+    // Point at the field: "<file>:<line>:<col>: <path>: <what>".
+    std::string msg = e.what();
+    size_t colon = msg.find(": ");
+    std::string path = colon == std::string::npos ? std::string() : msg.substr(0, colon);
+    auto paths = util::json_paths(text);
+    std::string probe = path;
+    while (!probe.empty() && !paths.count(probe)) {
+      size_t cut = probe.find_last_of(".[");
+      probe = cut == std::string::npos ? std::string() : probe.substr(0, cut);
+    }
+    std::string where = file + (probe.empty() ? "" : ":" + util::line_col(text, paths[probe]));
+    if (path.empty() && colon == 0) msg = msg.substr(2);
+    throw ConfigError(where + ": " + (msg.rfind(": ", 0) == 0 ? msg.substr(2) : msg));
+  }
+  return c;
+}
+
+Config load(const std::string& root, bool required) {
+  std::string file = root + "/phoenix.json";
+  if (!std::filesystem::exists(file)) {
+    if (required) throw ConfigError(file + ": not found (run 'phoenix init' to write one)");
+    Config c;
+    c.budgets = default_budgets();
+    for (const auto& k : kTopKeys) c.origin[k] = "default";
+    return c;
+  }
+  return parse(util::read_file(file), "phoenix.json");
+}
+
+}  // namespace phoenix::config

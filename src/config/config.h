@@ -1,0 +1,80 @@
+// phoenix.json: the repository's configuration.
+//
+// JSON with comments. Every error names the file, line:col and the field
+// path, suggests the nearest known key for a typo, and exits 78.
+// Precedence of values (`phoenix config show` prints each with its origin):
+// command-line flag > environment (PHOENIX_*) > phoenix.json > default.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checks/check.h"
+#include "util/json.h"
+
+namespace phoenix::config {
+
+struct Harness {
+  std::string preset;                 // claude | codex | aider | opencode | gemini | "" (custom)
+  std::vector<std::string> command;   // argv with {prompt} / {prompt_file}; empty: none configured
+  double timeout_s = 900;
+  std::map<std::string, std::string> env;
+};
+
+struct Hook {
+  std::string mode = "verify";        // verify | heal
+  std::vector<std::string> checks;    // empty: all
+  double timeout_s = 600;
+};
+
+struct Loop {
+  std::string tasks;                  // tasks file (Markdown "- [ ]" lines)
+  std::string prompt;                 // prompt file (ralph mode)
+  std::string on_escalate = "stop";   // stop | skip
+  int max_iterations = 50;
+  double iteration_timeout_s = 1800;
+  std::string baseline = "heal";      // heal | ignore | stop
+  double heartbeat_s = 5;
+  int no_progress_limit = 3;
+  std::vector<std::string> notify;
+  std::string branch;
+};
+
+struct Config {
+  std::string path;                   // file it came from, "" for defaults only
+  std::vector<checks::CheckSpec> checks;
+  Harness harness;
+  std::vector<std::string> fixers{"journal", "bisect", "harness"};
+  std::map<std::string, int> budgets;  // every failure type, defaults filled in
+  int session_cap = 10;
+  int diff_cap = 200;
+  int circuit_breaker = 3;
+  std::vector<std::string> protected_globs;
+  std::vector<std::string> sandbox_carry;
+  std::string prompt_template;        // path relative to the repository, "" for the shipped one
+  Hook hook;
+  Loop loop;
+  util::Json raw;
+  // Where each top-level value came from: "phoenix.json" or "default".
+  std::map<std::string, std::string> origin;
+
+  const checks::CheckSpec* find(const std::string& id) const;
+  std::vector<std::string> check_ids() const;
+};
+
+// Default budgets per failure type (DESIGN.md).
+const std::map<std::string, int>& default_budgets();
+
+// The names of the harness presets.
+const std::vector<std::string>& harness_presets();
+
+// Loads <root>/phoenix.json. A missing file gives the defaults (path "")
+// unless `required`, in which case it is a ConfigError.
+Config load(const std::string& root, bool required);
+
+// Parses config text (for tests and `phoenix init`); `file` names it in errors.
+Config parse(const std::string& text, const std::string& file);
+
+}  // namespace phoenix::config

@@ -1,0 +1,295 @@
+#include "trace/trace.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/hash.h"
+#include "util/lock.h"
+#include "util/text.h"
+
+namespace phoenix::trace {
+
+using util::Json;
+
+namespace {
+
+std::string entry_hash(const std::string& prev, const Json& body) {
+  return util::sha256_hex(prev + "\n" + util::canonical(body));
+}
+
+// The last complete line of the file and whether the file ends torn.
+struct Tail {
+  std::string last_line;
+  bool torn = false;
+  off_t torn_offset = 0;  // where the torn fragment starts
+};
+
+Tail read_tail(const std::string& path) {
+  Tail t;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return t;
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || st.st_size == 0) {
+    ::close(fd);
+    return t;
+  }
+  // Read backwards in blocks until two newlines (or the start) are found.
+  off_t size = st.st_size;
+  std::string buf;
+  off_t pos = size;
+  const off_t block = 8192;
+  for (;;) {
+    off_t start = pos > block ? pos - block : 0;
+    std::string chunk(static_cast<size_t>(pos - start), '\0');
+    ssize_t n = ::pread(fd, chunk.data(), chunk.size(), start);
+    if (n < 0) break;
+    buf.insert(0, chunk);
+    pos = start;
+    size_t newlines = 0;
+    for (char c : buf) newlines += c == '\n';
+    if (newlines >= 2 || pos == 0) break;
+  }
+  ::close(fd);
+  if (buf.back() != '\n') {
+    t.torn = true;
+    size_t nl = buf.rfind('\n');
+    t.torn_offset = nl == std::string::npos ? pos : pos + static_cast<off_t>(nl + 1);
+    buf = nl == std::string::npos ? std::string() : buf.substr(0, nl + 1);
+  }
+  if (buf.empty()) return t;
+  buf.pop_back();  // the final '\n'
+  size_t nl = buf.rfind('\n');
+  t.last_line = nl == std::string::npos ? buf : buf.substr(nl + 1);
+  return t;
+}
+
+std::string make_line(uint64_t seq, const std::string& event, const Json& data, const std::string& prev) {
+  return format_entry(seq, event, data, prev, nullptr);
+}
+
+bool repair_locked(const std::string& path, const Tail& tail) {
+  if (!tail.torn) return false;
+  std::string all = util::read_file(path);
+  std::string fragment = all.substr(static_cast<size_t>(tail.torn_offset));
+  if (::truncate(path.c_str(), tail.torn_offset) != 0) throw_errno("cannot truncate " + path);
+  uint64_t seq = 1;
+  std::string prev;
+  if (!tail.last_line.empty()) {
+    Json last = Json::parse(tail.last_line, nullptr, false);
+    if (!last.is_discarded() && last.contains("seq")) {
+      seq = last["seq"].get<uint64_t>() + 1;
+      prev = last.value("hash", "");
+    }
+  }
+  Json data = {{"bytes", fragment.size()}, {"sha256", util::sha256_hex(fragment)},
+               {"fragment", util::to_valid_utf8(fragment.substr(0, 512))}};
+  util::append_durable(path, make_line(seq, "trace.torn_repaired", data, prev));
+  return true;
+}
+
+}  // namespace
+
+std::string format_entry(uint64_t seq, const std::string& event, const Json& data, const std::string& prev,
+                         std::string* hash) {
+  Json body = {{"seq", seq}, {"ts", util::now_iso8601()}, {"event", event}, {"data", data}, {"prev", prev}};
+  std::string h = entry_hash(prev, body);
+  body["hash"] = h;
+  if (hash) *hash = h;
+  return util::canonical(body) + "\n";
+}
+
+Trace::Trace(std::string path) : path_(std::move(path)) {}
+
+uint64_t Trace::append(const std::string& event, const Json& data) {
+  util::FileLock lock(path_ + ".lock", 10000, "the trace " + path_);
+  Tail tail = read_tail(path_);
+  if (tail.torn) {
+    repair_locked(path_, tail);
+    tail = read_tail(path_);
+  }
+  uint64_t seq = 1;
+  std::string prev;
+  if (!tail.last_line.empty()) {
+    Json last = Json::parse(tail.last_line, nullptr, false);
+    if (last.is_discarded() || !last.contains("seq") || !last["seq"].is_number_unsigned())
+      throw Error("the trace " + path_ + " ends in a line that is not a trace entry; run 'phoenix trace verify'");
+    seq = last["seq"].get<uint64_t>() + 1;
+    prev = last.value("hash", "");
+  }
+  util::append_durable(path_, make_line(seq, event, data, prev));
+  return seq;
+}
+
+bool repair_torn_tail(const std::string& path) {
+  util::FileLock lock(path + ".lock", 10000, "the trace " + path);
+  return repair_locked(path, read_tail(path));
+}
+
+namespace {
+
+// The fields of a line as Phoenix writes it (canonical JSON, keys sorted:
+// data, event, hash, prev, seq, ts), read without a JSON parser. The top-level
+// keys after "data" are found from the end: inside "data" a key like "seq"
+// can only appear as a nested key, before them.
+struct Fast {
+  bool ok = false;
+  uint64_t seq = 0;
+  std::string_view prev, hash;
+  std::string_view body_a, body_b;  // the line without its "hash" member: what was hashed
+};
+
+Fast read_fast(std::string_view l) {
+  Fast f;
+  if (l.size() < 100 || l.substr(0, 8) != "{\"data\":" || l.back() != '}') return f;
+  size_t ts = l.rfind(",\"ts\":\"");
+  size_t seq = l.rfind(",\"seq\":", ts);
+  size_t prev = l.rfind(",\"prev\":\"", seq);
+  size_t hash = l.rfind(",\"hash\":\"", prev);
+  if (ts == std::string_view::npos || seq == std::string_view::npos || prev == std::string_view::npos ||
+      hash == std::string_view::npos || !(hash < prev && prev < seq && seq < ts))
+    return f;
+  if (prev != hash + 9 + 64 + 1) return f;
+  f.hash = l.substr(hash + 9, 64);
+  size_t pstart = prev + 9, pend = seq - 1;
+  if (pend < pstart || l[pend] != '"') return f;
+  f.prev = l.substr(pstart, pend - pstart);
+  uint64_t n = 0;
+  size_t k = seq + 7;
+  if (k >= ts) return f;
+  for (; k < ts; ++k) {
+    if (l[k] < '0' || l[k] > '9') return f;
+    n = n * 10 + static_cast<uint64_t>(l[k] - '0');
+  }
+  f.seq = n;
+  f.body_a = l.substr(0, hash + 1);
+  f.body_b = l.substr(prev + 1);
+  f.ok = true;
+  return f;
+}
+
+// The seq a line claims, cheaply (0 when it has none).
+uint64_t claimed_seq(std::string_view l) {
+  Fast f = read_fast(l);
+  if (f.ok) return f.seq;
+  Json j = Json::parse(l, nullptr, false);
+  if (j.is_object() && j.contains("seq") && j["seq"].is_number_unsigned()) return j["seq"].get<uint64_t>();
+  return 0;
+}
+
+}  // namespace
+
+VerifyResult verify(const std::string& path) {
+  VerifyResult r;
+  std::string all;
+  try {
+    all = util::read_file(path);
+  } catch (const Error&) {
+    throw Error("cannot read trace " + path, kExitRed);
+  }
+  r.bytes = all.size();
+  std::vector<std::string_view> lines;
+  bool torn = false;
+  for (size_t start = 0; start < all.size();) {
+    size_t nl = all.find('\n', start);
+    if (nl == std::string::npos) {
+      lines.emplace_back(all.data() + start, all.size() - start);
+      torn = true;
+      break;
+    }
+    lines.emplace_back(all.data() + start, nl - start);
+    start = nl + 1;
+  }
+  auto fail = [&](size_t i, uint64_t expected, const std::string& kind, const std::string& why) {
+    r.ok = false;
+    r.bad_line = i + 1;
+    r.bad_seq = expected;
+    r.kind = kind;
+    r.why = why;
+    return r;
+  };
+  // Where each seq first appears: only needed once something is wrong, to
+  // tell a deletion from a reordering.
+  auto first_index_of = [&](uint64_t seq) -> size_t {
+    for (size_t k = 0; k < lines.size(); ++k)
+      if (claimed_seq(lines[k]) == seq) return k;
+    return std::string::npos;
+  };
+  std::string prev;
+  uint64_t expected = 1;
+  util::Sha256 hasher;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string_view l = lines[i];
+    if (torn && i + 1 == lines.size()) {
+      return fail(i, expected, "torn",
+                  "the last line is incomplete (" + std::to_string(l.size()) +
+                      " bytes, no newline): a write was cut short by a crash; 'phoenix recover' repairs it");
+    }
+    // Fast path: a line exactly as Phoenix wrote it.
+    Fast f = read_fast(l);
+    if (f.ok && f.seq == expected && f.prev == prev) {
+      hasher.reset();
+      hasher.update(prev);
+      hasher.update("\n");
+      hasher.update(f.body_a);
+      hasher.update(f.body_b);
+    }
+    if (f.ok && f.seq == expected && f.prev == prev && hasher.hex() == f.hash) {
+      prev = std::string(f.hash);
+      ++expected;
+      ++r.entries;
+      continue;
+    }
+    // Slow path: parse it to say precisely what is wrong.
+    Json j = Json::parse(l, nullptr, false);
+    bool shaped = j.is_object() && j.contains("seq") && j["seq"].is_number_unsigned() && j.contains("hash") &&
+                  j["hash"].is_string() && j.contains("prev") && j["prev"].is_string() && j.contains("event") &&
+                  j.contains("ts") && j.contains("data") && j.size() == 6;
+    if (!shaped) return fail(i, expected, "edited", "line " + std::to_string(i + 1) + " is not a trace entry");
+    uint64_t seq = j["seq"].get<uint64_t>();
+    Json body = j;
+    body.erase("hash");
+    bool hash_ok = entry_hash(j["prev"].get<std::string>(), body) == j["hash"].get<std::string>();
+    bool prev_ok = j["prev"].get<std::string>() == prev;
+    if (seq == expected && prev_ok && hash_ok) {
+      // Valid, only not in Phoenix's own formatting (re-serialised by a tool).
+      prev = j["hash"].get<std::string>();
+      ++expected;
+      ++r.entries;
+      continue;
+    }
+    if (seq == expected) {
+      // Either this line was changed, or a forged line sits here and the
+      // real entry follows (an insertion).
+      if (i + 1 < lines.size()) {
+        Json next = Json::parse(lines[i + 1], nullptr, false);
+        if (next.is_object() && next.value("seq", uint64_t(0)) == expected && next.value("prev", std::string()) == prev)
+          return fail(i, expected, "inserted",
+                      "line " + std::to_string(i + 1) + " was inserted before seq " + std::to_string(expected));
+      }
+      return fail(i, expected, "edited",
+                  "seq " + std::to_string(seq) + " was edited (" +
+                      (hash_ok ? "its link to the previous entry" : "its hash") + " does not match)");
+    }
+    if (seq < expected) {
+      return fail(i, expected, first_index_of(seq) < i ? "inserted" : "reordered",
+                  "line " + std::to_string(i + 1) + " repeats seq " + std::to_string(seq) + " where seq " +
+                      std::to_string(expected) + " belongs");
+    }
+    // seq > expected: the expected entry is missing here. Later: reordered; never: deleted.
+    size_t later = first_index_of(expected);
+    if (later != std::string::npos && later > i)
+      return fail(i, expected, "reordered", "seq " + std::to_string(seq) + " comes before seq " + std::to_string(expected));
+    return fail(i, expected, "deleted",
+                "seq " + std::to_string(expected) +
+                    (seq - expected > 1 ? "-" + std::to_string(seq - 1) : std::string()) +
+                    " missing: the next line holds seq " + std::to_string(seq));
+  }
+  return r;
+}
+
+}  // namespace phoenix::trace

@@ -1,0 +1,84 @@
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+
+#include "util/error.h"
+
+namespace phoenix::config {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse(text, "phoenix.json");
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.exit_code(), 78);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, ParsesTheDesignExampleWithComments) {
+  Config c = parse(R"({
+    // a comment
+    "checks": [
+      { "id": "unit", "kind": "command_exit", "target": ["ctest", "--test-dir", "build"], "expect": 0,
+        "type": "unit", "timeout_s": 600, "editable": ["src/**"] },
+      { "id": "lockfile", "kind": "file_sha256", "target": "deps.lock", "expect": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" },
+      { "id": "no-debug", "kind": "regex_in_file", "target": "src/main.cpp", "pattern": "DEBUG_HACK", "expect": "absent" }
+    ],
+    "harness": "claude",
+    "budgets": { "unit": 4 }, /* block comment */
+    "session_cap": 10, "diff_cap": 200, "circuit_breaker": 3,
+    "protected": ["tests/**"],
+    "hook": { "mode": "heal", "checks": ["unit"] },
+    "loop": { "tasks": "TASKS.md", "on_escalate": "stop", "max_iterations": 50, "iteration_timeout_s": 1800 }
+  })", "phoenix.json");
+  ASSERT_EQ(c.checks.size(), 3u);
+  EXPECT_EQ(c.checks[0].argv, (std::vector<std::string>{"ctest", "--test-dir", "build"}));
+  EXPECT_EQ(c.budgets.at("unit"), 4);
+  EXPECT_EQ(c.budgets.at("e2e"), 5);  // defaults kept
+  EXPECT_EQ(c.harness.preset, "claude");
+  EXPECT_EQ(c.hook.mode, "heal");
+  EXPECT_EQ(c.origin.at("budgets"), "phoenix.json");
+  EXPECT_EQ(c.origin.at("fixers"), "default");
+}
+
+TEST(Config, CommandStringIsSplitLikeAShellWithoutOne) {
+  Config c = parse(R"({"checks":[{"id":"t","kind":"command_exit","target":"sh -c 'echo \"a b\"; exit 3' x"}]})", "p");
+  EXPECT_EQ(c.checks[0].argv, (std::vector<std::string>{"sh", "-c", "echo \"a b\"; exit 3", "x"}));
+}
+
+TEST(Config, UnknownKeyNamesLineColAndSuggests) {
+  std::string e = error_of("{\n  \"checks\": [\n    {\"id\": \"u\", \"kind\": \"command_exit\",\n     \"tagret\": [\"true\"]}\n  ]\n}");
+  EXPECT_NE(e.find("phoenix.json:4:6"), std::string::npos) << e;
+  EXPECT_NE(e.find("checks[0].tagret"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'target'"), std::string::npos) << e;
+}
+
+TEST(Config, MalformedJsonNamesLineCol) {
+  std::string e = error_of("{\n  \"checks\": [,]\n}");
+  EXPECT_NE(e.find("phoenix.json:2:14"), std::string::npos) << e;
+}
+
+TEST(Config, BadInputsNameTheField) {
+  EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"shell","target":"x"}]})").find("unknown kind 'shell'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"command_exit"}]})").find("missing 'target'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"command_exit","target":"true","expect":"0"}]})").find("checks[0].expect"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"file_sha256","target":"f","expect":"abc"}]})").find("not 64 hex"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"regex_in_file","target":"f","pattern":"(","expect":"absent"}]})")
+                .find("invalid regular expression"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"command_exit","target":"true"},{"id":"u","kind":"command_exit","target":"true"}]})")
+                .find("duplicate check id"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"budgets":{"unti":3}})").find("did you mean 'unit'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"hook":{"mode":"heel"}})").find("did you mean 'heal'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"hook":{"checks":["nope"]}})").find("no check with id 'nope'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"checkz":[]})").find("did you mean 'checks'"), std::string::npos);
+  EXPECT_NE(error_of(R"([1,2])").find("JSON object"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace phoenix::config
