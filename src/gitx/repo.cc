@@ -1,0 +1,882 @@
+#include "gitx/repo.h"
+
+#include <git2.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <system_error>
+#include <utility>
+
+#include "util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace phoenix::gitx {
+namespace {
+
+// ---------------------------------------------------------------------------
+// libgit2 plumbing: one init, one error helper, one owner per object type.
+
+void ensure_init() {
+  // git_libgit2_init is reference counted; one reference for the process
+  // lifetime (never shut down: objects may outlive any scope we could pick).
+  static const int once = [] {
+    int rc = git_libgit2_init();
+    if (rc < 0) throw Error("libgit2: init failed");
+    return rc;
+  }();
+  (void)once;
+}
+
+std::string last_error_message(int rc) {
+  const git_error* e = git_error_last();
+  if (e && e->message && *e->message) return e->message;
+  return "error " + std::to_string(rc);
+}
+
+// Turns a failed libgit2 call into the one exception gitx throws.
+void check(int rc, const char* what) {
+  if (rc < 0) throw Error(std::string("libgit2: ") + what + ": " + last_error_message(rc));
+}
+
+template <typename T, void (*FreeFn)(T*)>
+struct Deleter {
+  void operator()(T* p) const {
+    if (p) FreeFn(p);
+  }
+};
+template <typename T, void (*FreeFn)(T*)>
+using Owned = std::unique_ptr<T, Deleter<T, FreeFn>>;
+
+using CommitPtr = Owned<git_commit, git_commit_free>;
+using TreePtr = Owned<git_tree, git_tree_free>;
+using IndexPtr = Owned<git_index, git_index_free>;
+using DiffPtr = Owned<git_diff, git_diff_free>;
+using DiffStatsPtr = Owned<git_diff_stats, git_diff_stats_free>;
+using ReferencePtr = Owned<git_reference, git_reference_free>;
+using RefIterPtr = Owned<git_reference_iterator, git_reference_iterator_free>;
+using ObjectPtr = Owned<git_object, git_object_free>;
+using SignaturePtr = Owned<git_signature, git_signature_free>;
+using WorktreePtr = Owned<git_worktree, git_worktree_free>;
+using StatusListPtr = Owned<git_status_list, git_status_list_free>;
+using ConfigPtr = Owned<git_config, git_config_free>;
+using ConfigEntryPtr = Owned<git_config_entry, git_config_entry_free>;
+using RevwalkPtr = Owned<git_revwalk, git_revwalk_free>;
+using RepositoryPtr = Owned<git_repository, git_repository_free>;
+using ConflictIterPtr = Owned<git_index_conflict_iterator, git_index_conflict_iterator_free>;
+
+// git_buf and git_strarray are structs by value with their own dispose.
+struct Buf {
+  git_buf b = GIT_BUF_INIT;
+  Buf() = default;
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  ~Buf() { git_buf_dispose(&b); }
+  std::string str() const { return b.ptr ? std::string(b.ptr, b.size) : std::string(); }
+};
+
+struct StrArray {
+  git_strarray a{};
+  StrArray() = default;
+  StrArray(const StrArray&) = delete;
+  StrArray& operator=(const StrArray&) = delete;
+  ~StrArray() { git_strarray_dispose(&a); }
+};
+
+// ---------------------------------------------------------------------------
+// Small helpers.
+
+std::string to_hex(const git_oid& oid) {
+  char hex[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(hex, sizeof hex, &oid);
+  return hex;
+}
+
+std::string strip_trailing_slash(const char* p) {
+  std::string s = p ? p : "";
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+// See Repo::is_clean for the meaning of a prefix.
+bool under_prefix(std::string_view path, std::string_view prefix) {
+  if (prefix.empty()) return false;
+  if (prefix.back() == '/') return starts_with(path, prefix);
+  return path == prefix ||
+         (path.size() > prefix.size() && starts_with(path, prefix) && path[prefix.size()] == '/');
+}
+
+bool under_any(std::string_view path, const std::vector<std::string>& prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [&](const std::string& p) { return under_prefix(path, p); });
+}
+
+// The repository's index, freshly read: another process (git, an agent)
+// may have rewritten it since we last looked, and libgit2 caches it.
+IndexPtr fresh_index(git_repository* repo) {
+  git_index* raw = nullptr;
+  check(git_repository_index(&raw, repo), "open index");
+  IndexPtr index(raw);
+  check(git_index_read(index.get(), /*force=*/1), "read index");
+  return index;
+}
+
+ObjectPtr revparse(git_repository* repo, const std::string& rev) {
+  git_object* obj = nullptr;
+  int rc = rev.empty() ? GIT_ENOTFOUND : git_revparse_single(&obj, repo, rev.c_str());
+  if (rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC)
+    throw Error("unknown revision: " + rev, kExitUsage);
+  if (rc == GIT_EAMBIGUOUS) throw Error("ambiguous revision: " + rev, kExitUsage);
+  check(rc, ("resolve " + rev).c_str());
+  return ObjectPtr(obj);
+}
+
+CommitPtr lookup_commit(git_repository* repo, const std::string& rev) {
+  ObjectPtr obj = revparse(repo, rev);
+  git_object* peeled = nullptr;
+  if (git_object_peel(&peeled, obj.get(), GIT_OBJECT_COMMIT) < 0)
+    throw Error("not a commit: " + rev, kExitUsage);
+  return CommitPtr(reinterpret_cast<git_commit*>(peeled));
+}
+
+TreePtr commit_tree(const git_commit* commit) {
+  git_tree* tree = nullptr;
+  check(git_commit_tree(&tree, commit), "read commit tree");
+  return TreePtr(tree);
+}
+
+// The tree of `rev`, or null (libgit2's empty tree) for "".
+TreePtr tree_or_empty(git_repository* repo, const std::string& rev) {
+  if (rev.empty()) return nullptr;
+  return commit_tree(lookup_commit(repo, rev).get());
+}
+
+// HEAD's commit, or null while unborn.
+CommitPtr head_commit(git_repository* repo) {
+  git_oid oid;
+  int rc = git_reference_name_to_id(&oid, repo, "HEAD");
+  if (rc == GIT_ENOTFOUND || rc == GIT_EUNBORNBRANCH) return nullptr;
+  check(rc, "resolve HEAD");
+  git_commit* c = nullptr;
+  check(git_commit_lookup(&c, repo, &oid), "read HEAD commit");
+  return CommitPtr(c);
+}
+
+StatusListPtr status_list(git_repository* repo, git_status_show_t show) {
+  git_status_options o;
+  check(git_status_options_init(&o, GIT_STATUS_OPTIONS_VERSION), "status options");
+  o.show = show;
+  o.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
+            GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX | GIT_STATUS_OPT_SORT_CASE_SENSITIVELY;
+  git_status_list* list = nullptr;
+  check(git_status_list_new(&list, repo, &o), "status");
+  return StatusListPtr(list);
+}
+
+char status_letter(unsigned s) {
+  if (s & GIT_STATUS_CONFLICTED) return 'U';
+  if (s & GIT_STATUS_INDEX_RENAMED) return 'R';
+  if (s & (GIT_STATUS_INDEX_DELETED | GIT_STATUS_WT_DELETED)) return 'D';
+  if (s & GIT_STATUS_INDEX_NEW) return 'A';
+  if (s & GIT_STATUS_WT_NEW) return '?';
+  return 'M';
+}
+
+// Deletes untracked files (see CheckoutOptions::remove_untracked) and the
+// folders that only held them. Done by hand rather than with libgit2's
+// GIT_CHECKOUT_REMOVE_UNTRACKED so .phoenix/ and keep_prefixes survive.
+void remove_untracked_files(git_repository* repo, const std::vector<std::string>& keep_prefixes) {
+  const std::string top = strip_trailing_slash(git_repository_workdir(repo));
+  StatusListPtr list = status_list(repo, GIT_STATUS_SHOW_WORKDIR_ONLY);
+  std::vector<std::string> keep = keep_prefixes;
+  keep.emplace_back(kStateDir);
+  std::set<fs::path> parents;
+  for (size_t i = 0, n = git_status_list_entrycount(list.get()); i < n; ++i) {
+    const git_status_entry* e = git_status_byindex(list.get(), i);
+    if (!(e->status & GIT_STATUS_WT_NEW) || !e->index_to_workdir) continue;
+    std::string path = e->index_to_workdir->new_file.path;
+    // "dir/" is a nested repository: someone else's history, never ours to delete.
+    if (path.empty() || path.back() == '/' || under_any(path, keep)) continue;
+    fs::path full = fs::path(top) / path;
+    std::error_code ec;
+    fs::remove(full, ec);
+    if (ec) throw Error("cannot remove untracked " + full.string() + ": " + ec.message());
+    parents.insert(full.parent_path());
+  }
+  // Deepest first, so a chain of folders that only held removed files goes.
+  for (auto it = parents.rbegin(); it != parents.rend(); ++it) {
+    for (fs::path dir = *it; dir.string().size() > top.size() && starts_with(dir.string(), top + "/");
+         dir = dir.parent_path()) {
+      std::error_code ec;
+      if (!fs::is_empty(dir, ec) || ec || !fs::remove(dir, ec)) break;
+    }
+  }
+}
+
+// git_index_add_all callback: >0 skips a path. Untracked files under
+// .phoenix/ stay out of every commit (tracked ones are updated as usual).
+int skip_untracked_state(const char* path, const char* /*matched*/, void* payload) {
+  auto* index = static_cast<git_index*>(payload);
+  if (!under_prefix(path, kStateDir)) return 0;
+  return git_index_get_bypath(index, path, 0) ? 0 : 1;
+}
+
+// Stages the work tree into `index` (in memory) and writes its tree.
+git_oid stage_workdir(git_index* index, bool include_untracked) {
+  check(git_index_update_all(index, nullptr, nullptr, nullptr), "stage tracked changes");
+  if (include_untracked)
+    check(git_index_add_all(index, nullptr, GIT_INDEX_ADD_DEFAULT, skip_untracked_state, index),
+          "stage untracked files");
+  git_oid tree;
+  check(git_index_write_tree(&tree, index), "write tree");
+  return tree;
+}
+
+std::string create_commit(git_repository* repo, const char* update_ref, const git_oid& tree_id,
+                          const std::string& message, const std::string& name,
+                          const std::string& email) {
+  Buf msg;
+  check(git_message_prettify(&msg.b, message.c_str(), /*strip_comments=*/0, '#'), "clean message");
+  if (msg.str().empty()) throw Error("empty commit message");
+  git_signature* sig_raw = nullptr;
+  check(git_signature_now(&sig_raw, name.c_str(), email.c_str()), "author signature");
+  SignaturePtr sig(sig_raw);
+  git_tree* tree_raw = nullptr;
+  check(git_tree_lookup(&tree_raw, repo, &tree_id), "read tree");
+  TreePtr tree(tree_raw);
+  CommitPtr parent = head_commit(repo);
+  const git_commit* parents[] = {parent.get()};
+  git_oid id;
+  check(git_commit_create(&id, repo, update_ref, sig.get(), sig.get(), nullptr, msg.b.ptr, tree.get(),
+                          parent ? 1 : 0, parents),
+        "commit");
+  return to_hex(id);
+}
+
+git_diff_options patch_diff_options() {
+  git_diff_options o;
+  check(git_diff_options_init(&o, GIT_DIFF_OPTIONS_VERSION), "diff options");
+  // Binary content as "GIT binary patch" (with full index lines) rather than
+  // "Binary files differ", or the patch could not be applied.
+  o.flags = GIT_DIFF_SHOW_BINARY;
+  return o;
+}
+
+void find_renames(git_diff* diff, bool for_untracked) {
+  git_diff_find_options fo;
+  check(git_diff_find_options_init(&fo, GIT_DIFF_FIND_OPTIONS_VERSION), "rename options");
+  // Explicit flags: the user's diff.renames config must not change what a
+  // patch looks like.
+  fo.flags = GIT_DIFF_FIND_RENAMES | (for_untracked ? GIT_DIFF_FIND_FOR_UNTRACKED : 0);
+  check(git_diff_find_similar(diff, &fo), "detect renames");
+}
+
+std::string diff_to_text(git_diff* diff) {
+  Buf out;
+  check(git_diff_to_buf(&out.b, diff, GIT_DIFF_FORMAT_PATCH), "format patch");
+  return out.str();
+}
+
+DiffPtr diff_trees(git_repository* repo, const git_tree* from, const git_tree* to, bool for_patch) {
+  git_diff_options o = patch_diff_options();
+  if (!for_patch) o.flags = 0;
+  git_diff* d = nullptr;
+  check(git_diff_tree_to_tree(&d, repo, const_cast<git_tree*>(from), const_cast<git_tree*>(to), &o),
+        "diff trees");
+  DiffPtr diff(d);
+  find_renames(diff.get(), false);
+  return diff;
+}
+
+// libgit2 1.5 rejects a file header that ends at its "index" line, which is
+// what git prints for an empty file added or deleted (libgit2 issues #5713,
+// #6778), yet it prints and accepts the same header followed by "---" and
+// "+++" lines. Adding those lets patches made by the git CLI (a harness's own
+// `git diff`, say) parse too; git apply takes either form.
+std::string complete_empty_file_headers(const std::string& patch) {
+  std::string out;
+  out.reserve(patch.size() + 128);
+  std::string diff_line;  // "diff --git X Y" of the header being read
+  bool in_header = false, is_new = false, is_deleted = false, ends_at_index = false;
+  auto finish_header = [&] {
+    if (in_header && ends_at_index) {
+      // For an added or deleted file both names are the same path, so the
+      // two (possibly quoted) names are the halves either side of the middle.
+      std::string_view names = std::string_view(diff_line).substr(11);
+      size_t half = names.size() / 2;
+      if (names.size() % 2 == 1 && names[half] == ' ') {
+        std::string a(names.substr(0, half)), b(names.substr(half + 1));
+        if (!out.empty() && out.back() != '\n') out += '\n';
+        out += "--- " + (is_new ? std::string("/dev/null") : a) + "\n";
+        out += "+++ " + (is_deleted ? std::string("/dev/null") : b) + "\n";
+      }
+    }
+    in_header = false;
+  };
+  for (size_t pos = 0; pos < patch.size();) {
+    size_t nl = patch.find('\n', pos);
+    size_t end = nl == std::string::npos ? patch.size() : nl + 1;
+    std::string_view line(patch.data() + pos, end - pos);
+    if (starts_with(line, "diff --git ")) {
+      finish_header();
+      in_header = true;
+      is_new = is_deleted = ends_at_index = false;
+      diff_line.assign(line.substr(0, line.find_first_of("\r\n")));
+    } else if (in_header) {
+      if (starts_with(line, "--- ") || starts_with(line, "@@ ") || starts_with(line, "GIT binary patch") ||
+          starts_with(line, "Binary files ")) {
+        in_header = false;
+      } else {
+        is_new = is_new || starts_with(line, "new file mode ");
+        is_deleted = is_deleted || starts_with(line, "deleted file mode ");
+        ends_at_index = starts_with(line, "index ");
+      }
+    }
+    out.append(line);
+    pos = end;
+  }
+  finish_header();
+  return out;
+}
+
+DiffPtr parse_patch(const std::string& patch) {
+  ensure_init();
+  const std::string text = complete_empty_file_headers(patch);
+  git_diff* d = nullptr;
+  check(git_diff_from_buffer(&d, text.data(), text.size()), "parse patch");
+  return DiffPtr(d);
+}
+
+git_apply_location_t to_location(ApplyLocation where) {
+  switch (where) {
+    case ApplyLocation::kIndex: return GIT_APPLY_LOCATION_INDEX;
+    case ApplyLocation::kBoth: return GIT_APPLY_LOCATION_BOTH;
+    case ApplyLocation::kWorkdir: break;
+  }
+  return GIT_APPLY_LOCATION_WORKDIR;
+}
+
+void checkout(git_repository* repo, const git_commit* commit, const CheckoutOptions& options) {
+  IndexPtr index = fresh_index(repo);
+  git_checkout_options co;
+  check(git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION), "checkout options");
+  co.checkout_strategy = options.force ? GIT_CHECKOUT_FORCE : GIT_CHECKOUT_SAFE;
+  // The index, not HEAD, is what the work tree is expected to hold: after an
+  // earlier checkout_tree() HEAD no longer describes the files, and with HEAD
+  // as baseline every file changed since would count as a local change
+  // (a refusal without force, a needless rewrite with it).
+  co.baseline_index = index.get();
+  check(git_checkout_tree(repo, reinterpret_cast<const git_object*>(commit), &co), "checkout");
+  if (options.remove_untracked) remove_untracked_files(repo, options.keep_prefixes);
+}
+
+void sort_unique(std::vector<std::string>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+std::vector<std::string> delta_paths(git_diff* diff) {
+  std::vector<std::string> paths;
+  for (size_t i = 0, n = git_diff_num_deltas(diff); i < n; ++i) {
+    const git_diff_delta* d = git_diff_get_delta(diff, i);
+    if (d->old_file.path && d->status != GIT_DELTA_ADDED && d->status != GIT_DELTA_UNTRACKED)
+      paths.emplace_back(d->old_file.path);
+    if (d->new_file.path && d->status != GIT_DELTA_DELETED) paths.emplace_back(d->new_file.path);
+  }
+  sort_unique(paths);
+  return paths;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Opening.
+
+void Repo::Free::operator()(git_repository* repo) const { git_repository_free(repo); }
+
+Repo::Repo(git_repository* repo) : repo_(repo) {}
+Repo::Repo(Repo&&) noexcept = default;
+Repo& Repo::operator=(Repo&&) noexcept = default;
+Repo::~Repo() = default;
+
+Repo Repo::discover(const std::string& start_dir) {
+  ensure_init();
+  git_repository* r = nullptr;
+  int rc = git_repository_open_ext(&r, start_dir.c_str(), 0, nullptr);
+  if (rc == GIT_ENOTFOUND) throw Error("not a git repository: " + start_dir, kExitUsage);
+  check(rc, ("open repository at " + start_dir).c_str());
+  return Repo(r);
+}
+
+Repo Repo::open(const std::string& path) {
+  ensure_init();
+  git_repository* r = nullptr;
+  int rc = git_repository_open_ext(&r, path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr);
+  if (rc == GIT_ENOTFOUND) throw Error("not a git repository: " + path, kExitUsage);
+  check(rc, ("open repository at " + path).c_str());
+  return Repo(r);
+}
+
+std::string Repo::workdir() const { return strip_trailing_slash(git_repository_workdir(raw())); }
+std::string Repo::git_dir() const { return strip_trailing_slash(git_repository_path(raw())); }
+std::string Repo::common_dir() const { return strip_trailing_slash(git_repository_commondir(raw())); }
+bool Repo::is_bare() const { return git_repository_is_bare(raw()) == 1; }
+
+// ---------------------------------------------------------------------------
+// Refs.
+
+std::string Repo::head_sha() const {
+  CommitPtr head = head_commit(raw());
+  return head ? to_hex(*git_commit_id(head.get())) : std::string();
+}
+
+std::string Repo::head_branch() const {
+  int detached = git_repository_head_detached(raw());
+  check(detached, "read HEAD");
+  if (detached) return "";
+  git_reference* ref = nullptr;
+  check(git_reference_lookup(&ref, raw(), "HEAD"), "read HEAD");
+  ReferencePtr head(ref);
+  if (git_reference_type(head.get()) != GIT_REFERENCE_SYMBOLIC) return "";
+  std::string target = git_reference_symbolic_target(head.get());
+  constexpr std::string_view kHeads = "refs/heads/";
+  return starts_with(target, kHeads) ? target.substr(kHeads.size()) : target;
+}
+
+std::string Repo::resolve(const std::string& rev) const {
+  return to_hex(*git_commit_id(lookup_commit(raw(), rev).get()));
+}
+
+std::optional<std::string> Repo::read_ref(const std::string& name) const {
+  git_oid oid;
+  int rc = git_reference_name_to_id(&oid, raw(), name.c_str());
+  if (rc == GIT_ENOTFOUND) return std::nullopt;
+  check(rc, ("read ref " + name).c_str());
+  return to_hex(oid);
+}
+
+void Repo::write_ref(const std::string& name, const std::string& rev, const std::string& log_message) {
+  // Not peeled to a commit: a ref may name any object, as with git update-ref.
+  ObjectPtr target = revparse(raw(), rev);
+  git_reference* ref = nullptr;
+  check(git_reference_create(&ref, raw(), name.c_str(), git_object_id(target.get()), /*force=*/1,
+                             log_message.c_str()),
+        ("write ref " + name).c_str());
+  git_reference_free(ref);
+}
+
+bool Repo::delete_ref(const std::string& name) {
+  git_reference* ref = nullptr;
+  int rc = git_reference_lookup(&ref, raw(), name.c_str());
+  if (rc == GIT_ENOTFOUND) return false;
+  check(rc, ("read ref " + name).c_str());
+  ReferencePtr owned(ref);
+  check(git_reference_delete(owned.get()), ("delete ref " + name).c_str());
+  return true;
+}
+
+std::vector<RefEntry> Repo::list_refs(const std::string& prefix) const {
+  git_reference_iterator* it_raw = nullptr;
+  check(git_reference_iterator_new(&it_raw, raw()), "list refs");
+  RefIterPtr it(it_raw);
+  std::vector<RefEntry> out;
+  for (;;) {
+    git_reference* ref_raw = nullptr;
+    int rc = git_reference_next(&ref_raw, it.get());
+    if (rc == GIT_ITEROVER) break;
+    check(rc, "list refs");
+    ReferencePtr ref(ref_raw);
+    std::string name = git_reference_name(ref.get());
+    if (!starts_with(name, prefix)) continue;
+    git_reference* resolved_raw = nullptr;
+    if (git_reference_resolve(&resolved_raw, ref.get()) < 0) {
+      git_error_clear();  // dangling symbolic ref: nothing to report
+      continue;
+    }
+    ReferencePtr resolved(resolved_raw);
+    out.push_back({name, to_hex(*git_reference_target(resolved.get()))});
+  }
+  std::sort(out.begin(), out.end(), [](const RefEntry& a, const RefEntry& b) { return a.name < b.name; });
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Status.
+
+std::vector<StatusEntry> Repo::status() const {
+  StatusListPtr list = status_list(raw(), GIT_STATUS_SHOW_INDEX_AND_WORKDIR);
+  std::vector<StatusEntry> out;
+  for (size_t i = 0, n = git_status_list_entrycount(list.get()); i < n; ++i) {
+    const git_status_entry* e = git_status_byindex(list.get(), i);
+    if (e->status == GIT_STATUS_CURRENT || (e->status & GIT_STATUS_IGNORED)) continue;
+    StatusEntry s;
+    s.code = status_letter(e->status);
+    const git_diff_delta* d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
+    if (!d) continue;
+    s.path = d->new_file.path ? d->new_file.path : d->old_file.path;
+    if (s.code == 'R' && e->head_to_index) s.old_path = e->head_to_index->old_file.path;
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const StatusEntry& a, const StatusEntry& b) { return a.path < b.path; });
+  return out;
+}
+
+bool Repo::is_clean(const std::vector<std::string>& ignore_prefixes) const {
+  for (const StatusEntry& e : status()) {
+    if (!under_any(e.path, ignore_prefixes)) return false;
+    if (!e.old_path.empty() && !under_any(e.old_path, ignore_prefixes)) return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Commits, reset, checkout.
+
+std::string Repo::commit_all(const std::string& message, const std::string& author_name,
+                             const std::string& author_email, bool include_untracked) {
+  IndexPtr index = fresh_index(raw());
+  try {
+    git_oid tree = stage_workdir(index.get(), include_untracked);
+    // "HEAD" moves the current branch, creates an unborn one, or moves a
+    // detached HEAD: exactly git commit's behaviour in all three states.
+    std::string sha = create_commit(raw(), "HEAD", tree, message, author_name, author_email);
+    check(git_index_write(index.get()), "write index");
+    return sha;
+  } catch (...) {
+    git_index_read(index.get(), 1);  // drop the half-staged in-memory index
+    throw;
+  }
+}
+
+std::string Repo::snapshot_workdir(const std::string& message, const std::string& author_name,
+                                   const std::string& author_email, bool include_untracked) {
+  IndexPtr index = fresh_index(raw());
+  std::string sha;
+  try {
+    git_oid tree = stage_workdir(index.get(), include_untracked);
+    sha = create_commit(raw(), nullptr, tree, message, author_name, author_email);
+  } catch (...) {
+    git_index_read(index.get(), 1);
+    throw;
+  }
+  // Staging happened in memory only; forget it so nothing ever writes it.
+  check(git_index_read(index.get(), 1), "re-read index");
+  return sha;
+}
+
+void Repo::reset_hard(const std::string& rev, bool remove_untracked,
+                      const std::vector<std::string>& keep_prefixes) {
+  CommitPtr target = lookup_commit(raw(), rev);
+  fresh_index(raw());
+  git_checkout_options co;
+  check(git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION), "checkout options");
+  co.checkout_strategy = GIT_CHECKOUT_FORCE;
+  check(git_reset(raw(), reinterpret_cast<const git_object*>(target.get()), GIT_RESET_HARD, &co),
+        ("reset --hard " + rev).c_str());
+  if (remove_untracked) remove_untracked_files(raw(), keep_prefixes);
+}
+
+void Repo::checkout_tree(const std::string& rev, const CheckoutOptions& options) {
+  checkout(raw(), lookup_commit(raw(), rev).get(), options);
+}
+
+void Repo::checkout_detached(const std::string& rev, const CheckoutOptions& options) {
+  CommitPtr commit = lookup_commit(raw(), rev);
+  checkout(raw(), commit.get(), options);
+  check(git_repository_set_head_detached(raw(), git_commit_id(commit.get())), "detach HEAD");
+}
+
+// ---------------------------------------------------------------------------
+// History.
+
+std::vector<std::string> Repo::rev_list(const std::string& from_exclusive,
+                                        const std::string& to_inclusive) const {
+  git_revwalk* w = nullptr;
+  check(git_revwalk_new(&w, raw()), "revwalk");
+  RevwalkPtr walk(w);
+  check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE), "revwalk sort");
+  check(git_revwalk_simplify_first_parent(walk.get()), "revwalk first-parent");
+  CommitPtr to = lookup_commit(raw(), to_inclusive);
+  check(git_revwalk_push(walk.get(), git_commit_id(to.get())), "revwalk push");
+  if (!from_exclusive.empty()) {
+    CommitPtr from = lookup_commit(raw(), from_exclusive);
+    check(git_revwalk_hide(walk.get(), git_commit_id(from.get())), "revwalk hide");
+  }
+  std::vector<std::string> out;
+  git_oid oid;
+  int rc;
+  while ((rc = git_revwalk_next(&oid, walk.get())) == 0) out.push_back(to_hex(oid));
+  if (rc != GIT_ITEROVER) check(rc, "revwalk");
+  return out;
+}
+
+bool Repo::is_ancestor(const std::string& ancestor, const std::string& descendant) const {
+  CommitPtr a = lookup_commit(raw(), ancestor);
+  CommitPtr d = lookup_commit(raw(), descendant);
+  if (git_oid_equal(git_commit_id(a.get()), git_commit_id(d.get()))) return true;
+  int rc = git_graph_descendant_of(raw(), git_commit_id(d.get()), git_commit_id(a.get()));
+  check(rc, "ancestry");
+  return rc == 1;
+}
+
+std::string Repo::commit_message(const std::string& rev) const {
+  CommitPtr c = lookup_commit(raw(), rev);
+  const char* m = git_commit_message(c.get());
+  return m ? m : "";
+}
+
+std::vector<std::string> Repo::commit_files(const std::string& rev) const {
+  CommitPtr c = lookup_commit(raw(), rev);
+  TreePtr parent_tree;
+  if (git_commit_parentcount(c.get()) > 0) {
+    git_commit* p = nullptr;
+    check(git_commit_parent(&p, c.get(), 0), "read parent");
+    parent_tree = commit_tree(CommitPtr(p).get());
+  }
+  TreePtr tree = commit_tree(c.get());
+  DiffPtr diff = diff_trees(raw(), parent_tree.get(), tree.get(), /*for_patch=*/false);
+  return delta_paths(diff.get());
+}
+
+// ---------------------------------------------------------------------------
+// Patches.
+
+std::string Repo::diff_patch(const std::string& from, const std::string& to) const {
+  TreePtr a = tree_or_empty(raw(), from);
+  TreePtr b = commit_tree(lookup_commit(raw(), to).get());
+  return diff_to_text(diff_trees(raw(), a.get(), b.get(), /*for_patch=*/true).get());
+}
+
+std::string Repo::diff_workdir_patch(const std::string& base) const {
+  TreePtr a = tree_or_empty(raw(), base);
+  fresh_index(raw());
+  git_diff_options o = patch_diff_options();
+  o.flags |= GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS |
+             GIT_DIFF_SHOW_UNTRACKED_CONTENT;
+  git_diff* d = nullptr;
+  // With the index: staged files (even ones .gitignore would hide) count,
+  // and its stat cache spares hashing every unchanged file.
+  check(git_diff_tree_to_workdir_with_index(&d, raw(), a.get(), &o), "diff work tree");
+  DiffPtr diff(d);
+  find_renames(diff.get(), /*for_untracked=*/true);
+  return diff_to_text(diff.get());
+}
+
+std::vector<std::string> Repo::patch_files(const std::string& patch) {
+  if (patch.empty()) return {};
+  return delta_paths(parse_patch(patch).get());
+}
+
+PatchStats Repo::patch_stats(const std::string& patch) {
+  if (patch.empty()) return {};
+  DiffPtr diff = parse_patch(patch);
+  git_diff_stats* s = nullptr;
+  check(git_diff_get_stats(&s, diff.get()), "patch stats");
+  DiffStatsPtr stats(s);
+  return {git_diff_stats_files_changed(stats.get()), git_diff_stats_insertions(stats.get()),
+          git_diff_stats_deletions(stats.get())};
+}
+
+void Repo::apply_patch(const std::string& patch, ApplyLocation where) {
+  if (patch.empty()) return;
+  DiffPtr diff = parse_patch(patch);
+  fresh_index(raw());
+  check(git_apply(raw(), diff.get(), to_location(where), nullptr), "apply patch");
+}
+
+bool Repo::check_patch_applies(const std::string& patch, ApplyLocation where, std::string* why) const {
+  if (patch.empty()) return true;
+  const std::string text = complete_empty_file_headers(patch);
+  git_diff* d = nullptr;
+  int rc = git_diff_from_buffer(&d, text.data(), text.size());
+  DiffPtr diff(d);
+  if (rc >= 0) {
+    fresh_index(raw());
+    git_apply_options ao;
+    check(git_apply_options_init(&ao, GIT_APPLY_OPTIONS_VERSION), "apply options");
+    ao.flags = GIT_APPLY_CHECK;
+    rc = git_apply(raw(), diff.get(), to_location(where), &ao);
+  }
+  if (rc >= 0) return true;
+  if (why) *why = last_error_message(rc);
+  return false;
+}
+
+std::string Repo::revert_patch(const std::string& rev) const {
+  CommitPtr commit = lookup_commit(raw(), rev);
+  CommitPtr head = head_commit(raw());
+  if (!head) throw Error("cannot revert " + rev + ": HEAD has no commit yet");
+  git_merge_options mo;
+  check(git_merge_options_init(&mo, GIT_MERGE_OPTIONS_VERSION), "merge options");
+  unsigned mainline = git_commit_parentcount(commit.get()) > 1 ? 1 : 0;
+  git_index* idx = nullptr;
+  check(git_revert_commit(&idx, raw(), commit.get(), head.get(), mainline, &mo),
+        ("revert " + rev).c_str());
+  IndexPtr index(idx);
+  if (git_index_has_conflicts(index.get())) {
+    git_index_conflict_iterator* it_raw = nullptr;
+    check(git_index_conflict_iterator_new(&it_raw, index.get()), "list conflicts");
+    ConflictIterPtr it(it_raw);
+    std::vector<std::string> paths;
+    const git_index_entry *anc, *ours, *theirs;
+    while (git_index_conflict_next(&anc, &ours, &theirs, it.get()) == 0) {
+      const git_index_entry* any = ours ? ours : theirs ? theirs : anc;
+      if (any) paths.emplace_back(any->path);
+    }
+    sort_unique(paths);
+    std::string list;
+    for (const auto& p : paths) list += (list.empty() ? "" : ", ") + p;
+    throw Error("reverting " + rev + " conflicts with HEAD in: " + list);
+  }
+  git_oid tree_id;
+  check(git_index_write_tree_to(&tree_id, index.get(), raw()), "write revert tree");
+  git_tree* t = nullptr;
+  check(git_tree_lookup(&t, raw(), &tree_id), "read revert tree");
+  TreePtr reverted(t);
+  TreePtr current = commit_tree(head.get());
+  return diff_to_text(diff_trees(raw(), current.get(), reverted.get(), /*for_patch=*/true).get());
+}
+
+// ---------------------------------------------------------------------------
+// Worktrees.
+
+void Repo::worktree_add(const std::string& name, const std::string& path, const std::string& rev) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+    throw Error("invalid worktree name: '" + name + "'", kExitUsage);
+  const fs::path dir = fs::absolute(path).lexically_normal();
+  const fs::path admin = fs::path(common_dir()) / "worktrees" / name;
+  std::error_code ec;
+  // libgit2 creates both with O_EXCL-like mkdirs and does not clean up after
+  // itself; checking first lets the failure path below delete only what
+  // this call created.
+  if (fs::exists(dir, ec)) throw Error("worktree path already exists: " + dir.string());
+  if (fs::exists(admin, ec)) throw Error("worktree already exists: " + name);
+  CommitPtr commit = lookup_commit(raw(), rev);
+  const git_oid* oid = git_commit_id(commit.get());
+
+  // git_worktree_add insists on a branch; give it a throwaway one at `rev`
+  // (so its checkout is already the right tree), then detach and drop it.
+  // Named by process and call, not by `name`: worktree names need not be
+  // valid ref names, and two Repos may add worktrees at once.
+  static std::atomic<unsigned> calls{0};
+  const std::string temp_branch = "refs/heads/phoenix-tmp/worktree-" + std::to_string(::getpid()) + "-" +
+                                  std::to_string(calls++);
+  git_reference* ref_raw = nullptr;
+  check(git_reference_create(&ref_raw, raw(), temp_branch.c_str(), oid, 1, "phoenix: worktree add"),
+        "create temporary branch");
+  ReferencePtr ref(ref_raw);
+  auto drop_temp_branch = [&] {
+    git_reference* r = nullptr;
+    if (git_reference_lookup(&r, raw(), temp_branch.c_str()) == 0) {
+      git_reference_delete(r);
+      git_reference_free(r);
+    }
+  };
+  try {
+    git_worktree_add_options wo;
+    check(git_worktree_add_options_init(&wo, GIT_WORKTREE_ADD_OPTIONS_VERSION), "worktree options");
+    wo.ref = ref.get();
+    wo.checkout_options.checkout_strategy = GIT_CHECKOUT_FORCE;
+    git_worktree* wt_raw = nullptr;
+    check(git_worktree_add(&wt_raw, raw(), name.c_str(), dir.c_str(), &wo), ("worktree add " + name).c_str());
+    WorktreePtr wt(wt_raw);
+    git_repository* sub_raw = nullptr;
+    check(git_repository_open_from_worktree(&sub_raw, wt.get()), "open new worktree");
+    RepositoryPtr sub(sub_raw);
+    check(git_repository_set_head_detached(sub.get(), oid), "detach worktree HEAD");
+  } catch (...) {
+    fs::remove_all(dir, ec);
+    fs::remove_all(admin, ec);
+    drop_temp_branch();
+    throw;
+  }
+  ref.reset();
+  drop_temp_branch();
+}
+
+bool Repo::worktree_remove(const std::string& name) {
+  // libgit2 reports a missing worktree as a bare -1 without a message.
+  std::error_code ec;
+  if (name.empty() || !fs::is_directory(fs::path(common_dir()) / "worktrees" / name, ec)) return false;
+  git_worktree* wt_raw = nullptr;
+  int rc = git_worktree_lookup(&wt_raw, raw(), name.c_str());
+  if (rc == GIT_ENOTFOUND) return false;
+  check(rc, ("find worktree " + name).c_str());
+  WorktreePtr wt(wt_raw);
+  git_worktree_prune_options po;
+  check(git_worktree_prune_options_init(&po, GIT_WORKTREE_PRUNE_OPTIONS_VERSION), "prune options");
+  // VALID: prune even a healthy worktree; WORKING_TREE: delete its folder
+  // when it still exists (libgit2 skips that step when it is gone).
+  po.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_WORKING_TREE;
+  check(git_worktree_prune(wt.get(), &po), ("remove worktree " + name).c_str());
+  return true;
+}
+
+std::vector<WorktreeInfo> Repo::worktree_list() const {
+  StrArray names;
+  check(git_worktree_list(&names.a, raw()), "list worktrees");
+  std::vector<WorktreeInfo> out;
+  for (size_t i = 0; i < names.a.count; ++i) {
+    git_worktree* wt_raw = nullptr;
+    if (git_worktree_lookup(&wt_raw, raw(), names.a.strings[i]) < 0) {
+      git_error_clear();  // half-written admin folder: not a worktree
+      continue;
+    }
+    WorktreePtr wt(wt_raw);
+    WorktreeInfo info;
+    info.name = names.a.strings[i];
+    info.path = strip_trailing_slash(git_worktree_path(wt.get()));
+    info.valid = git_worktree_validate(wt.get()) == 0;
+    if (!info.valid) git_error_clear();
+    info.locked = git_worktree_is_locked(nullptr, wt.get()) > 0;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Configuration.
+
+std::string Repo::hooks_dir() const {
+  std::optional<std::string> configured = config_get("core.hooksPath");
+  if (configured && !configured->empty()) {
+    std::string p = *configured;
+    // git reads core.hooksPath as a pathname: "~/" is the home directory.
+    if (p == "~" || starts_with(p, "~/")) {
+      const char* home = std::getenv("HOME");
+      p = std::string(home ? home : "") + p.substr(1);
+    }
+    fs::path hp(p);
+    if (hp.is_relative()) hp = fs::path(is_bare() ? git_dir() : workdir()) / hp;
+    return strip_trailing_slash(hp.lexically_normal().c_str());
+  }
+  Buf out;
+  check(git_repository_item_path(&out.b, raw(), GIT_REPOSITORY_ITEM_HOOKS), "hooks path");
+  return strip_trailing_slash(fs::path(out.str()).lexically_normal().c_str());
+}
+
+std::optional<std::string> Repo::config_get(const std::string& key) const {
+  // A fresh snapshot each time: config files edited since (by `git config`,
+  // say) are read again, and one lookup sees one consistent state.
+  git_config* cfg_raw = nullptr;
+  check(git_repository_config_snapshot(&cfg_raw, raw()), "read config");
+  ConfigPtr cfg(cfg_raw);
+  git_config_entry* e = nullptr;
+  int rc = git_config_get_entry(&e, cfg.get(), key.c_str());
+  if (rc == GIT_ENOTFOUND) return std::nullopt;
+  check(rc, ("read config " + key).c_str());
+  ConfigEntryPtr entry(e);
+  return std::string(entry->value ? entry->value : "");
+}
+
+}  // namespace phoenix::gitx

@@ -1,0 +1,243 @@
+// gitx: the one door between Phoenix and git (libgit2 1.5).
+//
+// Everything Phoenix does to a repository goes through `Repo`: where it is,
+// what HEAD is, whether the tree is clean, checkpoints, rollbacks, patches
+// read back from a sandbox and applied to the real tree, bisect's commit
+// lists and reverts, temporary worktrees and the hooks directory.
+//
+// Conventions (they hold for every member below):
+// - A "sha" is 40 lowercase hex digits. A "rev" is anything `git rev-parse`
+//   understands (sha, abbreviated sha, ref, `HEAD~2`, tag…) and must name a
+//   commit (annotated tags are peeled). An unknown rev throws
+//   phoenix::Error("unknown revision: REV", kExitUsage) — revisions usually
+//   come from the command line.
+// - Paths returned are repository-relative with '/' separators, except the
+//   directory getters, which return absolute paths without a trailing slash.
+// - "Untracked" always means untracked and not ignored: ignored files are
+//   never listed, staged, diffed, or removed by anything in this file.
+// - Untracked files under kStateDir (".phoenix/": journal, trace, lock,
+//   loop state) are never staged and never removed, even when the user
+//   forgot to ignore them. Tracked files there (contracts, baselines) follow
+//   the commit like any other tracked file.
+// - Every libgit2 failure throws phoenix::Error (exit code 1) whose message
+//   is "libgit2: <operation>: <libgit2's own message>".
+// - A Repo is move-only and used by one thread at a time. It re-reads the
+//   index from disk before every operation, so other processes (git, an
+//   agent) may change the repository between calls.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct git_repository;
+
+namespace phoenix::gitx {
+
+// Phoenix's own run-time state inside a user's repository (see above).
+inline constexpr std::string_view kStateDir = ".phoenix/";
+
+// One changed path, as `git status` would show it, folded to one letter:
+//   'U' conflicted (unmerged) in the index
+//   'R' renamed in the index (path is the new name, old_path the old one)
+//   'D' deleted in the index or in the work tree
+//   'A' new in the index
+//   '?' untracked (a nested repository shows as one "dir/" entry)
+//   'M' anything else: content, mode or type changed (staged or not)
+struct StatusEntry {
+  char code = 'M';
+  std::string path;
+  std::string old_path;  // only for 'R'
+};
+
+struct RefEntry {
+  std::string name;  // full name, e.g. "refs/phoenix/known-good"
+  std::string sha;   // the object it resolves to (symbolic refs followed)
+};
+
+// What `git diff --shortstat` counts: files (binary files included, with no
+// lines), added lines and removed lines.
+struct PatchStats {
+  size_t files = 0;
+  size_t insertions = 0;
+  size_t deletions = 0;
+};
+
+struct WorktreeInfo {
+  std::string name;  // the name under <common_dir>/worktrees/
+  std::string path;  // its working directory (absolute, may be gone)
+  bool valid = false;  // false when the folder or its .git link is gone
+  bool locked = false;
+};
+
+// Where a patch goes, like `git apply` (kWorkdir), `git apply --cached`
+// (kIndex) and `git apply --index` (kBoth; work tree and index must agree
+// on the touched files beforehand).
+enum class ApplyLocation { kWorkdir, kIndex, kBoth };
+
+struct CheckoutOptions {
+  // false: a file whose work-tree content differs from the index (a local
+  // change) and that the checkout would overwrite, or an untracked file in
+  // the way, makes the whole checkout fail before anything is written.
+  // true: such files are overwritten.
+  bool force = false;
+  // After the checkout, delete untracked files (never ignored ones, never
+  // kStateDir, never nested repositories, never those under keep_prefixes)
+  // and the directories that became empty.
+  bool remove_untracked = false;
+  std::vector<std::string> keep_prefixes;
+};
+
+class Repo {
+ public:
+  // The repository containing `start_dir` (searching upwards, not across
+  // file systems — as git does). GIT_DIR and friends are not consulted: git
+  // runs hooks at the top of the work tree, so discover(cwd) finds it.
+  // Throws Error("not a git repository: START_DIR", kExitUsage).
+  static Repo discover(const std::string& start_dir);
+  // `path` must itself be a work tree, a .git directory or a bare
+  // repository; no search. Same error as discover().
+  static Repo open(const std::string& path);
+
+  Repo(Repo&&) noexcept;
+  Repo& operator=(Repo&&) noexcept;
+  ~Repo();
+
+  // --- where -------------------------------------------------------------
+  std::string workdir() const;     // top of the work tree; "" when bare
+  std::string git_dir() const;     // .git, or .git/worktrees/NAME for a linked worktree
+  std::string common_dir() const;  // the .git shared by all worktrees (== git_dir() otherwise)
+  bool is_bare() const;
+
+  // --- refs --------------------------------------------------------------
+  // HEAD's commit; "" while the current branch is unborn (no commit yet).
+  std::string head_sha() const;
+  // The branch HEAD points to, short ("main"), also while unborn; "" when
+  // HEAD is detached.
+  std::string head_branch() const;
+  // The full sha of the commit `rev` names.
+  std::string resolve(const std::string& rev) const;
+  // The sha a ref resolves to, or nullopt when it does not exist.
+  std::optional<std::string> read_ref(const std::string& name) const;
+  // Creates or moves (force) `name` to the object `rev` names, with a
+  // reflog entry `log_message`. Throws on an invalid ref name.
+  void write_ref(const std::string& name, const std::string& rev, const std::string& log_message);
+  // Deletes a ref; false when there was none.
+  bool delete_ref(const std::string& name);
+  // Every ref whose full name starts with `prefix` ("" = all; HEAD is not a
+  // ref here), sorted by name. Dangling symbolic refs are skipped.
+  std::vector<RefEntry> list_refs(const std::string& prefix) const;
+
+  // --- state of the work tree --------------------------------------------
+  // Staged, unstaged and untracked changes, sorted by path (staged renames
+  // detected, untracked directories listed file by file).
+  std::vector<StatusEntry> status() const;
+  // No entry of status() outside `ignore_prefixes`. A prefix ending in '/'
+  // covers everything below that folder; one without covers that path and,
+  // if it is a folder, everything below it.
+  bool is_clean(const std::vector<std::string>& ignore_prefixes = {}) const;
+
+  // --- commits -----------------------------------------------------------
+  // `git add -u` (plus `git add -A` for untracked files when asked), then
+  // commit on HEAD as author = committer = name <email>, now; returns the
+  // new sha. Works on an unborn branch (root commit) and on a detached HEAD
+  // (HEAD itself moves). Always creates a commit, even an empty one: ask
+  // is_clean() first for "only if something changed". The message is
+  // cleaned like `git commit --cleanup=whitespace`; an empty one throws.
+  std::string commit_all(const std::string& message, const std::string& author_name,
+                         const std::string& author_email, bool include_untracked);
+  // The same commit (parent HEAD, none when unborn) but like
+  // `git stash create`: no ref moves and the index on disk is untouched.
+  // A checkpoint of the work tree that never rewrites the user's branch.
+  std::string snapshot_workdir(const std::string& message, const std::string& author_name,
+                               const std::string& author_email, bool include_untracked);
+
+  // `git reset --hard REV`: HEAD's branch (or detached HEAD) moves to rev,
+  // index and tracked files become rev's, locally modified and deleted
+  // files are restored, staged new files go. With remove_untracked, then
+  // also `git clean -d` minus the exceptions of CheckoutOptions.
+  void reset_hard(const std::string& rev, bool remove_untracked,
+                  const std::vector<std::string>& keep_prefixes = {});
+  // Makes index and work tree rev's tree without moving HEAD. Incremental:
+  // the index is taken as what the work tree holds, and only files that
+  // differ are written (mtimes of the rest are kept, so builds stay warm).
+  void checkout_tree(const std::string& rev, const CheckoutOptions& options = {});
+  // checkout_tree(), then HEAD detached at rev.
+  void checkout_detached(const std::string& rev, const CheckoutOptions& options = {});
+
+  // --- history -----------------------------------------------------------
+  // `git rev-list --first-parent --reverse FROM..TO`: the commits after
+  // `from_exclusive` up to and including `to_inclusive`, oldest first,
+  // along first parents (what bisect walks). from "" = from the root.
+  std::vector<std::string> rev_list(const std::string& from_exclusive,
+                                    const std::string& to_inclusive) const;
+  // `git merge-base --is-ancestor A B` (a commit is its own ancestor).
+  bool is_ancestor(const std::string& ancestor, const std::string& descendant) const;
+  // The full message exactly as stored (normally ends with '\n').
+  std::string commit_message(const std::string& rev) const;
+  // Paths the commit changed against its first parent (everything for a
+  // root commit); a rename gives both names. Sorted, unique.
+  std::vector<std::string> commit_files(const std::string& rev) const;
+
+  // --- patches -----------------------------------------------------------
+  // Patch text is git's extended unified diff: renames detected, new,
+  // deleted, mode-changed and binary files included ("GIT binary patch" with
+  // full index lines), so both `git apply` and apply_patch() take it. ""
+  // when nothing differs.
+  //
+  // From commit `from` ("" = empty tree) to commit `to`.
+  std::string diff_patch(const std::string& from, const std::string& to) const;
+  // From commit `base` ("" = empty tree) to the work tree as it is now,
+  // staged or not, untracked files included (kStateDir's too: guards decide
+  // what a patch may touch). A file moved in the work tree is a rename.
+  std::string diff_workdir_patch(const std::string& base) const;
+  // Every path a patch touches, old and new names of renames. Sorted,
+  // unique. Throws on text that is not a patch ("" is an empty patch).
+  static std::vector<std::string> patch_files(const std::string& patch);
+  static PatchStats patch_stats(const std::string& patch);
+  // Applies the patch, all or nothing; throws Error carrying libgit2's
+  // reason (e.g. which hunk did not apply). "" is a no-op.
+  void apply_patch(const std::string& patch, ApplyLocation where = ApplyLocation::kWorkdir);
+  // Whether apply_patch() would succeed now, changing nothing. When not,
+  // libgit2's reason goes to *why (if given).
+  bool check_patch_applies(const std::string& patch, ApplyLocation where = ApplyLocation::kWorkdir,
+                           std::string* why = nullptr) const;
+  // The patch that undoes commit `rev` on top of HEAD (`git revert
+  // --no-commit`, merges against their first parent), computed in memory:
+  // work tree, index and refs are untouched. "" when HEAD already lacks the
+  // change. Throws Error naming the paths when the revert conflicts.
+  std::string revert_patch(const std::string& rev) const;
+
+  // --- worktrees ---------------------------------------------------------
+  // `git worktree add --detach PATH REV` under `name`. `path` must not
+  // exist; no branch is left behind. On failure nothing is left behind.
+  void worktree_add(const std::string& name, const std::string& path, const std::string& rev);
+  // Forgets worktree `name` and deletes its folder; works when the folder
+  // is already gone. False when no such worktree. A locked one throws.
+  bool worktree_remove(const std::string& name);
+  // The linked worktrees (not the main one), in libgit2's order.
+  std::vector<WorktreeInfo> worktree_list() const;
+
+  // --- configuration -----------------------------------------------------
+  // Where git looks for hooks: core.hooksPath (~ expanded; relative to the
+  // top of the work tree, or to the git dir when bare), else
+  // <common_dir>/hooks. Absolute, normalized; the folder may not exist.
+  std::string hooks_dir() const;
+  // The effective value of a config key (repo > global > system), as
+  // written; nullopt when unset.
+  std::optional<std::string> config_get(const std::string& key) const;
+
+ private:
+  struct Free {
+    void operator()(git_repository* repo) const;
+  };
+  explicit Repo(git_repository* repo);
+  git_repository* raw() const { return repo_.get(); }
+
+  std::unique_ptr<git_repository, Free> repo_;
+};
+
+}  // namespace phoenix::gitx

@@ -1,0 +1,1043 @@
+#include "gitx/repo.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "test_util.h"
+#include "util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace phoenix::gitx {
+namespace {
+
+using test::commit_all;
+using test::git;
+using test::init_repo;
+using test::read;
+using test::ScopedTempDir;
+using test::write;
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) out.push_back(l);
+  return out;
+}
+
+std::string rev_parse(const std::string& repo, const std::string& rev) {
+  return trim(git(repo, {"rev-parse", rev}));
+}
+
+// `git status --porcelain -uall`: one line per file, untracked folders expanded.
+std::string porcelain(const std::string& repo) { return git(repo, {"status", "--porcelain", "-uall"}); }
+
+// A clone of `src` whose work tree and HEAD are at `rev` (detached).
+std::string clone_at(const std::string& src, const std::string& dst, const std::string& rev) {
+  test::run({"git", "clone", "-q", src, dst});
+  git(dst, {"checkout", "-q", "--detach", rev});
+  return dst;
+}
+
+std::string bytes_with_nul(int seed, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s.push_back(static_cast<char>((i * 31 + seed) % 256));
+  s[3] = '\0';
+  return s;
+}
+
+std::string numbered_lines(int n, const std::string& tag = "line") {
+  std::string s;
+  for (int i = 1; i <= n; ++i) s += tag + " " + std::to_string(i) + "\n";
+  return s;
+}
+
+template <typename F>
+int exit_code_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.exit_code();
+  }
+  return -1;
+}
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------------------
+
+TEST(GitxOpen, DiscoverFromSubdirectory) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "a/b/c.txt", "x\n");
+  commit_all(repo, "one");
+  Repo r = Repo::discover(repo + "/a/b");
+  EXPECT_EQ(r.workdir(), repo);
+  EXPECT_EQ(r.workdir(), trim(git(repo + "/a", {"rev-parse", "--show-toplevel"})));
+  EXPECT_EQ(r.git_dir(), repo + "/.git");
+  EXPECT_EQ(r.common_dir(), repo + "/.git");
+  EXPECT_FALSE(r.is_bare());
+}
+
+TEST(GitxOpen, NotARepositoryIsAUsageError) {
+  ScopedTempDir tmp;
+  fs::create_directories(tmp / "plain");
+  try {
+    Repo::discover(tmp / "plain");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), kExitUsage);
+    EXPECT_EQ(std::string(e.what()), "not a git repository: " + (tmp / "plain"));
+  }
+  EXPECT_EQ(exit_code_of([&] { Repo::open(tmp / "missing"); }), kExitUsage);
+}
+
+TEST(GitxOpen, OpenDoesNotSearchUpwards) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  fs::create_directories(repo + "/sub");
+  EXPECT_EQ(Repo::open(repo).workdir(), repo);
+  EXPECT_EQ(Repo::open(repo + "/.git").workdir(), repo);
+  EXPECT_EQ(exit_code_of([&] { Repo::open(repo + "/sub"); }), kExitUsage);
+}
+
+TEST(GitxOpen, BareRepository) {
+  ScopedTempDir tmp;
+  test::run({"git", "init", "-q", "--bare", tmp / "bare.git"});
+  Repo r = Repo::open(tmp / "bare.git");
+  EXPECT_TRUE(r.is_bare());
+  EXPECT_EQ(r.workdir(), "");
+  EXPECT_EQ(r.git_dir(), tmp / "bare.git");
+  EXPECT_EQ(r.hooks_dir(), tmp / "bare.git/hooks");
+}
+
+// ---------------------------------------------------------------------------
+
+TEST(GitxRefs, UnbornHead) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  Repo r = Repo::open(repo);
+  EXPECT_EQ(r.head_sha(), "");
+  EXPECT_EQ(r.head_branch(), "main");
+  EXPECT_EQ(exit_code_of([&] { r.resolve("HEAD"); }), kExitUsage);
+  EXPECT_TRUE(r.is_clean());
+  EXPECT_EQ(exit_code_of([&] { r.rev_list("", "HEAD"); }), kExitUsage);
+
+  write(repo, "hello.txt", "hi\n");
+  write(repo, "bin/blob.bin", bytes_with_nul(1, 64));
+  ASSERT_EQ(r.status().size(), 2u);
+  EXPECT_EQ(r.status()[0].code, '?');
+
+  // A patch from the empty tree to an unborn work tree.
+  std::string patch = r.diff_workdir_patch(r.head_sha());
+  EXPECT_EQ(Repo::patch_files(patch), (std::vector<std::string>{"bin/blob.bin", "hello.txt"}));
+
+  std::string sha = r.commit_all("first", "Phoenix", "phoenix@example.com", true);
+  EXPECT_EQ(sha, rev_parse(repo, "HEAD"));
+  EXPECT_EQ(r.head_sha(), sha);
+  EXPECT_EQ(trim(git(repo, {"rev-list", "--count", "HEAD"})), "1");
+  EXPECT_EQ(r.read_ref("refs/heads/main"), sha);
+  EXPECT_EQ(porcelain(repo), "");
+  EXPECT_EQ(r.commit_files(sha), (std::vector<std::string>{"bin/blob.bin", "hello.txt"}));
+  EXPECT_EQ(r.rev_list("", sha), std::vector<std::string>{sha});
+}
+
+TEST(GitxRefs, DetachedHead) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "a.txt", "1\n");
+  std::string c1 = commit_all(repo, "c1");
+  write(repo, "a.txt", "2\n");
+  std::string c2 = commit_all(repo, "c2");
+  git(repo, {"checkout", "-q", "--detach", c1});
+
+  Repo r = Repo::open(repo);
+  EXPECT_EQ(r.head_branch(), "");
+  EXPECT_EQ(r.head_sha(), c1);
+
+  write(repo, "a.txt", "detached\n");
+  std::string c3 = r.commit_all("on detached HEAD", "P", "p@example.com", false);
+  EXPECT_EQ(rev_parse(repo, "HEAD"), c3);
+  EXPECT_EQ(rev_parse(repo, "HEAD^"), c1);
+  EXPECT_EQ(rev_parse(repo, "main"), c2);  // the branch did not move
+  EXPECT_EQ(r.head_branch(), "");
+}
+
+TEST(GitxRefs, ResolveRevisions) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "a.txt", "1\n");
+  std::string c1 = commit_all(repo, "c1");
+  write(repo, "a.txt", "2\n");
+  std::string c2 = commit_all(repo, "c2");
+  git(repo, {"tag", "-a", "-m", "annotated", "v1", c1});
+  git(repo, {"tag", "light", c2});
+
+  Repo r = Repo::open(repo);
+  EXPECT_EQ(r.resolve("HEAD"), c2);
+  EXPECT_EQ(r.resolve("HEAD~1"), c1);
+  EXPECT_EQ(r.resolve(c1.substr(0, 10)), c1);
+  EXPECT_EQ(r.resolve("v1"), c1);  // annotated tag peeled to its commit
+  EXPECT_EQ(r.resolve("light"), c2);
+  EXPECT_EQ(r.resolve("main"), c2);
+  EXPECT_EQ(r.resolve(c2), c2);
+  EXPECT_EQ(exit_code_of([&] { r.resolve("no-such-rev"); }), kExitUsage);
+  EXPECT_EQ(error_of([&] { r.resolve("no-such-rev"); }), "unknown revision: no-such-rev");
+  EXPECT_EQ(exit_code_of([&] { r.resolve("HEAD:a.txt"); }), kExitUsage);  // a blob, not a commit
+  EXPECT_EQ(exit_code_of([&] { r.resolve(""); }), kExitUsage);
+}
+
+TEST(GitxRefs, WriteReadListDelete) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "a.txt", "1\n");
+  std::string c1 = commit_all(repo, "c1");
+  write(repo, "a.txt", "2\n");
+  std::string c2 = commit_all(repo, "c2");
+
+  Repo r = Repo::open(repo);
+  EXPECT_EQ(r.read_ref("refs/phoenix/known-good"), std::nullopt);
+  r.write_ref("refs/phoenix/known-good", c1, "phoenix: bless");
+  r.write_ref("refs/phoenix/abandoned/2026-01-01T00-00-00", "HEAD", "phoenix: abandon");
+  EXPECT_EQ(r.read_ref("refs/phoenix/known-good"), c1);
+  EXPECT_EQ(rev_parse(repo, "refs/phoenix/known-good"), c1);
+  r.write_ref("refs/phoenix/known-good", c2, "phoenix: bless again");  // force-moves
+  EXPECT_EQ(rev_parse(repo, "refs/phoenix/known-good"), c2);
+
+  auto refs = r.list_refs("refs/phoenix/");
+  ASSERT_EQ(refs.size(), 2u);
+  EXPECT_EQ(refs[0].name, "refs/phoenix/abandoned/2026-01-01T00-00-00");
+  EXPECT_EQ(refs[0].sha, c2);
+  EXPECT_EQ(refs[1].name, "refs/phoenix/known-good");
+  // Same view as git's.
+  EXPECT_EQ(git(repo, {"for-each-ref", "--format=%(refname) %(objectname)", "refs/phoenix/"}),
+            refs[0].name + " " + refs[0].sha + "\n" + refs[1].name + " " + refs[1].sha + "\n");
+  EXPECT_EQ(r.list_refs("refs/heads/").size(), 1u);
+  EXPECT_GE(r.list_refs("").size(), 3u);
+
+  EXPECT_TRUE(r.delete_ref("refs/phoenix/known-good"));
+  EXPECT_FALSE(r.delete_ref("refs/phoenix/known-good"));
+  EXPECT_EQ(r.read_ref("refs/phoenix/known-good"), std::nullopt);
+  EXPECT_NE(test::run({"git", "-C", repo, "rev-parse", "--verify", "-q", "refs/phoenix/known-good"}).exit_code, 0);
+}
+
+TEST(GitxRefs, ErrorsCarryLibgit2Message) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "a.txt", "1\n");
+  commit_all(repo, "c1");
+  Repo r = Repo::open(repo);
+  std::string msg = error_of([&] { r.write_ref("refs/phoenix/bad..name", "HEAD", "x"); });
+  EXPECT_EQ(msg.rfind("libgit2: write ref refs/phoenix/bad..name: ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("not valid"), std::string::npos) << msg;
+  EXPECT_EQ(exit_code_of([&] { r.write_ref("refs/phoenix/bad..name", "HEAD", "x"); }), kExitRed);
+}
+
+// ---------------------------------------------------------------------------
+
+TEST(GitxStatus, LettersForEveryKindOfChange) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, ".gitignore", "*.log\n");
+  for (auto f : {"a.txt", "b.txt", "c.txt"}) write(repo, f, std::string(f) + " content\nmore\n");
+  commit_all(repo, "base");
+
+  write(repo, "a.txt", "changed\n");
+  fs::remove(repo + "/b.txt");
+  git(repo, {"mv", "c.txt", "c2.txt"});
+  write(repo, "e.txt", "new\n");
+  git(repo, {"add", "e.txt"});
+  write(repo, "f/g.txt", "untracked in a new folder\n");
+  write(repo, "x.log", "ignored\n");
+
+  Repo r = Repo::open(repo);
+  auto st = r.status();
+  ASSERT_EQ(st.size(), 5u);
+  EXPECT_EQ(st[0].code, 'M');
+  EXPECT_EQ(st[0].path, "a.txt");
+  EXPECT_EQ(st[1].code, 'D');
+  EXPECT_EQ(st[1].path, "b.txt");
+  EXPECT_EQ(st[2].code, 'R');
+  EXPECT_EQ(st[2].path, "c2.txt");
+  EXPECT_EQ(st[2].old_path, "c.txt");
+  EXPECT_EQ(st[3].code, 'A');
+  EXPECT_EQ(st[3].path, "e.txt");
+  EXPECT_EQ(st[4].code, '?');
+  EXPECT_EQ(st[4].path, "f/g.txt");
+  EXPECT_FALSE(r.is_clean());
+}
+
+TEST(GitxStatus, CleanIgnoringPrefixes) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "src/a.txt", "1\n");
+  commit_all(repo, "base");
+  Repo r = Repo::open(repo);
+  EXPECT_TRUE(r.is_clean());
+
+  write(repo, ".phoenix/trace.jsonl", "{}\n");
+  write(repo, "incidents/2026-01-01-00-00.md", "# Incident\n");
+  EXPECT_FALSE(r.is_clean());
+  EXPECT_FALSE(r.is_clean({".phoenix/"}));
+  EXPECT_TRUE(r.is_clean({".phoenix/", "incidents/"}));
+  EXPECT_TRUE(r.is_clean({".phoenix", "incidents"}));  // folder names without '/' work too
+  EXPECT_FALSE(r.is_clean({".phoenix/", "incident"}));  // but are not mere string prefixes
+
+  write(repo, "src/a.txt", "2\n");  // a real change is never hidden by another prefix
+  EXPECT_FALSE(r.is_clean({".phoenix/", "incidents/"}));
+  EXPECT_TRUE(r.is_clean({".phoenix/", "incidents/", "src/"}));
+}
+
+// ---------------------------------------------------------------------------
+
+TEST(GitxCommit, StagesModificationsDeletionsAndOptionallyNewFiles) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, ".gitignore", "*.log\n");
+  write(repo, "a.txt", "a\n");
+  write(repo, "b.txt", "b\n");
+  write(repo, ".phoenix/contracts/orders.json", "{}\n");
+  std::string c1 = commit_all(repo, "base");
+
+  write(repo, "a.txt", "a changed\n");
+  fs::remove(repo + "/b.txt");
+  write(repo, "c.txt", "new\n");
+  write(repo, "x.log", "ignored\n");
+  write(repo, ".phoenix/trace.jsonl", "{}\n");  // not ignored by mistake: still never committed
+  write(repo, ".phoenix/contracts/orders.json", "{\"v\":2}\n");  // tracked: committed
+
+  Repo r = Repo::open(repo);
+  std::string c2 = r.commit_all("tracked only", "Phoenix Bot", "bot@example.com", false);
+  EXPECT_EQ(rev_parse(repo, "HEAD"), c2);
+  EXPECT_EQ(rev_parse(repo, "HEAD^"), c1);
+  EXPECT_EQ(git(repo, {"show", "--name-status", "--format=", c2}),
+            "M\t.phoenix/contracts/orders.json\nM\ta.txt\nD\tb.txt\n");
+  EXPECT_EQ(porcelain(repo), "?? .phoenix/trace.jsonl\n?? c.txt\n");
+  EXPECT_EQ(git(repo, {"log", "-1", "--format=%an|%ae|%cn|%ce|%s"}),
+            "Phoenix Bot|bot@example.com|Phoenix Bot|bot@example.com|tracked only\n");
+
+  std::string c3 = r.commit_all("with new files", "Phoenix Bot", "bot@example.com", true);
+  EXPECT_EQ(git(repo, {"show", "--name-status", "--format=", c3}), "A\tc.txt\n");
+  EXPECT_EQ(porcelain(repo), "?? .phoenix/trace.jsonl\n");
+  EXPECT_TRUE(r.is_clean({".phoenix/"}));
+
+  // Nothing changed: still a commit (the caller asks is_clean() first).
+  std::string c4 = r.commit_all("empty", "P", "p@example.com", true);
+  EXPECT_NE(c4, c3);
+  EXPECT_EQ(rev_parse(repo, c4 + "^{tree}"), rev_parse(repo, c3 + "^{tree}"));
+  EXPECT_EQ(error_of([&] { r.commit_all("  \n\n", "P", "p@example.com", true); }), "empty commit message");
+}
+
+TEST(GitxCommit, SnapshotLeavesIndexHeadAndBranchAlone) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, ".gitignore", "*.log\n");
+  write(repo, "a.txt", "a\n");
+  write(repo, "b.txt", "b\n");
+  std::string c1 = commit_all(repo, "base");
+
+  write(repo, "a.txt", "staged\n");
+  git(repo, {"add", "a.txt"});
+  write(repo, "a.txt", "staged then edited\n");
+  fs::remove(repo + "/b.txt");
+  write(repo, "new/c.txt", "new\n");
+  write(repo, "x.log", "ignored\n");
+  write(repo, ".phoenix/lock", "123\n");
+  const std::string status_before = porcelain(repo);
+  const std::string index_before = read(repo + "/.git/index");
+
+  Repo r = Repo::open(repo);
+  std::string snap = r.snapshot_workdir("phoenix: checkpoint", "Phoenix", "p@example.com", true);
+  EXPECT_EQ(porcelain(repo), status_before);
+  EXPECT_EQ(read(repo + "/.git/index"), index_before);
+  EXPECT_EQ(rev_parse(repo, "HEAD"), c1);
+  EXPECT_EQ(rev_parse(repo, snap + "^"), c1);
+  EXPECT_EQ(git(repo, {"ls-tree", "-r", "--name-only", snap}), ".gitignore\na.txt\nnew/c.txt\n");
+  EXPECT_EQ(git(repo, {"show", snap + ":a.txt"}), "staged then edited\n");
+
+  // Tracked-only snapshot leaves the new file out.
+  std::string snap2 = r.snapshot_workdir("phoenix: checkpoint", "Phoenix", "p@example.com", false);
+  EXPECT_EQ(git(repo, {"ls-tree", "-r", "--name-only", snap2}), ".gitignore\na.txt\n");
+  EXPECT_EQ(porcelain(repo), status_before);
+}
+
+// ---------------------------------------------------------------------------
+
+TEST(GitxReset, RestoresFilesRemovesUntrackedKeepsIgnoredAndState) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, ".gitignore", "*.log\nbuild/\n");
+  write(repo, "a.txt", "a\n");
+  write(repo, "dir/b.txt", "b\n");
+  write(repo, ".phoenix/contracts/x.json", "{\"approved\":true}\n");
+  std::string c1 = commit_all(repo, "base");
+
+  write(repo, "a.txt", "broken\n");
+  fs::remove(repo + "/dir/b.txt");
+  write(repo, "u.txt", "untracked\n");
+  write(repo, "newdir/deep/y.txt", "untracked deep\n");
+  write(repo, "dir/extra.txt", "untracked next to tracked\n");
+  write(repo, "s.txt", "staged new\n");
+  git(repo, {"add", "s.txt"});
+  write(repo, "keep.log", "ignored\n");
+  write(repo, "build/out.o", "ignored folder\n");
+  write(repo, "newdir2/only.log", "ignored inside an untracked folder\n");
+  write(repo, ".phoenix/trace.jsonl", "{}\n");
+  write(repo, ".phoenix/contracts/x.json", "{\"approved\":false}\n");
+  write(repo, "incidents/2026-01-01-00-00.md", "# Incident\n");
+  init_repo(repo + "/nested");  // someone's own repository inside: never ours to delete
+  write(repo, "nested/file.txt", "nested\n");
+
+  Repo r = Repo::open(repo);
+  r.reset_hard(c1, /*remove_untracked=*/true, {"incidents/"});
+
+  EXPECT_EQ(read(repo + "/a.txt"), "a\n");
+  EXPECT_EQ(read(repo + "/dir/b.txt"), "b\n");
+  EXPECT_EQ(read(repo + "/.phoenix/contracts/x.json"), "{\"approved\":true}\n");
+  EXPECT_FALSE(fs::exists(repo + "/u.txt"));
+  EXPECT_FALSE(fs::exists(repo + "/newdir"));
+  EXPECT_FALSE(fs::exists(repo + "/dir/extra.txt"));
+  EXPECT_FALSE(fs::exists(repo + "/s.txt"));
+  EXPECT_TRUE(fs::exists(repo + "/keep.log"));
+  EXPECT_TRUE(fs::exists(repo + "/build/out.o"));
+  EXPECT_TRUE(fs::exists(repo + "/newdir2/only.log"));
+  EXPECT_TRUE(fs::exists(repo + "/.phoenix/trace.jsonl"));
+  EXPECT_TRUE(fs::exists(repo + "/incidents/2026-01-01-00-00.md"));
+  EXPECT_TRUE(fs::exists(repo + "/nested/file.txt"));
+  EXPECT_EQ(git(repo, {"status", "--porcelain"}), "?? .phoenix/trace.jsonl\n?? incidents/\n?? nested/\n");
+  EXPECT_EQ(r.head_sha(), c1);
+}
+
+TEST(GitxReset, MovesTheBranchBackAndKeepsUntrackedUnlessAsked) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "a.txt", "1\n");
+  std::string c1 = commit_all(repo, "c1");
+  write(repo, "a.txt", "2\n");
+  write(repo, "b.txt", "added in c2\n");
+  std::string c2 = commit_all(repo, "c2");
+  write(repo, "u.txt", "untracked\n");
+  write(repo, "a.txt", "dirty\n");
+
+  Repo r = Repo::open(repo);
+  r.reset_hard(c1, /*remove_untracked=*/false);
+  EXPECT_EQ(r.head_branch(), "main");
+  EXPECT_EQ(rev_parse(repo, "main"), c1);
+  EXPECT_EQ(read(repo + "/a.txt"), "1\n");
+  EXPECT_FALSE(fs::exists(repo + "/b.txt"));  // tracked in c2, not in c1
+  EXPECT_EQ(porcelain(repo), "?? u.txt\n");
+
+  r.reset_hard(c2, false);  // and forward again (the abandoned head, say)
+  EXPECT_EQ(rev_parse(repo, "main"), c2);
+  EXPECT_EQ(read(repo + "/b.txt"), "added in c2\n");
+}
+
+// ---------------------------------------------------------------------------
+
+class GitxCheckout : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo = init_repo(tmp / "r");
+    write(repo, "a.txt", "1\n");
+    write(repo, "same.txt", "unchanged\n");
+    write(repo, "sub/c.txt", "c\n");
+    c1 = commit_all(repo, "c1");
+    write(repo, "a.txt", "2\n");
+    write(repo, "d.txt", "d\n");
+    fs::remove_all(repo + "/sub");
+    c2 = commit_all(repo, "c2");
+  }
+  ScopedTempDir tmp;
+  std::string repo, c1, c2;
+};
+
+TEST_F(GitxCheckout, DetachedMovesHeadAndFiles) {
+  Repo r = Repo::open(repo);
+  r.checkout_detached(c1);
+  EXPECT_EQ(r.head_branch(), "");
+  EXPECT_EQ(r.head_sha(), c1);
+  EXPECT_EQ(rev_parse(repo, "main"), c2);
+  EXPECT_EQ(read(repo + "/a.txt"), "1\n");
+  EXPECT_FALSE(fs::exists(repo + "/d.txt"));
+  EXPECT_EQ(read(repo + "/sub/c.txt"), "c\n");
+  EXPECT_EQ(porcelain(repo), "");
+}
+
+TEST_F(GitxCheckout, TreeIsIncrementalAndLeavesHead) {
+  Repo r = Repo::open(repo);
+  // Back-date an unchanged file: a checkout that rewrote it would reset its mtime.
+  const auto old_time = fs::last_write_time(repo + "/same.txt") - std::chrono::hours(24 * 365);
+  fs::last_write_time(repo + "/same.txt", old_time);
+  r.checkout_tree(c1);
+  EXPECT_EQ(fs::last_write_time(repo + "/same.txt"), old_time);
+  EXPECT_EQ(read(repo + "/a.txt"), "1\n");
+  EXPECT_EQ(read(repo + "/sub/c.txt"), "c\n");
+  EXPECT_FALSE(fs::exists(repo + "/d.txt"));
+  EXPECT_EQ(r.head_sha(), c2);  // HEAD did not move
+  EXPECT_EQ(r.head_branch(), "main");
+  // Index matches the work tree; against HEAD it shows c1's differences.
+  EXPECT_EQ(test::run({"git", "-C", repo, "diff", "--quiet"}).exit_code, 0);
+  EXPECT_EQ(git(repo, {"diff", "--cached", "--name-status"}), "M\ta.txt\nD\td.txt\nA\tsub/c.txt\n");
+
+  // Without force, a second checkout from there is still clean (the index is the baseline).
+  r.checkout_tree(c2);
+  EXPECT_EQ(fs::last_write_time(repo + "/same.txt"), old_time);
+  EXPECT_EQ(porcelain(repo), "");
+}
+
+TEST_F(GitxCheckout, SafeRefusesToOverwriteLocalChangesForceDoesNot) {
+  Repo r = Repo::open(repo);
+  write(repo, "a.txt", "local edit\n");
+  std::string msg = error_of([&] { r.checkout_detached(c1); });
+  EXPECT_EQ(msg.rfind("libgit2: checkout: ", 0), 0u) << msg;
+  EXPECT_EQ(read(repo + "/a.txt"), "local edit\n");
+  EXPECT_FALSE(fs::exists(repo + "/sub/c.txt"));  // all or nothing
+  EXPECT_EQ(r.head_branch(), "main");
+
+  // An untracked file where the target has one blocks a safe checkout too.
+  r.reset_hard(c1, false);
+  write(repo, "d.txt", "untracked, in the way of c2's d.txt\n");
+  EXPECT_THROW(r.checkout_tree(c2), Error);
+  EXPECT_EQ(read(repo + "/d.txt"), "untracked, in the way of c2's d.txt\n");
+  r.checkout_tree(c2, {.force = true});
+  EXPECT_EQ(read(repo + "/d.txt"), "d\n");
+
+  write(repo, "a.txt", "local edit\n");
+  write(repo, "u.txt", "untracked\n");
+  write(repo, ".phoenix/journal.sqlite", "state\n");
+  r.checkout_detached(c1, {.force = true, .remove_untracked = true});
+  EXPECT_EQ(read(repo + "/a.txt"), "1\n");
+  EXPECT_FALSE(fs::exists(repo + "/u.txt"));
+  EXPECT_TRUE(fs::exists(repo + "/.phoenix/journal.sqlite"));
+  EXPECT_EQ(r.head_sha(), c1);
+  EXPECT_EQ(rev_parse(repo, "main"), c1);  // moved by the reset_hard above, not by the checkout
+}
+
+// ---------------------------------------------------------------------------
+
+TEST(GitxHistory, RevListOnTwentyCommitsOldestFirst) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  std::vector<std::string> c;
+  for (int i = 0; i < 20; ++i) {
+    write(repo, "n.txt", std::to_string(i) + "\n");
+    c.push_back(commit_all(repo, "commit " + std::to_string(i)));
+  }
+  Repo r = Repo::open(repo);
+  auto list = r.rev_list(c[0], c[19]);
+  EXPECT_EQ(list, std::vector<std::string>(c.begin() + 1, c.end()));
+  EXPECT_EQ(list, lines(git(repo, {"rev-list", "--first-parent", "--reverse", c[0] + ".." + c[19]})));
+  EXPECT_EQ(r.rev_list("", "HEAD"), c);
+  EXPECT_EQ(r.rev_list(c[5], c[8]), (std::vector<std::string>{c[6], c[7], c[8]}));
+  EXPECT_TRUE(r.rev_list(c[19], c[19]).empty());
+  EXPECT_TRUE(r.rev_list(c[19], c[3]).empty());
+
+  EXPECT_TRUE(r.is_ancestor(c[0], c[19]));
+  EXPECT_FALSE(r.is_ancestor(c[19], c[0]));
+  EXPECT_TRUE(r.is_ancestor(c[7], c[7]));
+}
+
+TEST(GitxHistory, RevListFollowsFirstParentsAcrossMerges) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "base.txt", "0\n");
+  std::string c0 = commit_all(repo, "c0");
+  git(repo, {"checkout", "-q", "-b", "side"});
+  write(repo, "side.txt", "s1\n");
+  std::string s1 = commit_all(repo, "s1");
+  write(repo, "side.txt", "s2\n");
+  std::string s2 = commit_all(repo, "s2");
+  git(repo, {"checkout", "-q", "main"});
+  write(repo, "main.txt", "m1\n");
+  std::string m1 = commit_all(repo, "m1");
+  git(repo, {"merge", "-q", "--no-ff", "-m", "merge side", "side"});
+  std::string merge = rev_parse(repo, "HEAD");
+
+  Repo r = Repo::open(repo);
+  auto list = r.rev_list(c0, merge);
+  EXPECT_EQ(list, (std::vector<std::string>{m1, merge}));
+  EXPECT_EQ(list, lines(git(repo, {"rev-list", "--first-parent", "--reverse", c0 + ".." + merge})));
+  EXPECT_TRUE(r.is_ancestor(s1, merge));
+  EXPECT_FALSE(r.is_ancestor(s2, m1));
+  // A merge's files are those it brought in over its first parent.
+  EXPECT_EQ(r.commit_files(merge), std::vector<std::string>{"side.txt"});
+}
+
+TEST(GitxHistory, CommitMessageAndFiles) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "keep.txt", "keep\n");
+  write(repo, "gone.txt", "gone\n");
+  write(repo, "old.txt", numbered_lines(30));
+  std::string c1 = commit_all(repo, "first line\n\nbody text");
+  write(repo, "keep.txt", "changed\n");
+  fs::remove(repo + "/gone.txt");
+  fs::rename(repo + "/old.txt", repo + "/renamed.txt");
+  write(repo, "added.txt", "new\n");
+  std::string c2 = commit_all(repo, "second");
+
+  Repo r = Repo::open(repo);
+  EXPECT_EQ(r.commit_message(c1), "first line\n\nbody text\n");
+  EXPECT_EQ(r.commit_message(c2), "second\n");
+  EXPECT_EQ(r.commit_files(c1), (std::vector<std::string>{"gone.txt", "keep.txt", "old.txt"}));
+  EXPECT_EQ(r.commit_files(c2),
+            (std::vector<std::string>{"added.txt", "gone.txt", "keep.txt", "old.txt", "renamed.txt"}));
+  // git sees the same rename.
+  EXPECT_NE(git(repo, {"show", "-M", "--name-status", "--format=", c2}).find("R100\told.txt\trenamed.txt"),
+            std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+
+// Every path `git diff --name-status -M` names (both sides of a rename).
+std::vector<std::string> git_diff_paths(const std::string& repo, const std::vector<std::string>& range) {
+  std::vector<std::string> args{"diff", "-M", "--name-status"};
+  args.insert(args.end(), range.begin(), range.end());
+  std::set<std::string> paths;
+  for (const std::string& l : lines(git(repo, args))) {
+    std::istringstream in(l);
+    std::string status, p;
+    in >> status;
+    while (std::getline(in, p, '\t'))
+      if (!p.empty()) paths.insert(p);
+  }
+  return {paths.begin(), paths.end()};
+}
+
+PatchStats git_numstat(const std::string& repo, const std::vector<std::string>& range) {
+  std::vector<std::string> args{"diff", "-M", "--numstat"};
+  args.insert(args.end(), range.begin(), range.end());
+  PatchStats s;
+  for (const std::string& l : lines(git(repo, args))) {
+    std::istringstream in(l);
+    std::string add, del;
+    in >> add >> del;
+    ++s.files;
+    if (add != "-") s.insertions += std::stoul(add);
+    if (del != "-") s.deletions += std::stoul(del);
+  }
+  return s;
+}
+
+class GitxPatch : public ::testing::Test {
+ protected:
+  // c1 → c2 changes one file of every kind a patch must carry.
+  void SetUp() override {
+    repo = init_repo(tmp / "a");
+    write(repo, "keep.txt", numbered_lines(10));
+    write(repo, "gone.txt", "to be deleted\n");
+    write(repo, "old_name.txt", numbered_lines(20, "moved"));
+    write(repo, "bin.dat", bytes_with_nul(1, 600));
+    write(repo, "script.sh", "#!/bin/sh\necho hi\n");
+    write(repo, "no_newline.txt", "last line without newline");
+    c1 = commit_all(repo, "c1");
+
+    std::string keep = numbered_lines(10);
+    keep.replace(keep.find("line 5"), 6, "LINE FIVE");
+    write(repo, "keep.txt", keep);
+    fs::remove(repo + "/gone.txt");
+    fs::create_directories(repo + "/dir");
+    fs::rename(repo + "/old_name.txt", repo + "/dir/new_name.txt");
+    std::string moved = numbered_lines(20, "moved");
+    moved.replace(moved.find("moved 20"), 8, "moved twenty");
+    write(repo, "dir/new_name.txt", moved);
+    write(repo, "bin.dat", bytes_with_nul(2, 600));
+    write(repo, "new.bin", bytes_with_nul(3, 300));
+    write(repo, "added.txt", "brand new\n");
+    write(repo, "empty.txt", "");
+    fs::permissions(repo + "/script.sh", fs::perms::owner_exec, fs::perm_options::add);
+    write(repo, "no_newline.txt", "last line still without newline");
+    c2 = commit_all(repo, "c2");
+  }
+  std::string tree_of(const std::string& dir, const std::string& rev) { return rev_parse(dir, rev + "^{tree}"); }
+
+  ScopedTempDir tmp;
+  std::string repo, c1, c2;
+};
+
+TEST_F(GitxPatch, DiffPatchCarriesEveryKindOfChange) {
+  Repo r = Repo::open(repo);
+  std::string patch = r.diff_patch(c1, c2);
+  EXPECT_NE(patch.find("rename from old_name.txt\nrename to dir/new_name.txt\n"), std::string::npos) << patch;
+  EXPECT_NE(patch.find("deleted file mode 100644"), std::string::npos);
+  EXPECT_NE(patch.find("new file mode 100644"), std::string::npos);
+  EXPECT_NE(patch.find("old mode 100644\nnew mode 100755"), std::string::npos);
+  EXPECT_NE(patch.find("GIT binary patch"), std::string::npos);
+  EXPECT_NE(patch.find("\\ No newline at end of file"), std::string::npos);
+
+  EXPECT_EQ(Repo::patch_files(patch), git_diff_paths(repo, {c1, c2}));
+  PatchStats ours = Repo::patch_stats(patch), theirs = git_numstat(repo, {c1, c2});
+  EXPECT_EQ(ours.files, theirs.files);
+  EXPECT_EQ(ours.insertions, theirs.insertions);
+  EXPECT_EQ(ours.deletions, theirs.deletions);
+
+  EXPECT_EQ(r.diff_patch(c2, c2), "");
+  EXPECT_TRUE(Repo::patch_files("").empty());
+  EXPECT_EQ(Repo::patch_stats("").files, 0u);
+  // From the empty tree: everything is new.
+  EXPECT_EQ(Repo::patch_files(r.diff_patch("", c1)),
+            (std::vector<std::string>{"bin.dat", "gone.txt", "keep.txt", "no_newline.txt", "old_name.txt",
+                                      "script.sh"}));
+}
+
+TEST_F(GitxPatch, RoundTripsThroughApplyPatchAndGitApply) {
+  std::string patch = Repo::open(repo).diff_patch(c1, c2);
+  write(tmp.path(), "c1c2.patch", patch);
+
+  // libgit2's apply, index and work tree.
+  std::string b = clone_at(repo, tmp / "b", c1);
+  Repo rb = Repo::open(b);
+  ASSERT_TRUE(rb.check_patch_applies(patch, ApplyLocation::kBoth));
+  rb.apply_patch(patch, ApplyLocation::kBoth);
+  EXPECT_EQ(trim(git(b, {"write-tree"})), tree_of(repo, c2));
+  EXPECT_EQ(test::run({"git", "-C", b, "diff", "--quiet"}).exit_code, 0) << git(b, {"diff", "--stat"});
+  EXPECT_EQ(read(b + "/new.bin"), read(repo + "/new.bin"));
+  EXPECT_EQ(read(b + "/bin.dat"), read(repo + "/bin.dat"));
+  EXPECT_TRUE((fs::status(b + "/script.sh").permissions() & fs::perms::owner_exec) != fs::perms::none);
+  EXPECT_FALSE(fs::exists(b + "/old_name.txt"));
+
+  // The git CLI takes the same text.
+  std::string c = clone_at(repo, tmp / "c", c1);
+  auto applied = test::run({"git", "-C", c, "apply", "--index", tmp / "c1c2.patch"});
+  EXPECT_EQ(applied.exit_code, 0) << applied.output;
+  EXPECT_EQ(trim(git(c, {"write-tree"})), tree_of(repo, c2));
+
+  // And libgit2 takes the git CLI's patch.
+  std::string cli_patch = git(repo, {"diff", "-M", "--binary", c1, c2});
+  std::string d = clone_at(repo, tmp / "d", c1);
+  Repo rd = Repo::open(d);
+  rd.apply_patch(cli_patch, ApplyLocation::kBoth);
+  EXPECT_EQ(trim(git(d, {"write-tree"})), tree_of(repo, c2));
+}
+
+TEST_F(GitxPatch, WorkdirPatchIncludesUntrackedMovesAndBinaries) {
+  // A sandbox after an agent ran: edits, a deletion, a move, new files (one
+  // binary, one in a new folder), one staged — and ignored junk.
+  std::string sb = clone_at(repo, tmp / "sandbox", c2);
+  write(sb, ".gitignore", "*.log\n");
+  git(sb, {"add", ".gitignore"});
+  write(sb, "keep.txt", "rewritten\n");
+  fs::remove(sb + "/added.txt");
+  fs::rename(sb + "/dir/new_name.txt", sb + "/dir/moved_again.txt");
+  write(sb, "fresh/new.bin", bytes_with_nul(9, 200));
+  write(sb, "fresh/notes.md", "notes\n");
+  write(sb, "debug.log", "ignored\n");
+
+  Repo rs = Repo::open(sb);
+  std::string patch = rs.diff_workdir_patch(c2);
+  EXPECT_NE(patch.find("rename from dir/new_name.txt\nrename to dir/moved_again.txt"), std::string::npos)
+      << patch;
+  EXPECT_EQ(Repo::patch_files(patch),
+            (std::vector<std::string>{".gitignore", "added.txt", "dir/moved_again.txt", "dir/new_name.txt",
+                                      "fresh/new.bin", "fresh/notes.md", "keep.txt"}));
+  EXPECT_EQ(porcelain(sb).find("fresh/notes.md") != std::string::npos, true);  // nothing was staged
+
+  // What `git add -A` would commit in the sandbox is what the patch produces elsewhere.
+  git(sb, {"add", "-A"});
+  const std::string expected_tree = trim(git(sb, {"write-tree"}));
+
+  std::string real = clone_at(repo, tmp / "real", c2);
+  Repo rr = Repo::open(real);
+  rr.apply_patch(patch, ApplyLocation::kWorkdir);
+  EXPECT_EQ(read(real + "/fresh/new.bin"), read(sb + "/fresh/new.bin"));
+  git(real, {"add", "-A"});
+  EXPECT_EQ(trim(git(real, {"write-tree"})), expected_tree);
+
+  write(tmp.path(), "wd.patch", patch);
+  std::string viacli = clone_at(repo, tmp / "viacli", c2);
+  auto applied = test::run({"git", "-C", viacli, "apply", "--index", tmp / "wd.patch"});
+  EXPECT_EQ(applied.exit_code, 0) << applied.output;
+  EXPECT_EQ(trim(git(viacli, {"write-tree"})), expected_tree);
+
+  EXPECT_EQ(Repo::open(viacli).diff_workdir_patch(""), rr.diff_workdir_patch(""));
+}
+
+TEST_F(GitxPatch, ApplyToIndexOrWorkdirOnly) {
+  std::string patch = Repo::open(repo).diff_patch(c1, c2);
+  std::string b = clone_at(repo, tmp / "b", c1);
+  Repo rb = Repo::open(b);
+
+  rb.apply_patch(patch, ApplyLocation::kIndex);
+  EXPECT_EQ(trim(git(b, {"write-tree"})), tree_of(repo, c2));
+  EXPECT_EQ(read(b + "/keep.txt"), numbered_lines(10));  // work tree untouched
+  EXPECT_TRUE(fs::exists(b + "/gone.txt"));
+
+  rb.reset_hard(c1, true);
+  EXPECT_EQ(porcelain(b), "");
+  rb.apply_patch(patch, ApplyLocation::kWorkdir);
+  EXPECT_EQ(git(b, {"diff", "--cached", "--name-only"}), "");  // index untouched
+  EXPECT_FALSE(fs::exists(b + "/gone.txt"));
+  EXPECT_EQ(read(b + "/keep.txt"), read(repo + "/keep.txt"));
+  git(b, {"add", "-A"});
+  EXPECT_EQ(trim(git(b, {"write-tree"})), tree_of(repo, c2));
+
+  rb.apply_patch("", ApplyLocation::kBoth);  // empty patch: nothing to do
+}
+
+TEST_F(GitxPatch, FailedApplyChangesNothingAndSaysWhy) {
+  std::string patch = Repo::open(repo).diff_patch(c1, c2);
+  std::string b = clone_at(repo, tmp / "b", c1);
+  write(b, "keep.txt", "somebody else's rewrite\n");  // the hunk's context is gone
+  const std::string status_before = porcelain(b);
+
+  Repo rb = Repo::open(b);
+  std::string why;
+  EXPECT_FALSE(rb.check_patch_applies(patch, ApplyLocation::kWorkdir, &why));
+  EXPECT_FALSE(why.empty());
+  std::string msg = error_of([&] { rb.apply_patch(patch); });
+  EXPECT_EQ(msg.rfind("libgit2: apply patch: ", 0), 0u) << msg;
+  EXPECT_NE(msg.find(why), std::string::npos) << msg << " / " << why;
+  EXPECT_EQ(porcelain(b), status_before);  // all or nothing: not even the new files
+  EXPECT_FALSE(fs::exists(b + "/added.txt"));
+  EXPECT_TRUE(fs::exists(b + "/gone.txt"));
+
+  // Text that is not a patch.
+  EXPECT_FALSE(rb.check_patch_applies("diff --git a/x\nthis is not a patch\n", ApplyLocation::kWorkdir, &why));
+  EXPECT_THROW(rb.apply_patch("diff --git a/x\nthis is not a patch\n"), Error);
+  EXPECT_THROW(Repo::patch_files("diff --git a/x\nthis is not a patch\n"), Error);
+}
+
+TEST(GitxPatchText, TakesTheGitCliEmptyFileAndQuotedPathHeaders) {
+  // git prints an added or deleted empty file as a header that ends at its
+  // "index" line, which libgit2 1.5's parser alone rejects.
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "empty-before.txt", "");
+  write(repo, "a.txt", "a\n");
+  std::string c1 = commit_all(repo, "c1");
+  fs::remove(repo + "/empty-before.txt");
+  write(repo, "b-empty.txt", "");
+  write(repo, "sp ace/\xc3\xa9t\xc3\xa9.txt", "quoted path\n");
+  write(repo, "zz-empty.txt", "");  // last in the patch: its header ends the text
+  std::string c2 = commit_all(repo, "c2");
+
+  std::string cli_patch = git(repo, {"diff", "--no-renames", c1, c2});
+  ASSERT_NE(cli_patch.find("new file mode 100644\nindex 0000000..e69de29\ndiff --git"), std::string::npos)
+      << cli_patch;
+  ASSERT_NE(cli_patch.find("deleted file mode 100644\nindex e69de29..0000000\ndiff --git"), std::string::npos)
+      << cli_patch;
+  EXPECT_EQ(Repo::patch_files(cli_patch),
+            (std::vector<std::string>{"b-empty.txt", "empty-before.txt", "sp ace/\xc3\xa9t\xc3\xa9.txt",
+                                      "zz-empty.txt"}));
+  EXPECT_EQ(Repo::patch_stats(cli_patch).files, 4u);
+  EXPECT_EQ(Repo::patch_stats(cli_patch).insertions, 1u);
+
+  std::string b = clone_at(repo, tmp / "b", c1);
+  Repo rb = Repo::open(b);
+  ASSERT_TRUE(rb.check_patch_applies(cli_patch, ApplyLocation::kBoth));
+  rb.apply_patch(cli_patch, ApplyLocation::kBoth);
+  EXPECT_EQ(trim(git(b, {"write-tree"})), rev_parse(repo, c2 + "^{tree}"));
+
+  // Our own text of the same change goes through git apply.
+  std::string ours = Repo::open(repo).diff_patch(c1, c2);
+  write(tmp.path(), "ours.patch", ours);
+  std::string c = clone_at(repo, tmp / "c", c1);
+  auto applied = test::run({"git", "-C", c, "apply", "--index", tmp / "ours.patch"});
+  EXPECT_EQ(applied.exit_code, 0) << applied.output;
+  EXPECT_EQ(trim(git(c, {"write-tree"})), rev_parse(repo, c2 + "^{tree}"));
+}
+
+TEST(GitxRevert, PatchUndoesAMiddleCommitWithoutTouchingTheTree) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "a.txt", numbered_lines(12));
+  std::string c1 = commit_all(repo, "c1");
+  std::string a = numbered_lines(12);
+  a.replace(a.find("line 2\n"), 7, "line two (the bug)\n");
+  write(repo, "a.txt", a);
+  write(repo, "b.txt", "added by the bad commit\n");
+  std::string c2 = commit_all(repo, "c2: the culprit");
+  a.replace(a.find("line 11"), 7, "line eleven");
+  write(repo, "a.txt", a);
+  write(repo, "c.txt", "later work\n");
+  std::string c3 = commit_all(repo, "c3");
+  write(repo, "d.txt", "even later\n");
+  std::string c4 = commit_all(repo, "c4");
+
+  Repo r = Repo::open(repo);
+  std::string patch = r.revert_patch(c2);
+  EXPECT_EQ(porcelain(repo), "");  // nothing touched
+  EXPECT_EQ(r.head_sha(), c4);
+  EXPECT_EQ(Repo::patch_files(patch), (std::vector<std::string>{"a.txt", "b.txt"}));
+  EXPECT_EQ(Repo::patch_stats(patch).deletions, 2u);  // the bad line and b.txt's line
+
+  // Same result as `git revert --no-commit`.
+  std::string viacli = clone_at(repo, tmp / "cli", c4);
+  git(viacli, {"revert", "--no-commit", c2});
+  std::string expected = trim(git(viacli, {"write-tree"}));
+
+  ASSERT_TRUE(r.check_patch_applies(patch, ApplyLocation::kBoth));
+  r.apply_patch(patch, ApplyLocation::kBoth);
+  EXPECT_EQ(trim(git(repo, {"write-tree"})), expected);
+  EXPECT_NE(read(repo + "/a.txt").find("line eleven"), std::string::npos);
+  EXPECT_NE(read(repo + "/a.txt").find("line 2\n"), std::string::npos);
+  EXPECT_FALSE(fs::exists(repo + "/b.txt"));
+
+  // Once reverted, reverting again finds nothing to undo.
+  r.commit_all("revert c2", "P", "p@example.com", false);
+  EXPECT_EQ(r.revert_patch(c2), "");
+  (void)c1;
+  (void)c3;
+}
+
+TEST(GitxRevert, ConflictNamesThePaths) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "a.txt", "one\ntwo\nthree\n");
+  commit_all(repo, "c1");
+  write(repo, "a.txt", "one\nTWO\nthree\n");
+  std::string c2 = commit_all(repo, "c2");
+  write(repo, "a.txt", "one\nTwo, again\nthree\n");
+  commit_all(repo, "c3");
+
+  Repo r = Repo::open(repo);
+  std::string msg = error_of([&] { r.revert_patch(c2); });
+  EXPECT_NE(msg.find("conflicts with HEAD in: a.txt"), std::string::npos) << msg;
+  EXPECT_EQ(porcelain(repo), "");
+}
+
+// ---------------------------------------------------------------------------
+
+TEST(GitxWorktree, AddListOpenRemove) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "main");
+  write(repo, "a.txt", "1\n");
+  std::string c1 = commit_all(repo, "c1");
+  write(repo, "a.txt", "2\n");
+  commit_all(repo, "c2");
+
+  Repo r = Repo::open(repo);
+  const std::string wt = tmp / "wt1";
+  r.worktree_add("wt1", wt, c1);
+  EXPECT_EQ(read(wt + "/a.txt"), "1\n");
+  EXPECT_EQ(rev_parse(wt, "HEAD"), c1);
+  EXPECT_NE(test::run({"git", "-C", wt, "symbolic-ref", "-q", "HEAD"}).exit_code, 0);  // detached
+  EXPECT_EQ(git(repo, {"branch", "--list", "--format=%(refname)"}), "refs/heads/main\n");  // no leftovers
+  EXPECT_EQ(porcelain(wt), "");
+  std::string cli_list = git(repo, {"worktree", "list", "--porcelain"});
+  EXPECT_NE(cli_list.find("worktree " + wt + "\nHEAD " + c1 + "\ndetached"), std::string::npos) << cli_list;
+
+  auto list = r.worktree_list();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].name, "wt1");
+  EXPECT_EQ(list[0].path, wt);
+  EXPECT_TRUE(list[0].valid);
+  EXPECT_FALSE(list[0].locked);
+
+  Repo w = Repo::open(wt);
+  EXPECT_EQ(w.workdir(), wt);
+  EXPECT_EQ(w.git_dir(), repo + "/.git/worktrees/wt1");
+  EXPECT_EQ(w.common_dir(), repo + "/.git");
+  EXPECT_EQ(w.head_sha(), c1);
+  EXPECT_EQ(w.head_branch(), "");
+  EXPECT_EQ(Repo::discover(wt).common_dir(), repo + "/.git");
+
+  // Refused without side effects: same name, or a path that exists.
+  EXPECT_THROW(r.worktree_add("wt1", tmp / "elsewhere", c1), Error);
+  EXPECT_FALSE(fs::exists(tmp / "elsewhere"));
+  fs::create_directories(tmp / "occupied");
+  EXPECT_THROW(r.worktree_add("wt2", tmp / "occupied", c1), Error);
+  EXPECT_TRUE(fs::exists(tmp / "occupied"));
+  EXPECT_EQ(exit_code_of([&] { r.worktree_add("a/b", tmp / "x", c1); }), kExitUsage);
+  EXPECT_EQ(r.worktree_list().size(), 1u);
+
+  EXPECT_TRUE(r.worktree_remove("wt1"));
+  EXPECT_FALSE(fs::exists(wt));
+  EXPECT_EQ(git(repo, {"worktree", "list", "--porcelain"}).find(wt), std::string::npos);
+  EXPECT_TRUE(r.worktree_list().empty());
+  EXPECT_FALSE(r.worktree_remove("wt1"));
+
+  // The name is free again.
+  r.worktree_add("wt1", wt, "HEAD");
+  EXPECT_EQ(read(wt + "/a.txt"), "2\n");
+}
+
+TEST(GitxWorktree, RemoveWhenTheFolderIsAlreadyGone) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "main");
+  write(repo, "a.txt", "1\n");
+  std::string c1 = commit_all(repo, "c1");
+  Repo r = Repo::open(repo);
+  const std::string wt = tmp / "gone";
+  r.worktree_add("gone", wt, c1);
+  fs::remove_all(wt);
+
+  auto list = r.worktree_list();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_FALSE(list[0].valid);
+  EXPECT_TRUE(r.worktree_remove("gone"));
+  EXPECT_TRUE(r.worktree_list().empty());
+  EXPECT_FALSE(fs::exists(repo + "/.git/worktrees/gone"));
+  EXPECT_EQ(git(repo, {"worktree", "list", "--porcelain"}).find(wt), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+
+// What git itself says (`rev-parse --git-path hooks` follows core.hooksPath),
+// made absolute against the directory git ran in.
+std::string git_hooks_dir(const std::string& dir) {
+  fs::path p = trim(git(dir, {"rev-parse", "--git-path", "hooks"}));
+  if (p.is_relative()) p = fs::path(dir) / p;
+  return p.lexically_normal().string();
+}
+
+TEST(GitxConfig, HooksDirFollowsCoreHooksPath) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "a.txt", "1\n");
+  std::string c1 = commit_all(repo, "c1");
+  Repo r = Repo::open(repo);
+
+  EXPECT_EQ(r.hooks_dir(), repo + "/.git/hooks");
+  EXPECT_EQ(r.hooks_dir(), git_hooks_dir(repo));
+
+  git(repo, {"config", "core.hooksPath", "tools/githooks"});
+  EXPECT_EQ(r.hooks_dir(), repo + "/tools/githooks");
+  EXPECT_EQ(r.hooks_dir(), git_hooks_dir(repo));
+
+  git(repo, {"config", "core.hooksPath", tmp / "shared-hooks/"});
+  EXPECT_EQ(r.hooks_dir(), tmp / "shared-hooks");
+
+  // A linked worktree: relative to its own top, or the common hooks folder.
+  r.worktree_add("wt", tmp / "wt", c1);
+  Repo w = Repo::open(tmp / "wt");
+  git(repo, {"config", "core.hooksPath", "githooks"});
+  EXPECT_EQ(w.hooks_dir(), tmp / "wt/githooks");
+  EXPECT_EQ(w.hooks_dir(), git_hooks_dir(tmp / "wt"));
+  git(repo, {"config", "--unset", "core.hooksPath"});
+  EXPECT_EQ(w.hooks_dir(), repo + "/.git/hooks");
+  EXPECT_EQ(w.hooks_dir(), git_hooks_dir(tmp / "wt"));
+}
+
+TEST(GitxConfig, ConfigGetSeesLaterEdits) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  Repo r = Repo::open(repo);
+  EXPECT_EQ(r.config_get("user.name"), "Test User");
+  EXPECT_EQ(r.config_get("phoenix.mode"), std::nullopt);
+  git(repo, {"config", "phoenix.mode", "heal"});
+  EXPECT_EQ(r.config_get("phoenix.mode"), "heal");
+  git(repo, {"config", "phoenix.mode", "verify"});
+  EXPECT_EQ(r.config_get("phoenix.mode"), "verify");
+}
+
+}  // namespace
+}  // namespace phoenix::gitx
