@@ -1,6 +1,8 @@
 #include "config/config.h"
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -201,16 +203,63 @@ Config parse(const std::string& text, const std::string& file) {
   return c;
 }
 
+void apply_env(Config& c) {
+  auto env = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return std::nullopt;
+    return std::string(v);
+  };
+  auto int_env = [&](const char* name, int& dst, const char* key) {
+    if (auto v = env(name)) {
+      try {
+        size_t used = 0;
+        int n = std::stoi(*v, &used);
+        if (used != v->size() || n < 0) throw std::invalid_argument(*v);
+        dst = n;
+        c.origin[key] = std::string("env ") + name;
+      } catch (const std::exception&) {
+        throw ConfigError(std::string(name) + "='" + *v + "': must be a whole number >= 0");
+      }
+    }
+  };
+  int_env("PHOENIX_SESSION_CAP", c.session_cap, "session_cap");
+  int_env("PHOENIX_DIFF_CAP", c.diff_cap, "diff_cap");
+  int_env("PHOENIX_CIRCUIT_BREAKER", c.circuit_breaker, "circuit_breaker");
+  if (auto v = env("PHOENIX_HARNESS")) {
+    c.harness.preset = one_of(Json(*v), "PHOENIX_HARNESS", harness_presets());
+    c.harness.command.clear();
+    c.origin["harness"] = "env PHOENIX_HARNESS";
+  }
+  if (auto v = env("PHOENIX_HOOK_MODE")) {
+    c.hook.mode = one_of(Json(*v), "PHOENIX_HOOK_MODE", {"verify", "heal"});
+    c.origin["hook"] = "env PHOENIX_HOOK_MODE";
+  }
+  if (auto v = env("PHOENIX_FIXERS")) {
+    c.fixers.clear();
+    size_t start = 0;
+    while (start <= v->size()) {
+      size_t comma = v->find(',', start);
+      std::string name = util::trim(v->substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (!name.empty()) c.fixers.push_back(one_of(Json(name), "PHOENIX_FIXERS", {"journal", "bisect", "harness", "noop"}));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    c.origin["fixers"] = "env PHOENIX_FIXERS";
+  }
+}
+
 Config load(const std::string& root, bool required) {
   std::string file = root + "/phoenix.json";
+  Config c;
   if (!std::filesystem::exists(file)) {
     if (required) throw ConfigError(file + ": not found (run 'phoenix init' to write one)");
-    Config c;
     c.budgets = default_budgets();
     for (const auto& k : kTopKeys) c.origin[k] = "default";
-    return c;
+  } else {
+    c = parse(util::read_file(file), "phoenix.json");
   }
-  return parse(util::read_file(file), "phoenix.json");
+  apply_env(c);
+  return c;
 }
 
 }  // namespace phoenix::config

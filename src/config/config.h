@@ -70,6 +70,11 @@ const std::map<std::string, int>& default_budgets();
 // The names of the harness presets.
 const std::vector<std::string>& harness_presets();
 
+// Applies PHOENIX_* environment overrides (PHOENIX_SESSION_CAP,
+// PHOENIX_DIFF_CAP, PHOENIX_CIRCUIT_BREAKER, PHOENIX_HARNESS, PHOENIX_HOOK_MODE,
+// PHOENIX_FIXERS), recording "env NAME" as their origin. load() calls it.
+void apply_env(Config& c);
+
 // Loads <root>/phoenix.json. A missing file gives the defaults (path "")
 // unless `required`, in which case it is a ConfigError.
 Config load(const std::string& root, bool required);

@@ -12,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
@@ -877,6 +878,48 @@ std::optional<std::string> Repo::config_get(const std::string& key) const {
   check(rc, ("read config " + key).c_str());
   ConfigEntryPtr entry(e);
   return std::string(entry->value ? entry->value : "");
+}
+
+void Repo::restore_paths(const std::string& rev, const std::vector<std::string>& paths) {
+  CommitPtr commit = lookup_commit(repo_.get(), rev);
+  TreePtr tree = commit_tree(commit.get());
+  std::string root = workdir();
+  for (const auto& rel : paths) {
+    if (rel.empty() || rel[0] == '/' || rel.find("..") != std::string::npos) continue;
+    fs::path target = fs::path(root) / rel;
+    git_tree_entry* raw = nullptr;
+    int rc = git_tree_entry_bypath(&raw, tree.get(), rel.c_str());
+    if (rc == GIT_ENOTFOUND) {
+      std::error_code ec;
+      if (fs::is_directory(fs::symlink_status(target, ec)) ) continue;  // a folder is not a path we restore
+      fs::remove(target, ec);
+      // Remove folders the patch created and left empty.
+      for (fs::path d = target.parent_path(); d != fs::path(root) && d.string().size() > root.size(); d = d.parent_path()) {
+        if (!fs::is_empty(d, ec) || ec) break;
+        fs::remove(d, ec);
+      }
+      continue;
+    }
+    check(rc, "find path in tree");
+    std::unique_ptr<git_tree_entry, void (*)(git_tree_entry*)> entry(raw, git_tree_entry_free);
+    git_filemode_t mode = git_tree_entry_filemode(entry.get());
+    if (mode == GIT_FILEMODE_TREE || mode == GIT_FILEMODE_COMMIT) continue;
+    git_blob* blob_raw = nullptr;
+    check(git_blob_lookup(&blob_raw, repo_.get(), git_tree_entry_id(entry.get())), "read blob");
+    std::unique_ptr<git_blob, void (*)(git_blob*)> blob(blob_raw, git_blob_free);
+    std::string content(static_cast<const char*>(git_blob_rawcontent(blob.get())),
+                        static_cast<size_t>(git_blob_rawsize(blob.get())));
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    if (fs::is_symlink(fs::symlink_status(target, ec)) || fs::is_directory(fs::symlink_status(target, ec)))
+      fs::remove_all(target, ec);
+    if (mode == GIT_FILEMODE_LINK) {
+      fs::remove(target, ec);
+      fs::create_symlink(content, target);
+      continue;
+    }
+    util::write_file_atomic(target.string(), content, mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644);
+  }
 }
 
 }  // namespace phoenix::gitx

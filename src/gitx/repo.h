@@ -155,6 +155,12 @@ class Repo {
   std::string snapshot_workdir(const std::string& message, const std::string& author_name,
                                const std::string& author_email, bool include_untracked);
 
+  // Puts `paths` back exactly as they are in commit `rev`: content and mode
+  // written for those it holds, deleted (with folders left empty) for those
+  // it does not. Nothing else in the work tree or the index is touched: the
+  // way to undo a patch on a tree that had uncommitted changes of its own.
+  void restore_paths(const std::string& rev, const std::vector<std::string>& paths);
+
   // `git reset --hard REV`: HEAD's branch (or detached HEAD) moves to rev,
   // index and tracked files become rev's, locally modified and deleted
   // files are restored, staged new files go. With remove_untracked, then

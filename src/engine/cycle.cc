@@ -1,0 +1,465 @@
+#include "engine/cycle.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "engine/guards.h"
+#include "engine/incident.h"
+#include "engine/retry.h"
+#include "engine/signature.h"
+#include "gitx/repo.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/lock.h"
+#include "util/subprocess.h"
+#include "util/text.h"
+
+namespace phoenix::engine {
+
+using util::Json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Paths whose untracked files never make the tree "dirty" and survive every
+// reset: Phoenix's own state and the incident notes it writes.
+const std::vector<std::string> kKeep{".phoenix/", "incidents/"};
+
+std::string short_sha(const std::string& s) { return s.substr(0, 12); }
+
+std::string describe(const checks::CheckSpec& c) {
+  if (c.kind == "command_exit") return "command_exit `" + util::join_argv(c.argv) + "`";
+  return c.kind + " `" + c.path + "`";
+}
+
+std::string compact_utc() {
+  std::string iso = util::now_iso8601();  // 2026-12-01T02:09:41.123Z
+  std::string out;
+  for (char ch : iso)
+    if (std::isdigit(static_cast<unsigned char>(ch))) out.push_back(ch);
+  return out.substr(0, 8) + "-" + out.substr(8, 9);  // YYYYMMDD-HHMMSSmmm
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  std::string root;
+  const config::Config& cfg;
+  RunOptions opt;
+  CheckRunner& checks;
+  std::vector<std::unique_ptr<fixers::Fixer>> fixers;
+  trace::Trace& trace;
+  EventFn on_event;
+  OutcomeSink* outcomes;
+
+  std::optional<gitx::Repo> repo;
+  Clock::time_point start = Clock::now();
+  std::string head0;            // HEAD when the run started
+  bool dirty0 = false;          // uncommitted changes when the run started
+  std::string pre_run;          // pre-run checkpoint commit (created before the first write)
+  int session_retries = 0;
+  int consecutive_failed = 0;
+  std::vector<checks::CheckSpec> selected;
+  std::vector<bool> green;      // per selected check, last measurement
+
+  Impl(std::string r, const config::Config& c, RunOptions o, CheckRunner& ch, std::vector<std::unique_ptr<fixers::Fixer>> f,
+       trace::Trace& t, EventFn e, OutcomeSink* out)
+      : root(std::move(r)), cfg(c), opt(std::move(o)), checks(ch), fixers(std::move(f)), trace(t), on_event(std::move(e)),
+        outcomes(out) {}
+
+  long long elapsed() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  }
+
+  void state(const std::string& check, const std::string& st, Json detail = Json::object()) {
+    Json ev = {{"event", "state"}, {"check", check}, {"state", st}, {"elapsed_ms", elapsed()}};
+    for (auto it = detail.begin(); it != detail.end(); ++it) ev[it.key()] = it.value();
+    trace.append("state", ev);
+    if (on_event) on_event(ev);
+  }
+
+  void explain(const std::string& text) {
+    if (!opt.explain) return;
+    if (on_event) on_event(Json{{"event", "explain"}, {"text", text}, {"elapsed_ms", elapsed()}});
+  }
+
+  // Invariant 1: a checkpoint commit of the whole work tree precedes every
+  // write to it. The first one of the run is also the pre-run checkpoint.
+  std::string checkpoint(const std::string& why) {
+    std::string cp = repo->snapshot_workdir("phoenix: checkpoint before " + why, opt.author_name, opt.author_email, true);
+    if (pre_run.empty()) {
+      pre_run = cp;
+      repo->write_ref(kPreRunRef, cp, "phoenix: pre-run checkpoint");
+    }
+    repo->write_ref(kAttemptRef, cp, "phoenix: checkpoint before " + why);
+    trace.append("checkpoint", {{"commit", cp}, {"why", why}});
+    return cp;
+  }
+
+  // Undo an applied patch byte-for-byte: on a clean tree, reset to the
+  // commit it was applied on; on a tree with the user's own changes, only
+  // the patch's paths go back to the checkpoint.
+  void undo_patch(const std::string& checkpoint_commit, const std::string& head_before,
+                  const std::vector<std::string>& files) {
+    if (!dirty0) {
+      repo->reset_hard(head_before, true, kKeep);
+    } else {
+      repo->restore_paths(checkpoint_commit, files);
+    }
+    trace.append("restore", {{"to", checkpoint_commit}, {"files", files}});
+  }
+
+  checks::SenseResult measure(const checks::CheckSpec& c) { return checks.run(c, root); }
+
+  RunResult run();
+  IssueOutcome heal(const checks::CheckSpec& check, const checks::SenseResult& red, RunResult& result);
+  void escalate(const fixers::Failure& f, const std::vector<IncidentAttempt>& attempts, const std::string& last_diff,
+                const std::string& why, RunResult& result);
+};
+
+Engine::Engine(std::string root, const config::Config& cfg, RunOptions options, CheckRunner& checks,
+               std::vector<std::unique_ptr<fixers::Fixer>> fixers, trace::Trace& trace, EventFn on_event,
+               OutcomeSink* outcomes)
+    : impl_(std::make_unique<Impl>(std::move(root), cfg, std::move(options), checks, std::move(fixers), trace,
+                                   std::move(on_event), outcomes)) {}
+Engine::~Engine() = default;
+RunResult Engine::run() { return impl_->run(); }
+
+RunResult Engine::Impl::run() {
+  RunResult result;
+  util::FileLock lock(root + "/.phoenix/lock", 0, "this repository");
+  repo.emplace(gitx::Repo::open(root));
+  head0 = repo->head_sha();
+  if (head0.empty()) throw UsageError("the repository has no commits yet: commit something for Phoenix to measure");
+  dirty0 = !repo->is_clean(kKeep);
+
+  for (const auto& c : cfg.checks)
+    if (opt.only.empty() || std::find(opt.only.begin(), opt.only.end(), c.id) != opt.only.end()) selected.push_back(c);
+  if (selected.empty()) throw UsageError("no checks to run: phoenix.json has none (see 'phoenix init')");
+
+  trace.append("run.start", {{"head", head0}, {"dirty", dirty0}, {"dry_run", opt.dry_run},
+                             {"checks", [&] { Json a = Json::array(); for (auto& c : selected) a.push_back(c.id); return a; }()}});
+  explain("HEAD " + short_sha(head0) + (dirty0 ? ", work tree has uncommitted changes" : ", work tree clean"));
+
+  // DETECTED: one fresh measurement of every selected check.
+  std::vector<checks::SenseResult> first;
+  for (const auto& c : selected) {
+    checks::SenseResult r = measure(c);
+    if (r.interrupted) throw Error("interrupted while measuring " + c.id, kExitInterrupted);
+    first.push_back(r);
+    green.push_back(r.ok);
+    state(c.id, r.ok ? "GREEN" : "DETECTED", {{"signal", r.signal}, {"duration_ms", r.duration_ms}});
+  }
+  result.detected = first;
+
+  bool any_red = std::any_of(green.begin(), green.end(), [](bool g) { return !g; });
+  if (any_red && dirty0 && !opt.allow_dirty && !opt.dry_run) {
+    // Invariant 5: no automatic change on top of someone's uncommitted work.
+    explain("guard dirty-tree: uncommitted changes and no --allow-dirty: detection only");
+    for (size_t i = 0; i < selected.size(); ++i)
+      if (!green[i]) result.issues.push_back({selected[i].id, "RED", 0, "", "", "", "", 0});
+    trace.append("run.end", {{"exit_code", kExitRed}, {"why", "dirty work tree"}});
+    result.exit_code = kExitRed;
+    if (on_event)
+      on_event(Json{{"event", "blocked"},
+                    {"text", "the work tree has uncommitted changes: commit or stash them, or pass --allow-dirty"}});
+    return result;
+  }
+
+  int exit_code = kExitOk;
+  for (size_t i = 0; i < selected.size(); ++i) {
+    if (green[i]) continue;
+    IssueOutcome o = heal(selected[i], first[i], result);
+    result.issues.push_back(o);
+    if (o.state == "HEALED") {
+      green[i] = true;
+    } else if (o.state == "ESCALATED") {
+      exit_code = kExitEscalated;
+      break;  // the run stops at the first escalation
+    } else {
+      exit_code = std::max(exit_code, static_cast<int>(kExitRed));
+    }
+    if (util::interrupted_signal() != 0) {
+      exit_code = kExitInterrupted;
+      break;
+    }
+  }
+
+  // Only a green measurement of every check at a clean HEAD blesses it.
+  bool all_green = std::all_of(green.begin(), green.end(), [](bool g) { return g; });
+  if (all_green && !opt.dry_run && repo->is_clean(kKeep) && (opt.only.empty() || selected.size() == cfg.checks.size())) {
+    std::string head = repo->head_sha();
+    repo->write_ref(kKnownGoodRef, head, "phoenix: every check green");
+    trace.append("known-good", {{"commit", head}});
+    explain("known-good := " + short_sha(head) + " (every check measured green, tree clean)");
+  }
+  if (auto kg = repo->read_ref(kKnownGoodRef)) result.known_good = *kg;
+  result.exit_code = exit_code;
+  trace.append("run.end", {{"exit_code", exit_code}});
+  return result;
+}
+
+IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::SenseResult& red, RunResult& result) {
+  IssueOutcome out;
+  out.check = check.id;
+  fixers::Failure failure;
+  failure.check = check;
+  failure.result = red;
+  failure.failure_type = check.type;
+  failure.issue_signature = issue_signature(check.id, red.output);
+  failure.failing_tests = extract_failing_tests(red.output);
+  out.issue_signature = failure.issue_signature;
+  state(check.id, "DETECTED", {{"signature", short_sha(failure.issue_signature)}, {"type", check.type},
+                               {"failing_tests", failure.failing_tests}});
+
+  int budget = cfg.budgets.count(check.type) ? cfg.budgets.at(check.type) : 3;
+  explain("check " + check.id + ": failure type " + check.type + ", budget " + std::to_string(budget) +
+          " attempts (session cap " + std::to_string(cfg.session_cap) + ", used " + std::to_string(session_retries) + ")");
+  std::vector<IncidentAttempt> attempts;
+  std::vector<fixers::EarlierAttempt> earlier;
+  std::set<std::string> tried;  // attempt signatures
+  std::string last_diff;
+  size_t fixer_index = 0;
+  int rate_waits = 0;
+  long long rate_waited_ms = 0;
+
+  auto record_failure = [&](const std::string& fixer, const std::string& outcome, const std::string& attempt_sig,
+                            const fixers::Proposal* p, const std::string& evidence) {
+    ++out.attempts;
+    ++session_retries;
+    ++consecutive_failed;
+    attempts.push_back({out.attempts, fixer, outcome, attempt_sig});
+    earlier.push_back({fixer, p ? p->patch : "", p ? p->files : std::vector<std::string>{}, outcome, evidence});
+    if (p && outcomes) outcomes->failed(failure, *p, outcome);
+  };
+
+  // health: a failing health check is rolled back at once, never patched.
+  if (check.type == "health") {
+    escalate(failure, attempts, "", "a health check failed: immediate rollback (no automatic fix for health)", result);
+    out.state = "ESCALATED";
+    return out;
+  }
+
+  for (;;) {
+    if (util::interrupted_signal() != 0) throw Error("interrupted", kExitInterrupted);
+    std::string stop;
+    if (out.attempts >= budget) stop = "budget of " + std::to_string(budget) + " for " + check.type + " spent";
+    else if (session_retries >= cfg.session_cap) stop = "session cap of " + std::to_string(cfg.session_cap) + " attempts reached";
+    else if (cfg.circuit_breaker > 0 && consecutive_failed >= cfg.circuit_breaker)
+      stop = "circuit breaker: " + std::to_string(consecutive_failed) + " consecutive failed heals";
+    else if (fixer_index >= fixers.size()) stop = "no fixer has anything more to propose";
+    if (!stop.empty()) {
+      explain("escalate " + check.id + ": " + stop);
+      if (opt.dry_run) {
+        out.state = "RED";
+        state(check.id, "RED", {{"why", stop}});
+        return out;
+      }
+      escalate(failure, attempts, last_diff, stop, result);
+      out.state = "ESCALATED";
+      return out;
+    }
+    fixers::Fixer& fixer = *fixers[fixer_index];
+    state(check.id, "PROPOSING", {{"fixer", fixer.name()}, {"attempt", out.attempts + 1}});
+    fixers::Request req;
+    req.repo_root = root;
+    req.phoenix_dir = root + "/.phoenix";
+    req.templates_dir = opt.templates_dir;
+    req.config = &cfg;
+    req.failure = failure;
+    req.earlier = earlier;
+    req.head = repo->head_sha();
+    req.known_good = repo->read_ref(kKnownGoodRef).value_or("");
+    req.timeout_s = cfg.harness.timeout_s;
+    req.explain = opt.explain;
+    fixers::Proposal p = fixer.propose(req);
+    p.fixer = fixer.name();
+    out.model_calls += p.model_calls;
+    trace.append("proposal", {{"check", check.id}, {"fixer", p.fixer}, {"status", fixers::status_name(p.status)},
+                              {"files", p.files}, {"summary", p.summary}, {"detail", p.detail},
+                              {"model_calls", p.model_calls}, {"cost_usd", p.cost_usd ? Json(*p.cost_usd) : Json(nullptr)},
+                              {"check_runs", p.check_runs}, {"duration_ms", p.duration_ms}});
+    switch (p.status) {
+      case fixers::Status::kNothing:
+      case fixers::Status::kUnavailable:
+      case fixers::Status::kQuota:
+        explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) + (p.detail.empty() ? "" : " (" + p.detail + ")") +
+                "; next fixer");
+        state(check.id, "NO_PROPOSAL", {{"fixer", p.fixer}, {"status", fixers::status_name(p.status)}, {"detail", p.detail}});
+        ++fixer_index;
+        continue;
+      case fixers::Status::kRateLimited: {
+        // A rate limit is not a failed heal: wait (with backoff) instead of
+        // spending the budget, until the deadline.
+        long long wait = std::max<long long>(p.retry_after_ms, 1000) << std::min(rate_waits, 4);
+        if ((rate_waited_ms + wait) / 1000.0 > opt.rate_limit_deadline_s) {
+          explain("fixer " + p.fixer + ": rate-limited past the deadline; next fixer");
+          ++fixer_index;
+          continue;
+        }
+        state(check.id, "WAITING", {{"fixer", p.fixer}, {"wait_ms", wait}, {"detail", p.detail}});
+        ++rate_waits;
+        rate_waited_ms += wait;
+        if (!interruptible_sleep_ms(wait)) throw Error("interrupted", kExitInterrupted);
+        continue;
+      }
+      case fixers::Status::kTimeout:
+      case fixers::Status::kCrashed:
+        record_failure(p.fixer, std::string(fixers::status_name(p.status)) + (p.detail.empty() ? "" : ": " + p.detail), "",
+                       nullptr, p.log);
+        state(check.id, "REJECTED", {{"fixer", p.fixer}, {"why", fixers::status_name(p.status)}});
+        continue;
+      case fixers::Status::kAborted:
+        // The real repository changed while the fixer worked (invariant 12).
+        // Whoever changed it, the attempt is void; nothing of Phoenix's was applied.
+        record_failure(p.fixer, "aborted: " + p.detail, "", nullptr, p.log);
+        state(check.id, "REJECTED", {{"fixer", p.fixer}, {"why", "aborted: " + p.detail}});
+        continue;
+      case fixers::Status::kProposed:
+        break;
+    }
+
+    PatchFacts facts = patch_facts(p.patch);
+    if (p.files.empty()) p.files = facts.files;
+    std::string attempt_sig = attempt_signature(failure.issue_signature, facts.files);
+    if (tried.count(attempt_sig)) {
+      explain("attempt signature " + short_sha(attempt_sig) + " was tried before: that path stops; next fixer");
+      state(check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", "repeat"}, {"why", "the same fix was tried before"}});
+      ++fixer_index;
+      continue;
+    }
+    tried.insert(attempt_sig);
+    GuardVerdict v = check_patch(facts, check, cfg, root);
+    if (!v.ok) {
+      explain("guard " + v.guard + " rejects the proposal of " + p.fixer + ": " + v.reason);
+      record_failure(p.fixer, "rejected (" + v.guard + "): " + v.reason, attempt_sig, &p, "");
+      last_diff = p.patch;
+      state(check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", v.guard}, {"why", v.reason}});
+      continue;
+    }
+    if (opt.dry_run) {
+      // Invariant 7: the dry run ends here, with nothing written.
+      state(check.id, "PROPOSED", {{"fixer", p.fixer}, {"files", facts.files}, {"summary", p.summary}});
+      out.state = "PROPOSED";
+      out.fixer = p.fixer;
+      out.patch = p.patch;
+      return out;
+    }
+
+    // APPLYING
+    state(check.id, "APPLYING", {{"fixer", p.fixer}, {"files", facts.files}, {"summary", p.summary}});
+    std::string head_before = repo->head_sha();
+    std::string why_not;
+    if (!repo->check_patch_applies(p.patch, gitx::ApplyLocation::kWorkdir, &why_not)) {
+      record_failure(p.fixer, "does not apply: " + why_not, attempt_sig, &p, why_not);
+      state(check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", "apply"}, {"why", why_not}});
+      continue;
+    }
+    std::string cp = checkpoint("applying a patch from " + p.fixer + " for " + check.id);
+    try {
+      repo->apply_patch(p.patch, gitx::ApplyLocation::kWorkdir);
+    } catch (const Error& e) {
+      undo_patch(cp, head_before, facts.files);
+      record_failure(p.fixer, std::string("does not apply: ") + e.what(), attempt_sig, &p, e.what());
+      state(check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", "apply"}, {"why", e.what()}});
+      continue;
+    }
+
+    // VERIFYING: a fresh run of the check that found the problem decides.
+    state(check.id, "VERIFYING", {{"fixer", p.fixer}});
+    auto vstart = Clock::now();
+    checks::SenseResult again = measure(check);
+    long long verify_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - vstart).count();
+    std::string regression;
+    if (again.ok) {
+      // The fix must not turn another green check red.
+      for (size_t k = 0; k < selected.size() && regression.empty(); ++k) {
+        if (selected[k].id == check.id || !green[k]) continue;
+        checks::SenseResult other = measure(selected[k]);
+        if (!other.ok) regression = selected[k].id + " turned red (" + other.signal + ")";
+      }
+    }
+    if (again.interrupted) {
+      undo_patch(cp, head_before, facts.files);
+      throw Error("interrupted while verifying " + check.id, kExitInterrupted);
+    }
+    if (again.ok && regression.empty()) {
+      out.state = "HEALED";
+      out.fixer = p.fixer;
+      out.patch = p.patch;
+      out.attempts += 1;
+      consecutive_failed = 0;
+      if (!dirty0) {
+        std::string msg = "phoenix: heal " + check.id + " (" + p.fixer + ")\n\n" + (p.summary.empty() ? "" : p.summary + "\n\n") +
+                          "Check: " + check.id + " (" + check.type + ")\nSignal before: " + red.signal +
+                          "\nSignal after: " + again.signal + "\nIssue-Signature: " + failure.issue_signature +
+                          "\nAttempt-Signature: " + attempt_sig + "\n";
+        out.fix_commit = repo->commit_all(msg, opt.author_name, opt.author_email, true);
+      }
+      if (outcomes) outcomes->healed(failure, p, verify_ms);
+      state(check.id, "HEALED", {{"fixer", p.fixer}, {"signal", again.signal}, {"commit", out.fix_commit},
+                                 {"attempts", out.attempts},
+                                 {"uncommitted", dirty0}});
+      explain(dirty0 ? "healed; the fix stays uncommitted because the work tree had your own changes"
+                     : "healed; fix commit " + short_sha(out.fix_commit));
+      return out;
+    }
+    std::string outcome = again.ok ? "regression: " + regression : "red: " + again.signal;
+    undo_patch(cp, head_before, facts.files);
+    last_diff = p.patch;
+    record_failure(p.fixer, outcome, attempt_sig, &p, again.evidence);
+    state(check.id, "REJECTED", {{"fixer", p.fixer}, {"why", outcome}});
+    explain("verification failed (" + outcome + "); restored the checkpoint; " + std::to_string(budget - out.attempts) +
+            " attempts left in the budget");
+  }
+}
+
+void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<IncidentAttempt>& attempts,
+                            const std::string& last_diff, const std::string& why, RunResult& result) {
+  Incident inc;
+  inc.failure_type = f.failure_type;
+  inc.check_id = f.check.id;
+  inc.check_description = describe(f.check);
+  inc.signal = f.result.signal;
+  inc.attempts = attempts;
+  inc.issue_signature = f.issue_signature;
+  inc.failing_tests = f.failing_tests;
+  inc.last_diff = last_diff;
+  inc.evidence = f.result.evidence;
+  inc.why_escalated = why;
+  inc.not_rolled_back_why = "rollback in progress";
+  // Invariant 10: the note exists (fsynced) before the rollback starts.
+  std::string path = write_incident(root + "/incidents", inc);
+  result.incident = path;
+  trace.append("incident", {{"path", path}, {"check", f.check.id}, {"why", why}});
+  state(f.check.id, "ESCALATED", {{"why", why}, {"incident", path}});
+
+  // Rollback (invariant 11): keep what is abandoned under a ref, then go
+  // back to the pre-run state, or to known-good when asked.
+  std::string head = repo->head_sha();
+  std::string target = head0;
+  if (opt.rollback == "known-good") {
+    if (auto kg = repo->read_ref(kKnownGoodRef)) target = *kg;
+  }
+  std::string stamp = compact_utc();
+  if (head != target) repo->write_ref(std::string(kAbandonedPrefix) + stamp, head, "phoenix: abandoned by rollback");
+  if (dirty0 && opt.rollback == "known-good") {
+    // The user's uncommitted work is kept too, as a commit under the same prefix.
+    std::string wip = repo->snapshot_workdir("phoenix: uncommitted work before rollback", opt.author_name, opt.author_email, true);
+    repo->write_ref(std::string(kAbandonedPrefix) + stamp + "-worktree", wip, "phoenix: uncommitted work");
+  }
+  std::string state_line;
+  if (head != target || opt.rollback == "known-good") {
+    repo->reset_hard(target, !dirty0, kKeep);
+    state_line = "rolled back to " + target;
+  } else {
+    state_line = "rolled back to " + target + " (the pre-run state; every attempt was already undone)";
+  }
+  set_incident_state(path, state_line);
+  result.rolled_back_to = target;
+  trace.append("rollback", {{"to", target}, {"abandoned", head}});
+  util::write_file_atomic(root + "/.phoenix/ESCALATED", path + "\n");
+}
+
+}  // namespace phoenix::engine

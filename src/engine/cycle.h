@@ -1,0 +1,105 @@
+// The inner self-heal cycle (DESIGN.md "States of one issue"):
+//
+//   DETECTED -> PROPOSING -> APPLYING -> VERIFYING -> HEALED
+//                  ^   |REJECTED            | red
+//                  +---+--------------------+   (budget left)
+//   budget spent -> ESCALATED: incident (fsynced) -> rollback -> flag file
+//
+// Fixers only propose. The engine guards every proposal, checkpoints before
+// any write, applies, and decides HEALED only from a fresh re-run of the
+// check that found the problem. Every transition goes to the trace.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checks/check.h"
+#include "config/config.h"
+#include "fixers/fixer.h"
+#include "trace/trace.h"
+#include "util/json.h"
+
+namespace phoenix::engine {
+
+// Runs checks; the real one calls checks::sense(), tests may count calls.
+class CheckRunner {
+ public:
+  virtual ~CheckRunner() = default;
+  virtual checks::SenseResult run(const checks::CheckSpec& spec, const std::string& root) = 0;
+};
+
+class SenseRunner : public CheckRunner {
+ public:
+  checks::SenseResult run(const checks::CheckSpec& spec, const std::string& root) override {
+    return checks::sense(spec, root);
+  }
+};
+
+// Told about every healed or failed proposal, so the journal can learn
+// from measured outcomes only.
+class OutcomeSink {
+ public:
+  virtual ~OutcomeSink() = default;
+  virtual void healed(const fixers::Failure& failure, const fixers::Proposal& proposal, long long verify_ms) = 0;
+  virtual void failed(const fixers::Failure& failure, const fixers::Proposal& proposal, const std::string& why) = 0;
+};
+
+struct RunOptions {
+  bool dry_run = false;
+  std::vector<std::string> only;        // check ids (validated by the caller)
+  bool allow_dirty = false;
+  bool explain = false;
+  std::string rollback;                 // "" (pre-run state) or "known-good"
+  std::string templates_dir;
+  double rate_limit_deadline_s = 3600;  // give up waiting on a rate limit after this
+  std::string author_name = "phoenix";
+  std::string author_email = "phoenix@localhost";
+};
+
+struct IssueOutcome {
+  std::string check;
+  std::string state;        // HEALED, ESCALATED, PROPOSED (dry run), RED (not healed: dirty tree)
+  int attempts = 0;
+  std::string fixer;        // who proposed the fix that healed
+  std::string fix_commit;   // sha of the fix commit
+  std::string issue_signature;
+  std::string patch;        // the healing (or, dry run, proposed) patch
+  int model_calls = 0;
+};
+
+struct RunResult {
+  int exit_code = 0;
+  std::vector<IssueOutcome> issues;
+  std::string incident;     // path of the incident note, if any
+  std::string known_good;   // after the run
+  std::string rolled_back_to;
+  std::vector<checks::SenseResult> detected;  // first measurement of each check
+};
+
+// Events for the timeline: {"event":"state","check":...,"state":...,"elapsed_ms":...,...}
+// and {"event":"explain","text":...}.
+using EventFn = std::function<void(const util::Json&)>;
+
+class Engine {
+ public:
+  Engine(std::string root, const config::Config& cfg, RunOptions options, CheckRunner& checks,
+         std::vector<std::unique_ptr<fixers::Fixer>> fixers, trace::Trace& trace, EventFn on_event,
+         OutcomeSink* outcomes = nullptr);
+  ~Engine();
+  RunResult run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Refs Phoenix keeps in the user's repository.
+constexpr const char* kKnownGoodRef = "refs/phoenix/known-good";
+constexpr const char* kPreRunRef = "refs/phoenix/checkpoints/pre-run";
+constexpr const char* kAttemptRef = "refs/phoenix/checkpoints/attempt";
+constexpr const char* kAbandonedPrefix = "refs/phoenix/abandoned/";
+
+}  // namespace phoenix::engine

@@ -1,0 +1,45 @@
+// Guards: what a proposed patch may not do. Every proposal passes through
+// check_patch() before anything is written to the user's repository
+// (DESIGN.md invariants 4 and 9); a failed guard ends it as REJECTED.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "checks/check.h"
+#include "config/config.h"
+
+namespace phoenix::engine {
+
+struct PatchFacts {
+  std::string patch;                 // unified diff, git format
+  std::vector<std::string> files;    // every path it touches (old and new names)
+  size_t insertions = 0, deletions = 0;
+};
+
+struct GuardVerdict {
+  bool ok = true;
+  std::string guard;   // empty, protected, editable, escape, symlink, diff_cap, destructive, empty
+  std::string reason;  // one line for people
+};
+
+// Paths every check protects, whatever phoenix.json says.
+const std::vector<std::string>& always_protected();
+// Test files a check protects when protect_tests is on and it names none:
+// these globs plus any repository path in its argv.
+const std::vector<std::string>& default_test_globs();
+
+// The protected globs for one check (always + config + its tests).
+std::vector<std::string> protected_globs(const checks::CheckSpec& check, const config::Config& cfg,
+                                         const std::string& root);
+
+// Reads the paths, mode changes and line counts out of a git-format patch.
+PatchFacts patch_facts(const std::string& patch);
+
+GuardVerdict check_patch(const PatchFacts& facts, const checks::CheckSpec& check, const config::Config& cfg,
+                         const std::string& root);
+
+// Added lines that drop, truncate or destroy: they need a person.
+std::vector<std::string> destructive_lines(const std::string& patch);
+
+}  // namespace phoenix::engine
