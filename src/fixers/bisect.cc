@@ -1,0 +1,422 @@
+#include "fixers/bisect.h"
+
+#include <filesystem>
+#include <optional>
+#include <sstream>
+#include <utility>
+
+#include "checks/check.h"
+#include "util/error.h"
+#include "util/json.h"
+#include "util/subprocess.h"
+#include "util/text.h"
+
+namespace fs = std::filesystem;
+
+namespace phoenix::fixers {
+namespace {
+
+std::string short_sha(const std::string& sha) { return sha.substr(0, 7); }
+
+std::string subject_of(const gitx::Repo& repo, const std::string& sha) {
+  std::string msg = repo.commit_message(sha);
+  size_t nl = msg.find('\n');
+  return util::trim(nl == std::string::npos ? msg : msg.substr(0, nl));
+}
+
+// Absolute and normalized, without a trailing slash, resolving symlinks of
+// the part that exists: paths from libgit2 are canonical, ours may not be
+// (/tmp vs /private/tmp, "a/../b").
+std::string norm(const std::string& p) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(fs::absolute(p), ec);
+  if (ec) c = fs::absolute(p).lexically_normal();
+  std::string s = c.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+bool same_or_inside(const std::string& path, const std::string& dir) {
+  return path == dir || util::starts_with(path, dir == "/" ? dir : dir + "/");
+}
+
+// ---------------------------------------------------------------------------
+// Worktree health.
+
+// Why the worktree at `want` cannot be trusted, "" when it is healthy (and
+// then it has been reset clean), or "absent" when there is nothing at all.
+std::string diagnose(gitx::Repo& repo, const std::string& want) {
+  const std::string common = norm(repo.common_dir());
+  std::error_code ec;
+  const bool folder = fs::exists(want, ec);
+  const bool admin = fs::exists(fs::path(common) / "worktrees" / kBisectWorktreeName, ec);
+
+  std::optional<gitx::WorktreeInfo> ours;
+  for (const gitx::WorktreeInfo& w : repo.worktree_list()) {
+    if (w.name == kBisectWorktreeName) {
+      ours = w;
+    } else if (norm(w.path) == want) {
+      return "another worktree ('" + w.name + "') is registered at " + want;
+    }
+  }
+  if (!ours) {
+    if (!folder && !admin) return "absent";
+    if (admin) return "its entry in " + common + "/worktrees is unreadable";
+    return "the folder exists but the repository does not list it as a worktree";
+  }
+  if (ours->locked)
+    throw Error("bisect worktree '" + std::string(kBisectWorktreeName) +
+                "' is locked; unlock it with `git worktree unlock " + kBisectWorktreeName + "`");
+  if (norm(ours->path) != want) return "it is registered at " + ours->path + ", not at " + want;
+  if (!folder) return "its folder is missing";
+  if (!ours->valid) return "git reports it invalid";
+
+  std::optional<gitx::Repo> wt;
+  try {
+    wt.emplace(gitx::Repo::open(want));
+  } catch (const std::exception& e) {
+    return std::string("it does not open as a repository (") + e.what() + ")";
+  }
+  if (norm(wt->common_dir()) != common) return "it belongs to another repository (" + wt->common_dir() + ")";
+  if (norm(wt->git_dir()) != norm((fs::path(common) / "worktrees" / kBisectWorktreeName).string()))
+    return "its .git points to another worktree (" + wt->git_dir() + ")";
+  if (norm(wt->workdir()) != want) return "it opens with work tree " + wt->workdir();
+  try {
+    if (wt->head_sha().empty()) return "its HEAD names no commit";
+    // The clean before use: whatever the last check left behind (edited
+    // tracked files, staged files, untracked files) goes; ignored files
+    // (build outputs) stay so builds stay warm.
+    wt->reset_hard("HEAD", /*remove_untracked=*/true);
+  } catch (const std::exception& e) {
+    return std::string("it cannot be reset (") + e.what() + ")";
+  }
+  return "";
+}
+
+// Removes every trace of a damaged bisect worktree: the registration(s) at
+// our name or our path, a half-written admin folder, and the folder itself.
+void remove_damaged(gitx::Repo& repo, const std::string& want) {
+  const std::string common = norm(repo.common_dir());
+  for (const gitx::WorktreeInfo& w : repo.worktree_list()) {
+    if (w.name == kBisectWorktreeName || norm(w.path) == want) {
+      if (w.locked) throw Error("worktree '" + w.name + "' at " + w.path + " is locked; cannot recreate it");
+      repo.worktree_remove(w.name);
+    }
+  }
+  std::error_code ec;
+  // An admin folder libgit2 cannot even look up is not listed above; it is
+  // ours by name, and worktree_add refuses to run while it exists.
+  fs::remove_all(fs::path(common) / "worktrees" / kBisectWorktreeName, ec);
+  if (ec) throw Error("cannot remove stale worktree entry: " + ec.message());
+  fs::remove_all(want, ec);
+  if (ec) throw Error("cannot remove damaged worktree " + want + ": " + ec.message());
+}
+
+// Moves a (healthy) worktree to `sha`: only differing files are written;
+// edits and untracked files left by the previous check run are discarded.
+void move_worktree(gitx::Repo& wt, const std::string& sha) {
+  gitx::CheckoutOptions o;
+  o.force = true;
+  o.remove_untracked = true;
+  wt.checkout_detached(sha, o);
+}
+
+// ---------------------------------------------------------------------------
+// The fixer's bookkeeping.
+
+struct Interrupted {
+  int signal;
+};
+struct OutOfTime {};
+
+std::string request_key(const Request& r) {
+  const checks::CheckSpec& c = r.failure.check;
+  return r.repo_root + '\n' + c.id + '\n' + util::join_argv(c.argv) + '\n' + util::canonical(c.raw) + '\n' +
+         r.known_good + '\n' + r.head;
+}
+
+std::vector<std::string> changed_paths(const gitx::Repo& repo, const std::vector<std::string>& ignore) {
+  std::vector<std::string> out;
+  for (const gitx::StatusEntry& e : repo.status()) {
+    bool skip = false;
+    for (const std::string& p : ignore) skip = skip || util::starts_with(e.path, p) || e.path + "/" == p;
+    if (!skip) out.push_back(std::string(1, e.code) + " " + e.path + (e.old_path.empty() ? "" : " <- " + e.old_path));
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+BisectResult bisect_commits(gitx::Repo& repo, const std::string& worktree_path, const std::string& good,
+                            const std::string& bad, const BisectOracle& oracle) {
+  BisectResult r;
+  const std::string g = repo.resolve(good);
+  const std::string b = repo.resolve(bad);
+  if (g == b) {
+    r.reason = "good and bad are the same commit " + short_sha(g);
+    return r;
+  }
+  if (!repo.is_ancestor(g, b)) {
+    r.reason = "good " + short_sha(g) + " is not an ancestor of bad " + short_sha(b);
+    return r;
+  }
+  // Position 0 is `good`, 1..n the first-parent commits after it, n = bad.
+  std::vector<std::string> pos{g};
+  for (std::string& sha : repo.rev_list(g, b)) pos.push_back(std::move(sha));
+  r.range_size = pos.size() - 1;
+  if (r.range_size == 0 || pos.back() != b) {
+    r.reason = "no first-parent path from " + short_sha(g) + " to " + short_sha(b);
+    return r;
+  }
+
+  std::optional<gitx::Repo> wt;
+  if (!worktree_path.empty()) wt.emplace(gitx::Repo::open(worktree_path));
+
+  // Invariant: the first red position is in [lo, hi]; everything below lo
+  // was measured green, hi is red (measured, or `bad`). With s = hi-lo+1
+  // possible answers, measuring mid = lo + (hi-lo)/2 leaves ceil(s/2) (red)
+  // or floor(s/2) (green): ceil(log2(n+1)) runs at most.
+  size_t lo = 0, hi = r.range_size;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (wt) move_worktree(*wt, pos[mid]);
+    const bool green = oracle(pos[mid]);
+    r.steps.push_back({pos[mid], mid, green});
+    if (green) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo == 0) {
+    r.verdict = BisectResult::Verdict::kGoodIsRed;
+    return r;
+  }
+  r.verdict = BisectResult::Verdict::kFound;
+  r.culprit = pos[lo];
+  r.last_good = pos[lo - 1];
+  r.culprit_position = lo;
+  return r;
+}
+
+BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path, const std::string& rev) {
+  BisectWorktree out;
+  out.path = norm(path);
+  const std::string sha = repo.resolve(rev);
+  // Damage handling deletes this folder: refuse paths that would take the
+  // user's work tree or the repository with it.
+  const std::string top = repo.workdir().empty() ? "" : norm(repo.workdir());
+  const std::string common = norm(repo.common_dir());
+  if ((!top.empty() && same_or_inside(top, out.path)) || same_or_inside(out.path, common) ||
+      same_or_inside(common, out.path))
+    throw Error("refusing bisect worktree at " + out.path + ": it overlaps the repository itself");
+
+  std::string damage = diagnose(repo, out.path);
+  if (damage.empty()) {
+    gitx::Repo wt = gitx::Repo::open(out.path);
+    move_worktree(wt, sha);
+    out.state = BisectWorktree::State::kReused;
+    return out;
+  }
+  if (damage != "absent") {
+    remove_damaged(repo, out.path);
+    out.state = BisectWorktree::State::kRecreated;
+    out.damage = damage;
+  }
+  std::error_code ec;
+  fs::create_directories(fs::path(out.path).parent_path(), ec);
+  if (ec) throw Error("cannot create " + fs::path(out.path).parent_path().string() + ": " + ec.message());
+  repo.worktree_add(kBisectWorktreeName, out.path, sha);
+  return out;
+}
+
+Proposal BisectFixer::propose(const Request& request) {
+  const long long t0 = util::now_ms();
+  const std::string key = request_key(request);
+  if (auto it = memo_.find(key); it != memo_.end()) {
+    Proposal p;
+    p.fixer = name();
+    p.status = Status::kNothing;
+    p.detail = it->second.status == Status::kProposed
+                   ? "already proposed: " + it->second.summary + " — bisect has one proposal per culprit"
+                   : it->second.detail;
+    p.duration_ms = util::now_ms() - t0;
+    return p;
+  }
+  for (const EarlierAttempt& e : request.earlier) {
+    if (e.fixer == name()) {
+      Proposal p;
+      p.fixer = name();
+      p.status = Status::kNothing;
+      p.detail = "bisect already proposed a revert for this issue (" + e.outcome +
+                 ") — bisect has one proposal per culprit";
+      p.duration_ms = util::now_ms() - t0;
+      return p;
+    }
+  }
+  bool memoize = true;
+  Proposal p = search(request, &memoize);
+  p.fixer = name();
+  p.duration_ms = util::now_ms() - t0;
+  if (memoize) memo_[key] = p;
+  return p;
+}
+
+Proposal BisectFixer::search(const Request& request, bool* memoize) {
+  Proposal p;
+  p.status = Status::kNothing;
+  auto nothing = [&](std::string why) {
+    p.status = Status::kNothing;
+    p.detail = std::move(why);
+    return p;
+  };
+  if (request.known_good.empty()) return nothing("no known-good commit to bisect from");
+  if (request.failure.result.ok)
+    return nothing("the check " + request.failure.check.id + " is not red: nothing to bisect");
+
+  const long long t0 = util::now_ms();
+  const long long deadline = t0 + static_cast<long long>(request.timeout_s * 1000);
+  std::map<std::string, std::string> signals;  // sha -> the check's signal there
+  std::ostringstream log;
+
+  // Runs the red check, fresh, in the worktree (already at `sha`).
+  std::string wt_path;
+  auto oracle = [&](const std::string& sha) {
+    if (int sig = util::interrupted_signal()) throw Interrupted{sig};
+    if (request.timeout_s > 0 && util::now_ms() > deadline) throw OutOfTime{};
+    checks::SenseResult s = checks::sense(request.failure.check, wt_path);
+    ++p.check_runs;
+    if (s.interrupted) throw Interrupted{util::interrupted_signal()};
+    signals[sha] = s.signal;
+    log << "run " << p.check_runs << ": " << short_sha(sha) << " " << (s.ok ? "green" : "red")
+        << (s.signal.empty() ? "" : " (" + s.signal + ")") << "\n";
+    return s.ok;
+  };
+
+  try {
+    gitx::Repo repo = gitx::Repo::open(request.repo_root);
+    const std::string head = repo.head_sha();
+    if (head.empty()) return nothing("the repository has no commit yet");
+    if (!request.head.empty() && repo.resolve(request.head) != head) {
+      *memoize = false;
+      p.status = Status::kAborted;
+      p.detail = "HEAD is " + short_sha(head) + ", not " + short_sha(request.head) + " as requested";
+      return p;
+    }
+    std::string good;
+    try {
+      good = repo.resolve(request.known_good);
+    } catch (const Error&) {
+      return nothing("known-good " + request.known_good + " is not a commit of this repository");
+    }
+    if (good == head) return nothing("HEAD is the known-good commit " + short_sha(good) + ": no commit to bisect");
+    if (!repo.is_ancestor(good, head))
+      return nothing("known-good " + short_sha(good) + " is not an ancestor of HEAD " + short_sha(head) +
+                     ": no commit range to bisect");
+
+    // Phoenix's own state (and the worktree inside it) is not the user's
+    // change; everything else is, and must not move while we work.
+    const std::string root = norm(request.repo_root.empty() ? repo.workdir() : request.repo_root);
+    const std::string phoenix_dir = norm(request.phoenix_dir.empty() ? root + "/.phoenix" : request.phoenix_dir);
+    std::vector<std::string> ignore{std::string(gitx::kStateDir)};
+    if (same_or_inside(phoenix_dir, root) && phoenix_dir != root)
+      ignore.push_back(phoenix_dir.substr(root.size() + 1) + "/");
+    const std::vector<std::string> before = changed_paths(repo, ignore);
+
+    BisectWorktree wt = prepare_bisect_worktree(repo, phoenix_dir + "/worktrees/bisect", head);
+    wt_path = wt.path;
+    log << "worktree " << wt.path << ": "
+        << (wt.state == BisectWorktree::State::kCreated  ? "created"
+            : wt.state == BisectWorktree::State::kReused ? "reused"
+                                                         : "recreated (" + wt.damage + ")")
+        << "\n";
+
+    // The engine's red measurement covers the work tree as it is; with
+    // uncommitted changes that is not HEAD's commit, so measure the commit
+    // (the worktree is at HEAD already) before blaming history.
+    if (!before.empty()) {
+      log << "work tree has uncommitted changes: measuring HEAD's commit\n";
+      if (oracle(head))
+        return nothing("the check is green at HEAD's commit " + short_sha(head) +
+                       ": the failure comes from uncommitted changes, which bisect cannot blame");
+    }
+
+    BisectResult r = bisect_commits(repo, wt.path, good, head, oracle);
+
+    if (repo.head_sha() != head || changed_paths(repo, ignore) != before) {
+      *memoize = false;
+      p.status = Status::kAborted;
+      p.detail = "the repository changed while bisecting (HEAD or its changed files)";
+      p.log = log.str();
+      return p;
+    }
+
+    std::ostringstream steps;
+    for (size_t i = 0; i < r.steps.size(); ++i) {
+      const BisectStep& s = r.steps[i];
+      steps << (i ? "; " : "") << short_sha(s.sha) << " [" << s.position << "/" << r.range_size << "] "
+            << (s.green ? "green" : "red");
+      const std::string& sig = signals[s.sha];
+      if (!s.green && !sig.empty()) steps << " (" << sig << ")";
+    }
+    const std::string range = "known-good " + short_sha(good) + "..HEAD " + short_sha(head) + " (" +
+                              std::to_string(r.range_size) + " first-parent commits)";
+    p.log = log.str();
+
+    switch (r.verdict) {
+      case BisectResult::Verdict::kEmptyRange:
+        return nothing(r.reason);
+      case BisectResult::Verdict::kGoodIsRed: {
+        const std::string& sig = signals[good];
+        return nothing("the check is red at known-good " + short_sha(good) + (sig.empty() ? "" : " (" + sig + ")") +
+                       " too: the failure predates known-good, no commit of " + range +
+                       " to blame; steps: " + steps.str());
+      }
+      case BisectResult::Verdict::kFound:
+        break;
+    }
+
+    const std::string subject = subject_of(repo, r.culprit);
+    const std::string named = "culprit " + short_sha(r.culprit) + " \"" + subject + "\": first red commit of " +
+                              range + ", after " + short_sha(r.last_good) + " (green), found in " +
+                              std::to_string(p.check_runs) + " check run" + (p.check_runs == 1 ? "" : "s") +
+                              "; steps: " + steps.str();
+    log << "culprit: " << r.culprit << " " << subject << "\n";
+    p.log = log.str();
+    std::string patch;
+    try {
+      patch = repo.revert_patch(r.culprit);
+    } catch (const Error& e) {
+      return nothing(named + "; its revert conflicts with HEAD: " + e.what());
+    }
+    if (patch.empty()) return nothing(named + "; HEAD already lacks its change, so reverting it changes nothing");
+    p.status = Status::kProposed;
+    p.patch = std::move(patch);
+    p.files = gitx::Repo::patch_files(p.patch);
+    p.summary = "revert " + short_sha(r.culprit) + " (culprit: " + subject + ")";
+    p.detail = named;
+    return p;
+  } catch (const Interrupted& i) {
+    *memoize = false;
+    p.log = log.str();
+    return nothing("interrupted" + (i.signal ? " by signal " + std::to_string(i.signal) : std::string()) +
+                   " after " + std::to_string(p.check_runs) + " check runs");
+  } catch (const OutOfTime&) {
+    *memoize = false;
+    p.status = Status::kTimeout;
+    p.log = log.str();
+    p.detail = "bisect ran out of its " + std::to_string(static_cast<long long>(request.timeout_s)) +
+               " s after " + std::to_string(p.check_runs) + " check runs";
+    return p;
+  } catch (const std::exception& e) {
+    *memoize = false;
+    p.status = Status::kCrashed;
+    p.log = log.str();
+    p.detail = std::string("bisect failed: ") + e.what();
+    return p;
+  }
+}
+
+}  // namespace phoenix::fixers

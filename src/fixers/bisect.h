@@ -1,0 +1,138 @@
+// The bisect fixer: no model at all. It finds the commit since known-good
+// that turned the red check red, using the check itself as the oracle, and
+// proposes that commit's revert.
+//
+// Contract of BisectFixer::propose():
+// - Needs Request.known_good; without one: kNothing "no known-good commit to
+//   bisect from". known_good must be a first-parent-walkable ancestor of
+//   Request.head (and differ from it), else kNothing saying why.
+// - Request.head must still be the repository's HEAD, and HEAD plus the list
+//   of changed paths must not move while it works: otherwise kAborted
+//   (invariant 12). Nothing is ever written to the user's work tree, index or
+//   refs: every measurement runs in ONE persistent linked worktree,
+//   <phoenix_dir>/worktrees/bisect (git name "phoenix-bisect"), created on
+//   first use, reused (cleaned, moved incrementally) afterwards, recreated
+//   when found damaged. Ignored files there (build outputs) survive between
+//   runs on purpose, so builds stay warm; the check must cope with that.
+// - The red measurement at HEAD is Request.failure: it is reused, HEAD is not
+//   measured again — except when the user's work tree has uncommitted
+//   changes (outside .phoenix/), because then the engine measured those
+//   changes, not HEAD's commit; HEAD's commit is measured once and a green
+//   result ends with kNothing (the failure is not in any commit).
+// - Known-good is treated as one more position of the search instead of a
+//   separate up-front run: positions 0 (known-good) .. n (HEAD, known red),
+//   answer = first red position. That is n+1 possible answers, so the search
+//   needs at most ceil(log2(n+1)) runs: 8 for up to 255 commits, e.g. 200.
+//   Known-good is measured exactly when the search narrows down to the
+//   bottom of the range (every other measurement was red); when the culprit
+//   lies higher, its predecessor was itself measured green, so the
+//   green->red transition that names the culprit is measured on both sides
+//   and known-good's own state cannot change the answer. Red at known-good:
+//   kNothing (the failure predates known-good).
+// - The check is assumed deterministic and monotonic over the range (one
+//   green->red transition), as with `git bisect`; a run that times out counts
+//   as red. Request.timeout_s (> 0) bounds the whole search, checked between
+//   runs (a started run is bounded by the check's own timeout_s): kTimeout.
+//   A SIGINT/SIGTERM ends it with kNothing "interrupted" (not memoized);
+//   a git failure is kCrashed with libgit2's reason.
+// - Found: kProposed with patch = revert of the culprit against HEAD,
+//   computed in memory (gitx revert_patch), files = its paths, summary
+//   "revert 1a2b3c4 (culprit: <subject>)", detail with every step. A revert
+//   that conflicts with HEAD, or that changes nothing, is kNothing naming why.
+// - check_runs = the sense() runs made by this call (0 for a memoized one).
+// - Memoized per (repository, check, known-good, head): a second call returns
+//   kNothing without searching again — bisect has exactly one proposal per
+//   culprit; if its revert failed verification, the next fixer (harness)
+//   takes over with the evidence. (Chaining "revert the culprit plus the next
+//   red-introducing commit" was considered and left out: once the culprit's
+//   revert is red, the range no longer has a single transition to find, and
+//   a guess there is the harness's job.) A fresh BisectFixer that sees an
+//   earlier attempt by "bisect" in Request.earlier also returns kNothing.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fixers/fixer.h"
+#include "gitx/repo.h"
+
+namespace phoenix::fixers {
+
+// One measurement made by bisect_commits(), in the order made.
+struct BisectStep {
+  std::string sha;
+  size_t position = 0;  // 0 = `good`, i = the i-th commit after it (range_size = `bad`)
+  bool green = false;
+};
+
+struct BisectResult {
+  enum class Verdict {
+    kFound,       // culprit = first red commit of the range
+    kGoodIsRed,   // the oracle is red at `good` itself: no commit of the range to blame
+    kEmptyRange,  // good == bad, or good is not an ancestor of bad (see reason)
+  };
+  Verdict verdict = Verdict::kEmptyRange;
+  std::string culprit;     // kFound: the first red commit
+  std::string last_good;   // kFound: the commit before it in the walk (measured green)
+  size_t culprit_position = 0;  // kFound: 1..range_size
+  size_t range_size = 0;   // commits in good..bad along first parents (bad included)
+  std::vector<BisectStep> steps;
+  std::string reason;      // kEmptyRange: why
+  int runs() const { return static_cast<int>(steps.size()); }
+};
+
+// true = the check is green at `sha`. Called with the worktree (if any)
+// already checked out at `sha`. May throw to abort the search (the exception
+// propagates out of bisect_commits).
+using BisectOracle = std::function<bool(const std::string& sha)>;
+
+// Binary-searches the first red commit among `good` and the first-parent
+// commits good..bad (`git rev-list --first-parent good..bad`). `bad` is
+// known red and never measured; `good` is measured only when the search
+// narrows to it (see the header comment): at most ceil(log2(range_size+1))
+// oracle calls. `good` and `bad` are revs of `repo`.
+//
+// `worktree_path`: a linked worktree of `repo` (see prepare_bisect_worktree)
+// that is moved to each commit before the oracle runs — incremental
+// checkout, local modifications and untracked files of the previous step
+// discarded, ignored files kept. "" = no checkout: the oracle judges the sha
+// on its own (unit tests, oracles that read objects).
+BisectResult bisect_commits(gitx::Repo& repo, const std::string& worktree_path, const std::string& good,
+                            const std::string& bad, const BisectOracle& oracle);
+
+// The git name of bisect's worktree (under <common_dir>/worktrees/).
+inline constexpr const char* kBisectWorktreeName = "phoenix-bisect";
+
+struct BisectWorktree {
+  enum class State { kCreated, kReused, kRecreated };
+  std::string path;   // absolute
+  State state = State::kCreated;
+  std::string damage;  // kRecreated: what was wrong with the old one
+};
+
+// Makes `path` a healthy linked worktree of `repo` named kBisectWorktreeName,
+// clean (reset to its HEAD, untracked files removed, ignored ones kept) and
+// at `rev`. An existing one is reused only when it is listed by the
+// repository under that name at that path, valid, opens as a worktree of
+// this repository, and resets cleanly; anything else (folder missing, .git
+// link broken or pointing elsewhere, admin entry gone, another worktree
+// registered at the path) is removed and created afresh — never trusted.
+// Throws phoenix::Error when it cannot (e.g. the worktree is locked).
+BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path, const std::string& rev);
+
+class BisectFixer : public Fixer {
+ public:
+  std::string name() const override { return "bisect"; }
+  Proposal propose(const Request& request) override;
+
+ private:
+  Proposal search(const Request& request, bool* memoize);
+  // Definitive outcomes (proposed, or nothing for a stated reason) by
+  // request key; transient ones (timeout, interrupted, aborted) are not kept.
+  std::map<std::string, Proposal> memo_;
+};
+
+}  // namespace phoenix::fixers
