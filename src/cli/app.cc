@@ -11,6 +11,10 @@ namespace phoenix::cli {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> cmds{
+      {"init", "init [--force]", "write phoenix.json (detects the test command) and .gitignore entries", cmd_init},
+      {"run", "run [--dry-run] [--only ID,...] [--fixer LIST] [--allow-dirty] [--explain] [--json]",
+       "detect, propose, verify, heal: bounded; escalates with an incident note", cmd_run},
+      {"config", "config show [--json]", "every effective setting and where it came from", cmd_config},
       {"sense", "sense [CHECK-ID...] [--check JSON]... [--json]", "run checks once; exit 0 all green, 1 any red", cmd_sense},
       {"snapshot", "snapshot PATH --check ID|JSON [--json]", "bless a copy of PATH, only if the check passes", cmd_snapshot},
       {"heal", "heal --strategy rollback|retry ...", "restore a snapshot or retry a check; healed only by a green recheck",

@@ -149,7 +149,11 @@ RunResult Engine::Impl::run() {
     if (r.interrupted) throw Error("interrupted while measuring " + c.id, kExitInterrupted);
     first.push_back(r);
     green.push_back(r.ok);
-    state(c.id, r.ok ? "GREEN" : "DETECTED", {{"signal", r.signal}, {"duration_ms", r.duration_ms}});
+    if (r.ok)
+      state(c.id, "GREEN", {{"signal", r.signal}, {"duration_ms", r.duration_ms}});
+    else
+      state(c.id, "DETECTED", {{"signal", r.signal}, {"duration_ms", r.duration_ms}, {"type", c.type},
+                               {"signature", short_sha(issue_signature(c.id, r.output))}});
   }
   result.detected = first;
 
@@ -210,8 +214,11 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
   failure.issue_signature = issue_signature(check.id, red.output);
   failure.failing_tests = extract_failing_tests(red.output);
   out.issue_signature = failure.issue_signature;
-  state(check.id, "DETECTED", {{"signature", short_sha(failure.issue_signature)}, {"type", check.type},
-                               {"failing_tests", failure.failing_tests}});
+  if (!failure.failing_tests.empty()) {
+    std::string names;
+    for (const auto& t : failure.failing_tests) names += (names.empty() ? "" : ", ") + t;
+    explain("failing tests in " + check.id + ": " + names);
+  }
 
   int budget = cfg.budgets.count(check.type) ? cfg.budgets.at(check.type) : 3;
   explain("check " + check.id + ": failure type " + check.type + ", budget " + std::to_string(budget) +

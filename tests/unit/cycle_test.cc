@@ -148,7 +148,7 @@ TEST_F(Cycle, HealsWithAFixCommitAfterAFreshRerun) {
   EXPECT_EQ(git({"status", "--porcelain"}), "");
   EXPECT_EQ(r.known_good, git({"rev-parse", "HEAD"}));
   auto s = states();
-  std::vector<std::string> want{"DETECTED", "DETECTED", "PROPOSING", "APPLYING", "VERIFYING", "HEALED"};
+  std::vector<std::string> want{"DETECTED", "PROPOSING", "APPLYING", "VERIFYING", "HEALED"};
   EXPECT_EQ(s, want);
 }
 

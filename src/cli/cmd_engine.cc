@@ -1,0 +1,297 @@
+// phoenix run, phoenix init, phoenix config show.
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "cli/app.h"
+#include "cli/check_args.h"
+#include "engine/session.h"
+#include "fixers/factory.h"
+#include "gitx/repo.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/text.h"
+
+namespace phoenix::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string templates_dir() {
+  // An installed phoenix finds its templates beside itself; a build tree
+  // uses the source tree's.
+  std::error_code ec;
+  fs::path self = fs::canonical("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path installed = self.parent_path().parent_path() / "share/phoenix/templates";
+    if (fs::exists(installed / "prompt.md", ec)) return installed.string();
+  }
+  if (fs::exists(std::string(PHOENIX_TEMPLATES_DIR) + "/prompt.md", ec)) return PHOENIX_TEMPLATES_DIR;
+  return PHOENIX_SOURCE_TEMPLATES_DIR;
+}
+
+namespace {
+
+std::vector<std::string> split_ids(const std::vector<std::string>& raw) {
+  std::vector<std::string> out;
+  for (const auto& r : raw) {
+    size_t start = 0;
+    while (start <= r.size()) {
+      size_t comma = r.find(',', start);
+      std::string id = util::trim(r.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (!id.empty()) out.push_back(id);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+// The timeline on stderr: one line per state with the elapsed time.
+void print_event(const Context& ctx, const json& ev) {
+  std::string kind = ev.value("event", "");
+  if (kind == "explain") {
+    std::cerr << dim(ctx, "phoenix: explain: " + ev.value("text", ""), true) << "\n";
+    return;
+  }
+  if (kind == "blocked") {
+    std::cerr << "phoenix: " << ev.value("text", "") << "\n";
+    return;
+  }
+  if (kind != "state") return;
+  std::ostringstream line;
+  line << "[" << std::setw(7) << ev.value("elapsed_ms", 0LL) << " ms] ";
+  std::string st = ev.value("state", "");
+  std::string check = ev.value("check", "");
+  std::string padded_state = st;
+  padded_state.resize(std::max<size_t>(st.size(), 11), ' ');
+  std::string coloured = st == "HEALED" || st == "GREEN" ? green(ctx, padded_state, true)
+                         : st == "ESCALATED" || st == "REJECTED" || st == "DETECTED" ? red(ctx, padded_state, true)
+                                                                                     : bold(ctx, padded_state, true);
+  line << check << "  " << coloured;
+  std::string rest;
+  if (ev.contains("fixer")) rest += " fixer=" + ev["fixer"].get<std::string>();
+  if (ev.contains("signal")) rest += " " + ev["signal"].get<std::string>();
+  if (ev.contains("signature")) rest += " signature " + ev["signature"].get<std::string>();
+  if (ev.contains("summary") && !ev["summary"].get<std::string>().empty()) rest += " — " + ev["summary"].get<std::string>();
+  if (ev.contains("guard")) rest += " guard=" + ev["guard"].get<std::string>();
+  if (ev.contains("why")) rest += " — " + ev["why"].get<std::string>();
+  if (ev.contains("status")) rest += " (" + ev["status"].get<std::string>() + (ev.value("detail", "").empty() ? "" : ": " + ev.value("detail", "")) + ")";
+  if (ev.contains("commit") && !ev["commit"].get<std::string>().empty()) rest += " commit " + ev["commit"].get<std::string>().substr(0, 12);
+  if (ev.contains("incident")) rest += "\n            incident: " + ev["incident"].get<std::string>();
+  std::cerr << "phoenix: " << line.str() << rest << "\n";
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& args) {
+  po::options_description desc("run options");
+  desc.add_options()
+      ("dry-run", "stop at PROPOSED: write nothing to the repository, spend nothing on a model")
+      ("only", po::value<std::vector<std::string>>()->composing(), "run only these check ids (comma-separated, repeatable)")
+      ("fixer", po::value<std::string>(), "fixers to use, in order (journal,bisect,harness,noop)")
+      ("allow-dirty", "heal even though the work tree has uncommitted changes (they are left alone)")
+      ("rollback", po::value<std::string>(), "on escalation roll back to 'known-good' instead of the pre-run state")
+      ("no-journal", "do not replay remembered fixes (full price)")
+      ("explain", "say why each decision was taken (budget, guard, signature)")
+      ("debug,d", po::value<std::string>(), "'-d explain' is the same as --explain");
+  Parsed p;
+  if (!parse_command("run", desc, args, p, false)) return kExitOk;
+  config::Config cfg = config::load(p.ctx.root, true);
+  if (!p.ctx.in_repo) throw UsageError("run: " + p.ctx.root + " is not inside a git repository");
+  engine::RunOptions opt;
+  opt.dry_run = p.vm.count("dry-run") > 0;
+  opt.allow_dirty = p.vm.count("allow-dirty") > 0;
+  opt.explain = p.vm.count("explain") > 0;
+  if (p.vm.count("debug")) {
+    if (p.vm["debug"].as<std::string>() != "explain") throw UsageError("run: -d takes 'explain'");
+    opt.explain = true;
+  }
+  if (p.vm.count("rollback")) {
+    opt.rollback = p.vm["rollback"].as<std::string>();
+    if (opt.rollback != "known-good") throw UsageError("run: --rollback takes 'known-good'");
+  }
+  opt.templates_dir = templates_dir();
+  if (p.vm.count("only")) {
+    opt.only = split_ids(p.vm["only"].as<std::vector<std::string>>());
+    if (opt.only.empty()) throw UsageError("run: --only needs at least one check id");
+    for (const auto& id : opt.only)
+      if (!cfg.find(id)) {
+        std::string near = util::nearest(id, cfg.check_ids());
+        throw UsageError("run: --only " + id + ": no such check in phoenix.json" + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+      }
+  }
+  engine::SessionOptions so;
+  so.run = opt;
+  if (p.vm.count("fixer")) so.fixers = fixers::parse_fixer_list(p.vm["fixer"].as<std::string>());
+  so.no_journal = p.vm.count("no-journal") > 0;
+  Context& ctx = p.ctx;
+  engine::RunResult r = engine::run_session(ctx.root, cfg, so, ctx.trace(), [&](const json& ev) {
+    if (ctx.json) std::cout << ev.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
+    print_event(ctx, ev);
+  });
+  json summary = {{"event", "summary"}, {"exit_code", r.exit_code}, {"known_good", r.known_good},
+                  {"incident", r.incident.empty() ? json(nullptr) : json(r.incident)}};
+  json issues = json::array();
+  for (const auto& i : r.issues) {
+    issues.push_back({{"check", i.check}, {"state", i.state}, {"attempts", i.attempts}, {"fixer", i.fixer},
+                      {"commit", i.fix_commit}, {"signature", i.issue_signature}, {"model_calls", i.model_calls}});
+    if (opt.dry_run && i.state == "PROPOSED" && !ctx.json)
+      std::cout << "proposed by " << i.fixer << " for " << i.check << " (not applied: --dry-run):\n" << i.patch;
+  }
+  summary["issues"] = issues;
+  if (ctx.json) std::cout << summary.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+  else {
+    if (r.issues.empty()) std::cerr << "phoenix: every check is green" << (r.known_good.empty() ? "" : "; known-good " + r.known_good.substr(0, 12)) << "\n";
+    for (const auto& i : r.issues) {
+      std::string line = i.check + ": " + i.state;
+      if (i.state == "HEALED") line += " by " + i.fixer + (i.fix_commit.empty() ? " (fix left uncommitted)" : " in " + i.fix_commit.substr(0, 12));
+      if (i.state == "ESCALATED") line += " — see " + r.incident + " (rolled back to " + r.rolled_back_to.substr(0, 12) + ")";
+      std::cerr << "phoenix: " << line << "\n";
+    }
+  }
+  return r.exit_code;
+}
+
+namespace {
+
+struct Detected {
+  std::vector<std::string> argv;
+  std::string why;
+};
+
+Detected detect_test_command(const std::string& root) {
+  auto has = [&](const std::string& rel) { return fs::exists(fs::path(root) / rel); };
+  auto contains = [&](const std::string& rel, const std::string& needle) {
+    try {
+      return util::read_file(root + "/" + rel).find(needle) != std::string::npos;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  if (has("CMakeLists.txt") && contains("CMakeLists.txt", "enable_testing"))
+    return {{"ctest", "--test-dir", "build", "--output-on-failure"}, "CMakeLists.txt with enable_testing()"};
+  if (has("package.json") && contains("package.json", "\"test\"")) {
+    if (has("pnpm-lock.yaml")) return {{"pnpm", "test"}, "package.json test script (pnpm-lock.yaml)"};
+    return {{"npm", "test"}, "package.json test script"};
+  }
+  if (has("Cargo.toml")) return {{"cargo", "test"}, "Cargo.toml"};
+  if (has("go.mod")) return {{"go", "test", "./..."}, "go.mod"};
+  if (has("pytest.ini") || has("conftest.py") || (has("pyproject.toml") && contains("pyproject.toml", "pytest")) ||
+      (has("setup.cfg") && contains("setup.cfg", "pytest")) || has("tests/conftest.py"))
+    return {{"python3", "-m", "pytest", "-q"}, "pytest configuration"};
+  for (const char* mk : {"Makefile", "makefile", "GNUmakefile"})
+    if (has(mk) && (contains(mk, "\ntest:") || util::starts_with(util::read_file(root + "/" + mk), "test:")))
+      return {{"make", "test"}, std::string(mk) + " with a test target"};
+  if (has("CMakeLists.txt")) return {{"ctest", "--test-dir", "build", "--output-on-failure"}, "CMakeLists.txt"};
+  return {{}, ""};
+}
+
+std::vector<std::string> detect_editable(const std::string& root) {
+  std::vector<std::string> out;
+  for (const char* d : {"src", "lib", "app", "pkg", "internal", "cmd", "include"})
+    if (fs::is_directory(fs::path(root) / d)) out.push_back(std::string(d) + "/**");
+  return out;
+}
+
+}  // namespace
+
+int cmd_init(const std::vector<std::string>& args) {
+  po::options_description desc("init options");
+  desc.add_options()("force", "overwrite an existing phoenix.json");
+  Parsed p;
+  if (!parse_command("init", desc, args, p, false)) return kExitOk;
+  if (!p.ctx.in_repo) throw UsageError("init: " + p.ctx.cwd + " is not inside a git repository");
+  std::string file = p.ctx.root + "/phoenix.json";
+  if (fs::exists(file) && !p.vm.count("force"))
+    throw UsageError("init: " + file + " exists; 'phoenix init --force' overwrites it");
+  Detected d = detect_test_command(p.ctx.root);
+  std::vector<std::string> editable = detect_editable(p.ctx.root);
+  json check = {{"id", "unit"}, {"kind", "command_exit"}, {"type", "unit"}, {"timeout_s", 600}};
+  std::string text = "{\n  // Written by 'phoenix init'. Reference: share/phoenix/templates/phoenix.schema.json\n";
+  if (d.argv.empty()) {
+    text += "  // No test command was detected: add checks here, for example\n"
+            "  // { \"id\": \"unit\", \"kind\": \"command_exit\", \"target\": [\"./run-tests\"], \"editable\": [\"src/**\"] }\n"
+            "  \"checks\": [],\n";
+  } else {
+    check["target"] = d.argv;
+    if (!editable.empty()) check["editable"] = editable;
+    text += "  // The test command was detected from " + d.why + ".\n  \"checks\": [\n    " + check.dump() + "\n  ],\n";
+  }
+  text +=
+      "  \"fixers\": [\"journal\", \"bisect\", \"harness\"],\n"
+      "  // \"harness\": \"claude\",   // or codex, aider, opencode, gemini, or {\"command\": [\"my-agent\", \"{prompt_file}\"]}\n"
+      "  \"budgets\": {},\n"
+      "  \"session_cap\": 10, \"diff_cap\": 200, \"circuit_breaker\": 3,\n"
+      "  \"hook\": { \"mode\": \"verify\" }\n}\n";
+  config::parse(text, "phoenix.json");  // what init writes must load
+  util::write_file_atomic(file, text);
+  // .gitignore: run files stay out of git; contracts and baselines stay tracked.
+  std::string gi_path = p.ctx.root + "/.gitignore";
+  std::string gi = fs::exists(gi_path) ? util::read_file(gi_path) : "";
+  bool gi_changed = false;
+  if (gi.find(".phoenix/*") == std::string::npos) {
+    if (!gi.empty() && gi.back() != '\n') gi += "\n";
+    gi += "# Phoenix run files (contracts/ and baselines/ stay tracked)\n.phoenix/*\n!.phoenix/contracts/\n!.phoenix/baselines/\n";
+    util::write_file_atomic(gi_path, gi);
+    gi_changed = true;
+  }
+  if (p.ctx.json) {
+    print_json(p.ctx, {{"config", file}, {"test_command", d.argv}, {"detected_from", d.why}, {"editable", editable},
+                       {"gitignore_updated", gi_changed}});
+  } else {
+    std::cout << "wrote " << file << "\n";
+    if (d.argv.empty()) std::cout << "  no test command detected: add a check to phoenix.json\n";
+    else std::cout << "  check 'unit': " << util::join_argv(d.argv) << "  (from " << d.why << ")\n";
+    if (!editable.empty()) std::cout << "  editable: " << util::join_argv(editable) << "\n";
+    if (gi_changed) std::cout << "updated .gitignore: .phoenix/* (contracts/ and baselines/ stay tracked)\n";
+  }
+  return kExitOk;
+}
+
+int cmd_config(const std::vector<std::string>& args) {
+  po::options_description desc("config options");
+  Parsed p;
+  if (!parse_command("config", desc, args, p)) return kExitOk;
+  if (p.positional.size() != 1 || p.positional[0] != "show") throw UsageError("config: the subcommand is 'show'");
+  config::Config c = config::load(p.ctx.root, false);
+  auto o = [&](const std::string& k) { return c.origin.count(k) ? c.origin.at(k) : std::string("default"); };
+  json rows = json::array();
+  auto add = [&](const std::string& key, const json& value, const std::string& origin) {
+    rows.push_back({{"key", key}, {"value", value}, {"origin", origin}});
+  };
+  json ids = json::array();
+  for (const auto& ch : c.checks) ids.push_back(ch.id);
+  add("checks", ids, o("checks"));
+  add("harness", c.harness.preset.empty() ? json(c.harness.command) : json(c.harness.preset), o("harness"));
+  add("harness.timeout_s", c.harness.timeout_s, o("harness"));
+  add("fixers", c.fixers, o("fixers"));
+  for (const auto& [type, n] : c.budgets) {
+    bool set = c.raw.is_object() && c.raw.contains("budgets") && c.raw["budgets"].contains(type);
+    add("budgets." + type, n, set ? "phoenix.json" : "default");
+  }
+  add("session_cap", c.session_cap, o("session_cap"));
+  add("diff_cap", c.diff_cap, o("diff_cap"));
+  add("circuit_breaker", c.circuit_breaker, o("circuit_breaker"));
+  add("protected", c.protected_globs, o("protected"));
+  add("hook.mode", c.hook.mode, o("hook"));
+  add("hook.checks", c.hook.checks, o("hook"));
+  add("loop.max_iterations", c.loop.max_iterations, o("loop"));
+  add("loop.iteration_timeout_s", c.loop.iteration_timeout_s, o("loop"));
+  add("loop.on_escalate", c.loop.on_escalate, o("loop"));
+  if (p.ctx.json) {
+    print_json(p.ctx, {{"file", c.path.empty() ? json(nullptr) : json(p.ctx.root + "/phoenix.json")}, {"values", rows}});
+    return kExitOk;
+  }
+  std::cout << "# " << (c.path.empty() ? std::string("no phoenix.json: defaults") : p.ctx.root + "/phoenix.json") << "\n";
+  for (const auto& r : rows) {
+    std::string k = r["key"];
+    k.resize(std::max<size_t>(k.size(), 26), ' ');
+    std::string v = r["value"].is_string() ? r["value"].get<std::string>() : r["value"].dump();
+    std::cout << k << " " << v << dim(p.ctx, "   (" + r["origin"].get<std::string>() + ")") << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace phoenix::cli

@@ -1,0 +1,24 @@
+// One heal session as the commands run it: the fixer chain built from
+// names, the real check runner, the journal when it is in the chain.
+// `phoenix run`, the pre-push hook and the loop all come through here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "engine/cycle.h"
+#include "trace/trace.h"
+
+namespace phoenix::engine {
+
+struct SessionOptions {
+  RunOptions run;
+  std::vector<std::string> fixers;  // names, in order; empty: the config's
+  bool no_journal = false;
+};
+
+RunResult run_session(const std::string& root, const config::Config& cfg, SessionOptions options, trace::Trace& trace,
+                      EventFn on_event);
+
+}  // namespace phoenix::engine
