@@ -112,6 +112,27 @@ struct Engine::Impl {
 
   checks::SenseResult measure(const checks::CheckSpec& c) { return checks.run(c, root); }
 
+  // Something wrote into the user's repository while a fixer worked. What
+  // it committed stays reachable under refs/phoenix/abandoned/; the work
+  // tree returns to the state before the fixer ran.
+  void restore_after_intrusion(const std::string& head_before, const std::string& pre_propose) {
+    std::string head = repo->head_sha();
+    if (head != head_before)
+      repo->write_ref(std::string(kAbandonedPrefix) + compact_utc() + "-intrusion", head, "phoenix: written during a fixer run");
+    if (!dirty0) {
+      repo->reset_hard(head_before, true, kKeep);
+    } else {
+      if (head != head_before) repo->reset_hard(head_before, false, kKeep);
+      std::vector<std::string> paths;
+      for (const auto& st : repo->status()) {
+        paths.push_back(st.path);
+        if (!st.old_path.empty()) paths.push_back(st.old_path);
+      }
+      repo->restore_paths(pre_propose, paths);
+    }
+    trace.append("restore", {{"to", dirty0 ? pre_propose : head_before}, {"why", "the repository changed while a fixer ran"}});
+  }
+
   RunResult run();
   IssueOutcome heal(const checks::CheckSpec& check, const checks::SenseResult& red, RunResult& result);
   void escalate(const fixers::Failure& f, const std::vector<IncidentAttempt>& attempts, const std::string& last_diff,
@@ -280,6 +301,10 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
     req.known_good = repo->read_ref(kKnownGoodRef).value_or("");
     req.timeout_s = cfg.harness.timeout_s;
     req.explain = opt.explain;
+    // Invariant 12: the user's repository is not touched while a fixer
+    // works. On a tree with uncommitted work, keep a checkpoint first so a
+    // fixer that writes into it anyway can be undone exactly.
+    std::string pre_propose = dirty0 ? checkpoint("running fixer " + fixer.name()) : "";
     fixers::Proposal p = fixer.propose(req);
     p.fixer = fixer.name();
     out.model_calls += p.model_calls;
@@ -318,8 +343,9 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
         state(check.id, "REJECTED", {{"fixer", p.fixer}, {"why", fixers::status_name(p.status)}});
         continue;
       case fixers::Status::kAborted:
-        // The real repository changed while the fixer worked (invariant 12).
-        // Whoever changed it, the attempt is void; nothing of Phoenix's was applied.
+        // The real repository changed while the fixer worked (invariant 12):
+        // the attempt is void, and the repository goes back to how it was.
+        restore_after_intrusion(req.head, pre_propose);
         record_failure(p.fixer, "aborted: " + p.detail, "", nullptr, p.log);
         state(check.id, "REJECTED", {{"fixer", p.fixer}, {"why", "aborted: " + p.detail}});
         continue;
