@@ -37,6 +37,7 @@ cat > phoenix.json <<'JSON'
   ]
 }
 JSON
+printf '.phoenix/*\n!.phoenix/contracts/\n!.phoenix/baselines/\nincidents/\n' > .gitignore
 git add -A && git commit -qm "price with bulk discount"
 echo "A tiny shop repository in $work/shop, with one check 'unit' in phoenix.json."
 
@@ -70,4 +71,55 @@ line=$(grep -n '"ok":false' .phoenix/trace.jsonl | head -1 | cut -d: -f1)
 sed -i "${line}s/\"ok\":false/\"ok\":true/; ${line}s/exit=1/exit=0/" .phoenix/trace.jsonl
 run phoenix trace verify
 
-printf '\nDone. HEALED meant: the check that found the problem passed on a fresh run.\n'
+rm -f .phoenix/trace.jsonl  # the tampered trace stays behind in this story
+
+say "The engine. First a green run: every check passes, so HEAD is blessed known-good."
+git add -A >/dev/null; git commit -qm "phoenix config" >/dev/null 2>&1 || true
+run phoenix run
+
+say "A regression lands among a few ordinary commits."
+echo "# receipts" > src/receipt.sh; git add -A; git commit -qm "receipts (feature)"
+sed -i 's/t \* 9 \/ 10/t * 8 \/ 10/' src/price.sh; git commit -qam "tweak the bulk discount"
+echo "# totals" > src/total.sh; git add -A; git commit -qm "totals (feature)"
+git --no-pager log --oneline -4
+
+say "phoenix run: detect -> bisect (no model at all) -> propose the culprit's revert -> verify fresh -> heal."
+run phoenix run --explain
+git --no-pager log --oneline -2
+
+say "A new feature with a bug in it, and the test that catches it."
+cat > src/price.sh <<'SH'
+# price QUANTITY UNIT_CENTS -> total in cents: 10% off from 10 items, 20% off from 100
+price() { local q=$1 u=$2 t=$(( $1 * $2 )); if [ "$q" -ge 100 ]; then t=$(( t * 8 / 100 )); elif [ "$q" -ge 10 ]; then t=$(( t * 9 / 10 )); fi; echo "$t"; }
+SH
+sed -i 's/^exit \$fail$/check 100 10 800\nexit $fail/' tests/price_test.sh
+git commit -qam "bulk tier for 100+ items"
+run phoenix sense unit
+
+say "The agent heals it: bisect's revert would delete the new test, so a guard rejects it; the agent edits the code."
+cat > phoenix.json <<JSON
+{
+  "checks": [
+    { "id": "unit", "kind": "command_exit", "target": ["./tests/price_test.sh"], "type": "unit",
+      "timeout_s": 30, "editable": ["src/**"] }
+  ],
+  "fixers": ["journal", "bisect", "harness"],
+  // The demo's agent is a scripted program; with a real one this is just "harness": "claude".
+  "harness": { "command": ["$PHOENIX_DEMO_AGENT", "--prompt-file", "{prompt_file}"], "timeout_s": 60,
+               "env": { "PHOENIX_AGENT_SCRIPT": "replace src/price.sh 't * 8 / 100' 't * 8 / 10'; print-json-cost 0.04 3" } }
+}
+JSON
+git commit -qam "phoenix: use the agent"
+run phoenix run --explain
+git --no-pager log --oneline -2
+
+say "The same bug again, weeks later: the journal replays the verified fix first, and re-measures it."
+sed -i 's|t \* 8 / 10 ))|t * 8 / 100 ))|' src/price.sh
+git commit -qam "refactor pricing (reintroduces the bug)"
+run phoenix run --explain
+run phoenix journal
+
+say "What was kept: the trace of every step, verified."
+run phoenix trace verify
+
+printf '\nDone. HEALED always meant: the check that found the problem passed on a fresh run.\n'

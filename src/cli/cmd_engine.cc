@@ -77,7 +77,11 @@ void print_event(const Context& ctx, const json& ev) {
   if (ev.contains("summary") && !ev["summary"].get<std::string>().empty()) rest += " — " + ev["summary"].get<std::string>();
   if (ev.contains("guard")) rest += " guard=" + ev["guard"].get<std::string>();
   if (ev.contains("why")) rest += " — " + ev["why"].get<std::string>();
-  if (ev.contains("status")) rest += " (" + ev["status"].get<std::string>() + (ev.value("detail", "").empty() ? "" : ": " + ev.value("detail", "")) + ")";
+  if (ev.contains("status")) {
+    std::string detail = ev.value("detail", "");
+    if (detail.size() > 160) detail = detail.substr(0, 157) + "...";
+    rest += " (" + ev["status"].get<std::string>() + (detail.empty() ? "" : ": " + detail) + ")";
+  }
   if (ev.contains("commit") && !ev["commit"].get<std::string>().empty()) rest += " commit " + ev["commit"].get<std::string>().substr(0, 12);
   if (ev.contains("incident")) rest += "\n            incident: " + ev["incident"].get<std::string>();
   std::cerr << "phoenix: " << line.str() << rest << "\n";
