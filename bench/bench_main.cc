@@ -1,18 +1,185 @@
 // phoenix_bench: helpers for bench/run.sh that need Phoenix's own code.
 //   phoenix_bench gen-trace N FILE   write a valid N-entry trace quickly
 //   phoenix_bench verify-trace FILE  time trace::verify, print MB/s and entries/s
+//   phoenix_bench journal-replay N   replay overhead with a journal of N entries
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include "config/config.h"
+#include "engine/cycle.h"
+#include "engine/signature.h"
+#include "fixers/journal_fixer.h"
+#include "fixers/noop.h"
+#include "gitx/repo.h"
+#include "journal/journal.h"
+#include "journal/sink.h"
 #include "trace/trace.h"
+#include "util/error.h"
+#include "util/hash.h"
+#include "util/subprocess.h"
+#include "util/text.h"
 
 using namespace phoenix;
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since_us(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::string value_patch(const std::string& from, const std::string& to) {
+  return "diff --git a/value.txt b/value.txt\n--- a/value.txt\n+++ b/value.txt\n@@ -1 +1 @@\n-" + from + "\n+" + to +
+         "\n";
+}
+
+// Green when value.txt says "good"; the failure output never changes, so
+// every round is the same issue. Counts the time spent measuring, which is
+// what the check costs and not replay overhead.
+class ValueCheck : public engine::CheckRunner {
+ public:
+  checks::SenseResult run(const checks::CheckSpec& spec, const std::string& root) override {
+    auto t0 = Clock::now();
+    checks::SenseResult r;
+    r.id = spec.id;
+    std::ifstream in(root + "/value.txt");
+    std::string v;
+    std::getline(in, v);
+    r.ok = v == "good";
+    r.signal = r.ok ? "exit=0" : "exit=1";
+    r.output = r.ok ? "ok\n" : "FAIL: value_test (value is not good)\n";
+    check_us += since_us(t0);
+    return r;
+  }
+  double check_us = 0;
+};
+
+// journal-replay N: a journal of N entries (N-1 other issues plus the one
+// that breaks), then the same bug healed from it again and again.
+//   engine: a whole `phoenix run` that heals from the journal, minus the
+//           time of its two check runs (the detection and the re-measure):
+//           journal open, lookup, applicability check, checkpoint, apply,
+//           fix commit, trace, and recording the replay.
+//   journal: just lookup + record_replay on an open journal.
+// Both are medians; neither should grow with N.
+int journal_replay(long n) {
+  namespace fs = std::filesystem;
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/phoenix-bench-journal-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data())) return 1;
+  const std::string dir = buf.data();
+  const std::string root = dir + "/repo";
+  fs::create_directories(root);
+  int rc = 0;
+  try {
+    util::ProcessOptions init;
+    init.argv = {"git", "init", "-q", "-b", "main", root};
+    if (util::run_process(init).exit_code != 0) throw Error("git init failed");
+    { std::ofstream(root + "/.gitignore") << ".phoenix/\n"; }
+    { std::ofstream(root + "/value.txt") << "good\n"; }
+    gitx::Repo repo = gitx::Repo::open(root);
+    repo.commit_all("start", "bench", "bench@localhost", true);
+    const std::string jpath = root + "/.phoenix/journal.sqlite";
+    const std::string sig = engine::issue_signature("value", "FAIL: value_test (value is not good)\n");
+    const std::string fix = value_patch("bad", "good");
+    auto t_fill = Clock::now();
+    {
+      journal::Journal j = journal::Journal::open(jpath);
+      // N-1 other issues, merged in one transaction as a pull would.
+      std::vector<journal::Entry> others;
+      long long now = util::now_ms();
+      for (long i = 1; i < n; ++i) {
+        journal::Entry e;
+        e.signature = util::sha256_hex("bench issue " + std::to_string(i));
+        e.patch = value_patch("broken " + std::to_string(i), "good");
+        e.patch_hash = journal::patch_hash(e.patch);
+        e.check = "value";
+        e.failure_type = "unit";
+        e.files = {"value.txt"};
+        e.fixer = "harness";
+        e.duration_ms = 60'000;
+        e.model_calls = 1;
+        e.tallies["00000000000000000000000000000001"] = {1, 1, 0, 0, now - i, now - i, now - i, 0, ""};
+        others.push_back(std::move(e));
+      }
+      j.merge(others);
+      journal::HealedFix h;
+      h.signature = sig;
+      h.check = "value";
+      h.failure_type = "unit";
+      h.patch = fix;
+      h.files = {"value.txt"};
+      h.fixer = "harness";
+      h.duration_ms = 60'000;
+      h.model_calls = 1;
+      j.record_healed(h);
+    }
+    double fill_s = since_us(t_fill) / 1e6;
+
+    config::Config cfg = config::parse(
+        R"({"checks":[{"id":"value","kind":"command_exit","target":["true"],"editable":["value.txt"]}]})", "phoenix.json");
+    engine::RunOptions opt;
+    const int rounds = 15;
+    std::vector<double> engine_us;
+    for (int r = 0; r < rounds; ++r) {
+      { std::ofstream(root + "/value.txt") << "bad\n"; }
+      repo.commit_all("break it", "bench", "bench@localhost", false);
+      ValueCheck check;
+      auto t0 = Clock::now();
+      journal::Journal j = journal::Journal::open(jpath);
+      std::vector<std::unique_ptr<fixers::Fixer>> fx;
+      fx.push_back(std::make_unique<fixers::JournalFixer>(j));
+      fx.push_back(std::make_unique<fixers::NoopFixer>());
+      journal::JournalSink sink(j);
+      trace::Trace t(root + "/.phoenix/trace.jsonl");
+      engine::Engine e(root, cfg, opt, check, std::move(fx), t, nullptr, &sink);
+      engine::RunResult res = e.run();
+      double total = since_us(t0);
+      if (res.issues.size() != 1 || res.issues[0].state != "HEALED" || res.issues[0].fixer != "journal")
+        throw Error("round " + std::to_string(r) + " did not heal from the journal");
+      engine_us.push_back(total - check.check_us);
+    }
+
+    journal::Journal j = journal::Journal::open(jpath);
+    std::vector<double> journal_us;
+    for (int r = 0; r < 200; ++r) {
+      auto t0 = Clock::now();
+      auto hits = j.lookup(sig);
+      if (hits.empty() || !j.record_replay(sig, hits[0].patch_hash)) throw Error("the entry went missing");
+      journal_us.push_back(since_us(t0));
+    }
+    std::printf("journal-replay: %ld entries (filled in %.1f s): replay overhead beyond the two check runs %.2f ms "
+                "(median of %d runs); journal lookup+record %.0f us (median of %zu)\n",
+                n, fill_s, median(engine_us) / 1000, rounds, median(journal_us), journal_us.size());
+    std::printf("entries=%ld overhead_us=%.0f journal_us=%.0f\n", n, median(engine_us), median(journal_us));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "phoenix_bench: journal-replay: %s\n", e.what());
+    rc = 1;
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return rc;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: phoenix_bench gen-trace N FILE | verify-trace FILE\n");
+    std::fprintf(stderr, "usage: phoenix_bench gen-trace N FILE | verify-trace FILE | journal-replay N\n");
     return 64;
   }
   std::string cmd = argv[1];
@@ -29,6 +196,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (cmd == "journal-replay" && argc == 3) return journal_replay(std::stol(argv[2]));
   if (cmd == "verify-trace") {
     auto t0 = std::chrono::steady_clock::now();
     trace::VerifyResult v = trace::verify(argv[2]);

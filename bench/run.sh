@@ -26,3 +26,19 @@ echo "== trace verify throughput, 1,000,000 entries"
 t0=$(now_ns); sha256sum "$work/trace.jsonl" >/dev/null; t1=$(now_ns)
 size=$(stat -c %s "$work/trace.jsonl")
 awk -v s="$size" -v ns=$((t1 - t0)) 'BEGIN { printf "baseline sha256sum of the same file: %.1f MB/s\n", s/1e6/(ns/1e9) }'
+
+echo "== journal replay overhead (beyond the two check runs), 10 vs 100,000 entries"
+small=$("$build/phoenix_bench" journal-replay 10)
+large=$("$build/phoenix_bench" journal-replay 100000)
+echo "$small" | head -1
+echo "$large" | head -1
+field() { echo "$1" | tail -1 | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+awk -v a="$(field "$small" overhead_us)" -v b="$(field "$large" overhead_us)" \
+    -v c="$(field "$small" journal_us)" -v d="$(field "$large" journal_us)" \
+    'BEGIN { printf "100,000 vs 10 entries: replay overhead ratio %.2fx, journal lookup+record ratio %.2fx (1.00x = does not grow)\n", b/(a>0?a:1), d/(c>0?c:1) }'
+
+echo "== engine overhead per heal cycle (checks and fixers excluded)"
+"$build/phoenix_bench_engine" 1000 3
+
+echo "== sandbox ready time beside git worktree add"
+"$build/phoenix_bench_sandbox" 1000 10000

@@ -34,15 +34,6 @@ std::vector<std::string> keys_for(const std::string& kind) {
   return k;
 }
 
-std::vector<std::string> string_list(const Json& j, const std::string& where) {
-  if (!j.is_array()) throw ConfigError(where + ": must be an array of strings");
-  std::vector<std::string> out;
-  for (size_t i = 0; i < j.size(); ++i) {
-    if (!j[i].is_string()) throw ConfigError(where + "[" + std::to_string(i) + "]: must be a string");
-    out.push_back(j[i].get<std::string>());
-  }
-  return out;
-}
 
 std::string type_name(const Json& j) {
   if (j.is_string()) return "a string";
@@ -111,11 +102,11 @@ CheckSpec parse_check(const Json& j, const std::string& where, bool id_required)
   }
   if (!j.contains("target")) throw ConfigError(w + ": missing 'target'");
   const Json& target = j["target"];
-  if (j.contains("editable")) c.editable = string_list(j["editable"], w + ".editable");
+  if (j.contains("editable")) c.editable = util::string_array(j["editable"], w + ".editable");
 
   if (c.kind == "command_exit") {
     if (target.is_array()) {
-      c.argv = string_list(target, w + ".target");
+      c.argv = util::string_array(target, w + ".target");
     } else if (target.is_string()) {
       c.argv = util::split_words(target.get<std::string>());
     } else {
@@ -138,7 +129,7 @@ CheckSpec parse_check(const Json& j, const std::string& where, bool id_required)
       if (!j["cwd"].is_string()) throw ConfigError(w + ".cwd: must be a string");
       c.cwd = j["cwd"].get<std::string>();
     }
-    if (j.contains("tests")) c.tests = string_list(j["tests"], w + ".tests");
+    if (j.contains("tests")) c.tests = util::string_array(j["tests"], w + ".tests");
     if (j.contains("protect_tests")) {
       if (!j["protect_tests"].is_boolean()) throw ConfigError(w + ".protect_tests: must be true or false");
       c.protect_tests = j["protect_tests"].get<bool>();

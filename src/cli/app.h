@@ -44,9 +44,12 @@ int cmd_snapshot(const std::vector<std::string>& args);
 int cmd_heal(const std::vector<std::string>& args);
 int cmd_trace(const std::vector<std::string>& args);
 int cmd_recover(const std::vector<std::string>& args);
+int cmd_journal(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_init(const std::vector<std::string>& args);
 int cmd_config(const std::vector<std::string>& args);
+int cmd_status(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
 
 // The folder of the shipped templates (installed, or the source tree's).
 std::string templates_dir();

@@ -18,15 +18,6 @@ const std::vector<std::string> kTopKeys{"$schema", "checks",   "harness",  "fixe
                                         "session_cap", "diff_cap", "circuit_breaker", "protected", "hook",
                                         "loop",    "sandbox",  "prompt_template"};
 
-std::vector<std::string> strings(const Json& j, const std::string& where) {
-  if (!j.is_array()) throw ConfigError(where + ": must be an array of strings");
-  std::vector<std::string> out;
-  for (size_t i = 0; i < j.size(); ++i) {
-    if (!j[i].is_string()) throw ConfigError(where + "[" + std::to_string(i) + "]: must be a string");
-    out.push_back(j[i].get<std::string>());
-  }
-  return out;
-}
 
 int positive_int(const Json& j, const std::string& where) {
   if (!j.is_number_integer() || j.get<long long>() < 0 || j.get<long long>() > 1000000)
@@ -73,7 +64,7 @@ void parse_into(Config& c, const Json& j) {
       util::reject_unknown_keys(h, {"preset", "command", "timeout_s", "env"}, "harness");
       if (h.contains("preset")) c.harness.preset = one_of(h["preset"], "harness.preset", harness_presets());
       if (h.contains("command")) {
-        c.harness.command = strings(h["command"], "harness.command");
+        c.harness.command = util::string_array(h["command"], "harness.command");
         if (c.harness.command.empty()) throw ConfigError("harness.command: the command is empty");
       }
       if (h.contains("timeout_s")) c.harness.timeout_s = positive_seconds(h["timeout_s"], "harness.timeout_s");
@@ -92,7 +83,7 @@ void parse_into(Config& c, const Json& j) {
   }
   if (j.contains("fixers")) {
     c.fixers.clear();
-    for (const auto& f : strings(j["fixers"], "fixers")) {
+    for (const auto& f : util::string_array(j["fixers"], "fixers")) {
       c.fixers.push_back(one_of(Json(f), "fixers", {"journal", "bisect", "harness", "noop"}));
     }
   }
@@ -105,7 +96,7 @@ void parse_into(Config& c, const Json& j) {
   if (j.contains("session_cap")) c.session_cap = positive_int(j["session_cap"], "session_cap");
   if (j.contains("diff_cap")) c.diff_cap = positive_int(j["diff_cap"], "diff_cap");
   if (j.contains("circuit_breaker")) c.circuit_breaker = positive_int(j["circuit_breaker"], "circuit_breaker");
-  if (j.contains("protected")) c.protected_globs = strings(j["protected"], "protected");
+  if (j.contains("protected")) c.protected_globs = util::string_array(j["protected"], "protected");
   if (j.contains("prompt_template")) {
     if (!j["prompt_template"].is_string()) throw ConfigError("prompt_template: must be a path");
     c.prompt_template = j["prompt_template"].get<std::string>();
@@ -114,14 +105,14 @@ void parse_into(Config& c, const Json& j) {
     const Json& s = j["sandbox"];
     if (!s.is_object()) throw ConfigError("sandbox: must be an object");
     util::reject_unknown_keys(s, {"carry"}, "sandbox");
-    if (s.contains("carry")) c.sandbox_carry = strings(s["carry"], "sandbox.carry");
+    if (s.contains("carry")) c.sandbox_carry = util::string_array(s["carry"], "sandbox.carry");
   }
   if (j.contains("hook")) {
     const Json& h = j["hook"];
     if (!h.is_object()) throw ConfigError("hook: must be an object");
     util::reject_unknown_keys(h, {"mode", "checks", "timeout_s"}, "hook");
     if (h.contains("mode")) c.hook.mode = one_of(h["mode"], "hook.mode", {"verify", "heal"});
-    if (h.contains("checks")) c.hook.checks = strings(h["checks"], "hook.checks");
+    if (h.contains("checks")) c.hook.checks = util::string_array(h["checks"], "hook.checks");
     if (h.contains("timeout_s")) c.hook.timeout_s = positive_seconds(h["timeout_s"], "hook.timeout_s");
     for (size_t i = 0; i < c.hook.checks.size(); ++i)
       if (!c.find(c.hook.checks[i]))
@@ -148,7 +139,7 @@ void parse_into(Config& c, const Json& j) {
     if (l.contains("iteration_timeout_s"))
       c.loop.iteration_timeout_s = positive_seconds(l["iteration_timeout_s"], "loop.iteration_timeout_s");
     if (l.contains("heartbeat_s")) c.loop.heartbeat_s = positive_seconds(l["heartbeat_s"], "loop.heartbeat_s");
-    if (l.contains("notify")) c.loop.notify = strings(l["notify"], "loop.notify");
+    if (l.contains("notify")) c.loop.notify = util::string_array(l["notify"], "loop.notify");
   }
 }
 

@@ -1,8 +1,13 @@
 #include "engine/session.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <optional>
 
 #include "fixers/factory.h"
+#include "fixers/journal_fixer.h"
+#include "journal/journal.h"
+#include "journal/sink.h"
 
 namespace phoenix::engine {
 
@@ -12,11 +17,30 @@ RunResult run_session(const std::string& root, const config::Config& cfg, Sessio
   if (options.run.dry_run) {
     // A dry run spends nothing on a model: the harness never runs.
     names.erase(std::remove(names.begin(), names.end(), "harness"), names.end());
-    if (names.empty()) names.push_back("noop");
+  }
+  bool use_journal = std::find(names.begin(), names.end(), "journal") != names.end() && !options.no_journal;
+  if (!use_journal) names.erase(std::remove(names.begin(), names.end(), "journal"), names.end());
+  if (names.empty()) names.push_back("noop");
+
+  // The journal is opened only when it is in the chain; a damaged one is an
+  // error here (never overwritten), and --no-journal runs without it.
+  std::optional<journal::Journal> jr;
+  std::optional<journal::JournalSink> sink;
+  if (use_journal) {
+    std::filesystem::create_directories(root + "/.phoenix");
+    jr.emplace(journal::Journal::open(root + "/.phoenix/journal.sqlite"));
+    sink.emplace(*jr);
+  }
+  std::vector<std::unique_ptr<fixers::Fixer>> fx;
+  for (const auto& n : names) {
+    if (n == "journal") {
+      fx.push_back(std::make_unique<fixers::JournalFixer>(*jr));
+    } else {
+      for (auto& f : fixers::make_fixers({n})) fx.push_back(std::move(f));
+    }
   }
   SenseRunner runner;
-  auto fx = fixers::make_fixers(names);
-  Engine eng(root, cfg, options.run, runner, std::move(fx), trace, std::move(on_event));
+  Engine eng(root, cfg, options.run, runner, std::move(fx), trace, std::move(on_event), sink ? &*sink : nullptr);
   return eng.run();
 }
 

@@ -1,5 +1,7 @@
 #include "gitx/repo.h"
 
+#include "gitx/libgit2.h"
+
 #include <git2.h>
 
 #include <unistd.h>
@@ -23,53 +25,10 @@ namespace {
 // ---------------------------------------------------------------------------
 // libgit2 plumbing: one init, one error helper, one owner per object type.
 
-void ensure_init() {
-  // git_libgit2_init is reference counted; one reference for the process
-  // lifetime (never shut down: objects may outlive any scope we could pick).
-  static const int once = [] {
-    int rc = git_libgit2_init();
-    if (rc < 0) throw Error("libgit2: init failed");
-    return rc;
-  }();
-  (void)once;
-}
-
-std::string last_error_message(int rc) {
-  const git_error* e = git_error_last();
-  if (e && e->message && *e->message) return e->message;
-  return "error " + std::to_string(rc);
-}
-
-// Turns a failed libgit2 call into the one exception gitx throws.
-void check(int rc, const char* what) {
-  if (rc < 0) throw Error(std::string("libgit2: ") + what + ": " + last_error_message(rc));
-}
-
-template <typename T, void (*FreeFn)(T*)>
-struct Deleter {
-  void operator()(T* p) const {
-    if (p) FreeFn(p);
-  }
-};
-template <typename T, void (*FreeFn)(T*)>
-using Owned = std::unique_ptr<T, Deleter<T, FreeFn>>;
-
-using CommitPtr = Owned<git_commit, git_commit_free>;
-using TreePtr = Owned<git_tree, git_tree_free>;
-using IndexPtr = Owned<git_index, git_index_free>;
-using DiffPtr = Owned<git_diff, git_diff_free>;
-using DiffStatsPtr = Owned<git_diff_stats, git_diff_stats_free>;
-using ReferencePtr = Owned<git_reference, git_reference_free>;
-using RefIterPtr = Owned<git_reference_iterator, git_reference_iterator_free>;
-using ObjectPtr = Owned<git_object, git_object_free>;
-using SignaturePtr = Owned<git_signature, git_signature_free>;
-using WorktreePtr = Owned<git_worktree, git_worktree_free>;
-using StatusListPtr = Owned<git_status_list, git_status_list_free>;
-using ConfigPtr = Owned<git_config, git_config_free>;
-using ConfigEntryPtr = Owned<git_config_entry, git_config_entry_free>;
-using RevwalkPtr = Owned<git_revwalk, git_revwalk_free>;
-using RepositoryPtr = Owned<git_repository, git_repository_free>;
-using ConflictIterPtr = Owned<git_index_conflict_iterator, git_index_conflict_iterator_free>;
+using lg2::check;
+using lg2::ensure_init;
+using lg2::last_error_message;
+using namespace lg2;  // the owner types
 
 // git_buf and git_strarray are structs by value with their own dispose.
 struct Buf {
@@ -920,6 +879,67 @@ void Repo::restore_paths(const std::string& rev, const std::vector<std::string>&
     }
     util::write_file_atomic(target.string(), content, mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644);
   }
+}
+
+}  // namespace phoenix::gitx
+
+// ---------------------------------------------------------------------------
+// Data kept under refs.
+
+namespace phoenix::gitx {
+
+std::string Repo::write_blob_commit(const std::string& ref, const std::string& filename, const std::string& content,
+                                    const std::string& message, const std::vector<std::string>& parents) {
+  if (filename.empty() || filename.find('/') != std::string::npos)
+    throw Error("write_blob_commit: '" + filename + "' is not a plain file name");
+  git_oid blob;
+  check(git_blob_create_from_buffer(&blob, raw(), content.data(), content.size()), "write blob");
+  git_treebuilder* tb_raw = nullptr;
+  check(git_treebuilder_new(&tb_raw, raw(), nullptr), "build tree");
+  std::unique_ptr<git_treebuilder, void (*)(git_treebuilder*)> tb(tb_raw, git_treebuilder_free);
+  check(git_treebuilder_insert(nullptr, tb.get(), filename.c_str(), &blob, GIT_FILEMODE_BLOB), "build tree");
+  git_oid tree_id;
+  check(git_treebuilder_write(&tree_id, tb.get()), "write tree");
+  git_tree* tree_raw = nullptr;
+  check(git_tree_lookup(&tree_raw, raw(), &tree_id), "read tree");
+  TreePtr tree(tree_raw);
+  std::vector<CommitPtr> owned;
+  std::vector<const git_commit*> parent_ptrs;
+  for (const auto& p : parents) {
+    owned.push_back(lookup_commit(raw(), p));
+    parent_ptrs.push_back(owned.back().get());
+  }
+  git_signature* sig_raw = nullptr;
+  check(git_signature_now(&sig_raw, "phoenix", "phoenix@localhost"), "author signature");
+  SignaturePtr sig(sig_raw);
+  Buf msg;
+  check(git_message_prettify(&msg.b, message.c_str(), /*strip_comments=*/0, '#'), "clean message");
+  if (msg.str().empty()) throw Error("empty commit message");
+  git_oid id;
+  // No update_ref here: libgit2 would insist that the ref's current tip is
+  // the first parent. The ref is moved (forced) below instead.
+  check(git_commit_create(&id, raw(), nullptr, sig.get(), sig.get(), nullptr, msg.b.ptr, tree.get(), parent_ptrs.size(),
+                          parent_ptrs.data()),
+        "commit");
+  std::string sha = to_hex(id);
+  write_ref(ref, sha, message.substr(0, message.find('\n')));
+  return sha;
+}
+
+std::optional<std::string> Repo::read_blob_at(const std::string& rev, const std::string& path) const {
+  CommitPtr commit = lookup_commit(raw(), rev);
+  TreePtr tree = commit_tree(commit.get());
+  git_tree_entry* raw_entry = nullptr;
+  int rc = git_tree_entry_bypath(&raw_entry, tree.get(), path.c_str());
+  if (rc == GIT_ENOTFOUND) return std::nullopt;
+  check(rc, "find path in tree");
+  std::unique_ptr<git_tree_entry, void (*)(git_tree_entry*)> entry(raw_entry, git_tree_entry_free);
+  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) return std::nullopt;
+  git_blob* blob_raw = nullptr;
+  check(git_blob_lookup(&blob_raw, raw(), git_tree_entry_id(entry.get())), "read blob");
+  std::unique_ptr<git_blob, void (*)(git_blob*)> blob(blob_raw, git_blob_free);
+  return std::string(static_cast<const char*>(git_blob_rawcontent(blob.get())),
+                     static_cast<size_t>(git_blob_rawsize(blob.get())));
 }
 
 }  // namespace phoenix::gitx

@@ -236,6 +236,19 @@ class Repo {
   // written; nullopt when unset.
   std::optional<std::string> config_get(const std::string& key) const;
 
+  // --- data kept under refs (refs/phoenix/journal) -------------------------
+  // A commit whose tree holds one file, `filename` (no '/'), with
+  // `content`, parents `parents` (shas, may be empty), author = committer =
+  // phoenix <phoenix@localhost>, now; `ref` (full name) is created or moved
+  // to it (force). Work tree, index and HEAD are untouched. Returns its sha.
+  std::string write_blob_commit(const std::string& ref, const std::string& filename, const std::string& content,
+                                const std::string& message, const std::vector<std::string>& parents = {});
+  // The bytes of the file `path` in the tree of the commit `rev` names;
+  // nullopt when that tree has no such file (or it is a folder). A rev that
+  // does not name a commit (e.g. a ref made by hand to point at a blob)
+  // throws Error("not a commit: REV", kExitUsage), as resolve() does.
+  std::optional<std::string> read_blob_at(const std::string& rev, const std::string& path) const;
+
  private:
   struct Free {
     void operator()(git_repository* repo) const;

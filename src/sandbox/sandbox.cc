@@ -1,5 +1,7 @@
 #include "sandbox/sandbox.h"
 
+#include "gitx/libgit2.h"
+
 #include <git2.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,31 +33,9 @@ namespace {
 // ---------------------------------------------------------------------------
 // libgit2 plumbing (see the header for why this file talks to libgit2).
 
-void ensure_libgit2() {
-  // Reference counted and never shut down, as in gitx.
-  static const int once = [] {
-    int rc = git_libgit2_init();
-    if (rc < 0) throw Error("libgit2: init failed");
-    return rc;
-  }();
-  (void)once;
-}
-
-void check(int rc, const std::string& what) {
-  if (rc >= 0) return;
-  const git_error* e = git_error_last();
-  std::string msg = e && e->message && *e->message ? e->message : "error " + std::to_string(rc);
-  throw Error("libgit2: " + what + ": " + msg);
-}
-
-template <typename T, void (*FreeFn)(T*)>
-struct Deleter {
-  void operator()(T* p) const {
-    if (p) FreeFn(p);
-  }
-};
-template <typename T, void (*FreeFn)(T*)>
-using Owned = std::unique_ptr<T, Deleter<T, FreeFn>>;
+using gitx::lg2::check;
+using gitx::lg2::Owned;
+void ensure_libgit2() { gitx::lg2::ensure_init(); }
 
 using RepoPtr = Owned<git_repository, git_repository_free>;
 using IndexPtr = Owned<git_index, git_index_free>;

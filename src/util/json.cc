@@ -41,6 +41,16 @@ void reject_unknown_keys(const Json& obj, const std::vector<std::string>& known,
   }
 }
 
+std::vector<std::string> string_array(const Json& j, const std::string& where) {
+  if (!j.is_array()) throw ConfigError(where + ": must be an array of strings");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_string()) throw ConfigError(where + "[" + std::to_string(i) + "]: must be a string");
+    out.push_back(j[i].get<std::string>());
+  }
+  return out;
+}
+
 std::string canonical(const Json& j) {
   // nlohmann::json objects are std::map-backed: keys come out sorted.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);

@@ -27,6 +27,10 @@ std::map<std::string, size_t> json_paths(const std::string& text);
 // "line:col" of a byte offset.
 std::string line_col(const std::string& text, size_t offset);
 
+// An array of strings, or ConfigError "<where>: must be an array of
+// strings" / "<where>[i]: must be a string".
+std::vector<std::string> string_array(const Json& j, const std::string& where);
+
 // A line of JSON with keys sorted, no spaces: what hashes are computed over.
 std::string canonical(const Json& j);
 

@@ -1,0 +1,244 @@
+// phoenix journal: what Phoenix remembers (journal/journal.h).
+//   phoenix journal [--json] [--forget PREFIX]   list entries, or forget one signature's
+//   phoenix journal stats [--json]               what replays saved
+//   phoenix journal push [REMOTE] [--json]       share verified fixes over refs/phoenix/journal
+//   phoenix journal pull [REMOTE] [--json]       merge a remote's into this journal
+// Reading commands never create .phoenix/journal.sqlite; a missing one is an
+// empty journal.
+#include <ctime>
+#include <iostream>
+
+#include "cli/app.h"
+#include "journal/journal.h"
+#include "journal/share.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/text.h"
+
+namespace phoenix::cli {
+
+using nlohmann::json;
+
+namespace {
+
+// ms since the epoch as "2026-12-01T02:09:41.123Z"; 0 (never) as null.
+json iso(long long ms) {
+  if (ms <= 0) return nullptr;
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  return buf;
+}
+
+template <typename T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json entry_json(const journal::Entry& e, bool with_patch) {
+  json j = {{"signature", e.signature},
+            {"patch_hash", e.patch_hash},
+            {"verdict", e.verified ? "verified" : "demoted"},
+            {"verified", e.verified},
+            {"check", e.check},
+            {"failure_type", e.failure_type},
+            {"files", e.files},
+            {"fixer", e.fixer},
+            {"attempts", e.attempts},
+            {"successes", e.successes},
+            {"failures", e.failures},
+            {"replays", e.replays},
+            {"first_seen", iso(e.first_seen)},
+            {"last_seen", iso(e.last_seen)},
+            {"last_verified", iso(e.last_verified)},
+            {"last_failed", iso(e.last_failed)},
+            {"last_failure", e.last_failure.empty() ? json(nullptr) : json(e.last_failure)},
+            {"duration_ms", opt(e.duration_ms)},
+            {"verify_ms", opt(e.verify_ms)},
+            {"model_calls", opt(e.model_calls)},
+            {"cost_usd", opt(e.cost_usd)},
+            {"saved_ms", e.saved_ms()},
+            {"saved_model_calls", opt(e.saved_model_calls())},
+            {"saved_cost_usd", opt(e.saved_cost_usd())}};
+  if (with_patch) j["patch"] = e.patch;
+  return j;
+}
+
+std::string saved_text(long long ms, const std::optional<long long>& calls, const std::optional<double>& cost) {
+  std::string s = "~" + journal::format_ms(ms) + ", " +
+                  (calls ? std::to_string(*calls) + (*calls == 1 ? " model call" : " model calls") : "? model calls");
+  if (cost && *cost > 0) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, ", $%.2f", *cost);
+    s += buf;
+  }
+  return s;
+}
+
+std::string pad(std::string s, size_t n) {
+  if (s.size() < n) s.resize(n, ' ');
+  return s;
+}
+
+std::string journal_path(const Context& ctx) { return ctx.phoenix_dir() + "/" + journal::kFileName; }
+
+// The journal for reading: nullopt when there is none yet.
+std::optional<journal::Journal> open_existing(const Context& ctx) {
+  if (!util::path_exists(journal_path(ctx))) return std::nullopt;
+  journal::OpenOptions o;
+  o.create = false;
+  return journal::Journal::open(journal_path(ctx), o);
+}
+
+int list(const Parsed& p) {
+  std::optional<journal::Journal> j = open_existing(p.ctx);
+  std::vector<journal::Entry> entries;
+  if (j) entries = j->list();
+  if (p.ctx.json) {
+    json arr = json::array();
+    for (const auto& e : entries) arr.push_back(entry_json(e, true));
+    print_json(p.ctx, arr);
+    return kExitOk;
+  }
+  if (entries.empty()) {
+    std::cout << "the journal is empty: Phoenix remembers a fix once the check it healed passes again\n";
+    return kExitOk;
+  }
+  std::cout << pad("SIGNATURE", 14) << pad("VERDICT", 10) << pad("CHECK", 14) << pad("HEALED", 8) << pad("REPLAYS", 9)
+            << pad("SAVED", 26) << "FILES\n";
+  for (const auto& e : entries) {
+    std::string files;
+    for (const auto& f : e.files) files += (files.empty() ? "" : ",") + f;
+    if (files.size() > 60) files = files.substr(0, 57) + "...";
+    std::string verdict = e.verified ? green(p.ctx, pad("verified", 10)) : red(p.ctx, pad("demoted", 10));
+    std::cout << pad(e.signature.substr(0, 12), 14) << verdict << pad(e.check, 14) << pad(std::to_string(e.successes), 8)
+              << pad(std::to_string(e.replays), 9)
+              << pad(e.replays ? saved_text(e.saved_ms(), e.saved_model_calls(), e.saved_cost_usd()) : "-", 26) << files
+              << "\n";
+    if (!e.verified && !e.last_failure.empty()) std::cout << dim(p.ctx, "              demoted: " + e.last_failure) << "\n";
+  }
+  return kExitOk;
+}
+
+int forget(Parsed& p, const std::string& prefix) {
+  std::optional<journal::Journal> j = open_existing(p.ctx);
+  if (!j) throw UsageError("--forget: the journal is empty (" + journal_path(p.ctx) + " does not exist)");
+  std::vector<journal::Entry> removed = j->forget(prefix);
+  json list = json::array();
+  for (const auto& e : removed) list.push_back({{"signature", e.signature}, {"patch_hash", e.patch_hash}, {"check", e.check}});
+  p.ctx.trace().append("journal.forget", {{"signature", removed.front().signature}, {"entries", removed.size()}});
+  if (p.ctx.json) {
+    print_json(p.ctx, {{"forgotten", list}});
+  } else {
+    std::cout << "forgot " << removed.front().signature.substr(0, 12) << " (" << removed.front().check << "): "
+              << removed.size() << (removed.size() == 1 ? " fix" : " fixes") << "\n";
+  }
+  return kExitOk;
+}
+
+int stats(const Parsed& p) {
+  std::optional<journal::Journal> j = open_existing(p.ctx);
+  journal::Stats s = j ? j->stats() : journal::Stats{};
+  if (!j) s.saved_model_calls = 0, s.saved_cost_usd = 0.0;
+  if (p.ctx.json) {
+    print_json(p.ctx, {{"entries", s.entries},
+                       {"signatures", s.signatures},
+                       {"verified", s.verified},
+                       {"demoted", s.demoted},
+                       {"successes", s.successes},
+                       {"failures", s.failures},
+                       {"replays", s.replays},
+                       {"saved_ms", s.saved_ms},
+                       {"saved_model_calls", opt(s.saved_model_calls)},
+                       {"saved_cost_usd", opt(s.saved_cost_usd)},
+                       {"replays_unknown_model_calls", s.replays_unknown_model_calls},
+                       {"replays_unknown_cost", s.replays_unknown_cost}});
+    return kExitOk;
+  }
+  std::cout << "journal: " << s.entries << (s.entries == 1 ? " fix" : " fixes") << " for " << s.signatures
+            << (s.signatures == 1 ? " issue" : " issues") << " (" << s.verified << " verified, " << s.demoted
+            << " demoted)\n";
+  std::cout << "replays: " << s.replays << " (measured heals " << s.successes << ", failures " << s.failures << ")\n";
+  std::cout << "saved:   " << saved_text(s.saved_ms, s.saved_model_calls, s.saved_cost_usd);
+  if (s.replays_unknown_model_calls > 0)
+    std::cout << " (model calls unknown for " << s.replays_unknown_model_calls << " replays)";
+  if (s.replays_unknown_cost > 0 && s.replays_unknown_cost < s.replays)
+    std::cout << " (cost unknown for " << s.replays_unknown_cost << " replays)";
+  std::cout << "\n";
+  return kExitOk;
+}
+
+int push(Parsed& p, const std::string& remote) {
+  journal::Journal j = journal::Journal::open(journal_path(p.ctx));
+  journal::PushResult r = journal::push(j, p.ctx.root, remote);
+  p.ctx.trace().append("journal.push", {{"remote", remote}, {"pushed", r.pushed}, {"commit", r.commit}, {"entries", r.entries}});
+  if (p.ctx.json) {
+    print_json(p.ctx, {{"remote", remote}, {"pushed", r.pushed}, {"commit", r.commit.empty() ? json(nullptr) : json(r.commit)},
+                       {"entries", r.entries}, {"from_remote", r.from_remote}});
+  } else if (!r.pushed && r.commit.empty()) {
+    std::cout << "nothing to push: the journal has no verified fix yet\n";
+  } else if (!r.pushed) {
+    std::cout << remote << "'s journal is up to date (" << r.entries << (r.entries == 1 ? " fix)" : " fixes)") << "\n";
+  } else {
+    std::cout << "pushed " << r.entries << (r.entries == 1 ? " fix" : " fixes") << " to " << remote << " ("
+              << journal::kShareRef << " " << r.commit.substr(0, 12) << ")";
+    if (r.from_remote > 0) std::cout << ", " << r.from_remote << " of them only on " << remote << " (kept; 'phoenix journal pull' brings them here)";
+    std::cout << "\n";
+  }
+  return kExitOk;
+}
+
+int pull(Parsed& p, const std::string& remote) {
+  journal::Journal j = journal::Journal::open(journal_path(p.ctx));
+  journal::PullResult r = journal::pull(j, p.ctx.root, remote);
+  p.ctx.trace().append("journal.pull", {{"remote", remote}, {"found", r.found}, {"commit", r.commit}, {"added", r.merged.added},
+                                        {"updated", r.merged.updated}});
+  if (p.ctx.json) {
+    print_json(p.ctx, {{"remote", remote}, {"found", r.found}, {"commit", r.commit.empty() ? json(nullptr) : json(r.commit)},
+                       {"entries", r.entries}, {"added", r.merged.added}, {"updated", r.merged.updated},
+                       {"unchanged", r.merged.unchanged}, {"skipped", r.merged.skipped}});
+  } else if (!r.found) {
+    std::cout << remote << " has no journal yet (" << journal::kShareRef << "): nothing to pull\n";
+  } else {
+    std::cout << "pulled " << r.entries << (r.entries == 1 ? " fix" : " fixes") << " from " << remote << ": "
+              << r.merged.added << " new, " << r.merged.updated << " updated, " << r.merged.unchanged << " unchanged";
+    if (r.merged.skipped > 0) std::cout << ", " << r.merged.skipped << " skipped (demoted there, or forgotten here)";
+    std::cout << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int cmd_journal(const std::vector<std::string>& args) {
+  po::options_description desc("journal options");
+  desc.add_options()("forget", po::value<std::string>(),
+                     "forget every fix of the one signature starting with PREFIX (as listed; must be unambiguous)");
+  Parsed p;
+  if (!parse_command("journal", desc, args, p)) return kExitOk;
+  const std::vector<std::string> subs{"stats", "push", "pull"};
+  std::string sub = p.positional.empty() ? "" : p.positional[0];
+  if (!sub.empty() && std::find(subs.begin(), subs.end(), sub) == subs.end()) {
+    std::string near = util::nearest(sub, subs);
+    throw UsageError("journal: unknown subcommand '" + sub + "'" +
+                     (near.empty() ? " (stats, push or pull)" : " (did you mean '" + near + "'?)"));
+  }
+  size_t max_args = sub == "push" || sub == "pull" ? 2 : (sub.empty() ? 0 : 1);
+  if (p.positional.size() > max_args)
+    throw UsageError("journal" + (sub.empty() ? std::string() : " " + sub) + ": unexpected argument '" +
+                     p.positional[max_args] + "'");
+  if (p.vm.count("forget") && !sub.empty()) throw UsageError("journal " + sub + ": --forget only goes with 'phoenix journal'");
+  if (!p.ctx.in_repo) throw UsageError("journal: not inside a git repository (" + p.ctx.cwd + ")");
+  if (sub == "stats") return stats(p);
+  if (sub == "push" || sub == "pull") {
+    std::string remote = p.positional.size() > 1 ? p.positional[1] : "origin";
+    return sub == "push" ? push(p, remote) : pull(p, remote);
+  }
+  if (p.vm.count("forget")) return forget(p, p.vm["forget"].as<std::string>());
+  return list(p);
+}
+
+}  // namespace phoenix::cli

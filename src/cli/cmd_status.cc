@@ -1,0 +1,88 @@
+// `phoenix status [--json] [--watch]`: what the loop is doing, from
+// .phoenix/loop-state.json (written atomically by phoenix-loop, so a read
+// never sees half a state). A state whose loop has not finished
+// (exit_code null) but whose pid is gone is reported as stale: the loop
+// died without writing its end (kill -9, power cut); `phoenix-loop
+// --resume` carries on.
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include "cli/app.h"
+#include "loop/loop.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/subprocess.h"
+
+namespace phoenix::cli {
+
+namespace {
+
+using nlohmann::json;
+
+bool pid_alive(long pid) {
+  if (pid <= 0) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+std::string str(const json& s, const char* key) {
+  if (!s.contains(key) || s[key].is_null()) return "-";
+  if (s[key].is_string()) return s[key].get<std::string>();
+  return s[key].dump();
+}
+
+void print_human(const Context& ctx, const json& s, bool stale) {
+  std::string phase = str(s, "phase");
+  std::cout << "phase:      " << (stale ? red(ctx, phase + " (stale: pid " + str(s, "pid") + " is gone, heartbeat stopped)") : bold(ctx, phase))
+            << "\n";
+  if (s.contains("task") && s["task"].is_object()) {
+    const json& t = s["task"];
+    std::cout << "task:       " << t.value("index", 0) + 1 << "/" << t.value("total", 0) << " " << t.value("title", "") << "\n";
+  }
+  std::cout << "iteration:  " << str(s, "iteration") << " of " << str(s, "max_iterations") << "\n";
+  std::cout << "retries:    " << str(s, "retry_count") << " this issue, " << str(s, "session_retries") << " in the loop\n";
+  if (!s["last_failure_type"].is_null()) std::cout << "last red:   " << str(s, "last_failure_type") << " " << str(s, "last_signature") << "\n";
+  if (!s["last_incident"].is_null()) std::cout << "incident:   " << str(s, "last_incident") << "\n";
+  std::cout << "known-good: " << str(s, "known_good").substr(0, 12) << "   head: " << str(s, "head").substr(0, 12) << "\n";
+  std::cout << "started:    " << str(s, "started_at") << "   updated: " << str(s, "updated_at") << "\n";
+  if (!s["deadline"].is_null()) std::cout << "until:      " << str(s, "deadline") << "\n";
+  std::cout << "exit code:  " << (s["exit_code"].is_null() ? "(running)" : str(s, "exit_code")) << "\n";
+}
+
+}  // namespace
+
+int cmd_status(const std::vector<std::string>& args) {
+  po::options_description desc("status options");
+  desc.add_options()("watch", "print again every 2 seconds until the loop ends");
+  Parsed p;
+  if (!parse_command("status", desc, args, p, false)) return kExitOk;
+  std::string path = loop::state_path(p.ctx.root);
+  bool watch = p.vm.count("watch") > 0;
+  for (;;) {
+    if (!util::path_exists(path)) {
+      std::cerr << "phoenix: no loop has run here (" << path << " is missing)\n";
+      return kExitRed;
+    }
+    json s = util::parse_json(util::read_file(path), path);
+    bool finished = s.contains("exit_code") && !s["exit_code"].is_null();
+    bool stale = !finished && !pid_alive(s.value("pid", 0L));
+    if (p.ctx.json) {
+      json out = s;
+      out["stale"] = stale;
+      print_json(p.ctx, out);
+    } else {
+      print_human(p.ctx, s, stale);
+    }
+    if (!watch || finished || stale) return kExitOk;
+    for (int i = 0; i < 20; ++i) {
+      if (util::interrupted_signal() != 0) return kExitInterrupted;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!p.ctx.json) std::cout << "\n";
+  }
+}
+
+}  // namespace phoenix::cli

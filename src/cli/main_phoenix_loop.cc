@@ -1,0 +1,72 @@
+// phoenix-loop: the overnight driver (src/loop/loop.h). Parses the command
+// line, loads phoenix.json, and hands over; the one top-level catch prints
+// "phoenix-loop: error: ..." and returns the error's exit code.
+#include <iostream>
+
+#include "cli/app.h"
+#include "config/config.h"
+#include "loop/loop.h"
+#include "util/error.h"
+#include "util/subprocess.h"
+#include "util/text.h"
+
+namespace {
+
+int loop_main(int argc, char** argv) {
+  using namespace phoenix;
+  util::install_signal_handlers();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const auto& a : args)
+    if (a == "--version") {
+      std::cout << "phoenix-loop " << PHOENIX_VERSION << "\n";
+      return kExitOk;
+    }
+  cli::po::options_description desc("phoenix-loop options");
+  desc.add_options()
+      ("tasks", cli::po::value<std::string>(), "Markdown tasks file ('- [ ]' lines), relative to the repository")
+      ("prompt", cli::po::value<std::string>(), "prompt file, run again every iteration (ralph mode)")
+      ("max-iterations", cli::po::value<int>(), "stop after N iterations (default loop.max_iterations)")
+      ("until", cli::po::value<std::string>(), "stop at HH:MM (local) or an ISO-8601 time")
+      ("branch", cli::po::value<std::string>(), "branch to work on (default phoenix/loop-YYYYMMDD)")
+      ("resume", "carry on from .phoenix/loop-run.json and the branch after a crash");
+  cli::Parsed p;
+  if (!cli::parse_command("phoenix-loop", desc, args, p, false)) {
+    std::cout << "exit codes: 0 every task done and every check green, 1 stopped / skipped tasks,\n"
+                 "2 escalated, 64 usage error, 78 configuration error, 130 interrupted.\n";
+    return kExitOk;
+  }
+  if (!p.ctx.in_repo) throw UsageError("phoenix-loop: " + p.ctx.root + " is not inside a git repository");
+  config::Config cfg = config::load(p.ctx.root, true);
+  loop::Options o;
+  o.root = p.ctx.root;
+  if (p.vm.count("tasks")) o.tasks = p.vm["tasks"].as<std::string>();
+  if (p.vm.count("prompt")) o.prompt = p.vm["prompt"].as<std::string>();
+  if (!o.tasks.empty() && !o.prompt.empty()) throw UsageError("phoenix-loop: --tasks and --prompt exclude each other");
+  if (p.vm.count("max-iterations")) {
+    int n = p.vm["max-iterations"].as<int>();
+    if (n < 1) throw UsageError("phoenix-loop: --max-iterations must be at least 1");
+    o.max_iterations = n;
+  }
+  if (p.vm.count("until")) {
+    o.deadline_ms = loop::parse_until(p.vm["until"].as<std::string>(), util::now_ms());
+    o.deadline_text = p.vm["until"].as<std::string>();
+  }
+  if (p.vm.count("branch")) o.branch = p.vm["branch"].as<std::string>();
+  o.resume = p.vm.count("resume") > 0;
+  o.templates_dir = cli::templates_dir();
+  return loop::run_loop(o, cfg, p.ctx.trace(), [](const std::string& s) { std::cerr << "phoenix-loop: " << s << "\n"; });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return loop_main(argc, argv);
+  } catch (const phoenix::Error& e) {
+    std::cerr << "phoenix-loop: error: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "phoenix-loop: error: " << e.what() << "\n";
+    return phoenix::kExitRed;
+  }
+}

@@ -1,0 +1,50 @@
+// libgit2 plumbing shared by the code that talks to libgit2 directly (gitx
+// itself, and the sandbox, which needs a separate git dir): one init, one
+// error helper, one owner per object type. Include only from .cc files.
+#pragma once
+
+#include <git2.h>
+
+#include <memory>
+#include <string>
+
+namespace phoenix::gitx::lg2 {
+
+// git_libgit2_init once for the process lifetime (it is reference counted;
+// never shut down, since objects may outlive any scope we could pick).
+void ensure_init();
+
+// libgit2's last error message for a failed call, or "error N".
+std::string last_error_message(int rc);
+
+// Turns a failed libgit2 call into the one exception Phoenix throws for it:
+// Error("libgit2: <what>: <message>").
+void check(int rc, const std::string& what);
+
+template <typename T, void (*FreeFn)(T*)>
+struct Deleter {
+  void operator()(T* p) const {
+    if (p) FreeFn(p);
+  }
+};
+template <typename T, void (*FreeFn)(T*)>
+using Owned = std::unique_ptr<T, Deleter<T, FreeFn>>;
+
+using CommitPtr = Owned<git_commit, git_commit_free>;
+using TreePtr = Owned<git_tree, git_tree_free>;
+using IndexPtr = Owned<git_index, git_index_free>;
+using DiffPtr = Owned<git_diff, git_diff_free>;
+using DiffStatsPtr = Owned<git_diff_stats, git_diff_stats_free>;
+using ReferencePtr = Owned<git_reference, git_reference_free>;
+using RefIterPtr = Owned<git_reference_iterator, git_reference_iterator_free>;
+using ObjectPtr = Owned<git_object, git_object_free>;
+using SignaturePtr = Owned<git_signature, git_signature_free>;
+using WorktreePtr = Owned<git_worktree, git_worktree_free>;
+using StatusListPtr = Owned<git_status_list, git_status_list_free>;
+using ConfigPtr = Owned<git_config, git_config_free>;
+using ConfigEntryPtr = Owned<git_config_entry, git_config_entry_free>;
+using RevwalkPtr = Owned<git_revwalk, git_revwalk_free>;
+using RepositoryPtr = Owned<git_repository, git_repository_free>;
+using ConflictIterPtr = Owned<git_index_conflict_iterator, git_index_conflict_iterator_free>;
+
+}  // namespace phoenix::gitx::lg2

@@ -1,0 +1,214 @@
+// The journal (DESIGN.md, "Words"): a SQLite store of measured outcomes per
+// issue signature, so the second time Phoenix sees a bug it can try the fix
+// that worked before instead of asking a model.
+//
+// What goes in is measured, never claimed: an entry is created only when
+// the engine's fresh re-run of the failing check passed with a patch applied
+// (record_healed), and it is demoted the next time that patch is measured
+// failing (record_failed). A stored patch is only ever a first guess: the
+// engine guards, applies and re-measures it like any other proposal.
+//
+// The file (.phoenix/journal.sqlite):
+// - WAL mode, so `phoenix journal` can read while a run writes; every write
+//   is one BEGIN IMMEDIATE transaction, so two writers queue on SQLite's
+//   busy timeout instead of failing half-way. When the timeout passes:
+//   Error("journal PATH is locked by another process ...").
+// - Schema version in `PRAGMA user_version` (kSchemaVersion), migrated
+//   forward on open, one transaction per step. A newer version than this
+//   build knows is refused with an Error, never touched.
+// - A new journal is built beside the target and linked into place, so a
+//   crash never leaves a half-initialised file at PATH.
+// - An existing file that is not a sound SQLite database (garbage, cut
+//   short, or a page SQLite reports corrupt) is never overwritten, migrated
+//   or recreated: every operation throws
+//   Error("journal PATH is damaged: WHY; run with --no-journal, or move it aside").
+//
+// Sharing (journal/share.h) works on per-origin tallies: each journal file
+// has an origin id (random, made once), and every count lives in a row of
+// its origin. A total is the sum over origins; merging takes, per origin,
+// the larger of each count (counts of one origin only grow). So pulling the
+// same entries twice, or pulling back what one pushed, never double counts,
+// and nobody's counts are lost (a grow-only counter per origin).
+//
+// Times are milliseconds since the epoch. Verdicts are ordered by time: an
+// entry is verified while its newest success (over every origin) is newer
+// than its newest failure. Local events on one entry get strictly increasing
+// times even within one millisecond, so a failure recorded right after a
+// success always wins, and the other way round.
+//
+// A Journal is move-only and used by one thread at a time.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace phoenix::journal {
+
+inline constexpr int kSchemaVersion = 1;
+inline constexpr const char* kFileName = "journal.sqlite";
+
+struct OpenOptions {
+  // How long a write waits for another process's transaction to end
+  // before it throws the "locked by another process" Error.
+  int busy_timeout_ms = 10000;
+  // false: a missing file throws Error("... does not exist") instead of
+  // being created (for commands that only read).
+  bool create = true;
+};
+
+// The counts one journal (origin) contributed to an entry. Only grow.
+struct Tally {
+  long long attempts = 0;      // times the patch was tried for the signature
+  long long successes = 0;     // measured green (first heal and replays)
+  long long failures = 0;      // measured red, rejected, or no longer applying
+  long long replays = 0;       // successes that came from the journal itself
+  long long first_seen = 0;    // ms since epoch; 0 = never
+  long long last_seen = 0;
+  long long last_verified = 0;
+  long long last_failed = 0;
+  std::string last_failure;    // why it failed at last_failed
+};
+
+// One remembered fix: one patch for one issue signature.
+struct Entry {
+  // identity
+  std::string signature;       // issue signature (64 hex)
+  std::string patch_hash;      // sha256 hex of `patch`
+  // the fix as first measured (kept from the first journal that had it)
+  std::string check;           // check id
+  std::string failure_type;    // unit, e2e, ...
+  std::string patch;           // git's unified diff, applies with gitx::Repo::apply_patch
+  std::vector<std::string> files;
+  std::string fixer;           // who first proposed it (never "journal")
+  std::optional<long long> duration_ms;  // that fixer's time: what one replay saves
+  std::optional<long long> verify_ms;    // the verifying re-run
+  std::optional<long long> model_calls;  // of the original fix; null when unknown
+  std::optional<double> cost_usd;        // of the original fix; null when unknown, never 0 for unknown
+  // totals over every origin (see Tally); recompute() derives them
+  bool verified = false;
+  long long attempts = 0, successes = 0, failures = 0, replays = 0;
+  long long first_seen = 0, last_seen = 0, last_verified = 0, last_failed = 0;
+  std::string last_failure;
+  // per origin id; filled by Journal::export_entries() and share::parse()
+  std::map<std::string, Tally> tallies;
+
+  // Sets the totals above from `tallies`.
+  void recompute();
+  // What the replays saved: replays x the original fix's cost. The model
+  // calls and dollars are null when the original's are unknown.
+  long long saved_ms() const { return replays * duration_ms.value_or(0); }
+  std::optional<long long> saved_model_calls() const;
+  std::optional<double> saved_cost_usd() const;
+};
+
+// A measured heal by a fixer other than the journal.
+struct HealedFix {
+  std::string signature;
+  std::string check;
+  std::string failure_type;
+  std::string patch;
+  std::vector<std::string> files;
+  std::string fixer;
+  long long duration_ms = 0;   // the fixer's own time
+  long long verify_ms = 0;
+  std::optional<long long> model_calls;
+  std::optional<double> cost_usd;
+};
+
+struct Stats {
+  long long entries = 0;
+  long long signatures = 0;
+  long long verified = 0;
+  long long demoted = 0;
+  long long successes = 0;
+  long long failures = 0;
+  long long replays = 0;
+  long long saved_ms = 0;
+  // Sums over replays whose original value is known; null when replays
+  // happened and none of them had a known value.
+  std::optional<long long> saved_model_calls;
+  std::optional<double> saved_cost_usd;
+  long long replays_unknown_model_calls = 0;
+  long long replays_unknown_cost = 0;
+};
+
+struct MergeResult {
+  long long added = 0;      // entries new to this journal
+  long long updated = 0;    // known entries whose counts or verdict changed
+  long long unchanged = 0;
+  long long skipped = 0;    // not verified anywhere and unknown here, or forgotten here
+};
+
+// sha256 hex of a patch: the second half of an entry's identity.
+std::string patch_hash(const std::string& patch);
+
+// Two journals' views of one entry (same signature and patch) as one: per
+// origin the larger counts and newer times; the facts of the original fix
+// from `mine`, with unknown ones taken from `theirs`. Totals recomputed.
+// Commutative in the counts and idempotent: merging the result with
+// either input again changes nothing.
+Entry merge_entries(const Entry& mine, const Entry& theirs);
+
+// "850ms", "12.5s", "4m10s", "2h05m": durations for people.
+std::string format_ms(long long ms);
+
+class Journal {
+ public:
+  // Opens (or, with options.create, creates) the journal at `path`.
+  // Throws the damaged / locked / newer-version Errors described above.
+  static Journal open(const std::string& path, const OpenOptions& options = {});
+
+  Journal(Journal&&) noexcept;
+  Journal& operator=(Journal&&) noexcept;
+  ~Journal();
+
+  const std::string& path() const;
+  // This journal's origin id (32 hex digits).
+  const std::string& origin() const;
+
+  // A heal measured with `fix` applied: inserts the entry, or updates the
+  // one with the same (signature, patch hash). Verified; attempts and
+  // successes +1. The original fix's fixer, duration, model calls and cost
+  // are kept from the first record (unknown ones filled in later).
+  // An empty patch is not recorded (there is nothing to replay): false.
+  bool record_healed(const HealedFix& fix);
+  // The journal's own replay of an entry healed (measured): verified,
+  // attempts, successes and replays +1. False when there is no such entry.
+  bool record_replay(const std::string& signature, const std::string& patch_hash);
+  // The entry's patch was measured failing, rejected, or no longer applies:
+  // demoted (verified = false), attempts and failures +1, `why` kept.
+  // False when there is no such entry.
+  bool record_failed(const std::string& signature, const std::string& patch_hash, const std::string& why);
+
+  // Verified entries for a signature, newest verified first. Uses an index:
+  // the cost does not grow with the journal.
+  std::vector<Entry> lookup(const std::string& signature) const;
+  // Every entry, most recently seen first.
+  std::vector<Entry> list() const;
+  // The entries whose signature starts with `prefix` (hex, any case), all
+  // patches of that one signature, deleted; they are returned. A prefix
+  // matching no signature, or more than one, throws UsageError naming the
+  // candidates. A later pull does not bring back what was verified before
+  // the forget (a tombstone remembers the signature and the time).
+  std::vector<Entry> forget(const std::string& prefix);
+  Stats stats() const;
+
+  // Sharing (see share.h). Every entry with its tallies, by signature.
+  std::vector<Entry> export_entries() const;
+  // Merges entries from another journal in one transaction: per origin
+  // the larger counts and newer times win (so merging twice changes
+  // nothing), unknown fields of the original fix are filled in, an entry
+  // new here is added only when verified somewhere and not forgotten here
+  // since. Different patches for one signature stay separate entries.
+  MergeResult merge(const std::vector<Entry>& incoming);
+
+ private:
+  struct Impl;
+  explicit Journal(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace phoenix::journal

@@ -1,0 +1,89 @@
+// Sharing verified fixes through git itself (DESIGN.md, "Beyond one
+// machine"): `phoenix journal push|pull [REMOTE]` over refs/phoenix/journal,
+// with no server beyond the remote the team already has.
+//
+// The ref names a commit whose tree holds one file, journal.jsonl:
+//   line 1   {"format":"phoenix-journal","version":1,"entries":N}
+//   then N   one entry per line, sorted by (signature, patch_hash):
+//            {"signature","patch_hash","check","failure_type","fixer","files",
+//             "patch","duration_ms","verify_ms","model_calls","cost_usd",
+//             "tallies":{"<origin id>":{"attempts","successes","failures",
+//             "replays","first_seen","last_seen","last_verified",
+//             "last_failed","last_failure"}}}
+// Counts travel per origin (see journal.h), so merging is idempotent: a
+// second pull of the same ref, or pulling back what one pushed, changes
+// nothing, and each side's counts survive.
+//
+// What travels: every entry verified somewhere, plus the demotion of an
+// entry the other side already has (so a teammate does not replay a patch
+// that stopped working). An entry only ever demoted here stays here.
+//
+// Transport: libgit2 builds and reads the commit (as for all repository
+// work); moving it between repositories uses the `git` CLI (`git ls-remote`,
+// `git fetch`, `git push`) through util::run_process, so every transport the
+// user's git is configured for (ssh, https with credential helpers, local
+// paths, insteadOf rules) works without Phoenix carrying network code.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "journal/journal.h"
+
+namespace phoenix::journal {
+
+inline constexpr int kShareVersion = 1;
+inline constexpr const char* kShareRef = "refs/phoenix/journal";
+// Where a fetched remote journal is kept while it is read and merged.
+inline constexpr const char* kShareRemoteRef = "refs/phoenix/journal-remote";
+inline constexpr const char* kShareFile = "journal.jsonl";
+
+// The file's bytes for `entries` (sorted as above; the order given does
+// not matter).
+std::string serialize(std::vector<Entry> entries);
+
+// Parses and validates the whole file before anything is merged: every
+// line JSON, the header's format and version, every required field with
+// its type, signatures and hashes 64 hex, the patch hash matching the
+// patch, the patch a patch (libgit2 parses it), no entry twice, the entry
+// count matching. The first problem throws
+// Error("WHERE: line N: WHAT"); a newer version says so.
+std::vector<Entry> parse(const std::string& text, const std::string& where);
+
+struct PushResult {
+  bool pushed = false;        // false: the remote already had everything, or
+                              // neither side has a verified fix (commit "")
+  std::string commit;         // the pushed commit (or the remote's, when up to date)
+  long long entries = 0;      // entries in the pushed file
+  long long from_remote = 0;  // of which the remote had and this journal did not
+};
+
+struct PullResult {
+  bool found = false;         // false: the remote has no refs/phoenix/journal
+  std::string commit;
+  long long entries = 0;      // entries in the remote file
+  MergeResult merged;
+};
+
+// Options for the git child processes.
+struct TransportOptions {
+  double timeout_s = 300;
+};
+
+// Fetches the remote's journal (if any), merges this journal's entries into
+// it in memory (this journal is not changed), commits the result on top of
+// the remote's commit under refs/phoenix/journal and pushes it without
+// force: if someone pushed in between, git refuses and the Error says to
+// push again. A remote ref that is not a valid journal throws (nothing is
+// pushed over it).
+PushResult push(Journal& journal, const std::string& repo_root, const std::string& remote,
+                const TransportOptions& options = {});
+
+// Fetches the remote's journal into refs/phoenix/journal-remote, validates
+// all of it, then merges it into `journal` in one transaction. Anything
+// invalid throws before the journal is touched.
+PullResult pull(Journal& journal, const std::string& repo_root, const std::string& remote,
+                const TransportOptions& options = {});
+
+}  // namespace phoenix::journal

@@ -1,0 +1,51 @@
+#include "journal/sink.h"
+
+#include <iostream>
+
+#include "util/error.h"
+
+namespace phoenix::journal {
+
+namespace {
+constexpr const char* kJournalFixer = "journal";
+}
+
+JournalSink::JournalSink(Journal& journal, WarnFn warn) : journal_(journal), warn_(std::move(warn)) {
+  if (!warn_) warn_ = [](const std::string& line) { std::cerr << "phoenix: warning: " << line << "\n"; };
+}
+
+void JournalSink::healed(const fixers::Failure& failure, const fixers::Proposal& proposal, long long verify_ms) {
+  try {
+    if (proposal.fixer == kJournalFixer) {
+      if (!journal_.record_replay(failure.issue_signature, patch_hash(proposal.patch)))
+        warn_("journal: the replayed fix for " + failure.issue_signature.substr(0, 12) +
+              " was forgotten meanwhile; its replay is not counted");
+      return;
+    }
+    HealedFix fix;
+    fix.signature = failure.issue_signature;
+    fix.check = failure.check.id;
+    fix.failure_type = failure.failure_type;
+    fix.patch = proposal.patch;
+    fix.files = proposal.files;
+    fix.fixer = proposal.fixer;
+    fix.duration_ms = proposal.duration_ms;
+    fix.verify_ms = verify_ms;
+    fix.model_calls = proposal.model_calls;
+    fix.cost_usd = proposal.cost_usd;
+    journal_.record_healed(fix);
+  } catch (const Error& e) {
+    warn_(std::string("journal: the heal was not recorded: ") + e.what());
+  }
+}
+
+void JournalSink::failed(const fixers::Failure& failure, const fixers::Proposal& proposal, const std::string& why) {
+  if (proposal.patch.empty()) return;
+  try {
+    journal_.record_failed(failure.issue_signature, patch_hash(proposal.patch), why);
+  } catch (const Error& e) {
+    warn_(std::string("journal: a failed replay was not recorded (it may be tried again): ") + e.what());
+  }
+}
+
+}  // namespace phoenix::journal

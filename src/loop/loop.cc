@@ -1,0 +1,672 @@
+#include "loop/loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "checks/check.h"
+#include "engine/cycle.h"
+#include "engine/session.h"
+#include "engine/signature.h"
+#include "fixers/harness.h"
+#include "gitx/repo.h"
+#include "loop/state.h"
+#include "loop/tasks.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/lock.h"
+#include "util/subprocess.h"
+#include "util/text.h"
+
+namespace phoenix::loop {
+
+namespace fs = std::filesystem;
+using util::Json;
+
+std::string state_path(const std::string& root) { return root + "/.phoenix/loop-state.json"; }
+std::string stop_path(const std::string& root) { return root + "/.phoenix/STOP"; }
+std::string run_path(const std::string& root) { return root + "/.phoenix/loop-run.json"; }
+
+std::string default_branch(long long now_ms) {
+  std::time_t t = static_cast<std::time_t>(now_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "phoenix/loop-%Y%m%d", &tm);
+  return buf;
+}
+
+long long parse_until(const std::string& text, long long now_ms) {
+  int h = 0, m = 0, s = 0, Y = 0, M = 0, D = 0;
+  char tail[16] = {0};
+  std::time_t now = static_cast<std::time_t>(now_ms / 1000);
+  if (text.size() == 5 && std::sscanf(text.c_str(), "%2d:%2d", &h, &m) == 2 && text[2] == ':') {
+    if (h > 23 || m > 59) throw UsageError("--until " + text + ": not a time of day");
+    std::tm tm{};
+    localtime_r(&now, &tm);
+    tm.tm_hour = h;
+    tm.tm_min = m;
+    tm.tm_sec = 0;
+    tm.tm_isdst = -1;
+    std::time_t at = std::mktime(&tm);
+    if (at <= now) {  // already past today: tomorrow at that time
+      tm.tm_mday += 1;
+      tm.tm_isdst = -1;
+      at = std::mktime(&tm);
+    }
+    return static_cast<long long>(at) * 1000;
+  }
+  int n = std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%15s", &Y, &M, &D, &h, &m, &s, tail);
+  if (n < 6) {
+    // Without seconds: "2026-12-01T06:00Z".
+    s = 0;
+    n = std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d%15s", &Y, &M, &D, &h, &m, tail);
+    if (n < 5) throw UsageError("--until " + text + ": expected HH:MM or ISO-8601 (2026-12-01T06:00:00Z)");
+  }
+  std::tm tm{};
+  tm.tm_year = Y - 1900;
+  tm.tm_mon = M - 1;
+  tm.tm_mday = D;
+  tm.tm_hour = h;
+  tm.tm_min = m;
+  tm.tm_sec = s;
+  std::string z = tail;
+  if (z.empty()) {  // no zone: local time, as a person means it
+    tm.tm_isdst = -1;
+    return static_cast<long long>(std::mktime(&tm)) * 1000;
+  }
+  long long at = static_cast<long long>(timegm(&tm));
+  if (z == "Z") return at * 1000;
+  int zh = 0, zm = 0;
+  if ((z[0] == '+' || z[0] == '-') && std::sscanf(z.c_str() + 1, "%2d:%2d", &zh, &zm) == 2) {
+    long long off = (zh * 3600LL + zm * 60LL) * (z[0] == '+' ? 1 : -1);
+    return (at - off) * 1000;
+  }
+  throw UsageError("--until " + text + ": unknown time zone '" + z + "'");
+}
+
+namespace {
+
+// Untracked run-time state never counts as a change of the agent's.
+const std::vector<std::string> kKeep{".phoenix/", "incidents/"};
+
+constexpr const char* kPromise = "<promise>COMPLETE</promise>";
+
+struct Loop {
+  const Options& opt;
+  const config::Config& cfg;
+  trace::Trace& trace;
+  std::function<void(const std::string&)> say;
+
+  std::string root, wt, branch, wt_name, tasks_rel, prompt_rel;
+  std::optional<gitx::Repo> repo;  // the worktree's
+  StateFile state{state_path(opt.root)};
+  int max_iterations = 0;
+  int iteration = 0;
+  int session_retries = 0;
+  int escalations_in_row = 0;
+  int no_progress = 0;
+  int rate_waits = 0;  // rate-limited harness runs in a row
+  long long rate_waited_ms = 0;  // waited on limits in a row
+  static constexpr long long kRateLimitGiveUpMs = 3'600'000;  // as engine::RunOptions::rate_limit_deadline_s
+  std::set<int> skipped;
+  std::set<std::string> ignored;  // checks red at the baseline, loop.baseline = ignore
+  std::string last_failure, last_incident;
+
+  Loop(const Options& o, const config::Config& c, trace::Trace& t, std::function<void(const std::string&)> s)
+      : opt(o), cfg(c), trace(t), say(std::move(s)), root(o.root) {}
+
+  bool prompt_mode() const { return !prompt_rel.empty(); }
+
+  void phase(const std::string& p, const std::function<void(Json&)>& more = {}) {
+    state.update([&](Json& s) {
+      s["phase"] = p;
+      s["iteration"] = iteration;
+      s["session_retries"] = session_retries;
+      if (repo) s["head"] = repo->head_sha();
+      if (repo) {
+        if (auto kg = repo->read_ref(engine::kKnownGoodRef)) s["known_good"] = *kg;
+      }
+      if (more) more(s);
+    });
+  }
+
+  // Moves the loop's branch to the worktree's HEAD.
+  void sync_branch(const std::string& why) {
+    repo->write_ref("refs/heads/" + branch, repo->head_sha(), "phoenix-loop: " + why);
+  }
+
+  void write_run_file() {
+    Json j{{"schema_version", 1}, {"branch", branch}, {"worktree", wt}, {"worktree_name", wt_name},
+           {"tasks", tasks_rel}, {"prompt", prompt_rel}, {"skipped", std::vector<int>(skipped.begin(), skipped.end())},
+           {"ignored", std::vector<std::string>(ignored.begin(), ignored.end())}};
+    util::write_file_atomic(run_path(root), j.dump(2) + "\n");
+  }
+
+  void notify(const std::string& event, const std::string& incident) {
+    if (cfg.loop.notify.empty()) return;
+    util::ProcessOptions po;
+    po.argv = cfg.loop.notify;
+    po.cwd = root;
+    po.timeout_s = 60;
+    po.env = {{"PHOENIX_EVENT", event}, {"PHOENIX_INCIDENT", incident}, {"PHOENIX_STATE", state_path(root)}};
+    util::ProcessResult r = util::run_process(po);
+    trace.append("loop.notify", {{"event", event}, {"exit_code", r.exit_code}});
+    if (r.exit_code != 0) say("notify command exited " + std::to_string(r.exit_code) + " (ignored)");
+  }
+
+  // Sleeps up to ms, in slices, returning early on a signal or a STOP file.
+  void nap(long long ms) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+      if (util::interrupted_signal() != 0 || util::path_exists(stop_path(root))) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  // --- setup -----------------------------------------------------------------
+
+  void setup() {
+    tasks_rel = opt.tasks.empty() && opt.prompt.empty() ? cfg.loop.tasks : opt.tasks;
+    prompt_rel = opt.tasks.empty() && opt.prompt.empty() ? cfg.loop.prompt : opt.prompt;
+    if (!tasks_rel.empty() && !prompt_rel.empty())
+      throw UsageError("phoenix-loop: give a tasks file or a prompt file, not both");
+    if (tasks_rel.empty() && prompt_rel.empty())
+      throw UsageError("phoenix-loop: no tasks: pass --tasks FILE or --prompt FILE (or set loop.tasks / loop.prompt)");
+    if (cfg.checks.empty()) throw ConfigError("phoenix-loop: phoenix.json has no checks: nothing could tell a task done");
+    if (cfg.harness.command.empty() && cfg.harness.preset.empty())
+      throw ConfigError("phoenix-loop: no harness configured in phoenix.json");
+    max_iterations = opt.max_iterations.value_or(cfg.loop.max_iterations);
+
+    gitx::Repo main = gitx::Repo::discover(root);
+    if (main.head_sha().empty()) throw UsageError("phoenix-loop: the repository has no commits yet");
+
+    Json prev;
+    if (opt.resume) {
+      if (!util::path_exists(run_path(root)))
+        throw UsageError("phoenix-loop: --resume: no earlier loop here (" + run_path(root) + " is missing)");
+      Json run = util::parse_json(util::read_file(run_path(root)), run_path(root));
+      branch = run.value("branch", "");
+      wt = run.value("worktree", "");
+      wt_name = run.value("worktree_name", "");
+      if (opt.tasks.empty() && opt.prompt.empty()) {
+        tasks_rel = run.value("tasks", "");
+        prompt_rel = run.value("prompt", "");
+      }
+      for (int i : run.value("skipped", std::vector<int>{})) skipped.insert(i);
+      for (const auto& c : run.value("ignored", std::vector<std::string>{})) ignored.insert(c);
+      if (util::path_exists(state_path(root))) {
+        try {
+          prev = util::parse_json(util::read_file(state_path(root)), state_path(root));
+        } catch (const Error&) {
+          // An unreadable state file costs the counters, not the work: the branch holds that.
+        }
+      }
+    } else {
+      branch = !opt.branch.empty() ? opt.branch : !cfg.loop.branch.empty() ? cfg.loop.branch : default_branch(util::now_ms());
+      std::string tail = branch.substr(branch.rfind('/') + 1);
+      wt_name = "loop-" + (util::starts_with(tail, "loop-") ? tail.substr(5) : tail);
+      wt = root + "/.phoenix/worktrees/" + wt_name;
+    }
+    std::string ref = "refs/heads/" + branch;
+    std::optional<std::string> tip = main.read_ref(ref);
+    if (!opt.resume && tip)
+      throw UsageError("phoenix-loop: branch " + branch + " exists already: pass --resume to carry on, or --branch NAME");
+    if (opt.resume && !tip) throw UsageError("phoenix-loop: --resume: branch " + branch + " is gone");
+    std::string start = tip ? *tip : main.head_sha();
+
+    bool have_wt = false;
+    for (const auto& w : main.worktree_list())
+      if (w.name == wt_name) have_wt = w.valid;
+    if (!have_wt) {
+      main.worktree_remove(wt_name);  // a registration whose folder is gone
+      if (fs::exists(wt)) throw UsageError("phoenix-loop: " + wt + " is in the way (not a worktree of this repository)");
+      fs::create_directories(fs::path(wt).parent_path());
+      main.worktree_add(wt_name, wt, start);
+    }
+    repo.emplace(gitx::Repo::open(wt));
+    if (have_wt) {
+      // Resume after a crash: whatever the dead iteration left is kept, then dropped.
+      if (!repo->is_clean(kKeep)) {
+        std::string wip = repo->snapshot_workdir("phoenix-loop: left by an interrupted iteration", "phoenix",
+                                                 "phoenix@localhost", true);
+        repo->write_ref(std::string(engine::kAbandonedPrefix) + "loop-" + std::to_string(util::now_ms()), wip,
+                        "phoenix-loop: resume");
+      }
+      repo->reset_hard(start, true, kKeep);
+    }
+    repo->write_ref(ref, repo->head_sha(), "phoenix-loop: start");
+
+    // The task source lives in the worktree, committed with the ticks.
+    std::string src = prompt_mode() ? prompt_rel : tasks_rel;
+    if (!util::path_exists(wt + "/" + src)) {
+      if (!util::path_exists(root + "/" + src))
+        throw UsageError("phoenix-loop: " + src + " not found in " + root);
+      fs::create_directories(fs::path(wt + "/" + src).parent_path());
+      util::write_file_atomic(wt + "/" + src, util::read_file(root + "/" + src));
+    }
+
+    if (opt.resume && prev.is_object()) {
+      iteration = prev.value("iteration", 0);
+      session_retries = prev.value("session_retries", 0);
+      if (prev.contains("last_incident") && prev["last_incident"].is_string()) last_incident = prev["last_incident"];
+    }
+    state.update([&](Json& s) {
+      s["max_iterations"] = max_iterations;
+      s["deadline"] = opt.deadline_text.empty() ? Json(nullptr) : Json(opt.deadline_text);
+      if (!last_incident.empty()) s["last_incident"] = last_incident;
+    });
+    write_run_file();
+    trace.append("loop.start", {{"branch", branch}, {"worktree", wt}, {"resume", opt.resume},
+                                {"mode", prompt_mode() ? "prompt" : "tasks"}, {"source", src},
+                                {"max_iterations", max_iterations}});
+    say("working on branch " + branch + " in " + wt);
+  }
+
+  // --- checks ----------------------------------------------------------------
+
+  struct Measure {
+    std::vector<checks::SenseResult> results;
+    bool green = true;          // every check that counts is green
+    std::vector<std::string> red;  // ids of red checks that count
+    bool interrupted = false;
+  };
+
+  Measure measure() {
+    Measure m;
+    for (const auto& c : cfg.checks) {
+      checks::SenseResult r = checks::sense(c, wt);
+      if (r.interrupted) m.interrupted = true;
+      if (!r.ok && !ignored.count(c.id)) {
+        m.green = false;
+        m.red.push_back(c.id);
+      }
+      m.results.push_back(r);
+    }
+    Json a = Json::array();
+    for (const auto& r : m.results) a.push_back({{"id", r.id}, {"ok", r.ok}, {"signal", r.signal}});
+    trace.append("loop.measure", {{"iteration", iteration}, {"head", repo->head_sha()}, {"checks", a}});
+    return m;
+  }
+
+  void bless() {
+    repo->write_ref(engine::kKnownGoodRef, repo->head_sha(), "phoenix-loop: every check green");
+  }
+
+  // --- the inner cycle -------------------------------------------------------
+
+  struct Heal {
+    int exit_code = 0;
+    std::string incident;  // in <root>/incidents, when escalated
+  };
+
+  Heal heal(const std::vector<std::string>& red) {
+    engine::SessionOptions so;
+    so.run.rollback = "known-good";
+    so.run.only = red;
+    so.run.templates_dir = opt.templates_dir;
+    phase("healing", [&](Json& s) { s["retry_count"] = 0; });
+    engine::RunResult r = engine::run_session(wt, cfg, so, trace, [&](const Json& ev) {
+      if (ev.value("event", "") != "state") return;
+      std::string st = ev.value("state", "");
+      state.update([&](Json& s) {
+        if (st == "DETECTED") {
+          const config::Config& c = cfg;
+          if (const auto* spec = c.find(ev.value("check", ""))) s["last_failure_type"] = spec->type;
+          if (ev.contains("signature")) s["last_signature"] = ev["signature"];
+        }
+        if (st == "PROPOSING") s["retry_count"] = s.value("retry_count", 0) + 1;
+      });
+    });
+    Heal h;
+    h.exit_code = r.exit_code;
+    for (const auto& i : r.issues) session_retries += i.attempts;
+    if (!r.incident.empty()) {
+      // The engine wrote the note in the worktree (fsynced before its
+      // rollback); the user reads incidents/ of their own checkout.
+      fs::create_directories(root + "/incidents");
+      std::string dest = root + "/incidents/" + fs::path(r.incident).filename().string();
+      for (int n = 2; util::path_exists(dest); ++n)
+        dest = root + "/incidents/" + fs::path(r.incident).stem().string() + "-loop" + std::to_string(n) + ".md";
+      util::write_file_atomic(dest, util::read_file(r.incident));
+      std::error_code ec;
+      fs::remove(r.incident, ec);
+      fs::remove(wt + "/.phoenix/ESCALATED", ec);
+      h.incident = dest;
+      trace.append("loop.incident", {{"path", dest}, {"from", r.incident}});
+    }
+    return h;
+  }
+
+  // --- prompt ----------------------------------------------------------------
+
+  std::string prompt_for(const Task* task, const std::vector<Task>& tasks) {
+    std::string tmpl;
+    std::string mine = wt + "/.phoenix/prompt-task.md";
+    if (util::path_exists(mine)) tmpl = util::read_file(mine);
+    else if (util::path_exists(opt.templates_dir + "/prompt-task.md")) tmpl = util::read_file(opt.templates_dir + "/prompt-task.md");
+    else throw Error("phoenix-loop: cannot find prompt-task.md in " + opt.templates_dir);
+    std::string progress;
+    for (const auto& t : tasks)
+      if (t.done) progress += "- done: " + t.title + "\n";
+      else if (skipped.count(t.index)) progress += "- skipped (escalated): " + t.title + "\n";
+    if (progress.empty()) progress = "(nothing yet)\n";
+    std::string task_text;
+    if (task) task_text = task->title;
+    else task_text = util::read_file(wt + "/" + prompt_rel);
+    std::map<std::string, std::string> v{
+        {"task", task_text},
+        {"tasks_file", prompt_mode() ? prompt_rel : tasks_rel},
+        {"progress", progress},
+        {"iteration", std::to_string(iteration)},
+        {"last_failure", last_failure.empty() ? "(none)" : last_failure},
+        {"last_incident", last_incident.empty() ? "(none)" : last_incident},
+    };
+    return fixers::render_prompt(tmpl, v);
+  }
+
+  // --- one harness run -------------------------------------------------------
+
+  struct AgentRun {
+    fixers::Classification cls;
+    std::string output;
+    bool changed = false;
+  };
+
+  AgentRun run_agent(const std::string& prompt) {
+    std::string pfile = wt + "/.phoenix/loop-prompt.md";
+    fixers::Invocation inv = fixers::plan_invocation(cfg.harness, prompt, [&](const std::string& content) {
+      util::write_file_atomic(pfile, content);
+      return pfile;
+    });
+    util::ProcessOptions po;
+    po.argv = inv.argv;
+    po.cwd = wt;
+    po.env = inv.env;
+    po.env["PHOENIX_LOOP"] = "1";
+    po.stdin_data = inv.stdin_data;
+    po.timeout_s = cfg.loop.iteration_timeout_s;
+    if (opt.deadline_ms) {
+      double left = static_cast<double>(*opt.deadline_ms - util::now_ms()) / 1000.0;
+      po.timeout_s = std::max(1.0, std::min(po.timeout_s, left));
+    }
+    util::ProcessResult r = util::run_process(po);
+    AgentRun a;
+    a.output = r.output;
+    a.changed = !repo->is_clean(kKeep);
+    fixers::RunFacts f;
+    f.program = inv.argv.empty() ? "" : inv.argv[0];
+    f.not_found = r.not_found;
+    f.not_executable = r.not_executable;
+    f.timed_out = r.timed_out;
+    f.interrupted = r.interrupted;
+    f.exit_code = r.exit_code;
+    f.term_signal = r.term_signal;
+    f.timeout_s = po.timeout_s;
+    f.output = r.output;
+    f.prompt = prompt;
+    f.changed_files = a.changed ? 1 : 0;
+    a.cls = fixers::classify_run(f, util::now_ms());
+    Json ev{{"iteration", iteration}, {"exit_code", r.exit_code}, {"status", fixers::status_name(a.cls.status)},
+            {"detail", a.cls.detail}, {"changed", a.changed}, {"duration_ms", r.duration_ms},
+            {"cost_usd", a.cls.cost_usd ? Json(*a.cls.cost_usd) : Json(nullptr)}};
+    trace.append("loop.agent", ev);
+    return a;
+  }
+
+  // True when the agent itself said it is complete: the tag on a line of its
+  // output that is not a line of the prompt (agents echo their prompt).
+  static bool promised(const std::string& output, const std::string& prompt) {
+    std::set<std::string> prompt_lines;
+    for (const auto& l : util::split_lines(prompt)) prompt_lines.insert(util::trim(l));
+    for (const auto& l : util::split_lines(output)) {
+      std::string t = util::trim(l);
+      if (t.find(kPromise) != std::string::npos && !prompt_lines.count(t)) return true;
+    }
+    return false;
+  }
+
+  // --- the end ---------------------------------------------------------------
+
+  int finish(int code, const std::string& phase_name, const std::string& why) {
+    trace.append("loop.end", {{"exit_code", code}, {"phase", phase_name}, {"why", why}, {"iteration", iteration}});
+    say(why);
+    phase(phase_name, [&](Json& s) {
+      s["exit_code"] = code;
+      s["task"] = nullptr;
+    });
+    state.stop_heartbeat();
+    notify(phase_name == "escalated" ? "escalated-end" : "end", last_incident);
+    return code;
+  }
+
+  int interrupted() {
+    int sig = util::interrupted_signal();
+    return finish(kExitInterrupted, "interrupted", "interrupted by signal " + std::to_string(sig) + "; state written");
+  }
+
+  // --- main loop -------------------------------------------------------------
+
+  int run() {
+    util::FileLock lock(root + "/.phoenix/loop.lock", 0, "the loop of this repository");
+    setup();
+    state.start_heartbeat(cfg.loop.heartbeat_s);
+
+    // Baseline: red before the agent started is not the agent's doing.
+    if (!opt.resume) {
+      phase("baseline");
+      Measure m = measure();
+      if (m.interrupted || util::interrupted_signal()) return interrupted();
+      if (!m.green) {
+        std::string ids = util::join_argv(m.red);
+        trace.append("loop.baseline", {{"red", m.red}, {"mode", cfg.loop.baseline}});
+        say("baseline: red before any task: " + ids + " (loop.baseline = " + cfg.loop.baseline + ")");
+        if (cfg.loop.baseline == "stop") return finish(kExitRed, "stopped", "baseline red: " + ids + "; loop.baseline = stop");
+        if (cfg.loop.baseline == "ignore") {
+          for (const auto& id : m.red) ignored.insert(id);
+          write_run_file();
+        } else {
+          Heal h = heal(m.red);
+          sync_branch("baseline heal");
+          if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
+          if (h.exit_code != kExitOk) return escalated_baseline(h);
+        }
+      } else {
+        bless();
+      }
+      phase("baseline");
+    }
+
+    while (true) {
+      if (util::interrupted_signal()) return interrupted();
+      if (util::path_exists(stop_path(root))) return finish(kExitRed, "stopped", "stopped: .phoenix/STOP exists");
+      if (opt.deadline_ms && util::now_ms() >= *opt.deadline_ms)
+        return finish(kExitRed, "stopped", "stopped: --until " + opt.deadline_text + " reached");
+
+      std::vector<Task> tasks;
+      const Task* task = nullptr;
+      if (!prompt_mode()) {
+        tasks = parse_tasks(util::read_file(wt + "/" + tasks_rel));
+        for (const auto& t : tasks)
+          if (!t.done && !skipped.count(t.index)) {
+            task = &t;
+            break;
+          }
+        if (!task) {
+          if (!skipped.empty())
+            return finish(kExitRed, "stopped", std::to_string(skipped.size()) + " task(s) skipped after escalation; the rest done");
+          Measure m = measure();
+          if (m.interrupted) return interrupted();
+          if (!m.green) return finish(kExitRed, "stopped", "every task ticked but red: " + util::join_argv(m.red));
+          bless();
+          return finish(kExitOk, "complete", "complete: every task ticked, every check green");
+        }
+      }
+      if (iteration >= max_iterations)
+        return finish(kExitRed, "stopped", "stopped: --max-iterations " + std::to_string(max_iterations) + " reached");
+
+      ++iteration;
+      Json tj = task ? Json{{"id", task->id()}, {"title", task->title}, {"index", task->index}, {"total", tasks.size()}}
+                     : Json{{"id", "prompt"}, {"title", prompt_rel}, {"index", 0}, {"total", 1}};
+      phase("agent", [&](Json& s) {
+        s["task"] = tj;
+        s["retry_count"] = 0;
+      });
+      std::string title = task ? task->title : "iteration " + std::to_string(iteration);
+      say("iteration " + std::to_string(iteration) + ": " + title);
+      std::string prompt = prompt_for(task, tasks);
+      AgentRun a = run_agent(prompt);
+      if (util::interrupted_signal()) return interrupted();
+
+      using fixers::Status;
+      if (a.cls.status == Status::kRateLimited || a.cls.status == Status::kQuota) {
+        // Not the agent's failure and not "no progress": wait and try again.
+        // Backoff: what the CLI asked for, at least doubling with every
+        // limited run in a row (from 1 s), at most 15 min per wait.
+        long long backoff = std::min<long long>(1000LL << std::min(rate_waits, 10), 900'000);
+        long long wait = std::min<long long>(std::max<long long>(a.cls.retry_after_ms, backoff), 900'000);
+        ++rate_waits;
+        rate_waited_ms += wait;
+        if (rate_waited_ms > kRateLimitGiveUpMs)
+          return finish(kExitRed, "stopped", "stopped: harness " + a.cls.detail + " for over an hour of waiting");
+        --iteration;  // a run the provider refused is not one of the agent's iterations
+        if (opt.deadline_ms && util::now_ms() + wait >= *opt.deadline_ms)
+          return finish(kExitRed, "stopped", "stopped: harness " + a.cls.detail + "; the wait would pass --until");
+        say("harness " + a.cls.detail + ": waiting " + std::to_string(wait / 1000) + " s");
+        phase("waiting");
+        if (!repo->is_clean(kKeep)) repo->reset_hard(repo->head_sha(), true, kKeep);
+        nap(wait);
+        continue;
+      }
+      rate_waits = 0;
+      rate_waited_ms = 0;
+      if (a.cls.status == Status::kUnavailable)
+        return finish(kExitRed, "failed", "harness unavailable: " + a.cls.detail);
+      if (a.cls.status == Status::kTimeout) {
+        // The runner killed the whole process group; its half-work goes.
+        last_failure = "the agent was stopped at the iteration timeout (" + a.cls.detail + ")";
+        repo->reset_hard(repo->head_sha(), true, kKeep);
+        a.changed = false;
+      }
+
+      if (!a.changed) {
+        ++no_progress;
+        trace.append("loop.no_change", {{"iteration", iteration}, {"in_a_row", no_progress}});
+        if (prompt_mode() && promised(a.output, prompt)) {
+          // The agent says it is done: only the checks can agree.
+          Measure m = measure();
+          if (m.interrupted) return interrupted();
+          if (m.green) {
+            bless();
+            return finish(kExitOk, "complete", "complete: the agent promised and every check is green");
+          }
+          last_failure = "you said COMPLETE but these checks are red: " + util::join_argv(m.red);
+        }
+        if (no_progress >= cfg.loop.no_progress_limit)
+          return finish(kExitRed, "stopped", "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
+        continue;
+      }
+      no_progress = 0;
+
+      if (task) {
+        std::string path = wt + "/" + tasks_rel;
+        util::write_file_atomic(path, tick_task(util::read_file(path), task->line));
+      }
+      phase("checking");
+      Measure m = measure();
+      if (m.interrupted || util::interrupted_signal()) return interrupted();
+      if (m.green) {
+        phase("committing");
+        repo->commit_all("phoenix-loop: " + title, "phoenix", "phoenix@localhost", true);
+        sync_branch("task done");
+        bless();
+        escalations_in_row = 0;
+        last_failure.clear();
+        trace.append("loop.task_done", {{"iteration", iteration}, {"task", tj}, {"head", repo->head_sha()}});
+        phase("committing");
+        if (prompt_mode() && promised(a.output, prompt))
+          return finish(kExitOk, "complete", "complete: the agent promised and every check is green");
+        continue;
+      }
+
+      // Red: keep the attempt as a commit so the inner cycle starts clean
+      // and a rollback keeps it under refs/phoenix/abandoned/.
+      last_failure = "red after iteration " + std::to_string(iteration) + ": " + util::join_argv(m.red);
+      for (const auto& r : m.results)
+        if (!r.ok) last_failure += "\n  " + r.id + ": " + r.signal;
+      repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true);
+      sync_branch("attempt");
+      Heal h = heal(m.red);
+      sync_branch(h.exit_code == kExitOk ? "healed" : "rolled back");
+      if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
+      if (h.exit_code == kExitOk) {
+        // Healed: the engine blessed the healed HEAD; the tick is in it.
+        escalations_in_row = 0;
+        last_failure.clear();
+        trace.append("loop.task_done", {{"iteration", iteration}, {"task", tj}, {"head", repo->head_sha()}, {"healed", true}});
+        phase("committing");
+        continue;
+      }
+      if (!h.incident.empty()) {
+        last_incident = h.incident;
+        util::write_file_atomic(root + "/.phoenix/ESCALATED", h.incident + "\n");
+        phase("escalated", [&](Json& s) { s["last_incident"] = h.incident; });
+        notify("escalated", h.incident);
+        ++escalations_in_row;
+        if (cfg.loop.on_escalate == "stop")
+          return finish(kExitEscalated, "escalated", "escalated: see " + h.incident);
+        if (task) {
+          skipped.insert(task->index);
+          write_run_file();
+          trace.append("loop.task_skipped", {{"iteration", iteration}, {"task", tj}, {"incident", h.incident}});
+        }
+        say("escalated: " + h.incident + "; skipping the task (loop.on_escalate = skip)");
+        if (escalations_in_row >= cfg.circuit_breaker)
+          return finish(kExitEscalated, "escalated", "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");
+      } else {
+        // Red but not healed and no incident (e.g. a guard blocked it): back
+        // to known-good so the next iteration starts green.
+        if (auto kg = repo->read_ref(engine::kKnownGoodRef)) repo->reset_hard(*kg, true, kKeep);
+        sync_branch("rolled back");
+      }
+      if (session_retries >= cfg.session_cap)
+        return finish(kExitEscalated, "escalated", "loop-wide retry cap: " + std::to_string(session_retries) + " heal attempts");
+    }
+  }
+
+  int escalated_baseline(const Heal& h) {
+    if (!h.incident.empty()) {
+      last_incident = h.incident;
+      util::write_file_atomic(root + "/.phoenix/ESCALATED", h.incident + "\n");
+      phase("escalated", [&](Json& s) { s["last_incident"] = h.incident; });
+      notify("escalated", h.incident);
+      return finish(kExitEscalated, "escalated", "baseline could not be healed: see " + h.incident);
+    }
+    return finish(kExitRed, "stopped", "baseline red and not healed");
+  }
+};
+
+}  // namespace
+
+int run_loop(const Options& options, const config::Config& cfg, trace::Trace& trace,
+             const std::function<void(const std::string&)>& say) {
+  Loop l(options, cfg, trace, say);
+  try {
+    return l.run();
+  } catch (const Error& e) {
+    if (util::interrupted_signal() != 0 || e.exit_code() == kExitInterrupted) {
+      if (l.repo) return l.interrupted();
+    }
+    if (l.repo) {
+      // Setup went through: the state file must say the loop is over.
+      l.phase("failed", [&](Json& s) { s["exit_code"] = e.exit_code(); });
+      l.trace.append("loop.end", {{"exit_code", e.exit_code()}, {"phase", "failed"}, {"why", e.what()}});
+    }
+    throw;
+  }
+}
+
+}  // namespace phoenix::loop

@@ -1,0 +1,83 @@
+// phoenix-loop: the outer, ralph-style driver (DESIGN.md "Outer loop").
+//
+// One loop per repository (an flock on .phoenix/loop.lock naming its pid;
+// the kernel drops it when the holder dies, so a stale lock is simply taken).
+// The loop works on its own branch (default phoenix/loop-YYYYMMDD) in its own
+// worktree .phoenix/worktrees/loop-<branch tail>; the user's checkout and
+// branch are never touched. The worktree's HEAD is detached (gitx makes
+// detached worktrees) and the branch ref is moved to it after every commit
+// and rollback, so the branch always names the loop's latest state.
+//
+// Before iteration 1 every check is measured (the baseline): a red one is
+// healed (loop.baseline = heal, via the inner cycle), left out of every
+// later verdict (ignore), or stops the loop (stop, exit 1).
+//
+// One iteration: pick the next open task (or the prompt file again), run the
+// harness once in the worktree with a fresh prompt (templates/prompt-task.md:
+// task, progress, last failure and incident), tick the task, measure every
+// check. Green: commit "phoenix-loop: <task>", bless known-good. Red: commit
+// the attempt, run the inner heal cycle (engine::run_session) in the
+// worktree with rollback to known-good. Escalated: the engine wrote the
+// incident before rolling back; the loop copies it to <repo>/incidents/,
+// writes <repo>/.phoenix/ESCALATED (the incident path), runs loop.notify,
+// then stops (exit 2) or skips the task (on_escalate = skip; final exit 1).
+//
+// Done (exit 0) when every task is ticked and the last measurement of every
+// check was green. In prompt mode the agent may end the run with
+// <promise>COMPLETE</promise> in its output, but only when the checks are
+// green in that same iteration: the agent's words never decide alone.
+//
+// Stops (exit 1, phase "stopped", the reason in the trace and on stderr):
+// max_iterations, --until, .phoenix/STOP, no_progress_limit iterations in a
+// row that changed nothing, the loop-wide retry cap (session_cap heal
+// attempts over the whole loop) and the circuit breaker (circuit_breaker
+// escalations in a row; exit 2). SIGINT/SIGTERM: the child's process group
+// is killed by the runner, the state says "interrupted", exit 130. A
+// rate-limited or quota-capped harness run waits (backoff, bounded by
+// --until) instead of counting as no progress.
+//
+// --resume: carries on from .phoenix/loop-run.json and the branch: the
+// worktree is reset to the branch tip (a half-done iteration is kept under
+// refs/phoenix/abandoned/), counters continue from loop-state.json.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "config/config.h"
+#include "trace/trace.h"
+
+namespace phoenix::loop {
+
+struct Options {
+  std::string root;            // the user's work tree
+  std::string tasks;           // overrides loop.tasks
+  std::string prompt;          // overrides loop.prompt
+  std::optional<int> max_iterations;
+  std::optional<long long> deadline_ms;  // epoch ms (--until)
+  std::string deadline_text;             // as ISO-8601, for the state file
+  std::string branch;          // overrides loop.branch
+  bool resume = false;
+  std::string templates_dir;   // shipped templates (prompt-task.md)
+};
+
+// Runs the loop to its end; returns the exit code (0, 1, 2, 130).
+// Throws UsageError / ConfigError for a bad setup before anything starts.
+int run_loop(const Options& options, const config::Config& cfg, trace::Trace& trace,
+             const std::function<void(const std::string&)>& say);
+
+// "HH:MM" (the next such local time, today or tomorrow) or ISO-8601
+// ("2026-12-01T06:00", "...:00Z", "...+02:00") to epoch ms. UsageError when
+// it is neither.
+long long parse_until(const std::string& text, long long now_ms);
+
+// The default branch name for a loop started at `now_ms`: phoenix/loop-YYYYMMDD (UTC).
+std::string default_branch(long long now_ms);
+
+// Path of the state file, the stop file and the run file under `root`.
+std::string state_path(const std::string& root);
+std::string stop_path(const std::string& root);
+std::string run_path(const std::string& root);
+
+}  // namespace phoenix::loop

@@ -1,0 +1,80 @@
+#include "loop/state.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "util/atomic_file.h"
+#include "util/text.h"
+
+namespace phoenix::loop {
+
+using util::Json;
+
+Json empty_state() {
+  return Json{{"schema_version", kStateSchemaVersion},
+              {"pid", static_cast<long>(::getpid())},
+              {"phase", "starting"},
+              {"task", nullptr},
+              {"iteration", 0},
+              {"max_iterations", 0},
+              {"retry_count", 0},
+              {"session_retries", 0},
+              {"last_failure_type", nullptr},
+              {"last_signature", nullptr},
+              {"last_incident", nullptr},
+              {"known_good", nullptr},
+              {"head", nullptr},
+              {"started_at", util::now_iso8601()},
+              {"updated_at", util::now_iso8601()},
+              {"deadline", nullptr},
+              {"exit_code", nullptr}};
+}
+
+StateFile::StateFile(std::string path) : path_(std::move(path)), state_(empty_state()) {}
+
+StateFile::~StateFile() { stop_heartbeat(); }
+
+void StateFile::write_locked() {
+  state_["updated_at"] = util::now_iso8601();
+  util::write_file_atomic(path_, state_.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
+}
+
+void StateFile::update(const std::function<void(Json&)>& change) {
+  std::lock_guard<std::mutex> lock(mu_);
+  change(state_);
+  write_locked();
+}
+
+Json StateFile::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_;
+}
+
+void StateFile::start_heartbeat(double seconds) {
+  if (beat_.joinable() || seconds <= 0) return;
+  auto period = std::chrono::microseconds(static_cast<long long>(seconds * 1e6));
+  beat_ = std::thread([this, period] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      if (cv_.wait_for(lock, period, [this] { return stopping_; })) break;
+      try {
+        write_locked();
+      } catch (...) {
+        // A full disk must not kill the loop from this thread; the next
+        // transition's write reports it on the loop's own thread.
+      }
+    }
+  });
+}
+
+void StateFile::stop_heartbeat() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (beat_.joinable()) beat_.join();
+}
+
+}  // namespace phoenix::loop

@@ -1,0 +1,62 @@
+// .phoenix/loop-state.json: what an outer harness polls (DESIGN.md "Files in
+// a user's repository"; schema in templates/loop-state.schema.json).
+//
+// The object has exactly the fields of the design: schema_version, pid,
+// phase, task {id,title,index,total} (null between tasks), iteration,
+// max_iterations, retry_count, session_retries, last_failure_type,
+// last_signature, last_incident, known_good, head, started_at, updated_at,
+// deadline, exit_code (null until the loop has finished).
+//
+// Every write replaces the file atomically (util::write_file_atomic), so a
+// reader sees the previous state or the next, never a mix. Writes are
+// serialised by a mutex: the loop's thread writes at every transition and
+// the heartbeat thread rewrites the same state (with a fresh updated_at)
+// every heartbeat_s, so a poller can tell a live loop from a dead one.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "util/json.h"
+
+namespace phoenix::loop {
+
+inline constexpr int kStateSchemaVersion = 1;
+
+// Phases written to "phase".
+//   starting, baseline, agent, checking, healing, committing, waiting
+//   (rate limit), complete, stopped, escalated, interrupted, failed
+class StateFile {
+ public:
+  // Starts from every field at its empty value, pid = this process.
+  explicit StateFile(std::string path);
+  ~StateFile();  // stops the heartbeat
+  StateFile(const StateFile&) = delete;
+  StateFile& operator=(const StateFile&) = delete;
+
+  // Changes fields under the lock, then writes the file.
+  void update(const std::function<void(util::Json&)>& change);
+  util::Json snapshot() const;
+  // Rewrites the file every `seconds` on its own thread until stop_heartbeat().
+  void start_heartbeat(double seconds);
+  void stop_heartbeat();
+  const std::string& path() const { return path_; }
+
+ private:
+  void write_locked();
+
+  std::string path_;
+  mutable std::mutex mu_;
+  util::Json state_;
+  std::thread beat_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+};
+
+// An empty state object (every field present).
+util::Json empty_state();
+
+}  // namespace phoenix::loop
