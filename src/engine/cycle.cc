@@ -362,7 +362,10 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
       ++fixer_index;
       continue;
     }
-    tried.insert(attempt_sig);
+    // A journal replay is a stored first guess, not a fix of this run: it never
+    // repeats itself (the journal skips what it offered), and a stale one must
+    // not block a fresh fix that touches the same files.
+    if (p.fixer != "journal") tried.insert(attempt_sig);
     GuardVerdict v = check_patch(facts, check, cfg, root);
     if (!v.ok) {
       explain("guard " + v.guard + " rejects the proposal of " + p.fixer + ": " + v.reason);

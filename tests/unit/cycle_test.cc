@@ -286,6 +286,17 @@ TEST_F(Cycle, Invariant6_CircuitBreaker) {
   EXPECT_EQ(read(root + "/value.txt"), "bad\n");
 }
 
+TEST_F(Cycle, AStaleJournalReplayDoesNotBlockAFreshFixOfTheSameFile) {
+  cfg.circuit_breaker = 10;
+  std::vector<std::unique_ptr<fixers::Fixer>> fx;
+  fx.push_back(std::make_unique<ScriptedFixer>(std::vector<std::string>{set_value_patch("bad", "stale")}, "journal"));
+  fx.push_back(std::make_unique<ScriptedFixer>(std::vector<std::string>{set_value_patch("bad", "good")}, "fresh"));
+  RunResult r = run_with(std::move(fx));
+  EXPECT_EQ(r.exit_code, 0);
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_EQ(r.issues[0].fixer, "fresh");
+}
+
 TEST_F(Cycle, Invariant8_SessionCap) {
   cfg.budgets["unit"] = 10;
   cfg.circuit_breaker = 10;
