@@ -42,3 +42,4 @@ echo "== engine overhead per heal cycle (checks and fixers excluded)"
 
 echo "== sandbox ready time beside git worktree add"
 "$build/phoenix_bench_sandbox" 1000 10000
+PHOENIX_BUILD_DIR="$build" "$here/bench/hook_bench.sh"

@@ -21,6 +21,7 @@ const std::vector<Command>& commands() {
        cmd_heal},
       {"trace", "trace verify [FILE] [--json]", "check the hash chain of .phoenix/trace.jsonl", cmd_trace},
       {"recover", "recover [--json]", "return an interrupted run to a consistent state", cmd_recover},
+      {"hook", "hook install [--json] | hook uninstall [--json] | hook run pre-push [REMOTE URL]", "the pre-push hook: measure (and heal) what is pushed", cmd_hook},
       {"journal", "journal [stats|push|pull [REMOTE]] [--forget PREFIX] [--json]", "remembered verified fixes: list, forget, stats, share", cmd_journal},
       {"status", "status [--json] [--watch]", "what phoenix-loop is doing, from .phoenix/loop-state.json", cmd_status},
       {"report", "report [--since WHEN] [--json] [--html FILE]", "what happened: tasks, heals, incidents, time, cost", cmd_report},

@@ -44,6 +44,7 @@ int cmd_snapshot(const std::vector<std::string>& args);
 int cmd_heal(const std::vector<std::string>& args);
 int cmd_trace(const std::vector<std::string>& args);
 int cmd_recover(const std::vector<std::string>& args);
+int cmd_hook(const std::vector<std::string>& args);
 int cmd_journal(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_init(const std::vector<std::string>& args);

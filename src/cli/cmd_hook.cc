@@ -1,0 +1,161 @@
+// phoenix hook install | uninstall | run pre-push [REMOTE URL]
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <iterator>
+
+#include "cli/app.h"
+#include "gitx/repo.h"
+#include "hook/hook.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/subprocess.h"
+#include "util/text.h"
+
+namespace phoenix::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// The binary the shim will call: this one, by the absolute path the kernel
+// knows it by (a relative argv[0] or a symlink on PATH would break later).
+std::string self_path() {
+  std::error_code ec;
+  fs::path self = fs::canonical("/proc/self/exe", ec);
+  if (ec) throw Error("cannot find the phoenix binary's own path (/proc/self/exe): " + ec.message());
+  return self.string();
+}
+
+// hooks/pre-push.in, found like the templates: an installed phoenix has it
+// in share/phoenix/hooks beside itself; a build tree uses the source tree's.
+std::string shim_template() {
+  std::error_code ec;
+  std::vector<fs::path> candidates{
+      fs::path(self_path()).parent_path().parent_path() / "share/phoenix/hooks/pre-push.in",
+      fs::path(PHOENIX_TEMPLATES_DIR).parent_path() / "hooks/pre-push.in",
+      fs::path(PHOENIX_SOURCE_TEMPLATES_DIR).parent_path() / "hooks/pre-push.in",
+  };
+  for (const auto& c : candidates)
+    if (fs::is_regular_file(c, ec)) return util::read_file(c.string());
+  std::string tried;
+  for (const auto& c : candidates) tried += "\n  " + c.string();
+  throw Error("the pre-push hook template is missing; looked for:" + tried);
+}
+
+// How a snippet in a shared config file should call Phoenix: by name when
+// PATH finds this very binary (teammates have their own), else by path.
+std::string phoenix_command(const std::string& self) {
+  std::string found = util::find_executable("phoenix");
+  std::error_code ec;
+  if (!found.empty() && fs::canonical(found, ec) == fs::path(self)) return "phoenix";
+  return self;
+}
+
+int hook_install(Parsed& p) {
+  if (!p.ctx.in_repo) throw UsageError("hook install: " + p.ctx.cwd + " is not inside a git repository");
+  gitx::Repo repo = gitx::Repo::discover(p.ctx.root);
+  const std::string self = self_path();
+  const std::string hooks_dir = repo.hooks_dir();
+  if (auto m = hook::detect_manager(repo.workdir(), repo.config_get("core.hooksPath"), phoenix_command(self))) {
+    // Their tool owns the hooks and would overwrite (or be bypassed by) a
+    // shim of ours: the user adds one entry to its configuration instead.
+    if (p.ctx.json) {
+      print_json(p.ctx, {{"action", "delegated"}, {"manager", m->name}, {"config", m->config}, {"snippet", m->snippet},
+                         {"then", m->then.empty() ? json(nullptr) : json(m->then)}, {"hooks_dir", hooks_dir}});
+      return kExitOk;
+    }
+    std::cout << m->name << " manages this repository's git hooks, so Phoenix does not install its own pre-push hook.\n"
+              << "Add this to " << m->config << (m->name == "husky" ? " (create it if it does not exist)" : "") << ":\n\n";
+    for (const auto& line : util::split_lines(m->snippet)) std::cout << "    " << line << "\n";
+    std::cout << "\n";
+    if (!m->then.empty()) std::cout << "then run '" << m->then << "'.\n";
+    std::cout << "Nothing was written.\n";
+    return kExitOk;
+  }
+  hook::InstallResult r = hook::install(hooks_dir, hook::render_shim(shim_template(), self));
+  if (p.ctx.json) {
+    print_json(p.ctx, {{"action", r.action}, {"hook", r.hook}, {"chained", r.chained.empty() ? json(nullptr) : json(r.chained)},
+                       {"binary", self}, {"hooks_dir", hooks_dir}});
+    return kExitOk;
+  }
+  std::cout << (r.action == "unchanged" ? "already installed: " : r.action == "updated" ? "updated: " : "installed: ")
+            << r.hook << "\n  runs " << self << " hook run pre-push on every git push\n";
+  if (!r.chained.empty())
+    std::cout << "  the pre-push hook that was there runs first: " << r.chained << "\n";
+  std::cout << "  'phoenix hook uninstall' puts back what was there before\n";
+  // A core.hooksPath outside the repository (a global ~/.githooks, say)
+  // serves other repositories too: say what the hook does there.
+  auto inside = [](const std::string& path, const std::string& dir) {
+    return path == dir || util::starts_with(path, dir + "/");
+  };
+  if (!inside(hooks_dir, repo.workdir()) && !inside(hooks_dir, repo.common_dir()))
+    std::cout << "  note: " << hooks_dir << " is outside this repository (core.hooksPath), so other repositories "
+              << "using it get this hook too; where there is no phoenix.json it passes with a warning\n";
+  return kExitOk;
+}
+
+int hook_uninstall(Parsed& p) {
+  if (!p.ctx.in_repo) throw UsageError("hook uninstall: " + p.ctx.cwd + " is not inside a git repository");
+  gitx::Repo repo = gitx::Repo::discover(p.ctx.root);
+  hook::UninstallResult r = hook::uninstall(repo.hooks_dir());
+  if (p.ctx.json) {
+    print_json(p.ctx, {{"action", r.action}, {"hook", r.hook}});
+    return kExitOk;
+  }
+  if (r.action == "restored") std::cout << "restored the earlier pre-push hook: " << r.hook << "\n";
+  else if (r.action == "removed") std::cout << "removed Phoenix's pre-push hook: " << r.hook << "\n";
+  else std::cout << "no Phoenix pre-push hook in " << fs::path(r.hook).parent_path().string() << ": nothing to do\n";
+  return kExitOk;
+}
+
+int hook_run(Parsed& p) {
+  const auto& pos = p.positional;
+  if (pos.size() < 2 || pos[1] != "pre-push")
+    throw UsageError("hook run: the hook is 'pre-push' (phoenix hook run pre-push [REMOTE URL])");
+  if (pos.size() > 4) throw UsageError("hook run pre-push: unexpected argument '" + pos[4] + "'");
+  // Also here, not only in the shim: husky and lefthook call this directly.
+  if (!p.ctx.in_repo) throw UsageError("hook run: " + p.ctx.cwd + " is not inside a git repository");
+  if (const char* skip = std::getenv("PHOENIX_SKIP"); skip && std::string(skip) == "1") {
+    std::cerr << "phoenix: PHOENIX_SKIP=1: pre-push checks skipped\n";
+    return kExitOk;
+  }
+  if (::isatty(0) == 1)
+    throw UsageError("hook run pre-push reads git's ref lines on stdin (\"<local ref> <local sha> <remote ref> "
+                     "<remote sha>\"); git push provides them");
+  std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  std::vector<hook::PushedRef> refs = hook::parse_pre_push(input);
+  hook::PrePushOptions opt;
+  opt.root = p.ctx.root;
+  opt.remote = pos.size() > 2 ? pos[2] : "";
+  opt.url = pos.size() > 3 ? pos[3] : "";
+  opt.templates_dir = templates_dir();
+  opt.color = p.ctx.color_err;
+  Context& ctx = p.ctx;
+  opt.trace = [&ctx]() -> trace::Trace& { return ctx.trace(); };
+  return hook::run_pre_push(opt, refs, std::cerr);
+}
+
+}  // namespace
+
+int cmd_hook(const std::vector<std::string>& args) {
+  po::options_description desc("hook options");
+  Parsed p;
+  if (!parse_command("hook", desc, args, p)) return kExitOk;
+  if (p.positional.empty()) throw UsageError("hook: the subcommand is install, uninstall or run");
+  const std::string& sub = p.positional[0];
+  if (sub == "install" || sub == "uninstall") {
+    if (p.positional.size() > 1) throw UsageError("hook " + sub + ": unexpected argument '" + p.positional[1] + "'");
+    return sub == "install" ? hook_install(p) : hook_uninstall(p);
+  }
+  if (sub == "run") {
+    if (p.ctx.json) throw UsageError("hook run: --json is not available (a hook's output is for people)");
+    return hook_run(p);
+  }
+  std::string near = util::nearest(sub, {"install", "uninstall", "run"});
+  throw UsageError("hook: unknown subcommand '" + sub + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+}
+
+}  // namespace phoenix::cli

@@ -1,0 +1,609 @@
+#include "hook/hook.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+
+#include "checks/check.h"
+#include "config/config.h"
+#include "engine/cycle.h"
+#include "engine/session.h"
+#include "gitx/repo.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/lock.h"
+#include "util/subprocess.h"
+#include "util/text.h"
+
+namespace phoenix::hook {
+
+namespace fs = std::filesystem;
+using util::Json;
+
+// ---------------------------------------------------------------------------
+// stdin
+
+namespace {
+
+bool is_hex_digit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+bool is_sha(std::string_view s) {
+  return (s.size() == 40 || s.size() == 64) && std::all_of(s.begin(), s.end(), is_hex_digit);
+}
+
+bool all_zeros(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c == '0'; }); }
+
+bool has_control(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+// A line as it can be shown in one line of an error: control bytes and
+// non-ASCII escaped, cut to 80 bytes of input.
+std::string shown(std::string_view line) {
+  std::string out;
+  size_t n = std::min<size_t>(line.size(), 80);
+  for (size_t i = 0; i < n; ++i) {
+    auto u = static_cast<unsigned char>(line[i]);
+    if (u == '"' || u == '\\') {
+      out += '\\';
+      out += static_cast<char>(u);
+    } else if (u < 0x20 || u >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += static_cast<char>(u);
+    }
+  }
+  return "\"" + out + "\"" + (line.size() > n ? " (cut; " + std::to_string(line.size()) + " bytes)" : "");
+}
+
+}  // namespace
+
+bool PushedRef::deletion() const { return all_zeros(local_sha); }
+bool PushedRef::creation() const { return all_zeros(remote_sha); }
+
+std::vector<PushedRef> parse_pre_push(std::string_view input) {
+  std::vector<PushedRef> out;
+  size_t pos = 0;
+  size_t number = 0;
+  while (pos < input.size()) {
+    size_t nl = input.find('\n', pos);
+    std::string_view line = input.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? input.size() : nl + 1;
+    ++number;
+    auto fail = [&](const std::string& why) -> UsageError {
+      return UsageError("pre-push: stdin line " + std::to_string(number) + ": " + why + ": " + shown(line) +
+                        " (git writes \"<local ref> <local sha> <remote ref> <remote sha>\")");
+    };
+    std::vector<std::string_view> fields;
+    size_t start = 0;
+    for (;;) {
+      size_t sp = line.find(' ', start);
+      fields.push_back(line.substr(start, sp == std::string_view::npos ? std::string_view::npos : sp - start));
+      if (sp == std::string_view::npos) break;
+      start = sp + 1;
+    }
+    if (fields.size() != 4) throw fail(std::to_string(fields.size()) + (fields.size() == 1 ? " field" : " fields") + ", not 4");
+    if (fields[0].empty() || fields[2].empty()) throw fail("an empty ref");
+    if (has_control(fields[0]) || has_control(fields[2])) throw fail("a control character in a ref");
+    if (!is_sha(fields[1])) throw fail("the local sha is not 40 or 64 hex digits");
+    if (!is_sha(fields[3])) throw fail("the remote sha is not 40 or 64 hex digits");
+    if (fields[1].size() != fields[3].size()) throw fail("the two shas differ in length");
+    out.push_back({std::string(fields[0]), lower(fields[1]), std::string(fields[2]), lower(fields[3])});
+  }
+  return out;
+}
+
+std::vector<std::string> commits_to_measure(const std::vector<PushedRef>& refs) {
+  std::vector<std::string> out;
+  for (const auto& r : refs)
+    if (!r.deletion() && std::find(out.begin(), out.end(), r.local_sha) == out.end()) out.push_back(r.local_sha);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// The shim
+
+namespace {
+
+constexpr std::string_view kPhoenixPlaceholder = "@PHOENIX@";
+constexpr std::string_view kSuffixPlaceholder = "@CHAINED_SUFFIX@";
+
+std::string sh_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+std::string replace_all(std::string text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+// The inverse of sh_quote for one word as sh_quote writes it.
+std::string sh_unquote(std::string_view s) {
+  std::string out;
+  bool quoted = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '\'') {
+      quoted = !quoted;
+    } else if (c == '\\' && !quoted && i + 1 < s.size()) {
+      out += s[++i];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_shim(std::string_view tmpl, const std::string& phoenix_bin) {
+  if (!is_shim(tmpl)) throw Error("the pre-push template lacks its marker line '" + std::string(kShimMarker) + "'");
+  if (tmpl.find(kPhoenixPlaceholder) == std::string_view::npos || tmpl.find(kSuffixPlaceholder) == std::string_view::npos)
+    throw Error("the pre-push template lacks " + std::string(kPhoenixPlaceholder) + " or " + std::string(kSuffixPlaceholder));
+  std::string text = replace_all(std::string(tmpl), kPhoenixPlaceholder, sh_quote(phoenix_bin));
+  return replace_all(std::move(text), kSuffixPlaceholder, kChainedSuffix);
+}
+
+bool is_shim(std::string_view content) {
+  // The marker is the second line; a hook that merely mentions Phoenix
+  // further down is somebody else's.
+  size_t nl = content.find('\n');
+  return nl != std::string_view::npos && content.substr(nl + 1, kShimMarker.size()) == kShimMarker;
+}
+
+std::string shim_binary(std::string_view content) {
+  if (!is_shim(content)) return "";
+  for (const auto& line : util::split_lines(content))
+    if (util::starts_with(line, "PHOENIX=")) return sh_unquote(std::string_view(line).substr(8));
+  return "";
+}
+
+// ---------------------------------------------------------------------------
+// husky and lefthook
+
+std::optional<Manager> detect_manager(const std::string& workdir, const std::optional<std::string>& hooks_path,
+                                      const std::string& phoenix_cmd) {
+  std::error_code ec;
+  const fs::path top(workdir);
+  const std::string run_line = phoenix_cmd + " hook run pre-push";
+  if (fs::is_directory(top / ".husky", ec) && hooks_path && !hooks_path->empty()) {
+    fs::path hp(*hooks_path);
+    if (hp.is_relative()) hp = top / hp;
+    std::string norm = hp.lexically_normal().string();
+    while (norm.size() > 1 && norm.back() == '/') norm.pop_back();
+    if (norm == (top / ".husky").string() || norm == (top / ".husky" / "_").string()) {
+      // husky runs .husky/pre-push with git's argv and stdin: one line
+      // there hands both on.
+      return Manager{"husky", ".husky/pre-push", run_line + " \"$@\"\n", ""};
+    }
+  }
+  // lefthook's own search order.
+  for (const char* name : {"lefthook.yml", ".lefthook.yml", ".config/lefthook.yml", "lefthook.yaml", ".lefthook.yaml",
+                           ".config/lefthook.yaml", "lefthook.toml", ".lefthook.toml", ".config/lefthook.toml",
+                           "lefthook.json", ".lefthook.json", ".config/lefthook.json"}) {
+    if (!fs::exists(top / name, ec)) continue;
+    std::string n = name;
+    // use_stdin: lefthook otherwise keeps git's ref lines to itself; {1} {2}
+    // are git's arguments (remote name and URL).
+    std::string snippet;
+    if (util::ends_with(n, ".toml")) {
+      snippet = "[[pre-push.jobs]]\nname = \"phoenix\"\nrun = \"" + run_line + " {1} {2}\"\nuse_stdin = true\n";
+    } else if (util::ends_with(n, ".json")) {
+      snippet = "\"pre-push\": {\n  \"jobs\": [\n    { \"name\": \"phoenix\", \"run\": \"" + run_line +
+                " {1} {2}\", \"use_stdin\": true }\n  ]\n}\n";
+    } else {
+      snippet = "pre-push:\n  jobs:\n    - name: phoenix\n      run: " + run_line + " {1} {2}\n      use_stdin: true\n";
+    }
+    return Manager{"lefthook", n, snippet, "lefthook install"};
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------
+// Install / uninstall
+
+namespace {
+
+bool exists_no_follow(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(fs::symlink_status(p, ec));
+}
+
+// A regular file (not a symlink) holding a shim.
+bool holds_shim(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(p, ec))) return false;
+  try {
+    return is_shim(util::read_file(p.string()));
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+void rename_durably(const fs::path& from, const fs::path& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0) throw_errno("cannot rename " + from.string() + " to " + to.string());
+  util::fsync_dir(to.parent_path().string());
+}
+
+}  // namespace
+
+InstallResult install(const std::string& hooks_dir, const std::string& shim) {
+  std::error_code ec;
+  fs::create_directories(hooks_dir, ec);
+  if (ec) throw Error("cannot create the hooks folder " + hooks_dir + ": " + ec.message());
+  const fs::path hook = fs::path(hooks_dir) / "pre-push";
+  const fs::path chained = fs::path(hooks_dir) / ("pre-push" + std::string(kChainedSuffix));
+  InstallResult out;
+  out.hook = hook.string();
+  if (holds_shim(hook)) {
+    struct stat st {};
+    bool executable = ::stat(hook.c_str(), &st) == 0 && (st.st_mode & 0111) == 0111;
+    out.action = util::read_file(hook.string()) == shim && executable ? "unchanged" : "updated";
+    if (out.action == "updated") util::write_file_atomic(hook.string(), shim, 0755);
+  } else {
+    if (exists_no_follow(hook)) {
+      if (fs::is_directory(fs::symlink_status(hook, ec)))
+        throw Error(hook.string() + " is a folder, not a hook; move it away and install again");
+      if (exists_no_follow(chained))
+        throw Error(hook.string() + " is not Phoenix's hook, and " + chained.string() +
+                    " (the hook kept when Phoenix was installed) is there too; keeping one of them is a person's "
+                    "choice: remove or rename one, then install again");
+      // A rename keeps the earlier hook exactly: bytes, mode, owner, and a
+      // symlink stays a symlink (pointing where it pointed).
+      rename_durably(hook, chained);
+    }
+    util::write_file_atomic(hook.string(), shim, 0755);
+    out.action = "installed";
+  }
+  if (exists_no_follow(chained)) out.chained = chained.string();
+  return out;
+}
+
+UninstallResult uninstall(const std::string& hooks_dir) {
+  const fs::path hook = fs::path(hooks_dir) / "pre-push";
+  const fs::path chained = fs::path(hooks_dir) / ("pre-push" + std::string(kChainedSuffix));
+  UninstallResult out;
+  out.hook = hook.string();
+  if (!holds_shim(hook)) {
+    out.action = "absent";
+    return out;
+  }
+  if (exists_no_follow(chained)) {
+    rename_durably(chained, hook);  // replaces the shim in one step
+    out.action = "restored";
+  } else {
+    if (std::remove(hook.c_str()) != 0) throw_errno("cannot remove " + hook.string());
+    util::fsync_dir(hooks_dir);
+    out.action = "removed";
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// The run
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Untracked files here never make the tree dirty (Phoenix's state, incident
+// notes), as for the engine.
+const std::vector<std::string> kKeep{".phoenix/", "incidents/"};
+
+std::string sha12(const std::string& s) { return s.substr(0, 12); }
+
+std::string paint(bool on, const char* code, const std::string& s) {
+  return on ? std::string("\033[") + code + "m" + s + "\033[0m" : s;
+}
+
+// "refs/heads/main" -> "main", "refs/tags/v1" -> "v1"; others as they are.
+std::string short_ref(const std::string& ref) {
+  for (const char* p : {"refs/heads/", "refs/tags/"})
+    if (util::starts_with(ref, p)) return ref.substr(std::string(p).size());
+  return ref;
+}
+
+// One commit being pushed: the sha git gave (a tag object for an annotated
+// tag), the commit it names, and the local refs that push it.
+struct Target {
+  std::string commit;
+  std::vector<const PushedRef*> refs;
+  std::string label() const {
+    std::string names;
+    for (const auto* r : refs) names += (names.empty() ? "" : ",") + short_ref(r->local_ref);
+    return names + "@" + sha12(commit);
+  }
+};
+
+// A detached worktree of one commit under <root>/.phoenix/worktrees/,
+// removed (registration and folder) when it goes out of scope, however
+// the measurement ended.
+class TempWorktree {
+ public:
+  TempWorktree(gitx::Repo& repo, const std::string& root, const std::string& commit)
+      : repo_(repo),
+        path_(root + "/.phoenix/worktrees/hook-" + sha12(commit)),
+        // The pid keeps two pushes from two linked worktrees of one
+        // repository (each with its own .phoenix/ and lock) from colliding
+        // in the shared <common dir>/worktrees/.
+        name_("phoenix-hook-" + sha12(commit) + "-" + std::to_string(::getpid())) {
+    // A run killed with SIGKILL leaves its worktree behind; this root's lock
+    // is held, so one at our path is stale.
+    for (const auto& w : repo_.worktree_list())
+      if (util::starts_with(w.name, "phoenix-hook-") && fs::path(w.path).lexically_normal() == fs::path(path_).lexically_normal())
+        repo_.worktree_remove(w.name);
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+    fs::create_directories(fs::path(path_).parent_path(), ec);
+    repo_.worktree_add(name_, path_, commit);
+  }
+  ~TempWorktree() {
+    try {
+      repo_.worktree_remove(name_);
+    } catch (const std::exception& e) {
+      std::cerr << "phoenix: warning: could not remove the temporary worktree " << name_ << ": " << e.what() << "\n";
+    }
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempWorktree(const TempWorktree&) = delete;
+  TempWorktree& operator=(const TempWorktree&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  gitx::Repo& repo_;
+  std::string path_;
+  std::string name_;
+};
+
+// git exports these to hooks in some set-ups (a push from a linked
+// worktree, `git --git-dir`); a check's own git commands must find the
+// repository of the folder they run in — a temporary worktree included —
+// so Phoenix's children do not inherit them.
+void forget_git_location_env() {
+  for (const char* v : {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                        "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX", "GIT_IMPLICIT_WORK_TREE"})
+    ::unsetenv(v);
+}
+
+void print_result(std::ostream& err, bool color, const checks::SenseResult& r, const std::string& where) {
+  err << "phoenix: " << (r.ok ? paint(color, "32", "ok ") : paint(color, "31;1", "RED")) << "  " << r.id << "  "
+      << r.signal << paint(color, "2", "  (" + std::to_string(r.duration_ms) + " ms)  " + where) << "\n";
+  if (r.ok || r.evidence.empty()) return;
+  auto lines = util::split_lines(r.evidence);
+  size_t from = lines.size() > 30 ? lines.size() - 30 : 0;
+  if (from > 0) err << paint(color, "2", "     | ... (" + std::to_string(from) + " lines above)") << "\n";
+  for (size_t i = from; i < lines.size(); ++i) err << paint(color, "2", "     | ") << lines[i] << "\n";
+}
+
+// The engine's timeline, one line per state.
+void print_event(std::ostream& err, const Json& ev) {
+  std::string kind = ev.value("event", "");
+  if (kind == "blocked") {
+    err << "phoenix: " << ev.value("text", "") << "\n";
+    return;
+  }
+  if (kind != "state") return;
+  std::string line = "phoenix: heal: " + ev.value("check", "") + " " + ev.value("state", "");
+  if (ev.contains("fixer")) line += " fixer=" + ev["fixer"].get<std::string>();
+  if (ev.contains("signal")) line += " " + ev["signal"].get<std::string>();
+  if (ev.contains("summary") && !ev["summary"].get<std::string>().empty()) line += " — " + ev["summary"].get<std::string>();
+  if (ev.contains("why")) line += " — " + ev["why"].get<std::string>();
+  if (ev.contains("commit") && !ev["commit"].get<std::string>().empty()) line += " commit " + sha12(ev["commit"].get<std::string>());
+  err << line << " (" << ev.value("elapsed_ms", 0LL) << " ms)\n";
+}
+
+struct Red {
+  const Target* target;
+  checks::SenseResult result;
+};
+
+}  // namespace
+
+int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, std::ostream& err) {
+  const auto start = Clock::now();
+  config::Config cfg;
+  try {
+    cfg = config::load(opt.root, false);
+  } catch (const ConfigError& e) {
+    err << "phoenix: error: " << e.what() << "\n"
+        << "phoenix: push blocked until phoenix.json loads ('PHOENIX_SKIP=1 git push' skips the check once)\n";
+    return kExitConfig;
+  }
+  if (cfg.path.empty()) {
+    err << "phoenix: warning: no phoenix.json in " << opt.root << ": nothing measured, push allowed (run 'phoenix init')\n";
+    return kExitOk;
+  }
+  if (commits_to_measure(refs).empty()) return kExitOk;  // only deletions
+
+  std::vector<checks::CheckSpec> selected;
+  if (cfg.hook.checks.empty()) selected = cfg.checks;
+  else
+    for (const auto& id : cfg.hook.checks) selected.push_back(*cfg.find(id));  // ids validated by config::load
+  if (selected.empty()) {
+    err << "phoenix: warning: phoenix.json has no checks: nothing measured, push allowed\n";
+    return kExitOk;
+  }
+
+  const std::string lock_path = opt.root + "/.phoenix/lock";
+  std::optional<util::FileLock> lock;
+  try {
+    lock.emplace(lock_path, 0, "this repository");
+  } catch (const Error&) {
+    long pid = util::FileLock::holder_pid(lock_path);
+    if (pid <= 0) throw;  // not a holder: the lock file itself is the problem, and the error says why
+    err << "phoenix: another Phoenix run (pid " << pid << ") holds this repository; push blocked (try again when it "
+        << "ends, or skip once with PHOENIX_SKIP=1)\n";
+    return kExitRed;
+  }
+
+  forget_git_location_env();
+  gitx::Repo repo = gitx::Repo::open(opt.root);
+  const std::string head = repo.head_sha();
+  const std::string head_branch = head.empty() ? "" : repo.head_branch();
+  std::optional<bool> clean;  // asked only when a pushed commit is HEAD
+  auto is_clean = [&] {
+    if (!clean) clean = repo.is_clean(kKeep);
+    return *clean;
+  };
+
+  // Annotated tags name tag objects: measure the commit they point to, once.
+  std::vector<Target> targets;
+  for (const auto& r : refs) {
+    if (r.deletion()) continue;
+    std::string commit;
+    try {
+      commit = repo.resolve(r.local_sha);
+    } catch (const Error&) {
+      err << "phoenix: " << r.local_ref << " (" << sha12(r.local_sha) << ") does not name a commit: not measured\n";
+      continue;
+    }
+    auto it = std::find_if(targets.begin(), targets.end(), [&](const Target& t) { return t.commit == commit; });
+    if (it == targets.end()) targets.push_back({commit, {&r}});
+    else it->refs.push_back(&r);
+  }
+
+  const auto deadline = start + std::chrono::duration<double>(cfg.hook.timeout_s);
+  auto remaining_s = [&] { return std::chrono::duration<double>(deadline - Clock::now()).count(); };
+  std::vector<Red> reds;
+  Json measured = Json::array();
+  bool used_worktree = false;
+  for (const auto& t : targets) {
+    const bool in_place = t.commit == head && is_clean();
+    std::optional<TempWorktree> wt;
+    if (!in_place) {
+      wt.emplace(repo, opt.root, t.commit);
+      used_worktree = true;
+    }
+    const std::string dir = in_place ? opt.root : wt->path();
+    const std::string where = t.label() + (in_place ? "" : " (temporary worktree)");
+    for (const auto& spec : selected) {
+      double left = remaining_s();
+      if (left <= 0) {
+        err << "phoenix: hook.timeout_s (" << cfg.hook.timeout_s << " s) ran out before " << spec.id << " in "
+            << t.label() << "; push blocked\n";
+        return kExitRed;
+      }
+      checks::CheckSpec capped = spec;
+      capped.timeout_s = std::min(spec.timeout_s, left);
+      checks::SenseResult r = checks::sense(capped, dir);
+      if (r.interrupted || util::interrupted_signal() != 0) {
+        err << "phoenix: interrupted; push blocked\n";
+        return kExitInterrupted;
+      }
+      print_result(err, opt.color, r, where);
+      measured.push_back({{"commit", t.commit}, {"check", spec.id}, {"ok", r.ok}, {"signal", r.signal},
+                          {"in_place", in_place}, {"duration_ms", r.duration_ms}});
+      if (!r.ok) reds.push_back({&t, r});
+    }
+  }
+
+  auto trace_outcome = [&](const std::string& outcome) {
+    if (!opt.trace) return;
+    Json pushed = Json::array();
+    for (const auto& r : refs) pushed.push_back({{"local_ref", r.local_ref}, {"local_sha", r.local_sha}, {"remote_ref", r.remote_ref}});
+    opt.trace().append("hook.pre-push", {{"remote", opt.remote}, {"refs", pushed}, {"measured", measured},
+                                         {"mode", cfg.hook.mode}, {"outcome", outcome}});
+  };
+
+  if (reds.empty()) {
+    // The common case stays cheap: a green push of HEAD in place leaves no
+    // trace entry (an fsynced append on every push); a worktree run does.
+    if (used_worktree) trace_outcome("green");
+    return kExitOk;
+  }
+
+  auto blocked_line = [&](const Red& r) {
+    return r.result.id + " is red in " + r.target->label();
+  };
+  if (cfg.hook.mode != "heal") {
+    for (const auto& r : reds) err << "phoenix: push blocked: " << blocked_line(r) << "\n";
+    err << "phoenix: fix it and push again ('PHOENIX_SKIP=1 git push' skips the check once)\n";
+    trace_outcome("blocked");
+    return kExitRed;
+  }
+
+  // heal: only in place, on the branch that is checked out (or a detached
+  // HEAD pushed as HEAD): that is where a fix commit lands for the next push.
+  auto healable = [&](const Target& t) {
+    if (t.commit != head || !is_clean()) return false;
+    return std::any_of(t.refs.begin(), t.refs.end(), [&](const PushedRef* r) {
+      return r->local_ref == "HEAD" || (!head_branch.empty() && r->local_ref == "refs/heads/" + head_branch);
+    });
+  };
+  bool heal_head = false;
+  int code = kExitOk;
+  for (const auto& r : reds) {
+    if (healable(*r.target)) {
+      heal_head = true;
+      continue;
+    }
+    err << "phoenix: push blocked: " << blocked_line(r) << "; it is not the checked-out branch's commit on a clean "
+        << "tree, so it cannot be healed in place (check it out and push again, or run 'phoenix run' there)\n";
+    code = kExitRed;
+  }
+  if (!heal_head) {
+    trace_outcome("blocked");
+    return code;
+  }
+
+  // Heal the checked-out commit with the repository's own session. The
+  // engine takes the repository lock itself (flock is per open file, so
+  // holding ours would lock it out): ours goes first.
+  lock.reset();
+  config::Config session_cfg = cfg;
+  double left = std::max(1.0, remaining_s());
+  for (auto& c : session_cfg.checks) c.timeout_s = std::min(c.timeout_s, left);
+  session_cfg.harness.timeout_s = std::min(session_cfg.harness.timeout_s, left);
+  engine::SessionOptions so;
+  so.run.templates_dir = opt.templates_dir;
+  if (!cfg.hook.checks.empty()) so.run.only = cfg.hook.checks;
+  err << "phoenix: hook.mode is heal: healing " << sha12(head) << " on " << (head_branch.empty() ? "HEAD" : head_branch) << "\n";
+  engine::RunResult result =
+      engine::run_session(opt.root, session_cfg, so, opt.trace(), [&](const Json& ev) { print_event(err, ev); });
+
+  bool healed_any = false;
+  for (const auto& i : result.issues) {
+    if (i.state == "HEALED" && !i.fix_commit.empty()) {
+      err << "phoenix: healed " << i.check << " in " << sha12(i.fix_commit) << " — push again\n";
+      healed_any = true;
+    } else if (i.state == "ESCALATED") {
+      err << "phoenix: " << i.check << " escalated: see " << result.incident << "; push blocked\n";
+    } else if (i.state != "HEALED") {
+      err << "phoenix: " << i.check << ": " << i.state << "; push blocked\n";
+    }
+  }
+  if (result.exit_code != kExitOk) code = std::max(code, result.exit_code);
+  else if (healed_any) code = std::max(code, static_cast<int>(kExitRed));  // the fix is not in what is being pushed
+  else if (result.issues.empty())
+    err << "phoenix: a fresh run of every check passes at " << sha12(head) << " (flaky?); push allowed for it\n";
+  trace_outcome(healed_any ? "healed" : code == kExitOk ? "green on re-run" : "blocked");
+  return code;
+}
+
+}  // namespace phoenix::hook

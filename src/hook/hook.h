@@ -1,0 +1,154 @@
+// The pre-push hook (DESIGN.md "pre-push hook"): what git hands the hook,
+// the shim that `phoenix hook install` puts where git looks for hooks, and
+// what `phoenix hook run pre-push` does with the commits being pushed.
+//
+//   git push ──> <hooks dir>/pre-push (the shim, a POSIX sh script)
+//                  1. the hook that was there before (pre-push.phoenix-chained)
+//                     runs first, same argv and stdin; its failure blocks
+//                  2. PHOENIX_SKIP=1: stop here, push allowed
+//                  3. exec <recorded phoenix> hook run pre-push REMOTE URL
+//                       └─> run_pre_push(): measure each pushed commit,
+//                           exit 0 lets the push go, anything else blocks
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace/trace.h"
+
+namespace phoenix::hook {
+
+// ---------------------------------------------------------------------------
+// What git writes on the hook's stdin: one line per ref being pushed,
+//   <local ref> SP <local sha> SP <remote ref> SP <remote sha> LF
+// (githooks(5)). A sha is 40 hex digits (64 in a SHA-256 repository); all
+// zeros is "no object": a zero local sha is a deletion (the local ref is then
+// "(delete)"), a zero remote sha a ref the remote does not have yet.
+
+struct PushedRef {
+  std::string local_ref;
+  std::string local_sha;
+  std::string remote_ref;
+  std::string remote_sha;
+  bool deletion() const;  // local sha all zeros
+  bool creation() const;  // remote sha all zeros (a new branch or tag)
+};
+
+// Parses the whole of stdin. A pure function of its input: no I/O, no
+// global state, any byte sequence is acceptable input. Empty input is no
+// refs; the last line may lack its LF. Anything else that is not exactly
+// four single-space-separated fields, with non-empty refs free of control
+// characters and both shas of the same length (40 or 64) in hex (either
+// case; returned lowercase), throws UsageError (exit 64) naming the line by
+// number and showing it (escaped and cut to 80 bytes). Throws nothing else.
+std::vector<PushedRef> parse_pre_push(std::string_view input);
+
+// The distinct local shas to measure, in the order they first appear;
+// deletions left out.
+std::vector<std::string> commits_to_measure(const std::vector<PushedRef>& refs);
+
+// ---------------------------------------------------------------------------
+// Install / uninstall.
+
+// The original pre-push hook is kept beside the shim under this suffix.
+inline constexpr std::string_view kChainedSuffix = ".phoenix-chained";
+// Every shim carries this on its second line; nothing else is ours.
+inline constexpr std::string_view kShimMarker = "# phoenix-pre-push-shim";
+
+// The shim from its template (hooks/pre-push.in): @PHOENIX@ becomes the
+// binary's absolute path, quoted for sh; @CHAINED_SUFFIX@ kChainedSuffix.
+// Throws Error when the template lacks the marker or a placeholder.
+std::string render_shim(std::string_view tmpl, const std::string& phoenix_bin);
+// Whether a hook file's content is a Phoenix shim (any version).
+bool is_shim(std::string_view content);
+// The phoenix binary a shim records, "" when the content is not a shim.
+std::string shim_binary(std::string_view content);
+
+// husky or lefthook owns the repository's hooks: Phoenix adds itself to
+// their configuration instead of replacing their pre-push hook.
+struct Manager {
+  std::string name;     // "husky" | "lefthook"
+  std::string config;   // the file to edit, relative to the work tree
+  std::string snippet;  // what to add to it
+  std::string then;     // what to run afterwards ("" when nothing)
+};
+// husky: a .husky/ folder and core.hooksPath (`hooks_path`, as configured,
+// nullopt when unset) naming .husky or .husky/_. lefthook: one of its
+// configuration files at the top of the work tree (.yml/.yaml/.toml/.json,
+// dotted or not, or under .config/). `phoenix_cmd` is how the snippet calls
+// Phoenix ("phoenix" when it is on PATH).
+std::optional<Manager> detect_manager(const std::string& workdir, const std::optional<std::string>& hooks_path,
+                                      const std::string& phoenix_cmd);
+
+struct InstallResult {
+  std::string hook;     // <hooks dir>/pre-push
+  std::string chained;  // where the earlier hook is kept, "" when there was none
+  // "installed" (first time), "updated" (a shim was there, recording
+  // another binary or an older template), "unchanged" (already this shim).
+  std::string action;
+};
+// Writes `shim` to <hooks_dir>/pre-push (created with its folders, mode
+// 0755, atomically). An existing hook that is not a shim is renamed to
+// pre-push.phoenix-chained first — a rename, so its bytes, mode and, for a
+// symlink, target stay exactly as they were. Idempotent: installing twice
+// gives the same files. Throws Error when pre-push is not a shim and a
+// chained hook already exists (someone replaced the shim by hand: moving
+// theirs would overwrite the one kept before).
+InstallResult install(const std::string& hooks_dir, const std::string& shim);
+
+struct UninstallResult {
+  std::string hook;
+  // "restored" (the chained hook is back under its name), "removed" (the
+  // shim went; there was nothing before it), "absent" (no shim here:
+  // nothing touched).
+  std::string action;
+};
+// Undoes install(): the chained hook is renamed back over the shim, or the
+// shim removed when there was none. A pre-push that is not a shim is left
+// alone, whatever else is there.
+UninstallResult uninstall(const std::string& hooks_dir);
+
+// ---------------------------------------------------------------------------
+// The run.
+
+struct PrePushOptions {
+  std::string root;           // the work tree git runs the hook in
+  std::string remote;         // argv[1] from git ("" when run by hand)
+  std::string url;            // argv[2]
+  std::string templates_dir;  // the engine's prompts (heal mode)
+  bool color = false;         // colour on `err`
+  // The repository's trace, opened only when something is written to it
+  // (a green push of HEAD writes nothing).
+  std::function<trace::Trace&()> trace;
+};
+
+// Measures each commit being pushed and returns the hook's exit code; all
+// output goes to `err` (git shows a hook's output on stderr).
+//
+// - No phoenix.json: one warning line, 0. A phoenix.json that does not
+//   load: the error, 78. No refs left once deletions go: 0.
+// - The repository's lock (.phoenix/lock) is taken without waiting; when
+//   another Phoenix run holds it: says so (with its pid), 1.
+// - Each distinct commit is measured once with the checks `hook.checks`
+//   (default: all): in place when it is HEAD and the work tree is clean
+//   (untracked files under .phoenix/ and incidents/ aside), otherwise in a
+//   temporary worktree <root>/.phoenix/worktrees/hook-<sha12> that is
+//   removed whatever happens. A check's own timeout is capped by what is
+//   left of `hook.timeout_s`; past it, the push is blocked.
+// - Green everywhere: one line per check, 0.
+// - Red, hook.mode "verify": the evidence, 1.
+// - Red, hook.mode "heal": when the red commit is HEAD, the tree clean and
+//   the pushed ref the checked-out branch (or HEAD itself), a heal session
+//   runs (engine::run_session, the config's fixers); HEALED leaves the
+//   verified fix commit on the branch and says "phoenix: healed <check> in
+//   <sha12> — push again", 1 (a pre-push hook cannot change what is being
+//   pushed). Escalated: the session's exit code (2). A red commit that is not
+//   checked out cannot be healed in place: blocked as in verify mode, 1.
+// - Interrupted (SIGINT/SIGTERM): 130.
+int run_pre_push(const PrePushOptions& options, const std::vector<PushedRef>& refs, std::ostream& err);
+
+}  // namespace phoenix::hook

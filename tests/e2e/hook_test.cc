@@ -1,0 +1,507 @@
+// End-to-end: `phoenix hook install|uninstall|run pre-push` with the built
+// binary and real `git push` to a local bare repository.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+
+#include "test_util.h"
+#include "util/json.h"
+#include "util/lock.h"
+#include "util/text.h"
+
+namespace phoenix::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kCheck = R"({ "id": "state", "kind": "command_exit", "editable": ["state.txt"],
+    "target": ["sh", "-c", "grep -q GOOD state.txt || { echo 'FAIL state_test: want GOOD'; exit 1; }"] })";
+
+std::string config(const std::string& mode, const std::string& extra = "") {
+  return std::string("{\n  \"checks\": [") + kCheck + "],\n  \"fixers\": [\"bisect\"],\n  \"hook\": { \"mode\": \"" + mode +
+         "\"" + extra + " }\n}\n";
+}
+
+size_t count(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// A repository whose check `state` passes while state.txt says GOOD, with a
+// bare repository as its remote `origin`.
+class HookE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bare = tmp / "remote.git";
+    fs::create_directories(bare);
+    git(bare, {"init", "-q", "--bare", "-b", "main"});
+    repo = init_repo(tmp / "repo");
+    write(repo, "state.txt", "GOOD\n");
+    write(repo, ".gitignore", ".phoenix/\n");
+    write(repo, "phoenix.json", config("verify"));
+    commit_all(repo, "initial");
+    git(repo, {"remote", "add", "origin", bare});
+  }
+
+  util::ProcessResult push(const std::vector<std::string>& args, const std::string& where = "",
+                           std::vector<std::pair<std::string, std::string>> env = {}) {
+    std::vector<std::string> argv{"git", "-C", where.empty() ? repo : where, "push"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, "", env);
+  }
+  CliRun phoenix(std::vector<std::string> args, const std::string& where = "") {
+    return run_phoenix(where.empty() ? repo : where, std::move(args));
+  }
+  void install(const std::string& where = "") {
+    auto r = phoenix({"hook", "install"}, where);
+    ASSERT_EQ(r.code, 0) << r.out;
+  }
+  std::string g(std::vector<std::string> args, const std::string& where = "") {
+    return util::trim(git(where.empty() ? repo : where, args));
+  }
+  std::string remote_sha(const std::string& ref) {
+    auto r = run({"git", "-C", bare, "rev-parse", "--verify", "-q", ref});
+    return util::trim(r.output);
+  }
+  std::string commit_state(const std::string& state, const std::string& msg, const std::string& where = "") {
+    write(where.empty() ? repo : where, "state.txt", state + "\n");
+    return commit_all(where.empty() ? repo : where, msg);
+  }
+  // No temporary worktree is left behind, registered or on disk.
+  void expect_no_worktrees_left(const std::string& where = "") {
+    std::string w = where.empty() ? repo : where;
+    EXPECT_EQ(g({"worktree", "list", "--porcelain"}, w).find("phoenix-hook"), std::string::npos);
+    EXPECT_EQ(count(g({"worktree", "list"}, w), "\n"), 0u) << g({"worktree", "list"}, w);
+    std::error_code ec;
+    if (fs::exists(w + "/.phoenix/worktrees"))
+      for (const auto& e : fs::directory_iterator(w + "/.phoenix/worktrees", ec))
+        ADD_FAILURE() << "left behind: " << e.path();
+  }
+
+  ScopedTempDir tmp;
+  std::string bare, repo;
+};
+
+TEST_F(HookE2E, GreenPushPassesWithOneLinePerCheck) {
+  install();
+  auto r = push({"-u", "origin", "main"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(count(r.output, "phoenix: ok   state  exit=0"), 1u) << r.output;
+  EXPECT_EQ(r.output.find("temporary worktree"), std::string::npos) << "HEAD on a clean tree is measured in place";
+  EXPECT_EQ(remote_sha("main"), g({"rev-parse", "HEAD"}));
+  // A green push of HEAD writes nothing in the repository but the lock.
+  EXPECT_FALSE(fs::exists(repo + "/.phoenix/trace.jsonl"));
+}
+
+TEST_F(HookE2E, RedPushIsBlockedWithTheEvidence) {
+  install();
+  ASSERT_EQ(push({"origin", "main"}).exit_code, 0);
+  std::string green = g({"rev-parse", "HEAD"});
+  std::string red = commit_state("BAD", "break the state");
+  auto r = push({"origin", "main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: RED  state  exit=1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| FAIL state_test: want GOOD"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: state is red in main@" + red.substr(0, 12)), std::string::npos) << r.output;
+  EXPECT_EQ(remote_sha("main"), green);
+  EXPECT_EQ(g({"rev-parse", "HEAD"}), red) << "verify mode changes nothing";
+  EXPECT_EQ(g({"status", "--porcelain"}), "");
+}
+
+TEST_F(HookE2E, HealModeInAFreshCloneAddsAVerifiedCommitAndBlocks) {
+  // The fixture: a green history with heal mode, already on the remote.
+  write(repo, "phoenix.json", config("heal"));
+  commit_all(repo, "heal on push");
+  for (int i = 0; i < 3; ++i) {
+    write(repo, "notes/n" + std::to_string(i) + ".txt", "x\n");
+    commit_all(repo, "notes " + std::to_string(i));
+  }
+  ASSERT_EQ(push({"origin", "main"}).exit_code, 0);
+  // A newcomer's fresh clone.
+  std::string clone = tmp / "clone";
+  auto c = run({"git", "clone", "-q", bare, clone});
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  git(clone, {"config", "user.name", "New Comer"});
+  git(clone, {"config", "user.email", "new@example.com"});
+  install(clone);
+  auto kg = phoenix({"run"}, clone);  // green: blesses known-good, which bisect starts from
+  ASSERT_EQ(kg.code, 0) << kg.out;
+
+  std::string culprit = commit_state("BAD", "tune the state", clone);
+  write(clone, "notes/after.txt", "y\n");
+  std::string head = commit_all(clone, "more work");
+  std::string remote_before = remote_sha("main");
+  auto r = push({"origin", "main"}, clone);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  std::string fix = g({"rev-parse", "HEAD"}, clone);
+  EXPECT_NE(r.output.find("phoenix: healed state in " + fix.substr(0, 12) + " — push again"), std::string::npos) << r.output;
+  EXPECT_EQ(g({"rev-parse", "HEAD^"}, clone), head) << "the fix commit goes on top of the user's commits";
+  EXPECT_EQ(g({"log", "-1", "--format=%s"}, clone), "phoenix: heal state (bisect)");
+  EXPECT_EQ(read(clone + "/state.txt"), "GOOD\n");
+  EXPECT_EQ(g({"status", "--porcelain"}, clone), "");
+  EXPECT_EQ(remote_sha("main"), remote_before) << "a pre-push hook cannot change what is pushed";
+  // Push again: the healed branch goes out.
+  auto again = push({"origin", "main"}, clone);
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(remote_sha("main"), fix);
+  EXPECT_EQ(phoenix({"trace", "verify"}, clone).code, 0);
+}
+
+TEST_F(HookE2E, BranchNotCheckedOutIsMeasuredInATemporaryWorktree) {
+  install();
+  ASSERT_EQ(push({"origin", "main"}).exit_code, 0);
+  git(repo, {"checkout", "-q", "-b", "topic"});
+  std::string red = commit_state("BAD", "topic breaks it");
+  git(repo, {"checkout", "-q", "main"});
+  write(repo, "wip.txt", "uncommitted work\n");  // untouched by the hook
+  auto r = push({"origin", "topic"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("RED  state  exit=1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("topic@" + red.substr(0, 12) + " (temporary worktree)"), std::string::npos) << r.output;
+  EXPECT_EQ(remote_sha("topic"), "");
+  expect_no_worktrees_left();
+  EXPECT_EQ(read(repo + "/state.txt"), "GOOD\n");
+  EXPECT_EQ(read(repo + "/wip.txt"), "uncommitted work\n");
+  // Green on the branch: passes, still without touching the checkout.
+  git(repo, {"checkout", "-q", "topic"});
+  std::string fixed = commit_state("GOOD", "topic fixed");
+  git(repo, {"checkout", "-q", "main"});
+  auto ok = push({"origin", "topic"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("phoenix: ok   state"), std::string::npos) << ok.output;
+  EXPECT_EQ(remote_sha("topic"), fixed);
+  expect_no_worktrees_left();
+}
+
+TEST_F(HookE2E, DirtyHeadIsMeasuredAsCommittedNotAsTheWorkTree) {
+  install();
+  std::string head = g({"rev-parse", "HEAD"});
+  write(repo, "state.txt", "BAD (uncommitted)\n");
+  auto r = push({"origin", "main"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("main@" + head.substr(0, 12) + " (temporary worktree)"), std::string::npos) << r.output;
+  EXPECT_EQ(read(repo + "/state.txt"), "BAD (uncommitted)\n");
+  expect_no_worktrees_left();
+}
+
+TEST_F(HookE2E, HealModeCannotHealABranchThatIsNotCheckedOut) {
+  write(repo, "phoenix.json", config("heal"));
+  commit_all(repo, "heal on push");
+  install();
+  git(repo, {"checkout", "-q", "-b", "topic"});
+  std::string red = commit_state("BAD", "topic breaks it");
+  git(repo, {"checkout", "-q", "main"});
+  std::string main_head = g({"rev-parse", "HEAD"});
+  auto r = push({"origin", "topic"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cannot be healed in place"), std::string::npos) << r.output;
+  EXPECT_EQ(g({"rev-parse", "topic"}), red);
+  EXPECT_EQ(g({"rev-parse", "HEAD"}), main_head);
+  expect_no_worktrees_left();
+}
+
+TEST_F(HookE2E, SeveralRefsInOnePushEachCommitMeasuredOnce) {
+  install();
+  git(repo, {"branch", "copy"});
+  git(repo, {"tag", "-a", "v1", "-m", "v1"});
+  auto r = push({"origin", "main", "copy", "v1"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(count(r.output, "phoenix: ok   state"), 1u) << "one commit behind three refs (one an annotated tag): " << r.output;
+  EXPECT_NE(r.output.find("main,copy,v1@"), std::string::npos) << r.output;
+  // A green and a red ref together: the push is blocked as a whole.
+  git(repo, {"checkout", "-q", "-b", "topic"});
+  std::string red = commit_state("BAD", "topic breaks it");
+  git(repo, {"checkout", "-q", "main"});
+  std::string green = commit_state("GOOD", "main moves on");
+  auto both = push({"origin", "main", "topic"});
+  EXPECT_NE(both.exit_code, 0) << both.output;
+  EXPECT_NE(both.output.find("ok   state  exit=0  (") , std::string::npos) << both.output;
+  EXPECT_NE(both.output.find("push blocked: state is red in topic@" + red.substr(0, 12)), std::string::npos) << both.output;
+  EXPECT_NE(remote_sha("main"), green);
+  EXPECT_EQ(remote_sha("topic"), "");
+  expect_no_worktrees_left();
+}
+
+TEST_F(HookE2E, ADeletionIsNotMeasured) {
+  install();
+  git(repo, {"branch", "old"});
+  ASSERT_EQ(push({"origin", "main", "old"}).exit_code, 0);
+  commit_state("BAD", "red, not pushed");  // HEAD is red now; the deletion still goes
+  auto r = push({"origin", "--delete", "old"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("phoenix: "), std::string::npos) << r.output;
+  EXPECT_EQ(remote_sha("old"), "");
+}
+
+TEST_F(HookE2E, CoreHooksPathRelativeAndAbsolute) {
+  git(repo, {"config", "core.hooksPath", ".githooks"});
+  install();
+  EXPECT_TRUE(fs::exists(repo + "/.githooks/pre-push"));
+  EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-push"));
+  commit_state("BAD", "red");
+  EXPECT_NE(push({"origin", "main"}).exit_code, 0);
+  std::string abs = tmp / "shared-hooks";
+  git(repo, {"config", "core.hooksPath", abs});
+  install();
+  EXPECT_TRUE(fs::exists(abs + "/pre-push"));
+  auto r = push({"origin", "main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("push blocked"), std::string::npos) << r.output;
+  EXPECT_EQ(phoenix({"hook", "uninstall"}).code, 0);
+  EXPECT_FALSE(fs::exists(abs + "/pre-push"));
+  EXPECT_TRUE(fs::exists(repo + "/.githooks/pre-push")) << "only the folder git uses now is touched";
+}
+
+TEST_F(HookE2E, AnExistingHookIsChainedWithArgvAndStdinAndRestoredOnUninstall) {
+  std::string log = tmp / "chained.log";
+  std::string original = "#!/bin/sh\n# the team's own hook\necho \"args: $*\" >> '" + log +
+                         "'\ncat >> '" + log + "'\n[ -z \"$FAIL_CHAINED\" ] || { echo 'team hook says no' >&2; exit 3; }\n";
+  write(repo, ".git/hooks/pre-push", original);
+  ::chmod((repo + "/.git/hooks/pre-push").c_str(), 0741);
+  auto inst = phoenix({"hook", "install"});
+  ASSERT_EQ(inst.code, 0) << inst.out;
+  EXPECT_NE(inst.out.find("runs first"), std::string::npos) << inst.out;
+  EXPECT_EQ(phoenix({"hook", "install"}).code, 0);  // idempotent: the shim is not chained to itself
+  EXPECT_EQ(read(repo + "/.git/hooks/pre-push.phoenix-chained"), original);
+
+  std::string head = g({"rev-parse", "HEAD"});
+  auto r = push({"origin", "main"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: ok   state"), std::string::npos) << r.output;
+  std::string seen = read(log);
+  EXPECT_NE(seen.find("args: origin " + bare), std::string::npos) << seen;
+  EXPECT_NE(seen.find("refs/heads/main " + head + " refs/heads/main " + std::string(40, '0')), std::string::npos) << seen;
+
+  // Its failure blocks, and Phoenix does not run after it.
+  commit_state("GOOD", "another");
+  auto no = push({"origin", "main"}, "", {{"FAIL_CHAINED", "1"}});
+  EXPECT_NE(no.exit_code, 0) << no.output;
+  EXPECT_NE(no.output.find("team hook says no"), std::string::npos) << no.output;
+  EXPECT_NE(no.output.find("failed (exit 3); push blocked"), std::string::npos) << no.output;
+  EXPECT_EQ(no.output.find("phoenix: ok"), std::string::npos) << no.output;
+
+  auto un = phoenix({"hook", "uninstall"});
+  EXPECT_EQ(un.code, 0) << un.out;
+  EXPECT_EQ(read(repo + "/.git/hooks/pre-push"), original);
+  struct stat st {};
+  ::stat((repo + "/.git/hooks/pre-push").c_str(), &st);
+  EXPECT_EQ(st.st_mode & 0777, 0741u);
+  EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-push.phoenix-chained"));
+  EXPECT_NE(phoenix({"hook", "uninstall"}).out.find("nothing to do"), std::string::npos);
+}
+
+TEST_F(HookE2E, DetachedHead) {
+  install();
+  git(repo, {"checkout", "-q", "--detach"});
+  std::string head = commit_state("GOOD", "detached work");
+  auto r = push({"origin", "HEAD:refs/heads/main"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("HEAD@" + head.substr(0, 12)), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("temporary worktree"), std::string::npos) << r.output;
+  std::string red = commit_state("BAD", "detached and red");
+  auto no = push({"origin", "HEAD:refs/heads/main"});
+  EXPECT_NE(no.exit_code, 0) << no.output;
+  EXPECT_NE(no.output.find("state is red in HEAD@" + red.substr(0, 12)), std::string::npos) << no.output;
+  EXPECT_EQ(remote_sha("main"), head);
+}
+
+TEST_F(HookE2E, HealModeOnADetachedHeadPushedAsHead) {
+  write(repo, "phoenix.json", config("heal"));
+  commit_all(repo, "heal on push");
+  install();
+  ASSERT_EQ(phoenix({"run"}).code, 0);  // known-good
+  git(repo, {"checkout", "-q", "--detach"});
+  std::string red = commit_state("BAD", "detached and red");
+  auto r = push({"origin", "HEAD:refs/heads/main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: healed state in"), std::string::npos) << r.output;
+  EXPECT_EQ(g({"rev-parse", "HEAD^"}), red);
+  EXPECT_EQ(push({"origin", "HEAD:refs/heads/main"}).exit_code, 0);
+  EXPECT_EQ(remote_sha("main"), g({"rev-parse", "HEAD"}));
+}
+
+TEST_F(HookE2E, PushFromALinkedWorktree) {
+  std::string wt = tmp / "wt";
+  git(repo, {"worktree", "add", "-q", "-b", "feature", wt});
+  auto inst = phoenix({"hook", "install"}, wt);  // the hooks folder is the shared one
+  ASSERT_EQ(inst.code, 0) << inst.out;
+  EXPECT_TRUE(fs::exists(repo + "/.git/hooks/pre-push"));
+  std::string green = commit_state("GOOD", "feature work", wt);
+  auto ok = push({"origin", "feature"}, wt);
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("feature@" + green.substr(0, 12)), std::string::npos) << ok.output;
+  EXPECT_EQ(ok.output.find("temporary worktree"), std::string::npos) << "HEAD of the linked worktree, in place: " << ok.output;
+  std::string red = commit_state("BAD", "feature breaks it", wt);
+  auto no = push({"origin", "feature"}, wt);
+  EXPECT_NE(no.exit_code, 0) << no.output;
+  EXPECT_NE(no.output.find("state is red in feature@" + red.substr(0, 12)), std::string::npos) << no.output;
+  // The main checkout pushes its own branch: measured there, the red
+  // feature commit plays no part.
+  auto main_push = push({"origin", "main"});
+  EXPECT_EQ(main_push.exit_code, 0) << main_push.output;
+  EXPECT_EQ(g({"worktree", "list", "--porcelain"}).find("phoenix-hook"), std::string::npos);
+}
+
+TEST_F(HookE2E, SkippedWithPhoenixSkipOrNoVerify) {
+  install();
+  std::string red = commit_state("BAD", "red");
+  auto skip = push({"origin", "main"}, "", {{"PHOENIX_SKIP", "1"}});
+  EXPECT_EQ(skip.exit_code, 0) << skip.output;
+  EXPECT_NE(skip.output.find("PHOENIX_SKIP=1: pre-push checks skipped"), std::string::npos) << skip.output;
+  EXPECT_EQ(remote_sha("main"), red);
+  std::string red2 = commit_state("BAD again", "still red");
+  auto nv = push({"--no-verify", "origin", "main"});
+  EXPECT_EQ(nv.exit_code, 0) << nv.output;
+  EXPECT_EQ(nv.output.find("phoenix:"), std::string::npos) << nv.output;
+  EXPECT_EQ(remote_sha("main"), red2);
+}
+
+TEST_F(HookE2E, NoPhoenixJsonWarnsAndPasses) {
+  git(repo, {"rm", "-q", "phoenix.json"});
+  std::string head = commit_all(repo, "no config");
+  install();
+  auto r = push({"origin", "main"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: warning: no phoenix.json"), std::string::npos) << r.output;
+  EXPECT_EQ(count(r.output, "phoenix:"), 1u) << "one line: " << r.output;
+  EXPECT_EQ(remote_sha("main"), head);
+}
+
+// Runs `phoenix hook run pre-push origin URL` with `stdin` as git would.
+util::ProcessResult hook_run(const std::string& repo, const std::string& stdin_text,
+                             std::map<std::string, std::string> env = {}) {
+  util::ProcessOptions o;
+  o.argv = {phoenix_bin(), "hook", "run", "pre-push", "origin", "/nowhere.git"};
+  o.cwd = repo;
+  o.stdin_data = stdin_text;
+  o.env = std::move(env);
+  o.unset_env = {"PHOENIX_SKIP"};
+  o.timeout_s = 120;
+  return util::run_process(o);
+}
+
+TEST_F(HookE2E, ConfigErrorBlocksWithExit78) {
+  write(repo, "phoenix.json", "{\n  \"checks\": [],\n  \"hook\": { \"mode\": \"verfy\" }\n}\n");
+  std::string head = commit_all(repo, "broken config");
+  install();
+  auto r = push({"origin", "main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("hook.mode"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("push blocked until phoenix.json loads"), std::string::npos) << r.output;
+  EXPECT_EQ(remote_sha("main"), "");
+  auto direct = hook_run(repo, "refs/heads/main " + head + " refs/heads/main " + std::string(40, '0') + "\n");
+  EXPECT_EQ(direct.exit_code, 78) << direct.output;
+}
+
+TEST_F(HookE2E, MalformedStdinIsAUsageError) {
+  auto r = hook_run(repo, "refs/heads/main 1234 refs/heads/main\n");
+  EXPECT_EQ(r.exit_code, 64) << r.output;
+  EXPECT_NE(r.output.find("stdin line 1"), std::string::npos) << r.output;
+}
+
+TEST_F(HookE2E, AnotherRunHoldingTheLockBlocks) {
+  install();
+  util::FileLock held(repo + "/.phoenix/lock", 0, "this repository");
+  auto r = push({"origin", "main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("another Phoenix run (pid " + std::to_string(::getpid()) + ") holds this repository; push blocked"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(remote_sha("main"), "");
+}
+
+TEST_F(HookE2E, TheHookTimeoutCapsTheChecks) {
+  write(repo, "phoenix.json",
+        R"({ "checks": [{ "id": "slow", "kind": "command_exit", "target": ["sleep", "30"] }], "hook": { "timeout_s": 1 } })");
+  commit_all(repo, "slow check");
+  install();
+  auto start = std::chrono::steady_clock::now();
+  auto r = push({"origin", "main"});
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_LT(took, 15) << r.output;
+  EXPECT_NE(r.output.find("RED  slow"), std::string::npos) << r.output;
+}
+
+TEST_F(HookE2E, TheShimSaysWhenItsBinaryIsGone) {
+  std::string copy = tmp / "bin/phoenix";
+  fs::create_directories(tmp / "bin");
+  fs::copy_file(phoenix_bin(), copy);
+  fs::permissions(copy, fs::perms::owner_all);
+  auto inst = run({copy, "hook", "install"}, repo);
+  ASSERT_EQ(inst.exit_code, 0) << inst.output;
+  EXPECT_NE(read(repo + "/.git/hooks/pre-push").find(copy), std::string::npos);
+  fs::remove(copy);
+  auto r = push({"origin", "main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: the hook's binary " + copy + " is gone; reinstall with 'phoenix hook install' or remove "),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(remote_sha("main"), "");
+  // Reinstalling from a binary that exists records it instead.
+  auto re = phoenix({"hook", "install"});
+  EXPECT_EQ(re.code, 0) << re.out;
+  EXPECT_NE(re.out.find("updated"), std::string::npos) << re.out;
+  EXPECT_EQ(push({"origin", "main"}).exit_code, 0);
+}
+
+TEST_F(HookE2E, InstallIsIdempotent) {
+  install();
+  std::string first = read(repo + "/.git/hooks/pre-push");
+  auto again = phoenix({"hook", "install", "--json"});
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("\"action\":\"unchanged\""), std::string::npos) << again.out;
+  EXPECT_EQ(read(repo + "/.git/hooks/pre-push"), first);
+  EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-push.phoenix-chained"));
+  EXPECT_NE(first.find(fs::canonical(phoenix_bin()).string()), std::string::npos) << "records the absolute binary path";
+}
+
+TEST_F(HookE2E, LefthookOwnsTheHooksInstallExplainsInstead) {
+  write(repo, "lefthook.yml", "pre-commit:\n  jobs:\n    - run: true\n");
+  auto r = phoenix({"hook", "install"});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("lefthook manages this repository's git hooks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hook run pre-push {1} {2}"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("use_stdin: true"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Nothing was written"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-push"));
+}
+
+TEST_F(HookE2E, HuskyOwnsTheHooksAndItsOneLineWorks) {
+  fs::create_directories(repo + "/.husky/_");
+  git(repo, {"config", "core.hooksPath", ".husky/_"});
+  auto r = phoenix({"hook", "install", "--json"});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"manager\":\"husky\""), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(repo + "/.husky/_/pre-push"));
+  // What husky does (v9: .husky/_/pre-push runs .husky/pre-push with git's
+  // argv and stdin), with the line install printed.
+  auto j = nlohmann::json::parse(r.out);
+  write(repo, ".husky/_/pre-push", "#!/bin/sh\nexec sh -e .husky/pre-push \"$@\"\n");
+  ::chmod((repo + "/.husky/_/pre-push").c_str(), 0755);
+  write(repo, ".husky/pre-push", j["snippet"].get<std::string>());
+  commit_state("BAD", "red");
+  auto no = push({"origin", "main"});
+  EXPECT_NE(no.exit_code, 0) << no.output;
+  EXPECT_NE(no.output.find("push blocked: state is red"), std::string::npos) << no.output;
+}
+
+TEST_F(HookE2E, InstallInASubmoduleUsesItsOwnHooksFolder) {
+  std::string sub_src = init_repo(tmp / "sub-src");
+  write(sub_src, "a.txt", "a\n");
+  commit_all(sub_src, "sub");
+  auto add = run({"git", "-C", repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub_src, "sub"});
+  ASSERT_EQ(add.exit_code, 0) << add.output;
+  auto r = phoenix({"hook", "install", "--json"}, repo + "/sub");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(repo + "/.git/modules/sub/hooks/pre-push")) << r.out;
+  EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-push"));
+}
+
+}  // namespace
+}  // namespace phoenix::test

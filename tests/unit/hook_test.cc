@@ -1,0 +1,278 @@
+// The hook's pure parts: pre-push stdin, the shim text, install/uninstall
+// on a folder, husky/lefthook detection. The runs with real `git push` are
+// in tests/e2e/hook_test.cc.
+#include "hook/hook.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "test_util.h"
+#include "util/error.h"
+
+namespace phoenix::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kA(40, 'a');
+const std::string kB = "0123456789abcdef0123456789abcdef01234567";
+const std::string kZero(40, '0');
+
+std::string usage_error_of(const std::string& input) {
+  try {
+    hook::parse_pre_push(input);
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.exit_code(), kExitUsage);
+    return e.what();
+  }
+  ADD_FAILURE() << "no error for: " << input;
+  return "";
+}
+
+TEST(HookStdin, ParsesGitsLines) {
+  auto refs = hook::parse_pre_push("refs/heads/main " + kA + " refs/heads/main " + kB + "\n" +
+                                   "refs/heads/topic " + kB + " refs/heads/topic " + kZero + "\n");
+  ASSERT_EQ(refs.size(), 2u);
+  EXPECT_EQ(refs[0].local_ref, "refs/heads/main");
+  EXPECT_EQ(refs[0].local_sha, kA);
+  EXPECT_EQ(refs[0].remote_ref, "refs/heads/main");
+  EXPECT_EQ(refs[0].remote_sha, kB);
+  EXPECT_FALSE(refs[0].deletion());
+  EXPECT_FALSE(refs[0].creation());
+  EXPECT_TRUE(refs[1].creation());
+}
+
+TEST(HookStdin, EmptyInputIsNoRefsAndTheLastNewlineIsOptional) {
+  EXPECT_TRUE(hook::parse_pre_push("").empty());
+  auto refs = hook::parse_pre_push("HEAD " + kA + " refs/heads/main " + kB);
+  ASSERT_EQ(refs.size(), 1u);
+  EXPECT_EQ(refs[0].local_ref, "HEAD");
+}
+
+TEST(HookStdin, DeletionIsAZeroLocalSha) {
+  auto refs = hook::parse_pre_push("(delete) " + kZero + " refs/heads/old " + kA + "\n");
+  ASSERT_EQ(refs.size(), 1u);
+  EXPECT_TRUE(refs[0].deletion());
+  EXPECT_TRUE(hook::commits_to_measure(refs).empty());
+}
+
+TEST(HookStdin, ShasAreLowercasedAndSha256Accepted) {
+  std::string upper = "ABCDEF" + std::string(34, '1');
+  auto refs = hook::parse_pre_push("refs/heads/a " + upper + " refs/heads/a " + kZero + "\n");
+  EXPECT_EQ(refs[0].local_sha, "abcdef" + std::string(34, '1'));
+  std::string long_sha(64, 'c');
+  auto r256 = hook::parse_pre_push("refs/heads/a " + long_sha + " refs/heads/a " + std::string(64, '0') + "\n");
+  EXPECT_EQ(r256[0].local_sha, long_sha);
+  EXPECT_TRUE(r256[0].creation());
+}
+
+TEST(HookStdin, DistinctCommitsInFirstAppearanceOrder) {
+  auto refs = hook::parse_pre_push("refs/heads/x " + kB + " refs/heads/x " + kZero + "\n" +  //
+                                   "refs/heads/y " + kA + " refs/heads/y " + kZero + "\n" +  //
+                                   "(delete) " + kZero + " refs/heads/z " + kA + "\n" +      //
+                                   "refs/heads/w " + kB + " refs/heads/w " + kA + "\n");
+  EXPECT_EQ(hook::commits_to_measure(refs), (std::vector<std::string>{kB, kA}));
+}
+
+TEST(HookStdinMalformed, NamesTheLineAndWhy) {
+  std::string good = "refs/heads/main " + kA + " refs/heads/main " + kB + "\n";
+  std::string e = usage_error_of(good + "refs/heads/main " + kA + " refs/heads/main\n");
+  EXPECT_NE(e.find("stdin line 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("3 fields, not 4"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"refs/heads/main " + kA + " refs/heads/main\""), std::string::npos) << e;
+
+  e = usage_error_of("refs/heads/main " + kA.substr(0, 39) + " refs/heads/main " + kB + "\n");
+  EXPECT_NE(e.find("stdin line 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("local sha"), std::string::npos) << e;
+
+  e = usage_error_of("refs/heads/main " + kA + " refs/heads/main " + std::string(40, 'g') + "\n");
+  EXPECT_NE(e.find("remote sha"), std::string::npos) << e;
+
+  e = usage_error_of("refs/heads/main " + kA + " refs/heads/main " + std::string(64, '0') + "\n");
+  EXPECT_NE(e.find("differ in length"), std::string::npos) << e;
+}
+
+TEST(HookStdinMalformed, WhitespaceIsExact) {
+  // git separates with single spaces; tabs, doubled spaces, CR and blank
+  // lines are not git's output.
+  EXPECT_NE(usage_error_of("refs/heads/main  " + kA + " refs/heads/main " + kB + "\n").find("5 fields"), std::string::npos);
+  EXPECT_NE(usage_error_of("refs/heads/main\t" + kA + " refs/heads/main " + kB + "\n").find("3 fields"), std::string::npos);
+  EXPECT_NE(usage_error_of("refs/heads/main " + kA + " refs/heads/main " + kB + "\r\n").find("remote sha"), std::string::npos);
+  EXPECT_NE(usage_error_of("\n").find("stdin line 1: 1 field, not 4"), std::string::npos);
+  EXPECT_NE(usage_error_of(" " + kA + " refs/heads/main " + kB).find("empty ref"), std::string::npos);
+}
+
+TEST(HookStdinMalformed, ControlBytesAreEscapedAndLongLinesCut) {
+  std::string bad = "refs/heads/ma\x01in " + kA + " refs/heads/main " + kB + "\n";
+  std::string e = usage_error_of(bad);
+  EXPECT_NE(e.find("control character"), std::string::npos) << e;
+  EXPECT_NE(e.find("\\x01"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\x01'), std::string::npos) << "the raw byte must not reach the terminal";
+  std::string huge(100000, 'x');
+  e = usage_error_of(huge);
+  EXPECT_LT(e.size(), 400u);
+  EXPECT_NE(e.find("cut; 100000 bytes"), std::string::npos) << e;
+}
+
+TEST(HookStdinMalformed, AnyBytesGiveAResultOrAUsageError) {
+  // A small deterministic fuzz: the parser never throws anything else and
+  // never crashes.
+  unsigned seed = 12345;
+  const char raw[] = "refs/heads/main (delete) 0123456789abcdefABCDEFg \n\t\r\x00\xff";
+  const std::string alphabet(raw, sizeof raw - 1);
+  for (int round = 0; round < 5000; ++round) {
+    std::string s;
+    int len = static_cast<int>((seed = seed * 1103515245 + 12345) % 200);
+    for (int i = 0; i < len; ++i) s += alphabet[(seed = seed * 1103515245 + 12345) % alphabet.size()];
+    if (round % 3 == 0) s = "refs/heads/main " + kA + " refs/heads/main " + kB + "\n" + s;
+    try {
+      hook::parse_pre_push(s);
+    } catch (const UsageError&) {
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+const char* kTemplate =
+    "#!/bin/sh\n# phoenix-pre-push-shim v1\nPHOENIX=@PHOENIX@\nchained=\"$hooks/pre-push@CHAINED_SUFFIX@\"\n";
+
+TEST(HookShim, RendersAndRecordsTheBinary) {
+  std::string shim = hook::render_shim(kTemplate, "/opt/my phoenix/it's/phoenix");
+  EXPECT_TRUE(hook::is_shim(shim));
+  EXPECT_NE(shim.find("pre-push.phoenix-chained"), std::string::npos);
+  EXPECT_NE(shim.find("PHOENIX='/opt/my phoenix/it'\\''s/phoenix'"), std::string::npos) << shim;
+  EXPECT_EQ(hook::shim_binary(shim), "/opt/my phoenix/it's/phoenix");
+  EXPECT_FALSE(hook::is_shim("#!/bin/sh\necho not ours # phoenix-pre-push-shim\n"));
+  EXPECT_THROW(hook::render_shim("#!/bin/sh\necho\n", "/x"), Error);
+  EXPECT_THROW(hook::render_shim("#!/bin/sh\n# phoenix-pre-push-shim v1\n", "/x"), Error);
+}
+
+TEST(HookShim, TheShippedTemplateRenders) {
+  std::string tmpl = read(std::string(PHOENIX_SOURCE_DIR) + "/hooks/pre-push.in");
+  std::string shim = hook::render_shim(tmpl, "/usr/bin/phoenix");
+  EXPECT_EQ(shim.find("@PHOENIX@"), std::string::npos) << shim;
+  EXPECT_EQ(shim.find("@CHAINED_SUFFIX@"), std::string::npos) << shim;
+  EXPECT_EQ(hook::shim_binary(shim), "/usr/bin/phoenix");
+  // It is valid sh.
+  ScopedTempDir tmp;
+  write(tmp.path(), "pre-push", shim);
+  auto r = run({"sh", "-n", tmp / "pre-push"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+mode_t mode_of(const std::string& p) {
+  struct stat st {};
+  ::lstat(p.c_str(), &st);
+  return st.st_mode;
+}
+
+TEST(HookInstall, FreshInstallIsIdempotentAndUninstallRemoves) {
+  ScopedTempDir tmp;
+  std::string dir = tmp / "hooks";  // does not exist yet
+  std::string shim = hook::render_shim(kTemplate, "/usr/bin/phoenix");
+  auto r = hook::install(dir, shim);
+  EXPECT_EQ(r.action, "installed");
+  EXPECT_EQ(r.chained, "");
+  EXPECT_EQ(read(dir + "/pre-push"), shim);
+  EXPECT_EQ(mode_of(dir + "/pre-push") & 0777, 0755u);
+  EXPECT_EQ(hook::install(dir, shim).action, "unchanged");
+  EXPECT_EQ(read(dir + "/pre-push"), shim);
+  EXPECT_FALSE(fs::exists(dir + "/pre-push.phoenix-chained"));
+  // Another binary: the shim is rewritten, nothing is chained.
+  std::string other = hook::render_shim(kTemplate, "/elsewhere/phoenix");
+  EXPECT_EQ(hook::install(dir, other).action, "updated");
+  EXPECT_EQ(read(dir + "/pre-push"), other);
+  EXPECT_FALSE(fs::exists(dir + "/pre-push.phoenix-chained"));
+  EXPECT_EQ(hook::uninstall(dir).action, "removed");
+  EXPECT_FALSE(fs::exists(dir + "/pre-push"));
+  EXPECT_EQ(hook::uninstall(dir).action, "absent");
+}
+
+TEST(HookInstall, ChainsAnExistingHookAndRestoresItByteForByte) {
+  ScopedTempDir tmp;
+  std::string dir = tmp / "hooks";
+  std::string original = "#!/bin/sh\n# the team's hook\nexit 0\n\x01\xff no trailing newline";
+  write(dir, "pre-push", original);
+  ::chmod((dir + "/pre-push").c_str(), 0750);
+  std::string shim = hook::render_shim(kTemplate, "/usr/bin/phoenix");
+  auto r = hook::install(dir, shim);
+  EXPECT_EQ(r.action, "installed");
+  EXPECT_EQ(r.chained, dir + "/pre-push.phoenix-chained");
+  EXPECT_EQ(read(r.chained), original);
+  EXPECT_EQ(mode_of(r.chained) & 0777, 0750u);
+  EXPECT_EQ(hook::install(dir, shim).action, "unchanged");
+  EXPECT_EQ(read(r.chained), original) << "a second install must not chain the shim to itself";
+  auto u = hook::uninstall(dir);
+  EXPECT_EQ(u.action, "restored");
+  EXPECT_EQ(read(dir + "/pre-push"), original);
+  EXPECT_EQ(mode_of(dir + "/pre-push") & 0777, 0750u);
+  EXPECT_FALSE(fs::exists(dir + "/pre-push.phoenix-chained"));
+}
+
+TEST(HookInstall, ASymlinkedHookStaysASymlink) {
+  ScopedTempDir tmp;
+  std::string dir = tmp / "hooks";
+  write(tmp.path(), "shared/pre-push", "#!/bin/sh\nexit 0\n");
+  fs::create_directories(dir);
+  fs::create_symlink("../shared/pre-push", dir + "/pre-push");
+  hook::install(dir, hook::render_shim(kTemplate, "/usr/bin/phoenix"));
+  EXPECT_TRUE(fs::is_symlink(dir + "/pre-push.phoenix-chained"));
+  EXPECT_EQ(fs::read_symlink(dir + "/pre-push.phoenix-chained"), "../shared/pre-push");
+  EXPECT_EQ(hook::uninstall(dir).action, "restored");
+  EXPECT_TRUE(fs::is_symlink(dir + "/pre-push"));
+  EXPECT_EQ(fs::read_symlink(dir + "/pre-push"), "../shared/pre-push");
+}
+
+TEST(HookInstall, RefusesToOverwriteAKeptHook) {
+  ScopedTempDir tmp;
+  std::string dir = tmp / "hooks";
+  write(dir, "pre-push", "#!/bin/sh\necho new\n");
+  write(dir, "pre-push.phoenix-chained", "#!/bin/sh\necho kept\n");
+  EXPECT_THROW(hook::install(dir, hook::render_shim(kTemplate, "/usr/bin/phoenix")), Error);
+  EXPECT_EQ(read(dir + "/pre-push"), "#!/bin/sh\necho new\n");
+  EXPECT_EQ(read(dir + "/pre-push.phoenix-chained"), "#!/bin/sh\necho kept\n");
+  // Uninstall leaves a hook that is not ours alone.
+  EXPECT_EQ(hook::uninstall(dir).action, "absent");
+  EXPECT_EQ(read(dir + "/pre-push"), "#!/bin/sh\necho new\n");
+}
+
+TEST(HookManager, DetectsHuskyOnlyWhenItOwnsTheHooksPath) {
+  ScopedTempDir tmp;
+  std::string top = tmp.path();
+  fs::create_directories(top + "/.husky/_");
+  EXPECT_FALSE(hook::detect_manager(top, std::nullopt, "phoenix"));
+  EXPECT_FALSE(hook::detect_manager(top, std::string("githooks"), "phoenix"));
+  for (const std::string& hp : std::vector<std::string>{".husky/_", ".husky", ".husky/_/", top + "/.husky/_"}) {
+    auto m = hook::detect_manager(top, hp, "phoenix");
+    ASSERT_TRUE(m) << hp;
+    EXPECT_EQ(m->name, "husky");
+    EXPECT_EQ(m->config, ".husky/pre-push");
+    EXPECT_EQ(m->snippet, "phoenix hook run pre-push \"$@\"\n");
+  }
+}
+
+TEST(HookManager, DetectsLefthookConfigInEachFormat) {
+  ScopedTempDir tmp;
+  std::string top = tmp.path();
+  EXPECT_FALSE(hook::detect_manager(top, std::nullopt, "phoenix"));
+  write(top, "lefthook.yml", "pre-commit:\n");
+  auto m = hook::detect_manager(top, std::nullopt, "/opt/phoenix");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->name, "lefthook");
+  EXPECT_EQ(m->config, "lefthook.yml");
+  EXPECT_NE(m->snippet.find("run: /opt/phoenix hook run pre-push {1} {2}"), std::string::npos) << m->snippet;
+  EXPECT_NE(m->snippet.find("use_stdin: true"), std::string::npos) << m->snippet;
+  EXPECT_EQ(m->then, "lefthook install");
+  fs::remove(top + "/lefthook.yml");
+  write(top, ".config/lefthook.toml", "");
+  m = hook::detect_manager(top, std::nullopt, "phoenix");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->config, ".config/lefthook.toml");
+  EXPECT_NE(m->snippet.find("use_stdin = true"), std::string::npos) << m->snippet;
+}
+
+}  // namespace
+}  // namespace phoenix::test
