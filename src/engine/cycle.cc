@@ -33,14 +33,6 @@ std::string describe(const checks::CheckSpec& c) {
   return c.kind + " `" + c.path + "`";
 }
 
-std::string compact_utc() {
-  std::string iso = util::now_iso8601();  // 2026-12-01T02:09:41.123Z
-  std::string out;
-  for (char ch : iso)
-    if (std::isdigit(static_cast<unsigned char>(ch))) out.push_back(ch);
-  return out.substr(0, 8) + "-" + out.substr(8, 9);  // YYYYMMDD-HHMMSSmmm
-}
-
 }  // namespace
 
 struct Engine::Impl {
@@ -118,7 +110,7 @@ struct Engine::Impl {
   void restore_after_intrusion(const std::string& head_before, const std::string& pre_propose) {
     std::string head = repo->head_sha();
     if (head != head_before)
-      repo->write_ref(std::string(kAbandonedPrefix) + compact_utc() + "-intrusion", head, "phoenix: written during a fixer run");
+      repo->write_ref(std::string(kAbandonedPrefix) + util::compact_utc(true) + "-intrusion", head, "phoenix: written during a fixer run");
     if (!dirty0) {
       repo->reset_hard(head_before, true, kKeep);
     } else {
@@ -478,7 +470,7 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   if (opt.rollback == "known-good") {
     if (auto kg = repo->read_ref(kKnownGoodRef)) target = *kg;
   }
-  std::string stamp = compact_utc();
+  std::string stamp = util::compact_utc(true);
   if (head != target) repo->write_ref(std::string(kAbandonedPrefix) + stamp, head, "phoenix: abandoned by rollback");
   if (dirty0 && opt.rollback == "known-good") {
     // The user's uncommitted work is kept too, as a commit under the same prefix.

@@ -53,14 +53,6 @@ std::string manifest_hash(const std::vector<Entry>& es) {
   return h.hex();
 }
 
-std::string compact_time() {
-  std::string iso = util::now_iso8601();  // 2026-12-01T02:09:41.123Z
-  std::string out;
-  for (char c : iso.substr(0, 19))
-    if (std::isdigit(static_cast<unsigned char>(c))) out.push_back(c);
-  return out.substr(0, 8) + "-" + out.substr(8);
-}
-
 void copy_file(const fs::path& from, const fs::path& to, unsigned mode) {
   fs::create_directories(to.parent_path());
   util::write_file_atomic(to.string(), util::read_file(from.string()), mode);
@@ -94,7 +86,7 @@ Snapshot take(const std::string& root, const std::string& rel, const std::string
   s.check = check_id;
   s.created = util::now_iso8601();
   std::string mh = manifest_hash(entries);
-  s.id = compact_time() + "-" + util::sha256_hex(rel + "\n" + mh).substr(0, 8);
+  s.id = util::compact_utc(false) + "-" + util::sha256_hex(rel + "\n" + mh).substr(0, 8);
   fs::path dir = fs::path(snapshots_dir) / s.id;
   if (fs::exists(dir)) return load(snapshots_dir, s.id);  // the same content at the same second
   fs::path tmp = fs::path(snapshots_dir) / (".tmp-" + s.id);

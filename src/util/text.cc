@@ -203,6 +203,14 @@ std::vector<std::string> split_lines(std::string_view s) {
   return out;
 }
 
+std::string compact_utc(bool millis) {
+  std::string iso = now_iso8601();  // 2026-12-01T02:09:41.123Z
+  std::string digits;
+  for (char c : iso)
+    if (c >= '0' && c <= '9') digits.push_back(c);
+  return digits.substr(0, 8) + "-" + digits.substr(8, millis ? 9 : 6);
+}
+
 long long now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch()).count();

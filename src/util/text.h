@@ -57,6 +57,9 @@ std::vector<std::string> split_lines(std::string_view s);
 
 // Current time as "2026-12-01T02:09:41.123Z" (UTC, milliseconds).
 std::string now_iso8601();
+// Current UTC time for names that sort: "20261201-020941", or with
+// milliseconds "20261201-020941123".
+std::string compact_utc(bool millis);
 // Milliseconds since the epoch.
 long long now_ms();
 
