@@ -5,6 +5,8 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${PHOENIX_BUILD_DIR:-$here/build}"
 type="${PHOENIX_BUILD_TYPE:-RelWithDebInfo}"
 jobs="${PHOENIX_JOBS:-$(nproc)}"
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE="$type" ${PHOENIX_CMAKE_ARGS:-} >/dev/null
+launcher=""
+command -v ccache >/dev/null 2>&1 && launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE="$type" $launcher ${PHOENIX_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j "$jobs" -- --no-print-directory >/dev/null
 echo "build: $build ($type)"

@@ -8,6 +8,7 @@ PACKAGES=(
   libgit2-dev libboost-program-options-dev libboost-filesystem-dev libboost-dev
   nlohmann-json3-dev libsqlite3-dev libssl-dev libstb-dev
   libgtest-dev libgmock-dev sqlite3
+  clang libclang-rt-14-dev ccache chromium
 )
 
 missing=()
