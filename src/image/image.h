@@ -26,7 +26,11 @@ struct Image {
 // Refused before allocating: images whose declared width*height exceeds this.
 constexpr long long kMaxPixels = 8192LL * 8192LL;
 
-// `what` names the source in errors. Always returns 8-bit RGBA.
+// `what` names the source in errors. Always returns 8-bit RGBA. Checks the
+// signature, the declared size (before allocating), every chunk's length and
+// CRC and the IEND before stb_image decodes a pixel: the one entry point for
+// untrusted bytes (and for fuzzers). read_png throws phoenix::Error (naming
+// the path) when the file cannot be read, ImageError when it is a bad picture.
 Image decode_png(const std::string& bytes, const std::string& what, long long max_pixels = kMaxPixels);
 Image read_png(const std::string& path, long long max_pixels = kMaxPixels);
 std::string encode_png(const Image& img);
