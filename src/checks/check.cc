@@ -1,12 +1,18 @@
 #include "checks/check.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 
+#include "checks/contract.h"
+#include "checks/http.h"
+#include "checks/visual.h"
+#include "gitx/repo.h"
 #include "util/error.h"
 #include "util/hash.h"
+#include "util/redact.h"
 #include "util/subprocess.h"
 #include "util/text.h"
 
@@ -23,12 +29,18 @@ const std::vector<std::string>& failure_types() {
 
 namespace {
 
-const std::vector<std::string> kKinds{"command_exit", "file_sha256", "regex_in_file"};
+const std::vector<std::string> kKinds{"command_exit", "file_sha256", "regex_in_file", "contract", "visual"};
 
 const std::vector<std::string> kCommonKeys{"id", "kind", "target", "expect", "type", "editable", "description"};
 
 std::vector<std::string> keys_for(const std::string& kind) {
   std::vector<std::string> k = kCommonKeys;
+  if (kind == "contract" || kind == "visual") {
+    k.erase(std::find(k.begin(), k.end(), "expect"));
+    k.insert(k.end(), {"server", "record", "timeout_s"});
+  }
+  if (kind == "contract") k.insert(k.end(), {"method", "headers", "body", "strict"});
+  if (kind == "visual") k.insert(k.end(), {"screenshot", "tolerance", "max_ratio", "ignore_anti_aliasing"});
   if (kind == "command_exit") k.insert(k.end(), {"timeout_s", "cwd", "tests", "protect_tests"});
   if (kind == "regex_in_file") k.push_back("pattern");
   return k;
@@ -46,6 +58,7 @@ std::string type_name(const Json& j) {
 }
 
 std::string default_type(const std::string& kind) {
+  if (kind == "contract" || kind == "visual") return kind;
   return kind == "command_exit" ? "unit" : "lint";
 }
 
@@ -56,13 +69,107 @@ bool is_hex64(const std::string& s) {
   return true;
 }
 
+double positive(const Json& j, const std::string& key, const std::string& w, double dflt) {
+  if (!j.contains(key)) return dflt;
+  if (!j[key].is_number() || j[key].get<double>() <= 0)
+    throw ConfigError(w + "." + key + ": must be a positive number of seconds, not " +
+                      (j[key].is_number() ? j[key].dump() : type_name(j[key])));
+  return j[key].get<double>();
+}
+
+double unit_interval(const Json& j, const std::string& key, const std::string& w, double dflt) {
+  if (!j.contains(key)) return dflt;
+  if (!j[key].is_number() || j[key].get<double>() < 0 || j[key].get<double>() > 1)
+    throw ConfigError(w + "." + key + ": must be a number from 0 to 1, not " + (j[key].is_number() ? j[key].dump() : type_name(j[key])));
+  return j[key].get<double>();
+}
+
+bool boolean(const Json& j, const std::string& key, const std::string& w, bool dflt) {
+  if (!j.contains(key)) return dflt;
+  if (!j[key].is_boolean()) throw ConfigError(w + "." + key + ": must be true or false, not " + type_name(j[key]));
+  return j[key].get<bool>();
+}
+
+// contract and visual: a URL (or a screenshot command), a server, recording.
+void parse_http_check(const Json& j, const std::string& w, CheckSpec& c) {
+  if (j.contains("target")) {
+    if (!j["target"].is_string() || j["target"].get<std::string>().empty())
+      throw ConfigError(w + ".target: must be a URL (string), not " + type_name(j["target"]));
+    c.url = j["target"].get<std::string>();
+    // A screenshot command gets the target as {url}: any page it can open.
+    if (!(c.kind == "visual" && j.contains("screenshot"))) parse_url(c.url, w + ".target");
+  }
+  c.path = c.url;
+  c.timeout_s = positive(j, "timeout_s", w, c.kind == "visual" ? 60 : 30);
+  if (j.contains("record")) {
+    if (!j["record"].is_string() || (j["record"] != "auto" && j["record"] != "never"))
+      throw ConfigError(w + ".record: must be \"auto\" or \"never\", not " + j["record"].dump());
+    c.record = j["record"] == "auto";
+  }
+  if (j.contains("server")) {
+    const Json& s = j["server"];
+    const std::string sw = w + ".server";
+    if (!s.is_object()) throw ConfigError(sw + ": must be an object {run, ready_url, ready_timeout_s}, not " + type_name(s));
+    util::reject_unknown_keys(s, {"run", "ready_url", "ready_timeout_s"}, sw);
+    if (!s.contains("run")) throw ConfigError(sw + ": missing 'run' (the argv that starts the server)");
+    if (s["run"].is_string()) c.server.run = util::split_words(s["run"].get<std::string>());
+    else if (s["run"].is_array()) c.server.run = util::string_array(s["run"], sw + ".run");
+    else throw ConfigError(sw + ".run: must be an argv array or a command string, not " + type_name(s["run"]));
+    if (c.server.run.empty() || c.server.run[0].empty()) throw ConfigError(sw + ".run: the command is empty");
+    if (!s.contains("ready_url") || !s["ready_url"].is_string())
+      throw ConfigError(sw + ".ready_url: missing or not a string (the http:// URL that answers 2xx once the server is up)");
+    c.server.ready_url = s["ready_url"].get<std::string>();
+    parse_url(c.server.ready_url, sw + ".ready_url");
+    c.server.ready_timeout_s = positive(s, "ready_timeout_s", sw, 30);
+    c.has_server = true;
+  }
+  if (c.kind == "contract") {
+    if (c.url.empty()) throw ConfigError(w + ": missing 'target'");
+    if (j.contains("method")) {
+      static const std::vector<std::string> methods{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"};
+      if (!j["method"].is_string() || std::find(methods.begin(), methods.end(), j["method"].get<std::string>()) == methods.end())
+        throw ConfigError(w + ".method: must be one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, not " + j["method"].dump());
+      c.method = j["method"].get<std::string>();
+    }
+    if (j.contains("headers")) {
+      if (!j["headers"].is_object()) throw ConfigError(w + ".headers: must be an object of header name -> string");
+      for (auto it = j["headers"].begin(); it != j["headers"].end(); ++it) {
+        if (!it.value().is_string()) throw ConfigError(w + ".headers." + it.key() + ": must be a string, not " + type_name(it.value()));
+        if (it.key().empty() || it.key().find_first_of(" :\r\n") != std::string::npos ||
+            it.value().get<std::string>().find_first_of("\r\n") != std::string::npos)
+          throw ConfigError(w + ".headers: invalid header '" + it.key() + "'");
+        c.headers.emplace_back(it.key(), it.value().get<std::string>());
+      }
+    }
+    if (j.contains("body")) {
+      if (j["body"].is_string()) c.body = j["body"].get<std::string>();
+      else if (j["body"].is_object() || j["body"].is_array()) c.body = j["body"].dump();
+      else throw ConfigError(w + ".body: must be a string or a JSON object/array, not " + type_name(j["body"]));
+    }
+    c.strict = boolean(j, "strict", w, false);
+  } else {
+    if (j.contains("screenshot")) {
+      c.screenshot = util::string_array(j["screenshot"], w + ".screenshot");
+      if (c.screenshot.empty() || c.screenshot[0].empty()) throw ConfigError(w + ".screenshot: the command is empty");
+      bool has_out = false;
+      for (const auto& a : c.screenshot) has_out = has_out || a.find("{out}") != std::string::npos;
+      if (!has_out) throw ConfigError(w + ".screenshot: no {out} placeholder (where the command writes the PNG)");
+    } else if (c.url.empty()) {
+      throw ConfigError(w + ": missing 'target' (a PNG URL, or give 'screenshot')");
+    }
+    c.tolerance = unit_interval(j, "tolerance", w, 0.1);
+    c.max_ratio = unit_interval(j, "max_ratio", w, 0.001);
+    c.ignore_anti_aliasing = boolean(j, "ignore_anti_aliasing", w, true);
+  }
+}
+
 }  // namespace
 
 CheckSpec parse_check(const Json& j, const std::string& where, bool id_required) {
   if (!j.is_object()) throw ConfigError(where + ": a check must be a JSON object, not " + type_name(j));
   CheckSpec c;
   c.raw = j;
-  if (!j.contains("kind")) throw ConfigError(where + ": missing 'kind' (one of command_exit, file_sha256, regex_in_file)");
+  if (!j.contains("kind")) throw ConfigError(where + ": missing 'kind' (one of command_exit, file_sha256, regex_in_file, contract, visual)");
   if (!j["kind"].is_string()) throw ConfigError(where + ".kind: must be a string, not " + type_name(j["kind"]));
   c.kind = j["kind"].get<std::string>();
   bool known = false;
@@ -70,7 +177,7 @@ CheckSpec parse_check(const Json& j, const std::string& where, bool id_required)
   if (!known) {
     std::string near = util::nearest(c.kind, kKinds);
     throw ConfigError(where + ".kind: unknown kind '" + c.kind + "'" +
-                      (near.empty() ? " (known: command_exit, file_sha256, regex_in_file)"
+                      (near.empty() ? " (known: command_exit, file_sha256, regex_in_file, contract, visual)"
                                     : " (did you mean '" + near + "'?)"));
   }
   util::reject_unknown_keys(j, keys_for(c.kind), where);
@@ -100,11 +207,14 @@ CheckSpec parse_check(const Json& j, const std::string& where, bool id_required)
                         (near.empty() ? "" : " (did you mean '" + near + "'?)"));
     }
   }
-  if (!j.contains("target")) throw ConfigError(w + ": missing 'target'");
-  const Json& target = j["target"];
+  if (!j.contains("target") && !(c.kind == "visual" && j.contains("screenshot")))
+    throw ConfigError(w + ": missing 'target'" + std::string(c.kind == "visual" ? " (a PNG URL, or give 'screenshot')" : ""));
+  const Json target = j.contains("target") ? j["target"] : Json();
   if (j.contains("editable")) c.editable = util::string_array(j["editable"], w + ".editable");
 
-  if (c.kind == "command_exit") {
+  if (c.kind == "contract" || c.kind == "visual") {
+    parse_http_check(j, w, c);
+  } else if (c.kind == "command_exit") {
     if (target.is_array()) {
       c.argv = util::string_array(target, w + ".target");
     } else if (target.is_string()) {
@@ -278,12 +388,50 @@ SenseResult sense(const CheckSpec& spec, const std::string& root) {
   if (spec.kind == "command_exit") r = sense_command(spec, root);
   else if (spec.kind == "file_sha256") r = sense_sha256(spec, root);
   else if (spec.kind == "regex_in_file") r = sense_regex(spec, root);
+  else if (spec.kind == "contract") r = sense_contract(spec, root);
+  else if (spec.kind == "visual") r = sense_visual(spec, root);
   else throw ConfigError("check " + spec.id + ": unknown kind '" + spec.kind + "'");
   r.id = spec.id;
   if (r.duration_ms == 0)
     r.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   if (r.output.empty()) r.output = r.evidence;
+  // Secret values of the environment never reach evidence, signatures or notes.
+  r.output = util::redact_secrets(r.output);
+  r.evidence = util::redact_secrets(r.evidence);
   return r;
+}
+
+}  // namespace phoenix::checks
+
+namespace phoenix::checks {
+
+bool boot_server(const CheckSpec& spec, const std::string& root, std::unique_ptr<Server>& server, SenseResult& r) {
+  if (!spec.has_server) return true;
+  server = std::make_unique<Server>(spec.server, root);
+  if (server->ready()) return true;
+  r.signal = server->signal();
+  r.evidence = server->evidence();
+  r.interrupted = server->interrupted();
+  server.reset();
+  return false;
+}
+
+Missing missing_recording(const CheckSpec& spec, const std::string& root, const std::string& rel, std::string* where_known) {
+  if (!spec.record) return Missing::kRecordNever;
+  try {
+    gitx::Repo repo = gitx::Repo::open(root);
+    if (!repo.head_sha().empty() && repo.read_blob_at("HEAD", rel)) {
+      if (where_known) *where_known = "HEAD";
+      return Missing::kDeleted;
+    }
+    if (auto kg = repo.read_ref("refs/phoenix/known-good"); kg && repo.read_blob_at(*kg, rel)) {
+      if (where_known) *where_known = "refs/phoenix/known-good";
+      return Missing::kDeleted;
+    }
+  } catch (const Error&) {
+    // Not a git repository (or an unborn one): nothing can have been deleted.
+  }
+  return Missing::kRecordNow;
 }
 
 }  // namespace phoenix::checks

@@ -8,6 +8,8 @@
 
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/fault.h"
+#include "util/redact.h"
 #include "util/text.h"
 
 namespace phoenix::engine {
@@ -63,7 +65,7 @@ std::string render_incident(const Incident& inc) {
 std::string write_incident(const std::string& dir, const Incident& inc) {
   fs::create_directories(dir);
   std::string base = utc_now("%Y-%m-%d-%H-%M");
-  std::string text = render_incident(inc);
+  std::string text = util::redact_secrets(render_incident(inc));
   for (int n = 0; n < 1000; ++n) {
     std::string path = dir + "/" + base + (n == 0 ? "" : "-" + std::to_string(n + 1)) + ".md";
     // O_EXCL claims the name so two writers never share a note.
@@ -73,6 +75,18 @@ std::string write_incident(const std::string& dir, const Incident& inc) {
       throw_errno("cannot create incident note " + path);
     }
     ::close(fd);
+    if (!inc.artifacts.empty()) {
+      // Evidence pictures go beside the note, named after it.
+      Incident with_files = inc;
+      std::string stem = fs::path(path).stem().string();
+      for (const auto& [name, bytes] : inc.artifacts) {
+        std::string file = stem + "-" + name;
+        util::write_file_atomic(dir + "/" + file, bytes);
+        with_files.images.push_back(file);
+      }
+      text = util::redact_secrets(render_incident(with_files));
+    }
+    PHOENIX_FAULT_TORN("mid-incident", path + ".tmp.fault", text);
     util::write_file_atomic(path, text);
     return path;
   }

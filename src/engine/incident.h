@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace phoenix::engine {
@@ -29,6 +30,9 @@ struct Incident {
   std::string rolled_back_to;   // sha, or empty with not_rolled_back_why
   std::string not_rolled_back_why;
   std::vector<std::string> images;  // files beside the note (visual diffs)
+  // Evidence files (name, bytes), written beside the note as
+  // <note-stem>-<name> and shown in its Evidence section.
+  std::vector<std::pair<std::string, std::string>> artifacts;
 };
 
 // The note's Markdown, sections in DESIGN.md's order.

@@ -48,6 +48,7 @@ TEST(Schema, CheckKindsMatch) {
     Json check = {{"id", "x"}, {"kind", k}, {"target", k == "command_exit" ? Json("true") : Json("f")}};
     if (k == "file_sha256") check["expect"] = std::string(64, 'a');
     if (k == "regex_in_file") check["pattern"] = "x";
+    if (k == "contract" || k == "visual") check["target"] = "http://127.0.0.1:9/x";
     EXPECT_NO_THROW(parse(Json{{"checks", {check}}}.dump(), "probe")) << k;
   }
 }

@@ -1,0 +1,152 @@
+#include "checks/http.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+#include "util/error.h"
+#include "util/text.h"
+
+namespace phoenix::checks {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+Url parse_url(const std::string& url, const std::string& where) {
+  if (util::starts_with(url, "https://"))
+    throw ConfigError(where + ": '" + url + "': https is not supported; use a plain http:// URL (a local server)");
+  if (!util::starts_with(url, "http://"))
+    throw ConfigError(where + ": '" + url + "' is not an http:// URL");
+  std::string rest = url.substr(7);
+  size_t slash = rest.find('/');
+  std::string authority = slash == std::string::npos ? rest : rest.substr(0, slash);
+  Url u;
+  u.target = slash == std::string::npos ? "/" : rest.substr(slash);
+  if (authority.empty()) throw ConfigError(where + ": '" + url + "' has no host");
+  if (authority.find('@') != std::string::npos)
+    throw ConfigError(where + ": '" + url + "': credentials in the URL are not supported (use headers)");
+  if (authority.front() == '[') {  // [::1]:8080
+    size_t close = authority.find(']');
+    if (close == std::string::npos) throw ConfigError(where + ": '" + url + "' has an unterminated IPv6 address");
+    u.host = authority.substr(1, close - 1);
+    std::string after = authority.substr(close + 1);
+    u.port = util::starts_with(after, ":") ? after.substr(1) : "80";
+  } else {
+    size_t colon = authority.rfind(':');
+    u.host = colon == std::string::npos ? authority : authority.substr(0, colon);
+    u.port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
+  }
+  if (u.host.empty()) throw ConfigError(where + ": '" + url + "' has no host");
+  bool digits = !u.port.empty() && u.port.size() <= 5;
+  for (char c : u.port) digits = digits && c >= '0' && c <= '9';
+  if (!digits || std::stoi(u.port) < 1 || std::stoi(u.port) > 65535)
+    throw ConfigError(where + ": '" + url + "' has an invalid port '" + u.port + "'");
+  return u;
+}
+
+namespace {
+
+std::chrono::milliseconds ms(double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); }
+
+std::string secs(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+std::string describe(const beast::error_code& ec) {
+  if (ec == beast::error::timeout) return "timed out";
+  if (ec == net::error::connection_refused) return "connection refused";
+  if (ec == net::error::connection_reset) return "connection reset";
+  if (ec == http::error::end_of_stream || ec == net::error::eof) return "connection closed before a complete response";
+  if (ec == http::error::body_limit) return "body too large";
+  return ec.message();
+}
+
+}  // namespace
+
+HttpResponse http_request(const HttpRequest& rq) {
+  Url u = parse_url(rq.url, "url");
+  const std::string what = rq.method + " " + rq.url;
+  net::io_context ioc;
+  tcp::resolver resolver(ioc);
+  beast::error_code ec;
+  auto endpoints = resolver.resolve(u.host, u.port, ec);
+  if (ec) throw HttpError(what + ": cannot resolve " + u.host + ": " + ec.message());
+
+  beast::tcp_stream stream(ioc);
+  // Every step is asynchronous so the stream's deadline applies to it.
+  auto run = [&](auto&& start) {
+    std::optional<beast::error_code> done;
+    start([&](beast::error_code e, auto&&...) { done = e; });
+    ioc.restart();
+    ioc.run();
+    return done.value_or(beast::error_code(net::error::operation_aborted));
+  };
+
+  stream.expires_after(ms(rq.connect_timeout_s));
+  ec = run([&](auto handler) { stream.async_connect(endpoints, [handler](beast::error_code e, const tcp::endpoint&) mutable { handler(e); }); });
+  if (ec) {
+    if (ec == beast::error::timeout)
+      throw HttpError(what + ": connect timed out after " + secs(rq.connect_timeout_s) + "s");
+    throw HttpError(what + ": cannot connect to " + u.host + ":" + u.port + ": " + describe(ec));
+  }
+
+  http::request<http::string_body> req;
+  req.method_string(rq.method);
+  req.target(u.target);
+  req.version(11);
+  req.set(http::field::host, u.port == "80" ? u.host : u.host + ":" + u.port);
+  req.set(http::field::user_agent, "phoenix");
+  req.set(http::field::connection, "close");
+  for (const auto& [k, v] : rq.headers) req.set(k, v);
+  if (!rq.body.empty() || rq.method == "POST" || rq.method == "PUT" || rq.method == "PATCH") {
+    req.body() = rq.body;
+    req.prepare_payload();
+  }
+
+  stream.expires_after(ms(rq.read_timeout_s));
+  ec = run([&](auto handler) { http::async_write(stream, req, [handler](beast::error_code e, size_t) mutable { handler(e); }); });
+  if (ec) throw HttpError(what + ": sending the request failed: " + describe(ec));
+
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(rq.max_body_bytes);
+  parser.header_limit(64 * 1024);
+  ec = run([&](auto handler) { http::async_read(stream, buffer, parser, [handler](beast::error_code e, size_t) mutable { handler(e); }); });
+  if (ec) {
+    if (ec == beast::error::timeout)
+      throw HttpError(what + ": no complete response within " + secs(rq.read_timeout_s) + "s");
+    throw HttpError(what + ": reading the response failed: " + describe(ec));
+  }
+  auto& res = parser.get();
+  HttpResponse out;
+  out.status = static_cast<int>(res.result_int());
+  out.content_type = std::string(res[http::field::content_type]);
+  out.body = std::move(res.body());
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  return out;
+}
+
+bool port_accepts(const std::string& host, const std::string& port, double timeout_s) {
+  net::io_context ioc;
+  tcp::resolver resolver(ioc);
+  beast::error_code ec;
+  auto endpoints = resolver.resolve(host, port, ec);
+  if (ec) return false;
+  beast::tcp_stream stream(ioc);
+  stream.expires_after(ms(timeout_s));
+  std::optional<beast::error_code> done;
+  stream.async_connect(endpoints, [&](beast::error_code e, const tcp::endpoint&) { done = e; });
+  ioc.run();
+  return done && !*done;
+}
+
+}  // namespace phoenix::checks
