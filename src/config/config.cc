@@ -104,8 +104,15 @@ void parse_into(Config& c, const Json& j) {
   if (j.contains("sandbox")) {
     const Json& s = j["sandbox"];
     if (!s.is_object()) throw ConfigError("sandbox: must be an object");
-    util::reject_unknown_keys(s, {"carry"}, "sandbox");
+    util::reject_unknown_keys(s, {"carry", "kind"}, "sandbox");
     if (s.contains("carry")) c.sandbox_carry = util::string_array(s["carry"], "sandbox.carry");
+    if (s.contains("kind")) {
+      const Json& k = s["kind"];
+      const std::string v = k.is_string() ? k.get<std::string>() : k.dump();
+      if (v != "auto" && v != "copy" && v != "overlay")
+        throw ConfigError("sandbox.kind: '" + v + "' is not one of auto, copy, overlay");
+      c.sandbox_kind = v;
+    }
   }
   if (j.contains("hook")) {
     const Json& h = j["hook"];

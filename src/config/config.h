@@ -53,6 +53,7 @@ struct Config {
   int circuit_breaker = 3;
   std::vector<std::string> protected_globs;
   std::vector<std::string> sandbox_carry;
+  std::string sandbox_kind = "auto";  // auto | copy | overlay (PHOENIX_SANDBOX overrides)
   std::string prompt_template;        // path relative to the repository, "" for the shipped one
   Hook hook;
   Loop loop;

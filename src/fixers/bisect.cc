@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "checks/check.h"
+#include "gitx/worktree.h"
 #include "util/error.h"
 #include "util/json.h"
 #include "util/subprocess.h"
@@ -18,15 +19,8 @@ namespace {
 
 std::string short_sha(const std::string& sha) { return sha.substr(0, 7); }
 
-std::string subject_of(const gitx::Repo& repo, const std::string& sha) {
-  std::string msg = repo.commit_message(sha);
-  size_t nl = msg.find('\n');
-  return util::trim(nl == std::string::npos ? msg : msg.substr(0, nl));
-}
-
 // Absolute and normalized, without a trailing slash, resolving symlinks of
-// the part that exists: paths from libgit2 are canonical, ours may not be
-// (/tmp vs /private/tmp, "a/../b").
+// the part that exists (paths from libgit2 are canonical, ours may not be).
 std::string norm(const std::string& p) {
   std::error_code ec;
   fs::path c = fs::weakly_canonical(fs::absolute(p), ec);
@@ -40,85 +34,10 @@ bool same_or_inside(const std::string& path, const std::string& dir) {
   return path == dir || util::starts_with(path, dir == "/" ? dir : dir + "/");
 }
 
-// ---------------------------------------------------------------------------
-// Worktree health.
-
-// Why the worktree at `want` cannot be trusted, "" when it is healthy (and
-// then it has been reset clean), or "absent" when there is nothing at all.
-std::string diagnose(gitx::Repo& repo, const std::string& want) {
-  const std::string common = norm(repo.common_dir());
-  std::error_code ec;
-  const bool folder = fs::exists(want, ec);
-  const bool admin = fs::exists(fs::path(common) / "worktrees" / kBisectWorktreeName, ec);
-
-  std::optional<gitx::WorktreeInfo> ours;
-  for (const gitx::WorktreeInfo& w : repo.worktree_list()) {
-    if (w.name == kBisectWorktreeName) {
-      ours = w;
-    } else if (norm(w.path) == want) {
-      return "another worktree ('" + w.name + "') is registered at " + want;
-    }
-  }
-  if (!ours) {
-    if (!folder && !admin) return "absent";
-    if (admin) return "its entry in " + common + "/worktrees is unreadable";
-    return "the folder exists but the repository does not list it as a worktree";
-  }
-  if (ours->locked)
-    throw Error("bisect worktree '" + std::string(kBisectWorktreeName) +
-                "' is locked; unlock it with `git worktree unlock " + kBisectWorktreeName + "`");
-  if (norm(ours->path) != want) return "it is registered at " + ours->path + ", not at " + want;
-  if (!folder) return "its folder is missing";
-  if (!ours->valid) return "git reports it invalid";
-
-  std::optional<gitx::Repo> wt;
-  try {
-    wt.emplace(gitx::Repo::open(want));
-  } catch (const std::exception& e) {
-    return std::string("it does not open as a repository (") + e.what() + ")";
-  }
-  if (norm(wt->common_dir()) != common) return "it belongs to another repository (" + wt->common_dir() + ")";
-  if (norm(wt->git_dir()) != norm((fs::path(common) / "worktrees" / kBisectWorktreeName).string()))
-    return "its .git points to another worktree (" + wt->git_dir() + ")";
-  if (norm(wt->workdir()) != want) return "it opens with work tree " + wt->workdir();
-  try {
-    if (wt->head_sha().empty()) return "its HEAD names no commit";
-    // The clean before use: whatever the last check left behind (edited
-    // tracked files, staged files, untracked files) goes; ignored files
-    // (build outputs) stay so builds stay warm.
-    wt->reset_hard("HEAD", /*remove_untracked=*/true);
-  } catch (const std::exception& e) {
-    return std::string("it cannot be reset (") + e.what() + ")";
-  }
-  return "";
-}
-
-// Removes every trace of a damaged bisect worktree: the registration(s) at
-// our name or our path, a half-written admin folder, and the folder itself.
-void remove_damaged(gitx::Repo& repo, const std::string& want) {
-  const std::string common = norm(repo.common_dir());
-  for (const gitx::WorktreeInfo& w : repo.worktree_list()) {
-    if (w.name == kBisectWorktreeName || norm(w.path) == want) {
-      if (w.locked) throw Error("worktree '" + w.name + "' at " + w.path + " is locked; cannot recreate it");
-      repo.worktree_remove(w.name);
-    }
-  }
-  std::error_code ec;
-  // An admin folder libgit2 cannot even look up is not listed above; it is
-  // ours by name, and worktree_add refuses to run while it exists.
-  fs::remove_all(fs::path(common) / "worktrees" / kBisectWorktreeName, ec);
-  if (ec) throw Error("cannot remove stale worktree entry: " + ec.message());
-  fs::remove_all(want, ec);
-  if (ec) throw Error("cannot remove damaged worktree " + want + ": " + ec.message());
-}
-
-// Moves a (healthy) worktree to `sha`: only differing files are written;
-// edits and untracked files left by the previous check run are discarded.
-void move_worktree(gitx::Repo& wt, const std::string& sha) {
-  gitx::CheckoutOptions o;
-  o.force = true;
-  o.remove_untracked = true;
-  wt.checkout_detached(sha, o);
+std::string subject_of(const gitx::Repo& repo, const std::string& sha) {
+  std::string msg = repo.commit_message(sha);
+  size_t nl = msg.find('\n');
+  return util::trim(nl == std::string::npos ? msg : msg.substr(0, nl));
 }
 
 // ---------------------------------------------------------------------------
@@ -181,7 +100,7 @@ BisectResult bisect_commits(gitx::Repo& repo, const std::string& worktree_path, 
   size_t lo = 0, hi = r.range_size;
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
-    if (wt) move_worktree(*wt, pos[mid]);
+    if (wt) gitx::move_worktree(*wt, pos[mid]);
     const bool green = oracle(pos[mid]);
     r.steps.push_back({pos[mid], mid, green});
     if (green) {
@@ -202,33 +121,13 @@ BisectResult bisect_commits(gitx::Repo& repo, const std::string& worktree_path, 
 }
 
 BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path, const std::string& rev) {
+  gitx::PersistentWorktree w = gitx::prepare_worktree(repo, kBisectWorktreeName, path, rev);
   BisectWorktree out;
-  out.path = norm(path);
-  const std::string sha = repo.resolve(rev);
-  // Damage handling deletes this folder: refuse paths that would take the
-  // user's work tree or the repository with it.
-  const std::string top = repo.workdir().empty() ? "" : norm(repo.workdir());
-  const std::string common = norm(repo.common_dir());
-  if ((!top.empty() && same_or_inside(top, out.path)) || same_or_inside(out.path, common) ||
-      same_or_inside(common, out.path))
-    throw Error("refusing bisect worktree at " + out.path + ": it overlaps the repository itself");
-
-  std::string damage = diagnose(repo, out.path);
-  if (damage.empty()) {
-    gitx::Repo wt = gitx::Repo::open(out.path);
-    move_worktree(wt, sha);
-    out.state = BisectWorktree::State::kReused;
-    return out;
-  }
-  if (damage != "absent") {
-    remove_damaged(repo, out.path);
-    out.state = BisectWorktree::State::kRecreated;
-    out.damage = damage;
-  }
-  std::error_code ec;
-  fs::create_directories(fs::path(out.path).parent_path(), ec);
-  if (ec) throw Error("cannot create " + fs::path(out.path).parent_path().string() + ": " + ec.message());
-  repo.worktree_add(kBisectWorktreeName, out.path, sha);
+  out.path = std::move(w.path);
+  out.state = w.state == gitx::PersistentWorktree::State::kCreated  ? BisectWorktree::State::kCreated
+              : w.state == gitx::PersistentWorktree::State::kReused ? BisectWorktree::State::kReused
+                                                                     : BisectWorktree::State::kRecreated;
+  out.damage = std::move(w.damage);
   return out;
 }
 

@@ -801,7 +801,8 @@ Proposal HarnessFixer::propose(const Request& request) {
   const std::string prompt = render_prompt(load_prompt_template(request), prompt_values(request));
   const std::string phoenix_dir = request.phoenix_dir.empty() ? request.repo_root + "/.phoenix" : request.phoenix_dir;
   sandbox::Sandbox sb = sandbox::Sandbox::create(request.repo_root, phoenix_dir + "/sandboxes",
-                                                 request.config->sandbox_carry);
+                                                 request.config->sandbox_carry,
+                                                 sandbox::parse_kind(request.config->sandbox_kind, "sandbox.kind"));
   Invocation inv = plan_invocation(h, prompt, [&](const std::string& content) {
     return sb.write_scratch_file("prompt.md", content);
   });
@@ -819,6 +820,7 @@ Proposal HarnessFixer::propose(const Request& request) {
   o.timeout_s = request.timeout_s > 0 ? request.timeout_s : h.timeout_s;
   o.head_bytes = kLogHeadBytes;
   o.tail_bytes = kLogTailBytes;
+  sb.confine(o);  // an overlay sandbox exists only inside its own mount namespace
 
   // Phoenix's own writes during the run land in the sandboxes folder; leave
   // it out of the fingerprint wherever it is inside the repository.

@@ -16,6 +16,7 @@
 
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/fault.h"
 
 namespace fs = std::filesystem;
 
@@ -651,6 +652,7 @@ void Repo::apply_patch(const std::string& patch, ApplyLocation where) {
   if (patch.empty()) return;
   DiffPtr diff = parse_patch(patch);
   fresh_index(raw());
+  PHOENIX_FAULT("mid-apply");
   check(git_apply(raw(), diff.get(), to_location(where), nullptr), "apply patch");
 }
 

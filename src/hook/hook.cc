@@ -16,8 +16,10 @@
 #include "engine/cycle.h"
 #include "engine/session.h"
 #include "gitx/repo.h"
+#include "gitx/worktree.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/hash.h"
 #include "util/lock.h"
 #include "util/subprocess.h"
 #include "util/text.h"
@@ -315,6 +317,8 @@ using Clock = std::chrono::steady_clock;
 // notes), as for the engine.
 const std::vector<std::string> kKeep{".phoenix/", "incidents/"};
 
+constexpr const char* kWorktreeRel = ".phoenix/worktrees/hook";
+
 std::string sha12(const std::string& s) { return s.substr(0, 12); }
 
 std::string paint(bool on, const char* code, const std::string& s) {
@@ -340,50 +344,72 @@ struct Target {
   }
 };
 
-// A detached worktree of one commit under <root>/.phoenix/worktrees/,
-// removed (registration and folder) when it goes out of scope, however
-// the measurement ended.
-class TempWorktree {
- public:
-  TempWorktree(gitx::Repo& repo, const std::string& root, const std::string& commit)
-      : repo_(repo),
-        path_(root + "/.phoenix/worktrees/hook-" + sha12(commit)),
-        // The pid keeps two pushes from two linked worktrees of one
-        // repository (each with its own .phoenix/ and lock) from colliding
-        // in the shared <common dir>/worktrees/.
-        name_("phoenix-hook-" + sha12(commit) + "-" + std::to_string(::getpid())) {
-    // A run killed with SIGKILL leaves its worktree behind; this root's lock
-    // is held, so one at our path is stale.
-    for (const auto& w : repo_.worktree_list())
-      if (util::starts_with(w.name, "phoenix-hook-") && fs::path(w.path).lexically_normal() == fs::path(path_).lexically_normal())
-        repo_.worktree_remove(w.name);
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-    fs::create_directories(fs::path(path_).parent_path(), ec);
-    repo_.worktree_add(name_, path_, commit);
-  }
-  ~TempWorktree() {
-    try {
-      repo_.worktree_remove(name_);
-    } catch (const std::exception& e) {
-      std::cerr << "phoenix: warning: could not remove the temporary worktree " << name_ << ": " << e.what() << "\n";
-    }
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempWorktree(const TempWorktree&) = delete;
-  TempWorktree& operator=(const TempWorktree&) = delete;
-  const std::string& path() const { return path_; }
+// The hook's own persistent worktree, <root>/.phoenix/worktrees/hook, where
+// a pushed commit that is not a clean HEAD is measured: moved to that
+// commit by an incremental checkout (only files that differ are written),
+// cleaned before use, recreated when found damaged (gitx/worktree.h). Its
+// git name carries a digest of the root, so two linked worktrees of one
+// repository (each with its own .phoenix/ and lock) never share it.
+std::string hook_worktree_name(const std::string& root) {
+  std::error_code ec;
+  fs::path canon = fs::weakly_canonical(root, ec);
+  return "phoenix-hook-" + util::sha256_hex(ec ? root : canon.string()).substr(0, 8);
+}
 
- private:
-  gitx::Repo& repo_;
-  std::string path_;
-  std::string name_;
+// HEAD and whether the work tree is clean, as `git status` sees them.
+struct HeadState {
+  std::string head;    // "" while the branch is unborn
+  std::string branch;  // "" when detached
+  bool clean = false;  // no change at all outside kKeep
 };
+
+// From one `git status --porcelain=v2 --branch -z -uall` in `root`;
+// nullopt when git cannot say (not installed, fails, output not understood).
+std::optional<HeadState> head_state_from_git(const std::string& root) {
+  util::ProcessOptions o;
+  o.argv = {"git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"};
+  o.cwd = root;
+  o.timeout_s = 600;
+  o.head_bytes = 1 << 20;
+  o.tail_bytes = 0;
+  util::ProcessResult r = util::run_process(o);
+  if (r.exit_code != 0 || r.output_truncated) return std::nullopt;
+  HeadState st;
+  st.clean = true;
+  bool saw_oid = false;
+  const std::string& out = r.output;
+  for (size_t pos = 0; pos < out.size();) {
+    size_t end = out.find('\0', pos);
+    if (end == std::string::npos) end = out.size();
+    const std::string_view rec(out.data() + pos, end - pos);
+    pos = end + 1;
+    if (rec.empty()) continue;
+    if (util::starts_with(rec, "# branch.oid ")) {
+      std::string oid(rec.substr(13));
+      st.head = oid == "(initial)" ? "" : oid;
+      saw_oid = true;
+    } else if (util::starts_with(rec, "# branch.head ")) {
+      std::string name(rec.substr(14));
+      st.branch = name == "(detached)" ? "" : name;
+    } else if (rec[0] == '#') {
+      continue;
+    } else {
+      // A change. Untracked files under kKeep do not count (Phoenix's own
+      // state); anything else, or anything not understood, is for libgit2
+      // to judge.
+      const bool kept = rec.size() > 2 && rec[0] == '?' &&
+                        std::any_of(kKeep.begin(), kKeep.end(), [&](const std::string& k) { return util::starts_with(rec.substr(2), k); });
+      if (!kept) st.clean = false;
+      if (rec[0] == '2') pos = out.find('\0', pos) == std::string::npos ? out.size() : out.find('\0', pos) + 1;  // the old path
+    }
+  }
+  if (!saw_oid || (!st.head.empty() && st.head.size() != 40 && st.head.size() != 64)) return std::nullopt;
+  return st;
+}
 
 // git exports these to hooks in some set-ups (a push from a linked
 // worktree, `git --git-dir`); a check's own git commands must find the
-// repository of the folder they run in — a temporary worktree included —
+// repository of the folder they run in — the hook's worktree included —
 // so Phoenix's children do not inherit them.
 void forget_git_location_env() {
   for (const char* v : {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
@@ -463,12 +489,22 @@ int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, 
   }
 
   forget_git_location_env();
-  gitx::Repo repo = gitx::Repo::open(opt.root);
-  const std::string head = repo.head_sha();
-  const std::string head_branch = head.empty() ? "" : repo.head_branch();
+  // The green path — every pushed commit is HEAD, the tree is clean — is
+  // decided by one `git status`, the scan git itself would make, and
+  // libgit2 (whose start-up alone parses the system's CA bundle) is opened
+  // only when something else is needed.
+  const std::optional<HeadState> fast = head_state_from_git(opt.root);
+  std::optional<gitx::Repo> repo_slot;
+  auto repo = [&]() -> gitx::Repo& {
+    if (!repo_slot) repo_slot.emplace(gitx::Repo::open(opt.root));
+    return *repo_slot;
+  };
+  const std::string head = fast ? fast->head : repo().head_sha();
+  const std::string head_branch = head.empty() ? "" : fast ? fast->branch : repo().head_branch();
   std::optional<bool> clean;  // asked only when a pushed commit is HEAD
+  if (fast && fast->clean) clean = true;  // a dirty verdict is left to libgit2, which knows kKeep's exact rules
   auto is_clean = [&] {
-    if (!clean) clean = repo.is_clean(kKeep);
+    if (!clean) clean = repo().is_clean(kKeep);
     return *clean;
   };
 
@@ -478,7 +514,7 @@ int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, 
     if (r.deletion()) continue;
     std::string commit;
     try {
-      commit = repo.resolve(r.local_sha);
+      commit = !head.empty() && r.local_sha == head ? head : repo().resolve(r.local_sha);
     } catch (const Error&) {
       err << "phoenix: " << r.local_ref << " (" << sha12(r.local_sha) << ") does not name a commit: not measured\n";
       continue;
@@ -495,13 +531,12 @@ int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, 
   bool used_worktree = false;
   for (const auto& t : targets) {
     const bool in_place = t.commit == head && is_clean();
-    std::optional<TempWorktree> wt;
+    std::string dir = opt.root;
     if (!in_place) {
-      wt.emplace(repo, opt.root, t.commit);
+      dir = gitx::prepare_worktree(repo(), hook_worktree_name(opt.root), opt.root + "/" + kWorktreeRel, t.commit).path;
       used_worktree = true;
     }
-    const std::string dir = in_place ? opt.root : wt->path();
-    const std::string where = t.label() + (in_place ? "" : " (temporary worktree)");
+    const std::string where = t.label() + (in_place ? "" : " (worktree " + std::string(kWorktreeRel) + ")");
     for (const auto& spec : selected) {
       double left = remaining_s();
       if (left <= 0) {

@@ -4,6 +4,9 @@
 
 #include <git2.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,10 +16,14 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <iostream>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <set>
 #include <system_error>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "gitx/repo.h"
@@ -131,8 +138,8 @@ std::vector<std::string> components(std::string_view path) {
 }
 
 bool has_dotgit_component(std::string_view rel) {
-  for (const std::string& c : components(rel))
-    if (c == ".git") return true;
+  for (size_t at = rel.find(".git"); at != std::string_view::npos; at = rel.find(".git", at + 1))
+    if ((at == 0 || rel[at - 1] == '/') && (at + 4 == rel.size() || rel[at + 4] == '/')) return true;
   return false;
 }
 
@@ -189,6 +196,19 @@ bool resolves_inside(const fs::path& top, const std::string& rel) {
 struct Copier {
   fs::path src_root;
   fs::path dst_root;
+  // Decide only (the overlay sandbox): what would be copied is recorded in
+  // `copied` with its lstat data in `stats`, nothing is written.
+  bool dry = false;
+  struct Seen {
+    struct stat st;
+    bool kept = false;  // its index entry can be kept as it is
+  };
+  // Looked up by string_view too, without making a string each time.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, Seen, Hash, std::equal_to<>> stats;
   std::set<std::string> copied;
   std::vector<std::string> links;  // symlinks created, checked once all is copied
   std::set<std::string> link_set;
@@ -214,18 +234,24 @@ struct Copier {
 
   // Copies one tracked or carried path; records why when it does not.
   void copy(const std::string& rel) {
-    if (copied.count(rel)) return;
+    // Tracked paths come sorted: one past the last copied cannot be a copy.
+    const bool after_last = copied.empty() || *copied.rbegin() < rel;
+    if (!after_last && copied.count(rel)) return;
     if (is_secret(rel)) return skip(rel, "secret");
     if (beyond_symlink(rel)) return skip(rel, "inside a symlinked folder");
-    const fs::path src = src_root / rel;
-    const fs::path dst = dst_root / rel;
+    // Plain strings (an fs::path splits itself into components): this runs
+    // once per tracked file.
+    const std::string src = src_root.native() + "/" + rel;
     struct stat st;
     if (::lstat(src.c_str(), &st) != 0) return skip(rel, "missing from the work tree");
     std::error_code ec;
-    if (S_ISREG(st.st_mode)) {
+    if (dry && S_ISREG(st.st_mode)) {
+      stats.emplace(rel, Seen{st});
+    } else if (S_ISREG(st.st_mode)) {
+      const fs::path dst = dst_root / rel;
       fs::create_directories(dst.parent_path(), ec);
       if (!ec) fs::copy_file(src, dst, fs::copy_options::overwrite_existing, ec);
-      if (ec) throw Error("sandbox: cannot copy " + src.string() + ": " + ec.message());
+      if (ec) throw Error("sandbox: cannot copy " + src + ": " + ec.message());
       // What git records: executable or not. A read-only file in the user's
       // tree stays editable for the agent.
       if (::chmod(dst.c_str(), (st.st_mode & S_IXUSR) ? 0755 : 0644) != 0) throw_errno("sandbox: chmod " + dst.string());
@@ -234,15 +260,21 @@ struct Copier {
       // Absolute targets are skipped even when they name a path inside the
       // repository: in the copy they would still point at the real one.
       if (target.empty() || target[0] == '/') return skip(rel, "symlink outside the repository");
-      fs::create_directories(dst.parent_path(), ec);
-      if (!ec) fs::create_symlink(target, dst, ec);
-      if (ec) throw Error("sandbox: cannot create symlink " + dst.string() + ": " + ec.message());
+      if (dry) {
+        stats.emplace(rel, Seen{st});
+      } else {
+        const fs::path dst = dst_root / rel;
+        fs::create_directories(dst.parent_path(), ec);
+        if (!ec) fs::create_symlink(target, dst, ec);
+        if (ec) throw Error("sandbox: cannot create symlink " + dst.string() + ": " + ec.message());
+      }
       links.push_back(rel);
       link_set.insert(rel);
     } else {
       return skip(rel, "not a regular file");
     }
-    copied.insert(rel);
+    if (after_last) copied.insert(copied.end(), rel);
+    else copied.insert(rel);
   }
 
   void skip(const std::string& rel, const char* why) { skipped.push_back({rel, why}); }
@@ -252,9 +284,10 @@ struct Copier {
   // escape, so one pass is enough.
   void drop_escaping_links() {
     for (const std::string& rel : links) {
-      if (resolves_inside(dst_root, rel)) continue;
+      if (resolves_inside(dry ? src_root : dst_root, rel)) continue;
       std::error_code ec;
-      fs::remove(dst_root / rel, ec);
+      if (!dry) fs::remove(dst_root / rel, ec);
+      stats.erase(rel);
       copied.erase(rel);
       skip(rel, "symlink outside the repository");
     }
@@ -349,6 +382,96 @@ std::string content_digest(const fs::path& path) {
 
 std::string short_sha(const std::string& v) { return v.size() > 7 ? v.substr(0, 7) : v; }
 
+// ---------------------------------------------------------------------------
+// Overlay plumbing.
+
+// One line on stderr, the first time only (a loop makes many sandboxes).
+void say_once(const std::string& line) {
+  static std::once_flag once;
+  std::call_once(once, [&] { std::cerr << line << "\n"; });
+}
+
+// Overlay's mount options are a comma-separated list and lowerdir a
+// colon-separated one: paths holding either (or a backslash) cannot be
+// passed without escapes some kernels do not take.
+std::string unmountable_path(const std::string& top, const std::string& dir) {
+  for (const std::string* p : {&top, &dir})
+    if (p->find_first_of(",:\\") != std::string::npos) return "the path " + *p + " holds ',', ':' or '\\'";
+  return "";
+}
+
+std::string overlay_options(const std::string& hide, const std::string& lower, const std::string& upper,
+                            const std::string& work) {
+  return "lowerdir=" + hide + ":" + lower + ",upperdir=" + upper + ",workdir=" + work + ",userxattr";
+}
+
+// A whiteout: what overlay itself writes for a deleted file (a character
+// device 0/0); unprivileged since Linux 5.8.
+void make_whiteout(const std::string& path) {
+  if (::mknod(path.c_str(), S_IFCHR | 0600, 0) != 0) throw_errno("sandbox: cannot hide " + path);
+}
+
+bool is_whiteout(const struct stat& st) { return S_ISCHR(st.st_mode) && st.st_rdev == 0; }
+
+// Overlay marks a folder that replaced a deleted one (hiding everything
+// below it in the lower layers) as opaque.
+bool is_opaque(const std::string& dir) {
+  for (const char* name : {"user.overlay.opaque", "trusted.overlay.opaque"}) {
+    char v[4] = {0};
+    ssize_t n = ::lgetxattr(dir.c_str(), name, v, sizeof v);
+    if (n >= 1 && (v[0] == 'y' || v[0] == 'x')) return true;
+  }
+  return false;
+}
+
+std::string probe_overlay() {
+  if (::access("/proc/self/ns/user", F_OK) != 0) return "this system has no user namespaces";
+  std::error_code ec;
+  const fs::path tmpdir = fs::temp_directory_path(ec);
+  if (ec) return "no temporary folder: " + ec.message();
+  std::string tmpl = (tmpdir / "phoenix-overlay-probe-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) return std::string("cannot create a probe folder: ") + std::strerror(errno);
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      make_writable(dir);
+      std::error_code e;
+      fs::remove_all(dir, e);
+    }
+  } cleanup{tmpl};
+  if (!unmountable_path(tmpl, tmpl).empty()) return unmountable_path(tmpl, tmpl);
+  // As a real sandbox has it: the mount point inside the bottom layer,
+  // the other layers beside it.
+  for (const char* d : {"lower", "lower/hidden", "lower/hidden/merged", "hide", "upper", "ovl"})
+    fs::create_directory(tmpl + "/" + d, ec);
+  util::write_file_atomic(tmpl + "/lower/seen", "x\n");
+  try {
+    make_whiteout(tmpl + "/hide/hidden");
+  } catch (const Error& e) {
+    return std::string("cannot make overlay whiteouts: ") + e.what();
+  }
+  const std::string sh = util::find_executable("sh");
+  if (sh.empty()) return "no sh on PATH to probe with";
+  util::ProcessOptions o;
+  o.argv = {sh, "-c", "test -f seen && ! test -e hidden && echo new > made && test -f made"};
+  o.cwd = tmpl + "/lower/hidden/merged";
+  o.timeout_s = 20;
+  util::ChildNamespace ns;
+  ns.mounts.push_back({"overlay", tmpl + "/lower/hidden/merged", "overlay",
+                       overlay_options(tmpl + "/hide", tmpl + "/lower", tmpl + "/upper", tmpl + "/ovl"), false});
+  ns.mounts.push_back({tmpl + "/lower", tmpl + "/lower", "", "", true});
+  o.mount_namespace = ns;
+  util::ProcessResult r = util::run_process(o);
+  if (r.exit_code != 0) {
+    std::string out = r.output;
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    if (out.empty()) out = "exit " + std::to_string(r.exit_code);
+    return "the kernel refused: " + out;
+  }
+  if (!util::path_exists(tmpl + "/upper/made")) return "the overlay's upper layer did not take a write";
+  return "";
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -364,10 +487,49 @@ const std::vector<std::string>& secret_globs() {
   return globs;
 }
 
-bool is_secret(std::string_view rel_path) { return util::glob_match_any(secret_globs(), rel_path); }
+bool is_secret(std::string_view rel_path) {
+  // Every secret glob matches a basename that starts with '.', 'i' or 'c',
+  // or ends in ".pem", ".key" or ".p12": others need no glob at all (this
+  // runs once per tracked file).
+  const size_t slash = rel_path.rfind('/');
+  const std::string_view base = slash == std::string_view::npos ? rel_path : rel_path.substr(slash + 1);
+  auto ends = [&](std::string_view suffix) {
+    return base.size() >= suffix.size() && base.substr(base.size() - suffix.size()) == suffix;
+  };
+  if (base.empty() || (base[0] != '.' && base[0] != 'i' && base[0] != 'c' && !ends(".pem") && !ends(".key") && !ends(".p12")))
+    return false;
+  return util::glob_match_any(secret_globs(), rel_path);
+}
+
+Kind parse_kind(const std::string& value, const std::string& what) {
+  if (value == "auto") return Kind::kAuto;
+  if (value == "copy") return Kind::kCopy;
+  if (value == "overlay") return Kind::kOverlay;
+  throw ConfigError(what + ": '" + value + "' is not one of auto, copy, overlay");
+}
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::kCopy: return "copy";
+    case Kind::kOverlay: return "overlay";
+    default: return "auto";
+  }
+}
+
+Kind effective_kind(Kind configured) {
+  const char* env = std::getenv("PHOENIX_SANDBOX");
+  if (!env || !*env || std::string_view(env) == "1") return configured;
+  return parse_kind(env, "PHOENIX_SANDBOX");
+}
+
+std::string overlay_unavailable_reason() {
+  static const std::string reason = probe_overlay();
+  return reason;
+}
 
 Sandbox Sandbox::create(const std::string& repo_root, const std::string& base_dir,
-                        const std::vector<std::string>& carry_globs) {
+                        const std::vector<std::string>& carry_globs, Kind kind) {
+  const Kind wanted = effective_kind(kind);
   RepoPtr real = open_repo(repo_root);
   if (git_repository_is_bare(real.get())) throw Error("sandbox: " + repo_root + " is a bare repository");
   std::string top = git_repository_workdir(real.get());
@@ -386,9 +548,56 @@ Sandbox Sandbox::create(const std::string& repo_root, const std::string& base_di
   sb.dir_ = tmpl;
   sb.work_ = sb.dir_ + "/work";
   sb.meta_ = sb.dir_ + "/meta.git";
+  sb.top_ = top;
   fs::create_directory(sb.work_, ec);
   if (ec) throw Error("sandbox: cannot create " + sb.work_ + ": " + ec.message());
+  // The sandboxes' own folder, when it lies inside the repository somewhere
+  // other than .phoenix/, is never part of what the agent sees.
+  std::string base_rel;
+  if (starts_with(base.string(), top + "/")) base_rel = fs::relative(base, top).generic_string() + "/";
 
+  if (wanted != Kind::kCopy) {
+    std::string why = overlay_unavailable_reason();
+    if (why.empty()) why = unmountable_path(top, sb.dir_);
+    if (why.empty()) {
+      std::error_code tec;
+      const std::string tmp = fs::weakly_canonical(fs::temp_directory_path(tec), tec).string();
+      if (starts_with(tmp + "/", top + "/")) why = "the temporary folder " + tmp + " is inside the repository";
+      else why = unmountable_path(tmp, tmp);
+    }
+    if (why.empty()) {
+      try {
+        create_overlay(sb, top, base_rel, carry_globs, real.get());
+        return sb;
+      } catch (const Error& e) {
+        // E.g. an index libgit2 cannot read (a split index): start again
+        // with the copying sandbox, in a clean folder.
+        why = e.what();
+        std::error_code rec;
+        if (!sb.layers_.empty()) {
+          make_writable(sb.layers_);
+          fs::remove_all(sb.layers_, rec);
+          sb.layers_.clear();
+        }
+        make_writable(sb.meta_);
+        fs::remove_all(sb.meta_, rec);
+        sb.files_.clear();
+        sb.skipped_.clear();
+        sb.upper_.clear();
+        sb.hide_.clear();
+        sb.ovl_work_.clear();
+      }
+    }
+    say_once("phoenix: sandbox: no overlay (" + why + "); using the copying sandbox");
+  }
+  create_copy(sb, top, base_rel, carry_globs, real.get());
+  return sb;
+}
+
+void Sandbox::create_copy(Sandbox& sb, const std::string& top, const std::string& base_rel,
+                          const std::vector<std::string>& carry_globs, git_repository* real) {
+  sb.kind_ = Kind::kCopy;
+  std::error_code ec;
   Copier copier;
   copier.src_root = top;
   copier.dst_root = sb.work_;
@@ -396,7 +605,7 @@ Sandbox Sandbox::create(const std::string& repo_root, const std::string& base_di
   // Tracked paths, from the index (conflicted paths once; gitlinks are other
   // repositories' commits, not files we can copy).
   {
-    IndexPtr index = fresh_index(real.get());
+    IndexPtr index = fresh_index(real);
     std::set<std::string> seen;
     for (size_t i = 0, n = git_index_entrycount(index.get()); i < n; ++i) {
       const git_index_entry* e = git_index_get_byindex(index.get(), i);
@@ -409,10 +618,7 @@ Sandbox Sandbox::create(const std::string& repo_root, const std::string& base_di
       copier.copy(path);
     }
   }
-  // Carried files. The sandboxes' own folder is skipped when it lies inside
-  // the repository somewhere other than .phoenix/.
-  std::string base_rel;
-  if (starts_with(base.string(), top + "/")) base_rel = fs::relative(base, top).generic_string() + "/";
+  // Carried files (the sandboxes' own folder aside).
   carry_files(copier, carry_globs, base_rel);
   copier.drop_escaping_links();
 
@@ -486,22 +692,361 @@ Sandbox Sandbox::create(const std::string& repo_root, const std::string& base_di
   // first `git status` finds a clean tree without hashing every file.
   fs::copy_file(sb.meta_ + "/index", work_git + "/index", fs::copy_options::overwrite_existing, ec);
   if (ec) throw Error("sandbox: cannot write " + work_git + "/index: " + ec.message());
-  return sb;
+}
+
+void Sandbox::create_overlay(Sandbox& sb, const std::string& top, const std::string& base_rel,
+                             const std::vector<std::string>& carry_globs, git_repository* real) {
+  sb.kind_ = Kind::kOverlay;
+  std::error_code ec;
+  // The layers live outside the work tree (the bottom layer): overlay
+  // refuses layers nested in one another. Normally that is a folder of its
+  // own under $TMPDIR; a sandbox folder outside the repository holds them.
+  std::string layers = sb.dir_;
+  if (starts_with(sb.dir_, top + "/")) {
+    const fs::path tmp = fs::temp_directory_path(ec);
+    if (ec) throw Error("sandbox: no temporary folder for the overlay's layers: " + ec.message());
+    std::string tmpl = (tmp / "phoenix-layers-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw_errno("sandbox: cannot create a folder in " + tmp.string());
+    sb.layers_ = layers = tmpl;
+  }
+  sb.upper_ = layers + "/upper";
+  sb.hide_ = layers + "/hide";
+  sb.ovl_work_ = layers + "/ovl";
+  for (const std::string* d : {&sb.upper_, &sb.hide_, &sb.ovl_work_}) {
+    fs::create_directory(*d, ec);
+    if (ec) throw Error("sandbox: cannot create " + *d + ": " + ec.message());
+  }
+
+  // What the agent sees: decided exactly as the copying sandbox decides
+  // what it copies, without writing anything.
+  // The baseline starts as a copy of the real index (its cached trees make
+  // writing the baseline tree cheap); objects come from the real repository.
+  const std::string real_objects = std::string(git_repository_commondir(real)) + "objects";
+  {
+    RepoPtr made = init_repo(sb.meta_, /*bare=*/true);
+    util::write_file_atomic(sb.meta_ + "/objects/info/alternates", real_objects + "\n");
+  }
+  RepoPtr meta = open_repo(sb.meta_);
+  struct stat index_st {};
+  {
+    git_index* raw = nullptr;
+    check(git_repository_index(&raw, real), "open index");
+    IndexPtr real_index(raw);
+    const char* real_index_path = git_index_path(real_index.get());
+    if (real_index_path && ::stat(real_index_path, &index_st) == 0) {
+      fs::copy_file(real_index_path, sb.meta_ + "/index", fs::copy_options::overwrite_existing, ec);
+      if (ec) throw Error("sandbox: cannot copy the index to " + sb.meta_ + ": " + ec.message());
+    }
+  }
+  git_index* idx_raw = nullptr;
+  check(git_index_open(&idx_raw, (sb.meta_ + "/index").c_str()), "read baseline index");
+  IndexPtr idx(idx_raw);
+
+  Copier copier;
+  copier.dry = true;
+  copier.src_root = top;
+  copier.dst_root = sb.work_;
+  copier.stats.reserve(git_index_entrycount(idx.get()));
+  {
+    const char* previous = "";
+    for (size_t i = 0, n = git_index_entrycount(idx.get()); i < n; ++i) {
+      const git_index_entry* e = git_index_get_byindex(idx.get(), i);
+      // Sorted by path: the stages of a conflicted path are neighbours.
+      if (std::strcmp(previous, e->path) == 0) continue;
+      previous = e->path;
+      std::string path = e->path;
+      if (is_internal(path)) continue;
+      if (e->mode == GIT_FILEMODE_COMMIT) {
+        copier.skip(path, "submodule");
+        continue;
+      }
+      copier.copy(path);
+    }
+  }
+  carry_files(copier, carry_globs, base_rel);
+  copier.drop_escaping_links();
+  sb.files_.assign(copier.copied.begin(), copier.copied.end());
+  sb.skipped_ = std::move(copier.skipped);
+  std::sort(sb.skipped_.begin(), sb.skipped_.end(),
+            [](const Skipped& a, const Skipped& b) { return a.path < b.path; });
+
+  // The hide layer: a whiteout for every entry of the work tree that is not
+  // one of files_ nor a folder holding one. Folders that hold none are
+  // hidden whole, without being read (node_modules, build/).
+  std::unordered_set<std::string> folders{""};
+  {
+    std::string_view last_dir;
+    for (const std::string& f : sb.files_) {
+      const size_t end = f.rfind('/');
+      if (end == std::string::npos) continue;
+      const std::string_view dir(f.data(), end);
+      if (dir == last_dir) continue;  // sorted: a folder's files are neighbours
+      last_dir = dir;
+      for (size_t slash = f.find('/'); slash != std::string::npos && slash <= end; slash = f.find('/', slash + 1))
+        folders.insert(f.substr(0, slash));
+    }
+  }
+  std::vector<std::string> todo{""};
+  while (!todo.empty()) {
+    const std::string dir = std::move(todo.back());
+    todo.pop_back();
+    const std::string src = dir.empty() ? top : top + "/" + dir;
+    DIR* d = ::opendir(src.c_str());
+    if (!d) throw_errno("sandbox: cannot read " + src);
+    bool hide_dir_made = dir.empty();
+    while (struct dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      const std::string rel = dir.empty() ? name : dir + "/" + name;
+      if (copier.stats.find(std::string_view(rel)) != copier.stats.end()) continue;
+      bool is_dir = e->d_type == DT_DIR;
+      if (e->d_type == DT_UNKNOWN) {
+        struct stat st;
+        is_dir = ::lstat((src + "/" + name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+      }
+      if (is_dir && folders.count(rel) && !is_internal(rel) && !(!base_rel.empty() && under_prefix(rel, base_rel))) {
+        todo.push_back(rel);
+        continue;
+      }
+      if (!hide_dir_made) {
+        fs::create_directories(sb.hide_ + "/" + dir, ec);
+        if (ec) {
+          ::closedir(d);
+          throw Error("sandbox: cannot create " + sb.hide_ + "/" + dir + ": " + ec.message());
+        }
+        hide_dir_made = true;
+      }
+      try {
+        make_whiteout(sb.hide_ + "/" + rel);
+      } catch (...) {
+        ::closedir(d);
+        throw;
+      }
+    }
+    ::closedir(d);
+  }
+
+  // The baseline: an index entry whose file the agent sees with the stat
+  // data the entry records (and not racily clean) is kept as it is; the few
+  // others are dropped (not visible) or hashed again (changed in the work
+  // tree, conflicted, carried).
+  auto racy = [&](const git_index_entry* e) {
+    return static_cast<time_t>(e->mtime.seconds) > index_st.st_mtim.tv_sec ||
+           (static_cast<time_t>(e->mtime.seconds) == index_st.st_mtim.tv_sec &&
+            static_cast<long>(e->mtime.nanoseconds) >= index_st.st_mtim.tv_nsec);
+  };
+  auto mode_of = [](const struct stat& st) -> uint32_t {
+    return S_ISLNK(st.st_mode) ? GIT_FILEMODE_LINK : (st.st_mode & S_IXUSR) ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+  };
+  std::vector<std::string> drop;
+  for (size_t i = 0, n = git_index_entrycount(idx.get()); i < n; ++i) {
+    const git_index_entry* e = git_index_get_byindex(idx.get(), i);
+    auto st = copier.stats.find(std::string_view(e->path));
+    if (st == copier.stats.end()) {
+      drop.emplace_back(e->path);
+      continue;
+    }
+    const struct stat& fst = st->second.st;
+    const bool same = git_index_entry_stage(e) == 0 && e->mode == mode_of(fst) &&
+                      e->file_size == static_cast<uint32_t>(fst.st_size) &&
+                      e->mtime.seconds == static_cast<int32_t>(fst.st_mtim.tv_sec) &&
+                      e->mtime.nanoseconds == static_cast<uint32_t>(fst.st_mtim.tv_nsec) &&
+                      (e->ino == 0 || e->ino == static_cast<uint32_t>(fst.st_ino)) &&
+                      !(e->flags_extended & GIT_INDEX_ENTRY_INTENT_TO_ADD) && !racy(e);
+    if (same) st->second.kept = true;
+    else drop.emplace_back(e->path);
+  }
+  for (const std::string& path : drop) git_index_remove_bypath(idx.get(), path.c_str());
+  git_index_conflict_cleanup(idx.get());
+  for (const std::string& f : sb.files_) {
+    const Copier::Seen& seen = copier.stats.at(f);
+    if (seen.kept) continue;
+    const struct stat& st = seen.st;
+    git_index_entry e{};
+    e.ctime.seconds = static_cast<int32_t>(st.st_ctim.tv_sec);
+    e.ctime.nanoseconds = static_cast<uint32_t>(st.st_ctim.tv_nsec);
+    e.mtime.seconds = static_cast<int32_t>(st.st_mtim.tv_sec);
+    e.mtime.nanoseconds = static_cast<uint32_t>(st.st_mtim.tv_nsec);
+    e.dev = static_cast<uint32_t>(st.st_dev);
+    e.ino = static_cast<uint32_t>(st.st_ino);
+    e.uid = st.st_uid;
+    e.gid = st.st_gid;
+    e.file_size = static_cast<uint32_t>(st.st_size);
+    e.mode = mode_of(st);
+    e.path = f.c_str();
+    if (S_ISLNK(st.st_mode)) {
+      const std::string target = read_link(fs::path(top) / f);
+      check(git_blob_create_from_buffer(&e.id, meta.get(), target.data(), target.size()), "hash " + f);
+    } else {
+      check(git_blob_create_from_disk(&e.id, meta.get(), (top + "/" + f).c_str()), "hash " + f);
+    }
+    check(git_index_add(idx.get(), &e), "stage " + f);
+  }
+  git_oid tree_id, commit_id;
+  check(git_index_write_tree_to(&tree_id, idx.get(), meta.get()), "write baseline tree");
+  // After the tree: the index keeps the trees just made, for read_patch().
+  check(git_index_write(idx.get()), "write baseline index");
+  {
+    git_tree* tree_raw = nullptr;
+    check(git_tree_lookup(&tree_raw, meta.get(), &tree_id), "read baseline tree");
+    TreePtr tree(tree_raw);
+    git_signature* sig_raw = nullptr;
+    check(git_signature_now(&sig_raw, "Phoenix", "phoenix@localhost"), "signature");
+    SignaturePtr sig(sig_raw);
+    check(git_commit_create(&commit_id, meta.get(), "HEAD", sig.get(), sig.get(), nullptr,
+                            "phoenix: sandbox baseline\n", tree.get(), 0, nullptr),
+          "commit baseline");
+  }
+  sb.baseline_ = oid_hex(commit_id);
+
+  // The agent's own repository, in the upper layer: the baseline commit on
+  // "main", the baseline index (stat data of the files it sees), objects
+  // borrowed from meta.git and the real repository.
+  const std::string git_dir = sb.upper_ + "/.git";
+  {
+    RepoPtr agent = init_repo(git_dir, /*bare=*/true);
+    ConfigPtr cfg = local_config(agent.get());
+    check(git_config_set_bool(cfg.get(), "core.bare", 0), "configure sandbox");
+    // Overlay reports its own device number: compare what survives it.
+    check(git_config_set_string(cfg.get(), "core.checkStat", "minimal"), "configure sandbox");
+    check(git_config_set_string(cfg.get(), "user.name", "Phoenix sandbox"), "configure sandbox");
+    check(git_config_set_string(cfg.get(), "user.email", "sandbox@phoenix.invalid"), "configure sandbox");
+    check(git_config_set_bool(cfg.get(), "commit.gpgsign", 0), "configure sandbox");
+    check(git_config_set_bool(cfg.get(), "tag.gpgsign", 0), "configure sandbox");
+  }
+  util::write_file_atomic(git_dir + "/objects/info/alternates", sb.meta_ + "/objects\n" + real_objects + "\n");
+  {
+    RepoPtr agent = open_repo(git_dir);
+    git_reference* ref = nullptr;
+    check(git_reference_create(&ref, agent.get(), "refs/heads/main", &commit_id, /*force=*/1, "phoenix: sandbox baseline"),
+          "set sandbox branch");
+    git_reference_free(ref);
+  }
+  fs::copy_file(sb.meta_ + "/index", git_dir + "/index", fs::copy_options::overwrite_existing, ec);
+  if (ec) throw Error("sandbox: cannot write " + git_dir + "/index: " + ec.message());
+}
+
+void Sandbox::confine(util::ProcessOptions& options) const {
+  if (options.cwd.empty()) options.cwd = work_;
+  if (kind_ != Kind::kOverlay) return;
+  util::ChildNamespace ns;
+  ns.mounts.push_back({"overlay", work_, "overlay", overlay_options(hide_, top_, upper_, ovl_work_), false});
+  // The real work tree, read-only from inside (the overlay mounted below
+  // it stays writable: it is a mount of its own).
+  ns.mounts.push_back({top_, top_, "", "", true});
+  options.mount_namespace = std::move(ns);
+}
+
+std::string Sandbox::read_overlay_patch() const {
+  RepoPtr meta = open_repo(meta_);
+  git_index* raw = nullptr;
+  // A private copy of the baseline index, never written back.
+  check(git_index_open(&raw, (meta_ + "/index").c_str()), "read baseline index");
+  IndexPtr idx(raw);
+  RepoPtr real;  // opened on the first new file: the ignore rules are the repository's
+  auto drop = [&](const std::string& rel) {
+    git_index_remove_directory(idx.get(), rel.c_str(), 0);
+    if (git_index_get_bypath(idx.get(), rel.c_str(), 0)) check(git_index_remove(idx.get(), rel.c_str(), 0), "drop " + rel);
+  };
+  std::vector<std::string> todo{""};
+  while (!todo.empty()) {
+    const std::string dir = std::move(todo.back());
+    todo.pop_back();
+    const std::string src = dir.empty() ? upper_ : upper_ + "/" + dir;
+    std::vector<std::string> names;
+    if (DIR* d = ::opendir(src.c_str())) {
+      while (struct dirent* e = ::readdir(d))
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+      ::closedir(d);
+    } else {
+      throw_errno("sandbox: cannot read " + src);
+    }
+    for (const std::string& name : names) {
+      const std::string rel = dir.empty() ? name : dir + "/" + name;
+      if (name == ".git" || std::find(scratch_.begin(), scratch_.end(), rel) != scratch_.end()) continue;
+      const std::string path = upper_ + "/" + rel;
+      struct stat st;
+      if (::lstat(path.c_str(), &st) != 0) continue;
+      if (is_whiteout(st)) {
+        drop(rel);
+      } else if (S_ISDIR(st.st_mode)) {
+        if (is_opaque(path)) drop(rel);
+        else if (git_index_get_bypath(idx.get(), rel.c_str(), 0)) check(git_index_remove(idx.get(), rel.c_str(), 0), "drop " + rel);
+        todo.push_back(rel);
+      } else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
+        const git_index_entry* old = git_index_get_bypath(idx.get(), rel.c_str(), 0);
+        if (!old) {
+          if (!real) real = open_repo(top_);
+          int ignored = 0;
+          check(git_ignore_path_is_ignored(&ignored, real.get(), rel.c_str()), "ignore rules for " + rel);
+          if (ignored) continue;
+        }
+        git_index_entry e{};
+        e.mode = S_ISLNK(st.st_mode) ? GIT_FILEMODE_LINK : (st.st_mode & S_IXUSR) ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+        e.file_size = static_cast<uint32_t>(st.st_size);
+        e.path = rel.c_str();
+        if (S_ISLNK(st.st_mode)) {
+          const std::string target = read_link(path);
+          check(git_blob_create_from_buffer(&e.id, meta.get(), target.data(), target.size()), "hash " + rel);
+        } else {
+          check(git_blob_create_from_disk(&e.id, meta.get(), path.c_str()), "hash " + rel);
+        }
+        if (old && git_oid_equal(&old->id, &e.id) && old->mode == e.mode) continue;
+        git_index_remove_directory(idx.get(), rel.c_str(), 0);
+        check(git_index_add(idx.get(), &e), "stage " + rel);
+      }
+    }
+  }
+  git_oid tree_id;
+  check(git_index_write_tree_to(&tree_id, idx.get(), meta.get()), "write the sandbox's tree");
+  git_oid base_id;
+  check(git_oid_fromstr(&base_id, baseline_.c_str()), "baseline id");
+  git_commit* base_raw = nullptr;
+  check(git_commit_lookup(&base_raw, meta.get(), &base_id), "read baseline");
+  Owned<git_commit, git_commit_free> base(base_raw);
+  if (git_oid_equal(git_commit_tree_id(base.get()), &tree_id)) return "";
+  git_tree* tree_raw = nullptr;
+  check(git_tree_lookup(&tree_raw, meta.get(), &tree_id), "read the sandbox's tree");
+  TreePtr tree(tree_raw);
+  git_signature* sig_raw = nullptr;
+  check(git_signature_now(&sig_raw, "Phoenix", "phoenix@localhost"), "signature");
+  SignaturePtr sig(sig_raw);
+  git_oid after;
+  const git_commit* parents[] = {base.get()};
+  check(git_commit_create(&after, meta.get(), nullptr, sig.get(), sig.get(), nullptr, "phoenix: sandbox result\n",
+                          tree.get(), 1, parents),
+        "commit the sandbox's tree");
+  return gitx::Repo::open(meta_).diff_patch(baseline_, oid_hex(after));
 }
 
 Sandbox::Sandbox(Sandbox&& other) noexcept
-    : dir_(std::move(other.dir_)),
+    : kind_(other.kind_),
+      top_(std::move(other.top_)),
+      layers_(std::move(other.layers_)),
+      upper_(std::move(other.upper_)),
+      hide_(std::move(other.hide_)),
+      ovl_work_(std::move(other.ovl_work_)),
+      scratch_(std::move(other.scratch_)),
+      dir_(std::move(other.dir_)),
       work_(std::move(other.work_)),
       meta_(std::move(other.meta_)),
       baseline_(std::move(other.baseline_)),
       files_(std::move(other.files_)),
       skipped_(std::move(other.skipped_)) {
   other.dir_.clear();
+  other.layers_.clear();
 }
 
 Sandbox& Sandbox::operator=(Sandbox&& other) noexcept {
   if (this != &other) {
     remove();
+    kind_ = other.kind_;
+    top_ = std::move(other.top_);
+    layers_ = std::move(other.layers_);
+    upper_ = std::move(other.upper_);
+    hide_ = std::move(other.hide_);
+    ovl_work_ = std::move(other.ovl_work_);
+    scratch_ = std::move(other.scratch_);
     dir_ = std::move(other.dir_);
     work_ = std::move(other.work_);
     meta_ = std::move(other.meta_);
@@ -509,6 +1054,7 @@ Sandbox& Sandbox::operator=(Sandbox&& other) noexcept {
     files_ = std::move(other.files_);
     skipped_ = std::move(other.skipped_);
     other.dir_.clear();
+    other.layers_.clear();
   }
   return *this;
 }
@@ -516,6 +1062,15 @@ Sandbox& Sandbox::operator=(Sandbox&& other) noexcept {
 Sandbox::~Sandbox() { remove(); }
 
 void Sandbox::remove() noexcept {
+  if (!layers_.empty()) {
+    try {
+      make_writable(layers_);
+      std::error_code ec;
+      fs::remove_all(layers_, ec);
+    } catch (...) {
+    }
+    layers_.clear();
+  }
   if (dir_.empty()) return;
   try {
     make_writable(dir_);
@@ -533,7 +1088,20 @@ std::string Sandbox::write_scratch_file(const std::string& name, std::string_vie
   struct stat st;
   for (int n = 1;; ++n) {
     file = ".phoenix-" + (n == 1 ? std::string() : std::to_string(n) + "-") + name;
-    if (::lstat((work_ + "/" + file).c_str(), &st) != 0) break;
+    if (kind_ == Kind::kOverlay) {
+      // Taken in the agent's view when the upper layer or the real tree
+      // (hidden or not: a number more costs nothing) has it.
+      if (::lstat((upper_ + "/" + file).c_str(), &st) != 0 && ::lstat((top_ + "/" + file).c_str(), &st) != 0) break;
+    } else if (::lstat((work_ + "/" + file).c_str(), &st) != 0) {
+      break;
+    }
+  }
+  if (kind_ == Kind::kOverlay) {
+    // Written into the upper layer while nothing has it mounted (mounts
+    // live only as long as a confined process does).
+    scratch_.push_back(file);
+    util::write_file_atomic(upper_ + "/" + file, content, 0644);
+    return work_ + "/" + file;
   }
   // Excluded first, so no reader of the patch can ever see it half made.
   const std::string exclude = meta_ + "/info/exclude";
@@ -549,6 +1117,7 @@ std::string Sandbox::write_scratch_file(const std::string& name, std::string_vie
 }
 
 std::string Sandbox::read_patch() const {
+  if (kind_ == Kind::kOverlay) return read_overlay_patch();
   return gitx::Repo::open(meta_).diff_workdir_patch(baseline_);
 }
 

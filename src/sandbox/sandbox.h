@@ -38,6 +38,39 @@
 // libgit2 is used directly here (not through gitx::Repo) for what gitx does
 // not offer: listing the index, staging ignored (carried) files, creating a
 // repository whose git directory lives apart from its work tree.
+//
+// Two kinds, one contract. The above is the copying sandbox (Kind::kCopy):
+// its cost grows with every tracked file. The overlay sandbox
+// (Kind::kOverlay) costs what the agent changes instead: nothing is copied;
+// processes started through confine() run in a user + mount namespace of
+// their own (no privilege needed, Linux >= 5.11) where path() is an overlay
+// mount whose layers are, top to bottom:
+// (the layers live in a folder of their own under $TMPDIR, since overlay
+// refuses layers nested in one another; path() stays under base_dir)
+//   upper/   everything the agent writes (new and changed files, whiteouts
+//            for deleted ones); the only place anything is written
+//   hide/    whiteouts for every entry of the real work tree the copying
+//            sandbox would not hold: untracked and ignored files (unless
+//            carried), secrets, .git, .phoenix/, submodules, escaping links
+//   <top>    the user's work tree itself, never written: overlay never
+//            writes a lower layer, and <top> is also bind-mounted read-only
+//            in that namespace, so an absolute path cannot reach it either.
+// So the agent sees exactly the files the copying sandbox would copy, with
+// their content as it is in the work tree now. The baseline is built from
+// the real index (blob ids of files whose stat data is unchanged are taken
+// as they are; only dirty, racy and carried files are hashed), its objects
+// borrowed from the real repository (alternates). read_patch() reads the
+// upper layer: changed, new (unless ignored by the repository's own ignore
+// rules) and deleted files (whiteouts, opaque folders) applied to the
+// baseline index, then diffed tree to tree — work proportional to what
+// changed. path() holds an empty folder outside that namespace: from
+// Phoenix's own process the agent's view is reached only through confine().
+// The agent's own .git (path()/.git, borrowing the same objects) is in the
+// upper layer from the start; with core.checkStat=minimal its first
+// `git status` finds a clean tree without hashing.
+//
+// Kind::kAuto picks the overlay where the kernel allows it and says once on
+// stderr, when it does not, why it copies instead.
 #pragma once
 
 #include <map>
@@ -45,7 +78,26 @@
 #include <string_view>
 #include <vector>
 
+#include "util/subprocess.h"
+
+struct git_repository;
+
 namespace phoenix::sandbox {
+
+enum class Kind { kAuto, kCopy, kOverlay };
+
+// "auto" | "copy" | "overlay" -> Kind; anything else throws
+// ConfigError("<what>: 'VALUE' is not one of auto, copy, overlay").
+Kind parse_kind(const std::string& value, const std::string& what);
+const char* kind_name(Kind kind);
+// The kind to use: the PHOENIX_SANDBOX environment variable when set
+// (overlay|copy|auto; "1", which Phoenix itself sets for the agent inside a
+// sandbox, counts as unset), else `configured` (phoenix.json sandbox.kind).
+// A bad value throws ConfigError naming the variable.
+Kind effective_kind(Kind configured);
+// "" when this process can make overlay sandboxes (probed once, by running
+// `true` in a namespace over a tiny overlay), else why not.
+std::string overlay_unavailable_reason();
 
 // The one list of files that never enter a sandbox, tracked, carried or
 // otherwise: environment files, private keys and certificates, package
@@ -72,8 +124,12 @@ class Sandbox {
   // new folder under `base_dir` (created when missing) as described above and
   // commits the baseline. Throws phoenix::Error naming the path or the
   // libgit2 operation that failed; nothing is left behind then.
+  //
+  // `kind` goes through effective_kind(); kAuto (and kOverlay where the
+  // kernel refuses) gives an overlay sandbox when overlay_unavailable_reason()
+  // is "", else a copying one — saying why once per process on stderr.
   static Sandbox create(const std::string& repo_root, const std::string& base_dir,
-                        const std::vector<std::string>& carry_globs);
+                        const std::vector<std::string>& carry_globs, Kind kind = Kind::kAuto);
 
   Sandbox(Sandbox&& other) noexcept;
   Sandbox& operator=(Sandbox&& other) noexcept;
@@ -84,8 +140,15 @@ class Sandbox {
   // out of the sandbox. Never throws.
   ~Sandbox();
 
-  // The work tree the agent runs in (absolute, no trailing slash).
+  // The work tree the agent runs in (absolute, no trailing slash). For an
+  // overlay sandbox, what is there is visible only to confined processes.
   const std::string& path() const { return work_; }
+  // kCopy or kOverlay (never kAuto).
+  Kind kind() const { return kind_; }
+  // Makes `options` run its child in the sandbox's view: for an overlay
+  // sandbox, in the namespace described above (cwd defaults to path());
+  // for a copying one, only cwd (when empty) is set.
+  void confine(util::ProcessOptions& options) const;
   // The folder holding work/ and meta.git/ (what the destructor removes).
   const std::string& dir() const { return dir_; }
   // The baseline commit (in both repositories).
@@ -114,6 +177,19 @@ class Sandbox {
   Sandbox() = default;
   void remove() noexcept;
 
+  static void create_copy(Sandbox& sb, const std::string& top, const std::string& base,
+                          const std::vector<std::string>& carry_globs, git_repository* real);
+  static void create_overlay(Sandbox& sb, const std::string& top, const std::string& base,
+                             const std::vector<std::string>& carry_globs, git_repository* real);
+  std::string read_overlay_patch() const;
+
+  Kind kind_ = Kind::kCopy;
+  std::string top_;       // the real work tree (overlay: the bottom layer)
+  std::string layers_;    // overlay: the layers' own folder outside the work tree, when not dir_
+  std::string upper_;     // overlay: dir_/upper
+  std::string hide_;      // overlay: dir_/hide
+  std::string ovl_work_;  // overlay: dir_/ovl (the overlay's own work folder)
+  std::vector<std::string> scratch_;  // overlay: scratch files, never in the patch
   std::string dir_;       // sandbox-XXXXXX
   std::string work_;      // dir_/work
   std::string meta_;      // dir_/meta.git

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -60,6 +63,73 @@ struct ChildSetup : bp::extend::handler {
       }
       ::closedir(d);
     }
+  }
+};
+
+// In the child, after ChildSetup: a new user + mount namespace and the
+// mounts of ProcessOptions::mount_namespace. Everything it needs is made
+// before fork (no allocation between fork and exec); a failure writes one
+// line to the output pipe (stderr) and ends the child with 125.
+struct NamespaceSetup : bp::extend::handler {
+  struct Step {
+    std::string what;  // "mount overlay on /x": for the error line
+    std::string source, target, fstype, data;
+    unsigned long flags = 0;
+  };
+  std::string uid_map, gid_map, cwd;
+  std::vector<Step> steps;
+
+  static NamespaceSetup make(const ChildNamespace& ns, const std::string& cwd) {
+    NamespaceSetup n;
+    n.uid_map = std::to_string(::getuid()) + " " + std::to_string(::getuid()) + " 1\n";
+    n.gid_map = std::to_string(::getgid()) + " " + std::to_string(::getgid()) + " 1\n";
+    n.cwd = cwd;
+    for (const NamespaceMount& m : ns.mounts) {
+      if (!m.fstype.empty()) {
+        n.steps.push_back({"mount " + m.fstype + " on " + m.target, m.source, m.target, m.fstype, m.data, 0});
+      } else {
+        n.steps.push_back({"bind " + m.source + " on " + m.target, m.source, m.target, "", "", MS_BIND | MS_REC});
+        if (m.bind_read_only)
+          n.steps.push_back({"make " + m.target + " read-only", "", m.target, "", "", MS_REMOUNT | MS_BIND | MS_RDONLY});
+      }
+    }
+    return n;
+  }
+
+  static const char* or_null(const std::string& s) { return s.empty() ? nullptr : s.c_str(); }
+
+  [[noreturn]] static void fail(const char* what) {
+    const char* why = ::strerror(errno);
+    const char* head = "namespace: ";
+    (void)!::write(2, head, ::strlen(head));
+    (void)!::write(2, what, ::strlen(what));
+    (void)!::write(2, ": ", 2);
+    (void)!::write(2, why, ::strlen(why));
+    (void)!::write(2, "\n", 1);
+    ::_exit(125);
+  }
+
+  // No allocation here: we are between fork and exec.
+  static bool write_proc(const char* file, const char* text) {
+    int fd = ::open(file, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const size_t n = ::strlen(text);
+    bool ok = ::write(fd, text, n) == static_cast<ssize_t>(n);
+    ::close(fd);
+    return ok;
+  }
+
+  template <class Executor>
+  void on_exec_setup(Executor&) const {
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) fail("unshare(CLONE_NEWUSER|CLONE_NEWNS)");
+    // setgroups must be denied before an unprivileged gid_map is accepted.
+    write_proc("/proc/self/setgroups", "deny");
+    if (!write_proc("/proc/self/uid_map", uid_map.c_str()) || !write_proc("/proc/self/gid_map", gid_map.c_str())) fail("write /proc/self/uid_map");
+    // Nothing mounted here propagates back to the caller's namespace.
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) fail("make / private");
+    for (const Step& s : steps)
+      if (::mount(or_null(s.source), s.target.c_str(), or_null(s.fstype), s.flags, or_null(s.data)) != 0) fail(s.what.c_str());
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) fail(cwd.c_str());
   }
 };
 
@@ -212,7 +282,10 @@ Subprocess::Subprocess(ProcessOptions options) : impl_(std::make_unique<Impl>())
   if (name.find('/') != std::string::npos) {
     exe = name;
     if (name[0] != '/' && !m.opt.cwd.empty()) exe = m.opt.cwd + "/" + name;
-    if (::access(exe.c_str(), F_OK) != 0) exe.clear();
+    // Inside a mount namespace a relative path names a file of what is
+    // mounted there, which only exec can see.
+    const bool in_ns = m.opt.mount_namespace && name[0] != '/';
+    if (!in_ns && ::access(exe.c_str(), F_OK) != 0) exe.clear();
   } else {
     auto it = m.opt.env.find("PATH");
     exe = find_executable(name, it != m.opt.env.end() ? it->second : "");
@@ -224,7 +297,7 @@ Subprocess::Subprocess(ProcessOptions options) : impl_(std::make_unique<Impl>())
     m.reaped = true;
     return;
   }
-  if (!is_executable_file(exe)) {
+  if (!(m.opt.mount_namespace && name[0] != '/' && name.find('/') != std::string::npos) && !is_executable_file(exe)) {
     m.res.not_executable = true;
     m.res.exit_code = 126;
     m.reaped = true;
@@ -235,21 +308,30 @@ Subprocess::Subprocess(ProcessOptions options) : impl_(std::make_unique<Impl>())
   bp::pipe out;
   std::error_code ec;
   try {
-    if (m.opt.stdin_data) {
-      bp::pipe in;
+    const std::string start_dir = m.opt.cwd.empty() ? std::string(".") : m.opt.cwd;
+    auto spawn = [&](auto&& in_redirect, auto&&... extra) {
       bp::child c(bp::exe = exe, bp::args = args, bp::env = env, (bp::std_out & bp::std_err) > out,
-                  bp::std_in < in, bp::start_dir = m.opt.cwd.empty() ? std::string(".") : m.opt.cwd,
-                  ChildSetup{});
+                  std::forward<decltype(in_redirect)>(in_redirect), bp::start_dir = start_dir, ChildSetup{},
+                  std::forward<decltype(extra)>(extra)...);
       m.pid = c.id();
       c.detach();
+    };
+    auto spawn_ns = [&](auto&& in_redirect) {
+      if (m.opt.mount_namespace) {
+        std::error_code cwd_ec;
+        const std::string abs_cwd = std::filesystem::absolute(start_dir, cwd_ec).string();
+        spawn(std::forward<decltype(in_redirect)>(in_redirect), NamespaceSetup::make(*m.opt.mount_namespace, abs_cwd));
+      } else {
+        spawn(std::forward<decltype(in_redirect)>(in_redirect));
+      }
+    };
+    if (m.opt.stdin_data) {
+      bp::pipe in;
+      spawn_ns(bp::std_in < in);
       m.in_fd = ::dup(in.native_sink());
       in.close();
     } else {
-      bp::child c(bp::exe = exe, bp::args = args, bp::env = env, (bp::std_out & bp::std_err) > out,
-                  bp::std_in < bp::null, bp::start_dir = m.opt.cwd.empty() ? std::string(".") : m.opt.cwd,
-                  ChildSetup{});
-      m.pid = c.id();
-      c.detach();
+      spawn_ns(bp::std_in < bp::null);
     }
   } catch (const bp::process_error& e) {
     int code = e.code().value();

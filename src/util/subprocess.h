@@ -20,6 +20,25 @@
 
 namespace phoenix::util {
 
+// Linux only: the child starts in a user + mount namespace of its own,
+// made between fork and exec (where the child is single-threaded, as
+// unshare(CLONE_NEWUSER) requires), so no privilege is needed (Linux >= 5.11
+// for an overlay mount there). The caller's uid and gid map to themselves;
+// after exec the child holds no capability. The mounts are made in order;
+// then the child changes to `cwd` again (so it starts inside what was
+// mounted over it). A step that fails ends the child before exec with exit
+// code 125 and one line on its output: "namespace: <step>: <strerror>".
+struct NamespaceMount {
+  std::string source;           // device or folder ("overlay" for an overlay)
+  std::string target;           // absolute path
+  std::string fstype;           // "overlay"; "" for a bind mount
+  std::string data;             // fstype options ("lowerdir=...,upperdir=...")
+  bool bind_read_only = false;  // fstype "": recursive bind of source on target, then made read-only
+};
+struct ChildNamespace {
+  std::vector<NamespaceMount> mounts;
+};
+
 struct ProcessOptions {
   std::vector<std::string> argv;             // argv[0] is looked up in PATH when it has no '/'
   std::string cwd;                           // empty: the current directory
@@ -30,6 +49,8 @@ struct ProcessOptions {
   double kill_grace_s = 1.0;                 // SIGTERM -> SIGKILL delay
   size_t head_bytes = 16 * 1024;             // output kept from the start
   size_t tail_bytes = 64 * 1024;             // output kept from the end
+  // Run the child in a namespace of its own (see ChildNamespace).
+  std::optional<ChildNamespace> mount_namespace;
   // Called with each chunk of output as it arrives (on a reader thread).
   std::function<void(std::string_view)> on_output;
 };

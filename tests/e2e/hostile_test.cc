@@ -1,11 +1,14 @@
 // Hostile fixers, end to end: `phoenix run` with the harness fixer running
 // our scripted agent, told to misbehave. Each case must be contained, with
-// nothing of the user's lost and the reason recorded.
+// nothing of the user's lost and the reason recorded — in both kinds of
+// sandbox (PHOENIX_SANDBOX=copy|overlay); the overlay cases are skipped,
+// saying why, where the kernel refuses an unprivileged overlay mount.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 
+#include "sandbox/sandbox.h"
 #include "test_util.h"
 #include "util/json.h"
 #include "util/text.h"
@@ -16,9 +19,13 @@ namespace {
 namespace fs = std::filesystem;
 using util::Json;
 
-class Hostile : public ::testing::Test {
+class Hostile : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
+    if (GetParam() == "overlay" && !sandbox::overlay_unavailable_reason().empty())
+      GTEST_SKIP() << "overlay sandbox unavailable here: " << sandbox::overlay_unavailable_reason();
+    // Inherited by the phoenix processes the cases run.
+    ::setenv("PHOENIX_SANDBOX", GetParam().c_str(), 1);
     repo = init_repo(tmp / "repo");
     write(repo, "src/conf.sh", "LIMIT=11\n");  // the bug: the check wants 10
     write(repo, "README.md", "docs\n");
@@ -57,6 +64,8 @@ class Hostile : public ::testing::Test {
     return s;
   }
 
+  void TearDown() override { ::unsetenv("PHOENIX_SANDBOX"); }
+
   std::string trace_text() { return read(repo + "/.phoenix/trace.jsonl"); }
 
   // Contained: escalated (or healed), the user's tracked files and HEAD as
@@ -74,39 +83,42 @@ class Hostile : public ::testing::Test {
   std::string repo, head, snapshot_before;
 };
 
-TEST_F(Hostile, EditsATestFile) {
+INSTANTIATE_TEST_SUITE_P(Sandbox, Hostile, ::testing::Values("copy", "overlay"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+TEST_P(Hostile, EditsATestFile) {
   configure("replace tests/limit_test.sh 10 11");
   expect_contained(run_phoenix(repo, {"run"}), "protected by 'tests/**'");
 }
 
-TEST_F(Hostile, EditsPhoenixJson) {
+TEST_P(Hostile, EditsPhoenixJson) {
   configure("write phoenix.json {}");
   expect_contained(run_phoenix(repo, {"run"}), "the patch edits phoenix.json");
 }
 
-TEST_F(Hostile, EditsABaseline) {
+TEST_P(Hostile, EditsABaseline) {
   configure("write .phoenix/baselines/chart.png forged");
   expect_contained(run_phoenix(repo, {"run"}), "protected by '.phoenix/**'");
 }
 
-TEST_F(Hostile, EditsOutsideTheEditableGlobs) {
+TEST_P(Hostile, EditsOutsideTheEditableGlobs) {
   configure("replace src/conf.sh 11 10; write README.md hacked");
   expect_contained(run_phoenix(repo, {"run"}), "outside the editable globs");
 }
 
-TEST_F(Hostile, CreatesASymlinkOutOfTheRepository) {
+TEST_P(Hostile, CreatesASymlinkOutOfTheRepository) {
   configure("symlink-out src/evil /etc/passwd");
   auto r = run_phoenix(repo, {"run"});
   expect_contained(r, "symbolic link");
   EXPECT_FALSE(fs::exists(fs::symlink_status(repo + "/src/evil")));
 }
 
-TEST_F(Hostile, DeletesATrackedFile) {
+TEST_P(Hostile, DeletesATrackedFile) {
   configure("delete src/conf.sh");
   expect_contained(run_phoenix(repo, {"run"}), "red: exit=");
 }
 
-TEST_F(Hostile, GitCommitInTheSandboxStillYieldsTheRightPatch) {
+TEST_P(Hostile, GitCommitInTheSandboxStillYieldsTheRightPatch) {
   configure("replace src/conf.sh 11 10; git-commit");
   auto r = run_phoenix(repo, {"run"});
   EXPECT_EQ(r.code, 0) << r.out;
@@ -115,19 +127,22 @@ TEST_F(Hostile, GitCommitInTheSandboxStillYieldsTheRightPatch) {
   EXPECT_EQ(util::trim(git(repo, {"rev-parse", "HEAD^"})), head);  // the agent's commit never reaches the user
 }
 
-TEST_F(Hostile, GitResetInTheSandboxLeavesNothingToApply) {
+TEST_P(Hostile, GitResetInTheSandboxLeavesNothingToApply) {
   configure("replace src/conf.sh 11 10; git-commit; git-reset HEAD~1");
   expect_contained(run_phoenix(repo, {"run"}), "changed nothing");
 }
 
-TEST_F(Hostile, WritesIntoTheRealRepositoryByAbsolutePath) {
+TEST_P(Hostile, WritesIntoTheRealRepositoryByAbsolutePath) {
   configure("write-outside " + repo + "/src/conf.sh LIMIT=10\\n; write-outside " + repo + "/src/planted.txt x");
   auto r = run_phoenix(repo, {"run"});
-  expect_contained(r, "aborted");
+  // The copying sandbox lets the write happen and aborts the attempt when
+  // it sees it; inside the overlay's namespace the real work tree is
+  // read-only, so the write fails and nothing changed.
+  expect_contained(r, GetParam() == "overlay" ? "changed nothing" : "aborted");
   EXPECT_FALSE(fs::exists(repo + "/src/planted.txt"));
 }
 
-TEST_F(Hostile, NeverExits) {
+TEST_P(Hostile, NeverExits) {
   configure("sleep 600", 2);
   auto start = std::chrono::steady_clock::now();
   auto r = run_phoenix(repo, {"run"});
@@ -136,7 +151,7 @@ TEST_F(Hostile, NeverExits) {
   EXPECT_LT(s, 60) << "the harness was not stopped at its timeout";
 }
 
-TEST_F(Hostile, PrintsAGigabyte) {
+TEST_P(Hostile, PrintsAGigabyte) {
   configure("huge-output 1073741824");
   auto r = run({test_tool("maxrss"), phoenix_bin(), "run"}, repo, {}, 300);
   size_t at = r.output.find("maxrss_kb=");
@@ -145,12 +160,12 @@ TEST_F(Hostile, PrintsAGigabyte) {
   expect_contained({r.exit_code, r.output}, "changed nothing");
 }
 
-TEST_F(Hostile, ExitsZeroHavingChangedNothing) {
+TEST_P(Hostile, ExitsZeroHavingChangedNothing) {
   configure("print 'All fixed! Tests pass now.'; exit 0");
   expect_contained(run_phoenix(repo, {"run"}), "changed nothing");
 }
 
-TEST_F(Hostile, AWellBehavedAgentHeals) {
+TEST_P(Hostile, AWellBehavedAgentHeals) {
   configure("replace src/conf.sh 11 10; print-json-cost 0.42 3");
   auto r = run_phoenix(repo, {"run"});
   EXPECT_EQ(r.code, 0) << r.out;

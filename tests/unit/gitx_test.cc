@@ -1,9 +1,13 @@
 #include "gitx/repo.h"
 
 #include <gtest/gtest.h>
+
+#include "gitx/worktree.h"
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -1037,6 +1041,115 @@ TEST(GitxConfig, ConfigGetSeesLaterEdits) {
   EXPECT_EQ(r.config_get("phoenix.mode"), "heal");
   git(repo, {"config", "phoenix.mode", "verify"});
   EXPECT_EQ(r.config_get("phoenix.mode"), "verify");
+}
+
+
+// --- persistent worktrees (gitx/worktree.h) -------------------------------------
+
+class GitxPersistentWorktree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo = init_repo(tmp / "r");
+    write(repo, ".gitignore", ".phoenix/\nbuild/\n");
+    write(repo, "stable.txt", "never changes\n");
+    write(repo, "moving.txt", "one\n");
+    c1 = commit_all(repo, "one");
+    write(repo, "moving.txt", "two\n");
+    write(repo, "added.txt", "added in two\n");
+    c2 = commit_all(repo, "two");
+    path = repo + "/.phoenix/worktrees/hook";
+  }
+  ScopedTempDir tmp;
+  std::string repo, c1, c2, path;
+};
+
+TEST_F(GitxPersistentWorktree, CreatedOnceThenCleanedAndMovedOnlyWhereFilesDiffer) {
+  Repo r = Repo::open(repo);
+  PersistentWorktree w = prepare_worktree(r, "phoenix-hook-x", path, c1);
+  EXPECT_EQ(w.state, PersistentWorktree::State::kCreated);
+  EXPECT_EQ(w.path, fs::canonical(path).string());
+  EXPECT_EQ(read(path + "/moving.txt"), "one\n");
+
+  // What a check run may leave: edits, a staged file, an untracked file, and
+  // an ignored build output (kept, so builds stay warm).
+  write(path, "moving.txt", "edited\n");
+  write(path, "staged.txt", "staged\n");
+  git(path, {"add", "staged.txt"});
+  write(path, "untracked.txt", "junk\n");
+  write(path, "build/out.o", "warm\n");
+  const auto old_time = fs::file_time_type::clock::now() - std::chrono::hours(24);
+  fs::last_write_time(path + "/stable.txt", old_time);
+
+  PersistentWorktree again = prepare_worktree(r, "phoenix-hook-x", path, c2);
+  EXPECT_EQ(again.state, PersistentWorktree::State::kReused);
+  EXPECT_EQ(rev_parse(path, "HEAD"), c2);
+  EXPECT_EQ(read(path + "/moving.txt"), "two\n");
+  EXPECT_EQ(read(path + "/added.txt"), "added in two\n");
+  EXPECT_FALSE(fs::exists(path + "/staged.txt"));
+  EXPECT_FALSE(fs::exists(path + "/untracked.txt"));
+  EXPECT_EQ(read(path + "/build/out.o"), "warm\n");
+  EXPECT_EQ(porcelain(path), "");
+  EXPECT_EQ(fs::last_write_time(path + "/stable.txt"), old_time) << "an unchanged file was rewritten";
+  // The user's own checkout never moved.
+  EXPECT_EQ(rev_parse(repo, "HEAD"), c2);
+  EXPECT_EQ(porcelain(repo), "");
+  EXPECT_EQ(r.worktree_list().size(), 1u);
+}
+
+TEST_F(GitxPersistentWorktree, ADamagedOneIsRecreatedNeverTrusted) {
+  Repo r = Repo::open(repo);
+  struct Damage {
+    const char* name;
+    std::function<void()> apply;
+  };
+  const std::string admin = repo + "/.git/worktrees/phoenix-hook-x";
+  const std::vector<Damage> damages{
+      {"garbage .git file", [&] { write(path, ".git", "this is not a gitdir line\n"); }},
+      {".git points nowhere", [&] { write(path, ".git", "gitdir: /nonexistent/place\n"); }},
+      {"HEAD of the worktree corrupted", [&] { write(admin, "HEAD", "not a sha at all\n"); }},
+      {"admin entry deleted", [&] { fs::remove_all(admin); }},
+      {"folder deleted", [&] { fs::remove_all(path); }},
+      {"folder replaced by a plain folder", [&] {
+         fs::remove_all(path);
+         write(path, "stray.txt", "x\n");
+       }},
+  };
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.name);
+    ASSERT_NE(prepare_worktree(r, "phoenix-hook-x", path, c1).state, PersistentWorktree::State::kRecreated);
+    write(path, "build/marker", "from the old worktree\n");
+    d.apply();
+    PersistentWorktree again = prepare_worktree(r, "phoenix-hook-x", path, c2);
+    EXPECT_EQ(again.state, PersistentWorktree::State::kRecreated);
+    EXPECT_FALSE(again.damage.empty());
+    EXPECT_FALSE(fs::exists(path + "/build/marker")) << "recreated from scratch";
+    EXPECT_FALSE(fs::exists(path + "/stray.txt"));
+    Repo w = Repo::open(path);
+    EXPECT_EQ(w.head_sha(), c2);
+    EXPECT_EQ(fs::canonical(w.common_dir()), fs::canonical(r.common_dir()));
+    EXPECT_EQ(porcelain(path), "");
+    ASSERT_EQ(r.worktree_list().size(), 1u);
+    EXPECT_TRUE(r.worktree_list()[0].valid);
+    // And the user's checkout is untouched.
+    EXPECT_EQ(read(repo + "/moving.txt"), "two\n");
+    EXPECT_EQ(porcelain(repo), "");
+  }
+}
+
+TEST_F(GitxPersistentWorktree, NamesKeepTheirOwnWorktreesAndOverlapsAreRefused) {
+  Repo r = Repo::open(repo);
+  prepare_worktree(r, "phoenix-a", repo + "/.phoenix/worktrees/a", c1);
+  prepare_worktree(r, "phoenix-b", repo + "/.phoenix/worktrees/b", c2);
+  EXPECT_EQ(prepare_worktree(r, "phoenix-a", repo + "/.phoenix/worktrees/a", c2).state,
+            PersistentWorktree::State::kReused);
+  EXPECT_EQ(r.worktree_list().size(), 2u);
+  EXPECT_THROW(prepare_worktree(r, "phoenix-c", repo, c1), Error);
+  EXPECT_THROW(prepare_worktree(r, "phoenix-c", repo + "/.git/x", c1), Error);
+  EXPECT_THROW(prepare_worktree(r, "phoenix-c", tmp.path(), c1), Error);
+  // Another name at a path already registered: that one is not trusted.
+  PersistentWorktree taken = prepare_worktree(r, "phoenix-c", repo + "/.phoenix/worktrees/b", c1);
+  EXPECT_EQ(taken.state, PersistentWorktree::State::kRecreated);
+  EXPECT_NE(taken.damage.find("phoenix-b"), std::string::npos) << taken.damage;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "config/config.h"
 #include "gitx/repo.h"
+#include "sandbox/sandbox.h"
 #include "test_util.h"
 #include "util/error.h"
 #include "util/json.h"
@@ -753,7 +754,16 @@ TEST_F(HarnessRun, WithoutItsGitTheAgentCannotReachTheRealRepository) {
   expect_real_repo_untouched();
 }
 
+// The copying sandbox cannot stop a write by absolute path into the real
+// repository; it notices it afterwards and aborts. The overlay sandbox makes
+// the real work tree read-only, so the same write fails inside the agent.
+struct ScopedSandboxKind {
+  explicit ScopedSandboxKind(const char* kind) { ::setenv("PHOENIX_SANDBOX", kind, 1); }
+  ~ScopedSandboxKind() { ::unsetenv("PHOENIX_SANDBOX"); }
+};
+
 TEST_F(HarnessRun, WritingIntoTheRealRepositoryAborts) {
+  ScopedSandboxKind copy("copy");
   Proposal p = run(std::string(kFix) + "; write-outside " + repo + "/src/calc.cc 'hacked'");
   EXPECT_EQ(p.status, Status::kAborted) << p.detail;
   EXPECT_EQ(p.detail, "the real repository changed while claude ran: src/calc.cc modified in the work tree");
@@ -763,9 +773,24 @@ TEST_F(HarnessRun, WritingIntoTheRealRepositoryAborts) {
 }
 
 TEST_F(HarnessRun, CommittingInTheRealRepositoryAborts) {
+  ScopedSandboxKind copy("copy");
   Proposal p = run("git -C " + repo + " commit -q --allow-empty -m sneaky");
   EXPECT_EQ(p.status, Status::kAborted) << p.detail;
   EXPECT_TRUE(contains(p.detail, "HEAD moved from " + head.substr(0, 7))) << p.detail;
+}
+
+TEST_F(HarnessRun, TheOverlaySandboxRefusesWritesIntoTheRealRepository) {
+  if (std::string why = sandbox::overlay_unavailable_reason(); !why.empty())
+    GTEST_SKIP() << "no unprivileged overlay here: " << why;
+  ScopedSandboxKind overlay("overlay");
+  std::string before = read(repo + "/src/calc.cc");
+  Proposal w = run("write-outside " + repo + "/src/calc.cc 'hacked'");
+  EXPECT_NE(w.status, Status::kProposed) << w.detail;
+  EXPECT_EQ(read(repo + "/src/calc.cc"), before);
+  Proposal c = run("git -C " + repo + " commit -q --allow-empty -m sneaky");
+  EXPECT_NE(c.status, Status::kProposed) << c.detail;
+  EXPECT_EQ(trim(git(repo, {"rev-parse", "HEAD"})), head);
+  expect_sandboxes_removed();
 }
 
 TEST_F(HarnessRun, HugeOutputIsBounded) {

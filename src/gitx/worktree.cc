@@ -1,0 +1,143 @@
+#include "gitx/worktree.h"
+
+#include <filesystem>
+#include <optional>
+
+#include "util/error.h"
+#include "util/text.h"
+
+namespace fs = std::filesystem;
+
+namespace phoenix::gitx {
+namespace {
+
+// Absolute and normalized, without a trailing slash, resolving symlinks of
+// the part that exists: paths from libgit2 are canonical, ours may not be
+// (/tmp vs /private/tmp, "a/../b").
+std::string norm(const std::string& p) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(fs::absolute(p), ec);
+  if (ec) c = fs::absolute(p).lexically_normal();
+  std::string s = c.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+bool same_or_inside(const std::string& path, const std::string& dir) {
+  return path == dir || util::starts_with(path, dir == "/" ? dir : dir + "/");
+}
+
+// Why the worktree `name` at `want` cannot be trusted, "" when it looks
+// healthy, or "absent" when there is nothing at all.
+std::string diagnose(Repo& repo, const std::string& name, const std::string& want) {
+  const std::string common = norm(repo.common_dir());
+  std::error_code ec;
+  const bool folder = fs::exists(want, ec);
+  const bool admin = fs::exists(fs::path(common) / "worktrees" / name, ec);
+
+  std::optional<WorktreeInfo> ours;
+  for (const WorktreeInfo& w : repo.worktree_list()) {
+    if (w.name == name) {
+      ours = w;
+    } else if (norm(w.path) == want) {
+      return "another worktree ('" + w.name + "') is registered at " + want;
+    }
+  }
+  if (!ours) {
+    if (!folder && !admin) return "absent";
+    if (admin) return "its entry in " + common + "/worktrees is unreadable";
+    return "the folder exists but the repository does not list it as a worktree";
+  }
+  if (ours->locked)
+    throw Error("worktree '" + name + "' is locked; unlock it with `git worktree unlock " + name + "`");
+  if (norm(ours->path) != want) return "it is registered at " + ours->path + ", not at " + want;
+  if (!folder) return "its folder is missing";
+  if (!ours->valid) return "git reports it invalid";
+
+  std::optional<Repo> wt;
+  try {
+    wt.emplace(Repo::open(want));
+  } catch (const std::exception& e) {
+    return std::string("it does not open as a repository (") + e.what() + ")";
+  }
+  if (norm(wt->common_dir()) != common) return "it belongs to another repository (" + wt->common_dir() + ")";
+  if (norm(wt->git_dir()) != norm((fs::path(common) / "worktrees" / name).string()))
+    return "its .git points to another worktree (" + wt->git_dir() + ")";
+  if (norm(wt->workdir()) != want) return "it opens with work tree " + wt->workdir();
+  try {
+    if (wt->head_sha().empty()) return "its HEAD names no commit";
+  } catch (const std::exception& e) {
+    return std::string("its HEAD cannot be read (") + e.what() + ")";
+  }
+  return "";
+}
+
+// Removes every trace of a damaged worktree: the registration(s) at our
+// name or our path, a half-written admin folder, and the folder itself.
+void remove_damaged(Repo& repo, const std::string& name, const std::string& want) {
+  const std::string common = norm(repo.common_dir());
+  for (const WorktreeInfo& w : repo.worktree_list()) {
+    if (w.name == name || norm(w.path) == want) {
+      if (w.locked) throw Error("worktree '" + w.name + "' at " + w.path + " is locked; cannot recreate it");
+      repo.worktree_remove(w.name);
+    }
+  }
+  std::error_code ec;
+  // An admin folder libgit2 cannot even look up is not listed above; it is
+  // ours by name, and worktree_add refuses to run while it exists.
+  fs::remove_all(fs::path(common) / "worktrees" / name, ec);
+  if (ec) throw Error("cannot remove stale worktree entry: " + ec.message());
+  fs::remove_all(want, ec);
+  if (ec) throw Error("cannot remove damaged worktree " + want + ": " + ec.message());
+}
+
+}  // namespace
+
+void move_worktree(Repo& worktree, const std::string& rev) {
+  CheckoutOptions o;
+  o.force = true;
+  o.remove_untracked = true;
+  worktree.checkout_detached(rev, o);
+}
+
+PersistentWorktree prepare_worktree(Repo& repo, const std::string& name, const std::string& path,
+                                    const std::string& rev) {
+  PersistentWorktree out;
+  out.path = norm(path);
+  const std::string sha = repo.resolve(rev);
+  // Damage handling deletes this folder: refuse paths that would take the
+  // user's work tree or the repository with it.
+  const std::string top = repo.workdir().empty() ? "" : norm(repo.workdir());
+  const std::string common = norm(repo.common_dir());
+  if ((!top.empty() && same_or_inside(top, out.path)) || same_or_inside(out.path, common) ||
+      same_or_inside(common, out.path))
+    throw Error("refusing worktree '" + name + "' at " + out.path + ": it overlaps the repository itself");
+
+  std::string damage = diagnose(repo, name, out.path);
+  if (damage.empty()) {
+    // The clean and the move in one forced checkout: whatever the last user
+    // left behind (edited tracked files, staged files, untracked files)
+    // goes; ignored files (build outputs) stay so builds stay warm. One
+    // that cannot even be checked out is damaged too.
+    try {
+      Repo wt = Repo::open(out.path);
+      move_worktree(wt, sha);
+      out.state = PersistentWorktree::State::kReused;
+      return out;
+    } catch (const std::exception& e) {
+      damage = std::string("it cannot be reset (") + e.what() + ")";
+    }
+  }
+  if (damage != "absent") {
+    remove_damaged(repo, name, out.path);
+    out.state = PersistentWorktree::State::kRecreated;
+    out.damage = damage;
+  }
+  std::error_code ec;
+  fs::create_directories(fs::path(out.path).parent_path(), ec);
+  if (ec) throw Error("cannot create " + fs::path(out.path).parent_path().string() + ": " + ec.message());
+  repo.worktree_add(name, out.path, sha);
+  return out;
+}
+
+}  // namespace phoenix::gitx

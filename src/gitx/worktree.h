@@ -1,0 +1,54 @@
+// Persistent linked worktrees: another view of the repository that costs
+// what differs, not what exists.
+//
+// `git worktree add` writes every tracked file (on a 100,000-file
+// repository that is close to a minute, almost all system time); moving an
+// existing worktree to another commit writes only the files that differ.
+// So every part of Phoenix that needs the repository at another commit —
+// bisect, the pre-push hook for a commit that is not a clean HEAD, the
+// overnight loop — keeps one named worktree under <root>/.phoenix/worktrees/
+// and moves it with prepare_worktree() instead of creating one per use.
+//
+// A worktree found is trusted only when everything about it checks out:
+// the repository lists it under the expected name at the expected path, it
+// is valid, it opens as a worktree of this repository whose .git points to
+// its own admin folder, its HEAD names a commit, and it checks out cleanly.
+// Anything else — folder missing or left without registration, .git link
+// broken or pointing elsewhere, admin entry gone or unreadable, another
+// worktree registered at the path — and it is removed and created afresh.
+// Ignored files there (build outputs) survive reuse on purpose, so builds
+// stay warm; every other change the last user left (edited tracked files,
+// staged files, untracked files) is discarded before use.
+#pragma once
+
+#include <string>
+
+#include "gitx/repo.h"
+
+namespace phoenix::gitx {
+
+struct PersistentWorktree {
+  enum class State { kCreated, kReused, kRecreated };
+  std::string path;    // absolute, normalized
+  State state = State::kCreated;
+  std::string damage;  // kRecreated: what was wrong with the old one
+};
+
+// Makes `path` a healthy, clean linked worktree of `repo` registered as
+// `name` (under <common_dir>/worktrees/), with HEAD detached at `rev`:
+// reused — one forced incremental checkout of rev's tree, which discards
+// edits and staged changes and removes untracked files — when it can be
+// trusted (see above; one that cannot be checked out is not), otherwise
+// created — after removing whatever damaged one was there. Throws
+// phoenix::Error when `path` overlaps the user's work tree or the git
+// directory (damage handling deletes that folder), when the worktree is
+// locked, or when git fails.
+PersistentWorktree prepare_worktree(Repo& repo, const std::string& name, const std::string& path,
+                                    const std::string& rev);
+
+// Moves a worktree already known healthy to `rev`: only files that differ
+// are written; edits and untracked files left there are discarded; ignored
+// files are kept. HEAD is detached at rev.
+void move_worktree(Repo& worktree, const std::string& rev);
+
+}  // namespace phoenix::gitx
