@@ -1,21 +1,29 @@
 // `phoenix status [--json] [--watch]`: what the loop is doing, from
 // .phoenix/loop-state.json (written atomically by phoenix-loop, so a read
 // never sees half a state). A state whose loop has not finished
-// (exit_code null) but whose pid is gone is reported as stale: the loop
-// died without writing its end (kill -9, power cut); `phoenix-loop
-// --resume` carries on.
+// (exit_code null) is reported as stale only when both its heartbeat
+// stopped (updated_at older than three heartbeats, loop.heartbeat_s) and
+// its pid is gone: the loop died without writing its end (kill -9, power
+// cut); `phoenix-loop --resume` carries on. Either alone is not enough: a
+// loop in another pid namespace (a container sharing the folder) has a pid
+// we cannot see, and a busy machine can delay a heartbeat.
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <thread>
 
 #include "cli/app.h"
+#include "config/config.h"
 #include "loop/loop.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/subprocess.h"
+#include "util/text.h"
 
 namespace phoenix::cli {
 
@@ -28,6 +36,22 @@ bool pid_alive(long pid) {
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
+// Milliseconds since the state's updated_at; -1 when it cannot be read.
+long long age_ms(const json& s) {
+  if (!s.contains("updated_at") || !s["updated_at"].is_string()) return -1;
+  std::string ts = s["updated_at"].get<std::string>();
+  int Y, M, D, h, m, sec, ms = 0;
+  if (std::sscanf(ts.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d", &Y, &M, &D, &h, &m, &sec, &ms) < 6) return -1;
+  std::tm tm{};
+  tm.tm_year = Y - 1900;
+  tm.tm_mon = M - 1;
+  tm.tm_mday = D;
+  tm.tm_hour = h;
+  tm.tm_min = m;
+  tm.tm_sec = sec;
+  return util::now_ms() - (static_cast<long long>(timegm(&tm)) * 1000 + ms);
+}
+
 std::string str(const json& s, const char* key) {
   if (!s.contains(key) || s[key].is_null()) return "-";
   if (s[key].is_string()) return s[key].get<std::string>();
@@ -36,7 +60,7 @@ std::string str(const json& s, const char* key) {
 
 void print_human(const Context& ctx, const json& s, bool stale) {
   std::string phase = str(s, "phase");
-  std::cout << "phase:      " << (stale ? red(ctx, phase + " (stale: pid " + str(s, "pid") + " is gone, heartbeat stopped)") : bold(ctx, phase))
+  std::cout << "phase:      " << (stale ? red(ctx, phase + " (stale: heartbeat stopped and pid " + str(s, "pid") + " is gone; phoenix-loop --resume carries on)") : bold(ctx, phase))
             << "\n";
   if (s.contains("task") && s["task"].is_object()) {
     const json& t = s["task"];
@@ -61,6 +85,14 @@ int cmd_status(const std::vector<std::string>& args) {
   if (!parse_command("status", desc, args, p, false)) return kExitOk;
   std::string path = loop::state_path(p.ctx.root);
   bool watch = p.vm.count("watch") > 0;
+  double heartbeat_s = 5;
+  try {
+    heartbeat_s = config::load(p.ctx.root, false).loop.heartbeat_s;
+  } catch (const Error&) {
+    // A broken phoenix.json must not hide the state: keep the default.
+  }
+  // Three missed heartbeats, and never less than two seconds.
+  long long silent_ms = std::max<long long>(2000, static_cast<long long>(heartbeat_s * 3000));
   for (;;) {
     if (!util::path_exists(path)) {
       std::cerr << "phoenix: no loop has run here (" << path << " is missing)\n";
@@ -68,7 +100,9 @@ int cmd_status(const std::vector<std::string>& args) {
     }
     json s = util::parse_json(util::read_file(path), path);
     bool finished = s.contains("exit_code") && !s["exit_code"].is_null();
-    bool stale = !finished && !pid_alive(s.value("pid", 0L));
+    long long age = age_ms(s);
+    bool heartbeat_stopped = age < 0 || age > silent_ms;
+    bool stale = !finished && heartbeat_stopped && !pid_alive(s.value("pid", 0L));
     if (p.ctx.json) {
       json out = s;
       out["stale"] = stale;

@@ -13,6 +13,7 @@
 #include "engine/signature.h"
 #include "fixers/harness.h"
 #include "gitx/repo.h"
+#include "gitx/worktree.h"
 #include "loop/state.h"
 #include "loop/tasks.h"
 #include "util/atomic_file.h"
@@ -221,12 +222,9 @@ struct Loop {
     bool have_wt = false;
     for (const auto& w : main.worktree_list())
       if (w.name == wt_name) have_wt = w.valid;
-    if (!have_wt) {
-      main.worktree_remove(wt_name);  // a registration whose folder is gone
-      if (fs::exists(wt)) throw UsageError("phoenix-loop: " + wt + " is in the way (not a worktree of this repository)");
-      fs::create_directories(fs::path(wt).parent_path());
-      main.worktree_add(wt_name, wt, start);
-    }
+    // Not there, or not trustworthy: made (or remade) by gitx's persistent
+    // worktrees, which reuse a healthy one with an incremental checkout.
+    if (!have_wt) gitx::prepare_worktree(main, wt_name, wt, start);
     repo.emplace(gitx::Repo::open(wt));
     if (have_wt) {
       // Resume after a crash: whatever the dead iteration left is kept, then dropped.
@@ -331,7 +329,21 @@ struct Loop {
       std::string dest = root + "/incidents/" + fs::path(r.incident).filename().string();
       for (int n = 2; util::path_exists(dest); ++n)
         dest = root + "/incidents/" + fs::path(r.incident).stem().string() + "-loop" + std::to_string(n) + ".md";
-      util::write_file_atomic(dest, util::read_file(r.incident));
+      std::string note = util::read_file(r.incident);
+      // The images the note links (visual diffs beside it) travel with it.
+      for (size_t at = note.find("!["); at != std::string::npos; at = note.find("![", at + 2)) {
+        size_t close = note.find("](", at);
+        size_t end = close == std::string::npos ? close : note.find(')', close);
+        if (end == std::string::npos) break;
+        std::string rel = note.substr(close + 2, end - close - 2);
+        fs::path from = fs::path(r.incident).parent_path() / rel;
+        if (rel.empty() || fs::path(rel).is_absolute() || rel.find("..") != std::string::npos || !fs::is_regular_file(from))
+          continue;
+        fs::path to = fs::path(root) / "incidents" / rel;
+        fs::create_directories(to.parent_path());
+        util::write_file_atomic(to.string(), util::read_file(from.string()));
+      }
+      util::write_file_atomic(dest, note);
       std::error_code ec;
       fs::remove(r.incident, ec);
       fs::remove(wt + "/.phoenix/ESCALATED", ec);
@@ -473,6 +485,9 @@ struct Loop {
           sync_branch("baseline heal");
           if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
           if (h.exit_code != kExitOk) return escalated_baseline(h);
+          Measure hm = measure();
+          if (hm.interrupted || util::interrupted_signal()) return interrupted();
+          if (hm.green) bless();
         }
       } else {
         bless();
@@ -603,7 +618,11 @@ struct Loop {
       sync_branch(h.exit_code == kExitOk ? "healed" : "rolled back");
       if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
       if (h.exit_code == kExitOk) {
-        // Healed: the engine blessed the healed HEAD; the tick is in it.
+        // Healed: the tick is in the healed HEAD. Bless it only on a green
+        // measurement of every check, so a later rollback keeps this task.
+        Measure hm = measure();
+        if (hm.interrupted || util::interrupted_signal()) return interrupted();
+        if (hm.green) bless();
         escalations_in_row = 0;
         last_failure.clear();
         trace.append("loop.task_done", {{"iteration", iteration}, {"task", tj}, {"head", repo->head_sha()}, {"healed", true}});

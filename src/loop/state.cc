@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "util/atomic_file.h"
+#include "util/fault.h"
 #include "util/text.h"
 
 namespace phoenix::loop {
@@ -37,7 +38,9 @@ StateFile::~StateFile() { stop_heartbeat(); }
 
 void StateFile::write_locked() {
   state_["updated_at"] = util::now_iso8601();
-  util::write_file_atomic(path_, state_.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
+  std::string text = state_.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  PHOENIX_FAULT_TORN("state-write", path_ + ".tmp.fault", text);
+  util::write_file_atomic(path_, text);
 }
 
 void StateFile::update(const std::function<void(Json&)>& change) {

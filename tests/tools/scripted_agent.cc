@@ -40,8 +40,14 @@
 //   huge-output BYTES            that many bytes of output
 //   sleep SECONDS
 //   spawn-sleeper SECONDS FILE   start `sleep` in our process group, its pid to FILE
+//   write-pid FILE               our pid (also our process group's id) to FILE
 //   kill-self SIGNUM             raise the signal
 //   exit CODE                    stop here with CODE
+// Guards, in front of an action (they chain):
+//   if-prompt TEXT ACTION...     runs ACTION only when the prompt contains TEXT
+//   unless-prompt TEXT ACTION... runs ACTION only when it does not
+//   first N FILE ACTION...       bumps the counter in FILE (absolute path);
+//                                runs ACTION only the first N times
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -167,7 +173,26 @@ int run(int argc, char** argv) {
     if (semi == std::string::npos) semi = script.size();
     std::vector<std::string> w = phoenix::util::split_words(script.substr(start, semi - start));
     start = semi + 1;
-    if (w.empty()) continue;
+    // Guards in front of an action decide whether it runs.
+    bool skip = false;
+    while (!w.empty() && (w[0] == "if-prompt" || w[0] == "unless-prompt" || w[0] == "first")) {
+      if (w.size() < (w[0] == "first" ? 4u : 3u)) return fail(w[0] + ": needs its arguments and an action", 64);
+      if (w[0] == "first") {
+        long n = 0;
+        try {
+          n = std::stol(read_file(w[2]));
+        } catch (const std::exception&) {
+        }
+        write_file(w[2], std::to_string(++n));
+        if (n > std::stol(w[1])) skip = true;
+        w.erase(w.begin(), w.begin() + 3);
+      } else {
+        bool has = prompt.find(unescape(w[1])) != std::string::npos;
+        if (has != (w[0] == "if-prompt")) skip = true;
+        w.erase(w.begin(), w.begin() + 2);
+      }
+    }
+    if (w.empty() || skip) continue;
     const std::string& op = w[0];
     auto need = [&](size_t n) {
       if (w.size() < n + 1) {
@@ -277,6 +302,9 @@ int run(int argc, char** argv) {
       pid_t pid;
       if (posix_spawnp(&pid, "sleep", nullptr, nullptr, sargs, environ) != 0) return fail("cannot start sleep", 5);
       write_file(w[2], std::to_string(pid));
+    } else if (op == "write-pid") {
+      need(1);
+      write_file(w[1], std::to_string(::getpid()));
     } else if (op == "kill-self") {
       need(1);
       std::cout << std::flush;
