@@ -1,9 +1,54 @@
 #!/usr/bin/env bash
 # README command (2): install what is missing, build, run every test.
+#
+#   scripts/test.sh              the whole suite (build/, crash points compiled in)
+#   scripts/test.sh --sanitize   the whole suite again under AddressSanitizer +
+#                                UndefinedBehaviorSanitizer (build-asan/); any report fails
+#   scripts/test.sh --fuzz [S]   every libFuzzer target for S seconds each (build-fuzz/)
+#   scripts/test.sh --ci         all three, as .ci/run does: the suite, the sanitizer suite,
+#                                20 s of fuzzing per target, 100 random kills
+#
+# Test builds compile the named crash points (-DPHOENIX_FAULT_POINTS=ON); a
+# plain scripts/build.sh or cmake build does not.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
+mode="${1:-plain}"
+case "$mode" in
+  plain|--sanitize|--fuzz|--ci) ;;
+  -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "test.sh: unknown mode '$mode' (--sanitize, --fuzz [seconds], --ci)" >&2; exit 64 ;;
+esac
+
 "$here/scripts/deps.sh"
-"$here/scripts/build.sh"
-build="${PHOENIX_BUILD_DIR:-$here/build}"
-cd "$build"
-ctest --output-on-failure -j "${PHOENIX_JOBS:-$(nproc)}" --timeout 600
+
+# Runs the suite built into $1 with extra CMake arguments $2.
+suite() {
+  local build="$1" extra="$2" started=$SECONDS
+  PHOENIX_BUILD_DIR="$build" PHOENIX_CMAKE_ARGS="-DPHOENIX_FAULT_POINTS=ON $extra ${PHOENIX_CMAKE_ARGS:-}" \
+    "$here/scripts/build.sh"
+  (cd "$build" && ctest --output-on-failure -j "${PHOENIX_JOBS:-$(nproc)}" --timeout 900)
+  echo "test.sh: suite in $build passed in $((SECONDS - started)) s"
+}
+
+sanitized_suite() {
+  # halt_on_error: the first report fails the test that caused it.
+  export ASAN_OPTIONS="abort_on_error=0:halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+  # Runs are slower under the sanitizers: 25 random kills there (the plain suite does the 100).
+  export PHOENIX_RANDOM_KILLS="${PHOENIX_SANITIZE_RANDOM_KILLS:-25}"
+  suite "${PHOENIX_ASAN_BUILD_DIR:-$here/build-asan}" "-DPHOENIX_SANITIZE=ON"
+}
+
+case "$mode" in
+  plain) suite "${PHOENIX_BUILD_DIR:-$here/build}" "" ;;
+  --sanitize) sanitized_suite ;;
+  --fuzz) "$here/scripts/fuzz.sh" "${2:-20}" ;;
+  --ci)
+    export PHOENIX_RANDOM_KILLS="${PHOENIX_RANDOM_KILLS:-100}"
+    # CI machines are disposable: the .deb is also installed for real with
+    # apt-get there, and removed again (PackageDeb.AptGetInstallsItWhenAsked).
+    (export PHOENIX_TEST_INSTALL_DEB="${PHOENIX_TEST_INSTALL_DEB:-1}"; suite "${PHOENIX_BUILD_DIR:-$here/build}" "")
+    (sanitized_suite)
+    "$here/scripts/fuzz.sh" "${PHOENIX_FUZZ_SECONDS:-20}"
+    ;;
+esac

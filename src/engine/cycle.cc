@@ -11,6 +11,7 @@
 #include "gitx/repo.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/fault.h"
 #include "util/lock.h"
 #include "util/subprocess.h"
 #include "util/text.h"
@@ -86,6 +87,7 @@ struct Engine::Impl {
     }
     repo->write_ref(kAttemptRef, cp, "phoenix: checkpoint before " + why);
     trace.append("checkpoint", {{"commit", cp}, {"why", why}});
+    PHOENIX_FAULT("after-checkpoint");
     return cp;
   }
 
@@ -151,7 +153,7 @@ RunResult Engine::Impl::run() {
     if (opt.only.empty() || std::find(opt.only.begin(), opt.only.end(), c.id) != opt.only.end()) selected.push_back(c);
   if (selected.empty()) throw UsageError("no checks to run: phoenix.json has none (see 'phoenix init')");
 
-  trace.append("run.start", {{"head", head0}, {"dirty", dirty0}, {"dry_run", opt.dry_run},
+  trace.append("run.start", {{"head", head0}, {"dirty", dirty0}, {"dry_run", opt.dry_run}, {"root", root},
                              {"checks", [&] { Json a = Json::array(); for (auto& c : selected) a.push_back(c.id); return a; }()}});
   explain("HEAD " + short_sha(head0) + (dirty0 ? ", work tree has uncommitted changes" : ", work tree clean"));
 
@@ -393,6 +395,7 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
       state(check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", "apply"}, {"why", e.what()}});
       continue;
     }
+    PHOENIX_FAULT("after-apply");
 
     // VERIFYING: a fresh run of the check that found the problem decides.
     state(check.id, "VERIFYING", {{"fixer", p.fixer}});
@@ -455,6 +458,7 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   inc.failing_tests = f.failing_tests;
   inc.last_diff = last_diff;
   inc.evidence = f.result.evidence;
+  for (const auto& a : f.result.artifacts) inc.artifacts.emplace_back(a.name, a.bytes);
   inc.why_escalated = why;
   inc.not_rolled_back_why = "rollback in progress";
   // Invariant 10: the note exists (fsynced) before the rollback starts.
@@ -472,6 +476,7 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   }
   std::string stamp = util::compact_utc(true);
   if (head != target) repo->write_ref(std::string(kAbandonedPrefix) + stamp, head, "phoenix: abandoned by rollback");
+  PHOENIX_FAULT("mid-rollback");
   if (dirty0 && opt.rollback == "known-good") {
     // The user's uncommitted work is kept too, as a commit under the same prefix.
     std::string wip = repo->snapshot_workdir("phoenix: uncommitted work before rollback", opt.author_name, opt.author_email, true);

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "util/atomic_file.h"
+#include "util/fault.h"
 #include "util/error.h"
 #include "util/hash.h"
 #include "util/json.h"
@@ -407,6 +408,7 @@ struct Journal::Impl {
     Tx(const Tx&) = delete;
     Tx& operator=(const Tx&) = delete;
     void commit() {
+      PHOENIX_FAULT("mid-journal-write");
       impl_.exec("COMMIT", what_);
       done_ = true;
     }

@@ -49,7 +49,7 @@ std::vector<Entry> scan(const fs::path& p) {
 
 std::string manifest_hash(const std::vector<Entry>& es) {
   util::Sha256 h;
-  for (const auto& e : es) h.update(e.rel + "\0" + e.sha + "\n");
+  for (const auto& e : es) h.update(e.rel + std::string(1, '\0') + e.sha + "\n");
   return h.hex();
 }
 

@@ -8,8 +8,10 @@
 
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/fault.h"
 #include "util/hash.h"
 #include "util/lock.h"
+#include "util/redact.h"
 #include "util/text.h"
 
 namespace phoenix::trace {
@@ -121,7 +123,9 @@ uint64_t Trace::append(const std::string& event, const Json& data) {
     seq = last["seq"].get<uint64_t>() + 1;
     prev = last.value("hash", "");
   }
-  util::append_durable(path_, make_line(seq, event, data, prev));
+  std::string line = make_line(seq, event, util::redact_secrets(data), prev);
+  PHOENIX_FAULT_TORN("mid-trace-append", path_, line);
+  util::append_durable(path_, line);
   return seq;
 }
 

@@ -1,0 +1,246 @@
+#include "engine/recover.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "engine/cycle.h"
+#include "engine/incident.h"
+#include "gitx/repo.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/lock.h"
+#include "util/subprocess.h"
+#include "util/text.h"
+
+namespace phoenix::engine {
+
+namespace fs = std::filesystem;
+using util::Json;
+
+namespace {
+
+const std::vector<std::string> kKeep{".phoenix/", "incidents/"};
+
+struct Interrupted {
+  bool found = false;
+  uint64_t seq = 0;
+  std::string root, head0, checkpoint, incident;
+  bool dirty0 = false;
+  bool rolled_back = false;
+};
+
+// The last run.start of the trace that has no run.end after it.
+Interrupted find_interrupted(const std::string& trace_path) {
+  Interrupted in;
+  if (!util::path_exists(trace_path)) return in;
+  std::ifstream f(trace_path, std::ios::binary);
+  std::string line;
+  while (std::getline(f, line)) {
+    Json e = Json::parse(line, nullptr, false);
+    if (e.is_discarded() || !e.is_object() || !e.contains("data") || !e["data"].is_object()) continue;
+    std::string ev = e.value("event", "");
+    const Json& d = e["data"];
+    if (ev == "run.start") {
+      in = Interrupted{};
+      in.found = true;
+      in.seq = e.value("seq", uint64_t{0});
+      in.head0 = d.value("head", "");
+      in.dirty0 = d.value("dirty", false);
+      in.root = d.value("root", "");
+    } else if (!in.found) {
+      continue;
+    } else if (ev == "run.end") {
+      in = Interrupted{};
+    } else if (ev == "checkpoint" && in.checkpoint.empty()) {
+      in.checkpoint = d.value("commit", "");
+    } else if (ev == "incident") {
+      in.incident = d.value("path", "");
+    } else if (ev == "rollback") {
+      in.rolled_back = true;
+    }
+  }
+  return in;
+}
+
+bool kept(const std::string& path) {
+  for (const auto& k : kKeep)
+    if (util::starts_with(path, k)) return true;
+  return false;
+}
+
+// Work-tree paths that differ from commit `base` (Phoenix's own folders aside).
+std::vector<std::string> changed_since(const gitx::Repo& repo, const std::string& base) {
+  std::vector<std::string> out;
+  for (const auto& p : gitx::Repo::patch_files(repo.diff_workdir_patch(base)))
+    if (!kept(p)) out.push_back(p);
+  return out;
+}
+
+// A verified heal commit (or a chain of them) on top of `head0`.
+bool heal_commits_on(const std::string& root, const std::string& head0) {
+  util::ProcessResult r = util::run_process([&] {
+    util::ProcessOptions o;
+    o.argv = {"git", "log", "--format=%s", head0 + "..HEAD"};
+    o.cwd = root;
+    o.timeout_s = 30;
+    return o;
+  }());
+  if (r.exit_code != 0) return false;
+  auto lines = util::split_lines(r.output);
+  if (lines.empty()) return false;
+  for (const auto& l : lines)
+    if (!util::starts_with(l, "phoenix: heal ")) return false;
+  return true;
+}
+
+void remove_stray_temps(const std::string& dir, std::vector<std::string>& actions) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    // write_file_atomic's "<name>.tmp.<random>"; a journal being created, "journal.sqlite.new.<pid>.<random>[-wal|-shm]".
+    bool temp = name.find(".tmp.") != std::string::npos || name.find(".sqlite.new.") != std::string::npos;
+    if (!temp || !e.is_regular_file(ec)) continue;
+    if (fs::remove(e.path(), ec)) actions.push_back("removed a temporary file left by an interrupted write: " + e.path().string());
+  }
+}
+
+// Sandboxes of a killed fixer run (never one that is still mounted).
+void remove_stale_sandboxes(const std::string& dir, std::vector<std::string>& actions) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  struct stat parent {};
+  if (::stat(dir.c_str(), &parent) != 0) return;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!util::starts_with(e.path().filename().string(), "sandbox-") || !e.is_directory(ec)) continue;
+    struct stat self {}, work {};
+    std::string work_dir = e.path().string() + "/work";
+    if (::stat(e.path().c_str(), &self) != 0 || self.st_dev != parent.st_dev) continue;
+    if (::stat(work_dir.c_str(), &work) == 0 && work.st_dev != parent.st_dev) continue;  // a mount point
+    if (fs::remove_all(e.path(), ec) > 0 && !ec) actions.push_back("removed the sandbox of an interrupted fixer: " + e.path().string());
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> recover(const std::string& root, trace::Trace& trace) {
+  std::vector<std::string> actions;
+  // Nothing here runs beside a live run: it owns the repository.
+  fs::create_directories(root + "/.phoenix");
+  util::FileLock run_lock(root + "/.phoenix/lock", 0, "this repository");
+  std::optional<util::FileLock> loop_lock;
+  try {
+    loop_lock.emplace(root + "/.phoenix/loop.lock", 0, "the loop of this repository");
+  } catch (const Error&) {
+    // A live loop: its temporary files are its own.
+  }
+  Interrupted in = find_interrupted(trace.path());
+  std::string where = in.found && !in.root.empty() ? in.root : root;
+  if (in.found && !fs::is_directory(where)) {
+    trace.append("recover", {{"run_seq", in.seq}, {"root", where}, {"why", "the run's work tree is gone"}});
+    trace.append("run.end", {{"exit_code", kExitInterrupted}, {"why", "interrupted; its work tree is gone"}});
+    actions.push_back("an interrupted run in " + where + " (its folder is gone) marked ended");
+    in.found = false;
+  }
+  if (in.found) {
+    // Wait for no one: a run that is alive owns the repository.
+    fs::create_directories(where + "/.phoenix");
+    std::optional<util::FileLock> lock;
+    if (where != root) lock.emplace(where + "/.phoenix/lock", 0, "the work tree " + where);
+    gitx::Repo repo = gitx::Repo::open(where);
+    // Lock files a killed libgit2 call left behind would block every later
+    // write; no Phoenix run is alive (the lock above says so).
+    std::error_code ec;
+    for (const std::string& stale : {repo.git_dir() + "/index.lock", repo.git_dir() + "/HEAD.lock"})
+      if (fs::remove(stale, ec)) actions.push_back("removed " + stale + " left by the interrupted run");
+    for (const std::string& dir : {repo.common_dir() + "/refs/phoenix", repo.common_dir() + "/refs/heads"})
+      if (fs::is_directory(dir, ec))
+        for (const auto& e : fs::recursive_directory_iterator(dir, ec))
+          if (e.path().extension() == ".lock" && fs::remove(e.path(), ec))
+            actions.push_back("removed " + e.path().string() + " left by the interrupted run");
+    std::string head = repo.head_sha();
+    std::string stamp = util::compact_utc(true);
+    Json done = {{"run_seq", in.seq}, {"root", where}};
+    std::string target = in.head0;
+    bool healed_head = head != in.head0 && !in.head0.empty() && repo.is_clean(kKeep) && !in.dirty0 &&
+                       heal_commits_on(where, in.head0);
+    if (!in.checkpoint.empty() && !healed_head) {
+      std::vector<std::string> changed = changed_since(repo, in.checkpoint);
+      if (head != in.head0 || !changed.empty()) {
+        // Nothing is lost: what the tree and HEAD hold now stays reachable.
+        if (!changed.empty()) {
+          std::string wip = repo.snapshot_workdir("phoenix: work tree of an interrupted run", "phoenix", "phoenix@localhost", true);
+          repo.write_ref(std::string(kAbandonedPrefix) + stamp + "-recover", wip, "phoenix recover: interrupted run's work tree");
+          done["abandoned_worktree"] = wip;
+        }
+        if (head != in.head0) {
+          repo.write_ref(std::string(kAbandonedPrefix) + stamp + "-recover-head", head, "phoenix recover: interrupted run's HEAD");
+          done["abandoned_head"] = head;
+        }
+        if (!in.dirty0) {
+          repo.reset_hard(in.head0, true, kKeep);
+        } else {
+          if (head != in.head0) repo.reset_hard(in.head0, false, kKeep);
+          repo.restore_paths(in.checkpoint, changed_since(repo, in.checkpoint));
+        }
+        done["restored_to"] = in.dirty0 ? in.checkpoint : in.head0;
+        actions.push_back("restored the work tree of an interrupted run to its pre-run state (" + in.head0.substr(0, 12) +
+                          (in.dirty0 ? " plus the uncommitted changes it had" : "") + "); what was there is kept under " +
+                          std::string(kAbandonedPrefix) + stamp + "-recover*");
+      }
+    } else if (healed_head) {
+      target = head;
+      actions.push_back("kept the verified heal commit " + head.substr(0, 12) + " of an interrupted run");
+    }
+    if (!in.incident.empty() && !in.rolled_back && util::path_exists(in.incident)) {
+      // An escalation cut short: its rollback is the restore above.
+      std::string note = util::read_file(in.incident);
+      if (note.find("\n## State: ") == std::string::npos) {
+        Incident inc;
+        inc.check_id = "(unknown)";
+        inc.failure_type = "(unknown)";
+        inc.why_escalated = "the run was killed while writing this note; the trace (seq " + std::to_string(in.seq) +
+                            " onwards) holds what happened";
+        inc.rolled_back_to = target;
+        util::write_file_atomic(in.incident, render_incident(inc));
+      } else {
+        set_incident_state(in.incident, "rolled back to " + target + " (by phoenix recover after an interrupted rollback)");
+      }
+      util::write_file_atomic(where + "/.phoenix/ESCALATED", in.incident + "\n");
+      done["incident"] = in.incident;
+      actions.push_back("completed the escalation of an interrupted run: " + in.incident);
+    }
+    trace.append("recover", done);
+    trace.append("run.end", {{"exit_code", kExitInterrupted}, {"why", "interrupted; recovered by phoenix recover"}});
+    if (actions.empty()) actions.push_back("an interrupted run had changed nothing; marked it ended");
+  }
+  // An incident note claimed but never written (killed between the two).
+  std::error_code ec;
+  if (fs::is_directory(root + "/incidents", ec))
+    for (const auto& e : fs::directory_iterator(root + "/incidents", ec)) {
+      if (e.path().extension() != ".md" || !e.is_regular_file(ec) || e.file_size(ec) != 0) continue;
+      Incident inc;
+      inc.check_id = "(unknown)";
+      inc.failure_type = "(unknown)";
+      inc.why_escalated = "the run was killed while writing this note; the trace holds what happened";
+      inc.not_rolled_back_why = "see the trace";
+      util::write_file_atomic(e.path().string(), render_incident(inc));
+      actions.push_back("wrote an incident note that a crash had left empty: " + e.path().string());
+    }
+  if (loop_lock) {
+    remove_stray_temps(root + "/.phoenix", actions);
+    remove_stale_sandboxes(root + "/.phoenix/sandboxes", actions);
+  }
+  remove_stray_temps(root + "/incidents", actions);
+  if (where != root) {
+    remove_stray_temps(where + "/.phoenix", actions);
+    remove_stale_sandboxes(where + "/.phoenix/sandboxes", actions);
+    remove_stray_temps(where + "/incidents", actions);
+  }
+  return actions;
+}
+
+}  // namespace phoenix::engine
