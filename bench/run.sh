@@ -2,6 +2,7 @@
 # Phoenix's benchmarks. Every figure is printed beside a baseline measured in
 # the same run, as a ratio; nothing here asserts a time.
 #   bench/run.sh            build (if needed) and run every benchmark
+#   PHOENIX_BENCH_100K=1 bench/run.sh   also the 100,000-file repository
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${PHOENIX_BUILD_DIR:-$here/build}"
@@ -40,6 +41,14 @@ awk -v a="$(field "$small" overhead_us)" -v b="$(field "$large" overhead_us)" \
 echo "== engine overhead per heal cycle (checks and fixers excluded)"
 "$build/phoenix_bench_engine" 1000 3
 
+echo "== phoenix-loop overhead per iteration (agent and check excluded), 1-task and 500-task files"
+"$build/phoenix_bench_loop" "$build/phoenix-loop" 100
+
 echo "== sandbox ready time beside git worktree add"
 "$build/phoenix_bench_sandbox" 1000 10000
 PHOENIX_BUILD_DIR="$build" "$here/bench/hook_bench.sh"
+
+echo "== what another view of the repository costs: sandboxes, worktrees, bisect, a clean HEAD's push"
+echo "   (1k and 10k files; PHOENIX_BENCH_100K=1 adds 100k, generated once into \$build/bench-repos)"
+PHOENIX_BUILD_DIR="$build" "$here/bench/perf_bench.sh" ${PHOENIX_BENCH_100K:+--with-100k}
+PHOENIX_BUILD_DIR="$build" "$here/bench/visual_bench.sh"

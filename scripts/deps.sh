@@ -6,10 +6,37 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config git
   libgit2-dev libboost-program-options-dev libboost-filesystem-dev libboost-dev
-  nlohmann-json3-dev libsqlite3-dev libssl-dev libstb-dev
+  nlohmann-json3-dev libsqlite3-dev libssl-dev libstb-dev zlib1g-dev
   libgtest-dev libgmock-dev sqlite3
   clang libclang-rt-14-dev ccache chromium
+  python3-yaml
 )
+
+# Hook managers that tests/e2e/ecosystem_test.cc runs for real: lefthook
+# 2.2.1 and husky 9, from npm, into one fixed folder (the tests never reach a
+# network; without the folder they skip and say why). Idempotent: nothing
+# runs when the pinned versions are there. PHOENIX_TEST_TOOLS=0 skips it.
+TEST_TOOLS_DIR="${PHOENIX_TEST_TOOLS_DIR:-/opt/phoenix-test-tools}"
+install_test_tools() {
+  [ "${PHOENIX_TEST_TOOLS:-1}" = 0 ] && return 0
+  if grep -qs '"version": "2.2.1"' "$TEST_TOOLS_DIR/node_modules/lefthook/package.json" &&
+     grep -qs '"version": "9\.' "$TEST_TOOLS_DIR/node_modules/husky/package.json"; then
+    return 0
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "deps: npm not found: the lefthook and husky tests will skip"
+    return 0
+  fi
+  echo "deps: installing lefthook 2.2.1 and husky 9 into $TEST_TOOLS_DIR"
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" mkdir -p "$TEST_TOOLS_DIR"
+  # --ignore-scripts, and from inside the folder: lefthook's postinstall would
+  # otherwise run `lefthook install` in the repository npm was started from.
+  (cd "$TEST_TOOLS_DIR" && "${sudo[@]}" npm install --prefix "$TEST_TOOLS_DIR" --ignore-scripts --no-audit --no-fund \
+      --loglevel=error lefthook@2.2.1 husky@9 >/dev/null) ||
+    echo "deps: npm install failed: the lefthook and husky tests will skip"
+}
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -20,6 +47,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: all ${#PACKAGES[@]} packages present"
+  install_test_tools
   exit 0
 fi
 
@@ -28,4 +56,5 @@ if [ "$(id -u)" -eq 0 ]; then SUDO=(); else SUDO=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
 "${SUDO[@]}" apt-get update -qq
 "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_test_tools
 echo "deps: done"

@@ -2,7 +2,10 @@
 
 #include <cstring>
 #include <iostream>
+#include <sstream>
+#include <streambuf>
 
+#include "cli/manual.h"
 #include "util/error.h"
 #include "util/subprocess.h"
 #include "util/text.h"
@@ -25,11 +28,10 @@ const std::vector<Command>& commands() {
       {"journal", "journal [stats|push|pull [REMOTE]] [--forget PREFIX] [--json]", "remembered verified fixes: list, forget, stats, share", cmd_journal},
       {"status", "status [--json] [--watch]", "what phoenix-loop is doing, from .phoenix/loop-state.json", cmd_status},
       {"report", "report [--since WHEN] [--json] [--html FILE]", "what happened: tasks, heals, incidents, time, cost", cmd_report},
+      {"doctor", "doctor [--json]", "what works here and what does not: git, hook, agent CLIs, sandbox, journal, config", cmd_doctor},
   };
   return cmds;
 }
-
-namespace {
 
 std::string top_help() {
   std::string s =
@@ -46,6 +48,37 @@ std::string top_help() {
        "78 configuration error, 130 interrupted.\n"
        "'phoenix COMMAND --help' describes one command.\n";
   return s;
+}
+
+namespace {
+
+// --quiet: stdout says nothing, and stderr keeps only the "...: error: ..."
+// lines (so a failure still says why). Lines are judged whole.
+class ErrorsOnly : public std::streambuf {
+ public:
+  explicit ErrorsOnly(std::streambuf* to) : to_(to) {}
+
+ protected:
+  int overflow(int ch) override {
+    if (ch == traits_type::eof()) return 0;
+    line_ += static_cast<char>(ch);
+    if (ch == '\n') {
+      if (line_.find(": error: ") != std::string::npos) to_->sputn(line_.data(), static_cast<std::streamsize>(line_.size()));
+      line_.clear();
+    }
+    return ch;
+  }
+
+ private:
+  std::streambuf* to_;
+  std::string line_;
+};
+
+void go_quiet() {
+  static std::ostringstream nowhere;
+  static ErrorsOnly errors(std::cerr.rdbuf());
+  std::cout.rdbuf(nowhere.rdbuf());
+  std::cerr.rdbuf(&errors);
 }
 
 std::vector<std::string> long_names(const po::options_description& d) {
@@ -66,7 +99,19 @@ bool parse_command(const std::string& name, po::options_description desc, const 
   desc.add_options()
       ("directory,C", po::value<std::string>(&dir), "run as if started in DIR")
       ("json", "print data as JSON on stdout")
+      ("quiet,q", "print nothing but errors; the exit code says the result")
       ("help,h", "show this help");
+  // Man pages and completion read the options from here, so they are
+  // always the ones --help prints (cli/manual.h).
+  if (std::vector<OptionInfo>* sink = describe_sink()) {
+    *sink = option_infos(desc);
+    return false;
+  }
+  for (const auto& a : args)
+    if (a == "--help-man") {
+      std::cout << program_man_page(name, "", desc);
+      return false;
+    }
   po::positional_options_description pos;
   pos.add("args", -1);
   po::options_description all = desc;
@@ -86,7 +131,9 @@ bool parse_command(const std::string& name, po::options_description desc, const 
     const Command* cmd = nullptr;
     for (const auto& c : commands())
       if (c.name == name || util::starts_with(name, c.name + " ")) cmd = &c;
-    std::cout << "usage: phoenix " << (cmd ? cmd->synopsis : name) << "\n";
+    // A program of its own (phoenix-loop) is named as it is typed.
+    std::cout << "usage: " << (cmd ? "phoenix " + cmd->synopsis : util::starts_with(name, "phoenix-") ? name + " [options]" : "phoenix " + name)
+              << "\n";
     if (cmd) std::cout << "\n" << cmd->summary << "\n";
     std::cout << "\n" << desc << "\n";
     return false;
@@ -96,6 +143,10 @@ bool parse_command(const std::string& name, po::options_description desc, const 
     throw UsageError(name + ": unexpected argument '" + out.positional[0] + "'");
   out.ctx = make_context(dir);
   out.ctx.json = out.vm.count("json") > 0;
+  if (out.vm.count("quiet")) {
+    if (out.ctx.json) throw UsageError(name + ": --quiet and --json exclude each other");
+    go_quiet();
+  }
   return true;
 }
 
@@ -115,6 +166,10 @@ int phoenix_main(int argc, char** argv) {
         std::cout << top_help();
         return kExitOk;
       }
+      if (args[i] == "--help-man") {  // hidden: the build writes the man pages with it
+        std::cout << man_page(i + 1 < args.size() ? args[i + 1] : "phoenix");
+        return kExitOk;
+      }
       if (args[i] == "-C") {
         if (i + 1 >= args.size()) throw UsageError("-C needs a directory");
         dir = args[i + 1];
@@ -129,6 +184,8 @@ int phoenix_main(int argc, char** argv) {
     }
     std::string name = args[i];
     std::vector<std::string> rest(args.begin() + static_cast<long>(i) + 1, args.end());
+    if (name == "__complete")  // hidden: what completions/phoenix.bash and _phoenix call
+      return complete(rest, dir.empty() ? "." : dir);
     if (!dir.empty()) rest.insert(rest.begin(), {"-C", dir});
     for (const auto& c : commands())
       if (c.name == name) {

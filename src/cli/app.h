@@ -38,6 +38,9 @@ bool parse_command(const std::string& name, po::options_description desc, const 
 
 int phoenix_main(int argc, char** argv);
 
+// The top-level --help text.
+std::string top_help();
+
 // Command entry points (cmd_*.cc).
 int cmd_sense(const std::vector<std::string>& args);
 int cmd_snapshot(const std::vector<std::string>& args);
@@ -51,6 +54,7 @@ int cmd_init(const std::vector<std::string>& args);
 int cmd_config(const std::vector<std::string>& args);
 int cmd_status(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
+int cmd_doctor(const std::vector<std::string>& args);
 
 // The folder of the shipped templates (installed, or the source tree's).
 std::string templates_dir();

@@ -3,11 +3,13 @@
 
 #include "cli/app.h"
 #include "cli/check_args.h"
+#include "engine/recover.h"
 #include "engine/retry.h"
 #include "snapshot/snapshot.h"
 #include "util/atomic_file.h"
 #include "trace/trace.h"
 #include "util/error.h"
+#include "util/term.h"
 #include "util/text.h"
 
 namespace phoenix::cli {
@@ -33,7 +35,10 @@ int cmd_sense(const std::vector<std::string>& args) {
   bool all_ok = true;
   json arr = json::array();
   for (const auto& spec : specs) {
-    checks::SenseResult r = checks::sense(spec, p.ctx.root);
+    checks::SenseResult r = [&] {
+      util::term::Progress progress("phoenix: sensing " + spec.id);  // drawn on a TTY only
+      return checks::sense(spec, p.ctx.root);
+    }();
     trace_sense(p.ctx, spec, r);
     all_ok = all_ok && r.ok;
     if (p.ctx.json) arr.push_back(r.to_json());
@@ -215,6 +220,8 @@ int cmd_recover(const std::vector<std::string>& args) {
   json actions = json::array();
   if (util::path_exists(p.ctx.trace_path()) && trace::repair_torn_tail(p.ctx.trace_path()))
     actions.push_back("moved a torn last trace line into a trace.torn_repaired entry");
+  if (p.ctx.in_repo)
+    for (const auto& a : engine::recover(p.ctx.root, p.ctx.trace())) actions.push_back(a);
   if (p.ctx.json) print_json(p.ctx, {{"actions", actions}});
   else if (actions.empty()) std::cout << "nothing to recover\n";
   else for (const auto& a : actions) std::cout << "recovered: " << a.get<std::string>() << "\n";

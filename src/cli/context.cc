@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "util/error.h"
+#include "util/term.h"
 
 namespace phoenix::cli {
 
@@ -21,13 +22,7 @@ trace::Trace& Context::trace() {
 
 namespace {
 
-bool want_color(int fd) {
-  const char* no = std::getenv("NO_COLOR");
-  if (no && *no) return false;
-  const char* force = std::getenv("CLICOLOR_FORCE");
-  if (force && *force && std::string(force) != "0") return true;
-  return ::isatty(fd) == 1;
-}
+bool want_color(int fd) { return util::term::color_enabled(fd); }
 
 std::string paint(bool on, const char* code, const std::string& s) {
   return on ? std::string("\033[") + code + "m" + s + "\033[0m" : s;

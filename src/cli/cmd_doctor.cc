@@ -1,0 +1,263 @@
+// phoenix doctor [--json]: one screen that says what works here and what
+// does not. Every item is measured (a file opened, a program found, a child
+// run), never assumed. Exit 0 only when nothing the configuration needs is
+// missing ("fail" items); "warn" items are worth knowing but block nothing.
+#include <git2.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/app.h"
+#include "cli/manual.h"
+#include "config/config.h"
+#include "fixers/harness.h"
+#include "gitx/repo.h"
+#include "hook/hook.h"
+#include "journal/journal.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/subprocess.h"
+#include "util/term.h"
+#include "util/text.h"
+
+namespace phoenix::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Item {
+  std::string name;
+  std::string status;  // ok | warn | fail | info
+  std::string detail;
+  json data = json::object();
+};
+
+class Report {
+ public:
+  Item& add(std::string name, std::string status, std::string detail, json data = json::object()) {
+    items_.push_back({std::move(name), std::move(status), std::move(detail), std::move(data)});
+    return items_.back();
+  }
+  bool ok() const {
+    for (const auto& i : items_)
+      if (i.status == "fail") return false;
+    return true;
+  }
+  const std::vector<Item>& items() const { return items_; }
+
+ private:
+  std::vector<Item> items_;
+};
+
+std::string pad(std::string s, size_t n) {
+  if (s.size() < n) s.resize(n, ' ');
+  return s;
+}
+
+std::string first_line(const std::string& s) {
+  auto lines = util::split_lines(s);
+  return lines.empty() ? "" : util::trim(lines.front());
+}
+
+void check_git(Report& r) {
+  util::ProcessOptions o;
+  o.argv = {"git", "--version"};
+  o.timeout_s = 10;
+  util::ProcessResult g = util::run_process(o);
+  if (g.not_found) r.add("git", "fail", "git is not on PATH (the hook, bisect and the loop's worktrees need it)");
+  else if (g.exit_code != 0) r.add("git", "fail", "'git --version' exited " + std::to_string(g.exit_code));
+  else r.add("git", "ok", first_line(g.output), {{"version", first_line(g.output)}, {"path", g.executable}});
+  int major = 0, minor = 0, rev = 0;
+  git_libgit2_version(&major, &minor, &rev);
+  std::string v = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(rev);
+  r.add("libgit2", "ok", "libgit2 " + v, {{"version", v}});
+}
+
+// The pre-push hook: installed, and pointing at a binary that exists.
+void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
+  std::string hooks_dir = repo.hooks_dir();
+  std::string hook = hooks_dir + "/pre-push";
+  std::error_code ec;
+  json data{{"hooks_dir", hooks_dir}, {"hook", hook}};
+  std::string missing_status = wanted ? "fail" : "warn";
+  if (auto m = hook::detect_manager(repo.workdir(), repo.config_get("core.hooksPath"), "phoenix")) {
+    data["manager"] = m->name;
+    data["config"] = m->config;
+    std::string cfg = repo.workdir() + "/" + m->config;
+    bool wired = fs::is_regular_file(cfg, ec) && util::read_file(cfg).find("hook run pre-push") != std::string::npos;
+    data["installed"] = wired;
+    if (wired) r.add("hook", "ok", m->name + " runs 'phoenix hook run pre-push' (" + m->config + ")", data);
+    else r.add("hook", missing_status, m->name + " manages the hooks and " + m->config + " does not call Phoenix; see 'phoenix hook install'", data);
+    return;
+  }
+  if (!fs::exists(fs::symlink_status(hook, ec))) {
+    data["installed"] = false;
+    r.add("hook", missing_status, "not installed in " + hooks_dir + " (run 'phoenix hook install')", data);
+    return;
+  }
+  std::string content = util::read_file(hook);
+  if (!hook::is_shim(content)) {
+    data["installed"] = false;
+    r.add("hook", missing_status, hook + " is not Phoenix's ('phoenix hook install' chains it)", data);
+    return;
+  }
+  std::string bin = hook::shim_binary(content);
+  data["installed"] = true;
+  data["binary"] = bin;
+  if (::access(bin.c_str(), X_OK) != 0) {
+    r.add("hook", "fail", "installed, but its binary " + bin + " is gone (run 'phoenix hook install' again)", data);
+    return;
+  }
+  r.add("hook", "ok", "installed in " + hooks_dir + ", runs " + bin, data);
+}
+
+// Agent CLIs on PATH and the preset each one matches; the configured one
+// must be there when the harness fixer is used.
+void check_agents(Report& r, const config::Config* cfg) {
+  json found = json::array();
+  std::string listed;
+  for (const auto& p : fixers::presets()) {
+    std::string path = util::find_executable(p.argv.front());
+    if (path.empty()) continue;
+    found.push_back({{"name", p.argv.front()}, {"path", path}, {"preset", p.name}});
+    listed += (listed.empty() ? "" : ", ") + p.argv.front() + " (preset " + p.name + ")";
+  }
+  r.add("agents", "info", listed.empty() ? "no known agent CLI on PATH" : listed, {{"found", found}});
+  if (!cfg) return;
+  bool uses_harness = std::find(cfg->fixers.begin(), cfg->fixers.end(), "harness") != cfg->fixers.end();
+  std::vector<std::string> argv = cfg->harness.command;
+  if (argv.empty() && !cfg->harness.preset.empty())
+    if (const auto* p = fixers::find_preset(cfg->harness.preset)) argv = p->argv;
+  if (argv.empty()) {
+    if (uses_harness) r.add("harness", "warn", "no harness configured: the harness fixer proposes nothing (set \"harness\" in phoenix.json)");
+    return;
+  }
+  json data{{"command", argv.front()}, {"preset", cfg->harness.preset.empty() ? json(nullptr) : json(cfg->harness.preset)}};
+  std::string path = argv.front().find('/') == std::string::npos ? util::find_executable(argv.front()) : argv.front();
+  if (path.empty() || ::access(path.c_str(), X_OK) != 0) {
+    r.add("harness", uses_harness ? "fail" : "warn", argv.front() + " (the configured harness) is not on PATH", data);
+    return;
+  }
+  data["path"] = path;
+  r.add("harness", "ok", argv.front() + " at " + path, data);
+}
+
+// What each check runs must exist.
+void check_checks(Report& r, const config::Config& cfg, const std::string& root) {
+  std::error_code ec;
+  for (const auto& c : cfg.checks) {
+    json data{{"id", c.id}, {"kind", c.kind}};
+    std::string name = "check " + c.id;
+    if (c.kind == "command_exit") {
+      if (c.argv.empty()) {
+        r.add(name, "fail", "no command", data);
+        continue;
+      }
+      const std::string& exe = c.argv.front();
+      std::string dir = root + (c.cwd.empty() ? "" : "/" + c.cwd);
+      std::string path = exe.find('/') == std::string::npos ? util::find_executable(exe)
+                                                            : (fs::path(exe).is_absolute() ? exe : dir + "/" + exe);
+      data["program"] = exe;
+      if (path.empty() || ::access(path.c_str(), X_OK) != 0) r.add(name, "fail", exe + " not found (on PATH or in " + dir + ")", data);
+      else r.add(name, "ok", util::join_argv(c.argv), data);
+    } else {
+      std::string file = root + "/" + c.path;
+      data["file"] = c.path;
+      if (fs::exists(file, ec)) r.add(name, "ok", c.kind + " " + c.path, data);
+      else r.add(name, "warn", c.path + " does not exist yet (the check is red until it does)", data);
+    }
+  }
+}
+
+// Whether the kernel lets an unprivileged process make user and mount
+// namespaces, which an overlay sandbox needs; without them sandboxes are
+// plain copies (slower on large repositories, same guarantees).
+void check_sandbox(Report& r) {
+  util::ProcessOptions o;
+  o.argv = {"unshare", "-rm", "true"};
+  o.timeout_s = 10;
+  util::ProcessResult u = util::run_process(o);
+  bool ok = !u.not_found && u.exit_code == 0;
+  r.add("sandbox", "info",
+        ok ? "overlay sandboxes available (user and mount namespaces)"
+           : (u.not_found ? "unshare not found: sandboxes are copies of the tracked files"
+                          : "user/mount namespaces refused: sandboxes are copies of the tracked files"),
+        {{"overlay", ok}});
+}
+
+void check_journal(Report& r, const std::string& root) {
+  std::string path = root + "/.phoenix/journal.sqlite";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    r.add("journal", "ok", "none yet (.phoenix/journal.sqlite is created by the first heal)", {{"path", path}, {"exists", false}});
+    return;
+  }
+  try {
+    journal::OpenOptions o;
+    o.create = false;
+    o.busy_timeout_ms = 2000;
+    journal::Journal j = journal::Journal::open(path, o);
+    r.add("journal", "ok", "opens: " + path, {{"path", path}, {"exists", true}});
+  } catch (const std::exception& e) {
+    r.add("journal", "fail", e.what(), {{"path", path}, {"exists", true}});
+  }
+}
+
+}  // namespace
+
+int cmd_doctor(const std::vector<std::string>& args) {
+  po::options_description desc("doctor options");
+  Parsed p;
+  if (!parse_command("doctor", desc, args, p, false)) return kExitOk;
+  Report r;
+  std::error_code ec;
+  r.add("phoenix", "ok", "phoenix " PHOENIX_VERSION " at " + fs::canonical("/proc/self/exe", ec).string(),
+        {{"version", PHOENIX_VERSION}, {"templates", templates_dir()}});
+  check_git(r);
+
+  std::optional<config::Config> cfg;
+  if (!p.ctx.in_repo) {
+    r.add("repository", "fail", p.ctx.cwd + " is not inside a git repository");
+  } else {
+    try {
+      gitx::Repo repo = gitx::Repo::discover(p.ctx.root);
+      r.add("repository", "ok", repo.workdir(), {{"workdir", repo.workdir()}, {"git_dir", repo.git_dir()}, {"hooks_dir", repo.hooks_dir()}});
+      try {
+        cfg = config::load(p.ctx.root, true);
+        r.add("config", "ok", cfg->path + ": " + std::to_string(cfg->checks.size()) + " check(s)", {{"path", cfg->path}, {"checks", cfg->check_ids()}});
+      } catch (const Error& e) {
+        bool missing = !fs::exists(p.ctx.root + "/phoenix.json", ec);
+        r.add("config", "fail", missing ? "no phoenix.json (run 'phoenix init')" : e.what(), {{"path", p.ctx.root + "/phoenix.json"}});
+      }
+      check_hook(r, repo, cfg && cfg->raw.is_object() && cfg->raw.contains("hook"));
+    } catch (const std::exception& e) {
+      r.add("repository", "fail", e.what());
+    }
+  }
+  if (cfg) check_checks(r, *cfg, p.ctx.root);
+  check_agents(r, cfg ? &*cfg : nullptr);
+  check_sandbox(r);
+  if (p.ctx.in_repo) check_journal(r, p.ctx.root);
+
+  if (p.ctx.json) {
+    json items = json::array();
+    for (const auto& i : r.items()) items.push_back({{"name", i.name}, {"status", i.status}, {"detail", i.detail}, {"data", i.data}});
+    print_json(p.ctx, {{"version", 1}, {"ok", r.ok()}, {"items", items}});
+  } else {
+    for (const auto& i : r.items()) {
+      std::string tag = pad(i.status, 5);
+      if (i.status == "ok") tag = green(p.ctx, tag);
+      else if (i.status == "fail") tag = red(p.ctx, tag);
+      else if (i.status == "warn") tag = bold(p.ctx, tag);
+      else tag = dim(p.ctx, tag);
+      std::cout << tag << " " << pad(i.name, 13) << " " << i.detail << "\n";
+    }
+    std::cout << (r.ok() ? "everything phoenix.json needs is here\n" : "something phoenix.json needs is missing (fail lines above)\n");
+  }
+  return r.ok() ? kExitOk : kExitRed;
+}
+
+}  // namespace phoenix::cli
