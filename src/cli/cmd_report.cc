@@ -27,20 +27,6 @@ namespace {
 
 using nlohmann::json;
 
-// Trace timestamps are ISO-8601 UTC with milliseconds; to epoch ms, -1 when not.
-long long ts_ms(const std::string& ts) {
-  int Y, M, D, h, m, s, ms = 0;
-  if (std::sscanf(ts.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d", &Y, &M, &D, &h, &m, &s, &ms) < 6) return -1;
-  std::tm tm{};
-  tm.tm_year = Y - 1900;
-  tm.tm_mon = M - 1;
-  tm.tm_mday = D;
-  tm.tm_hour = h;
-  tm.tm_min = m;
-  tm.tm_sec = s;
-  return static_cast<long long>(timegm(&tm)) * 1000 + ms;
-}
-
 // "24h", "30m", "7d" back from now, or an ISO-8601 UTC date/time.
 long long parse_since(const std::string& w) {
   if (w.size() >= 2) {
@@ -52,7 +38,7 @@ long long parse_since(const std::string& w) {
   }
   std::string full = w;
   if (full.size() == 10) full += "T00:00:00";
-  long long t = ts_ms(full);
+  long long t = util::iso8601_ms(full);
   if (t < 0) throw UsageError("report: --since " + w + ": expected 24h, 30m, 7d or an ISO-8601 time (UTC)");
   return t;
 }
@@ -86,7 +72,7 @@ json build(const std::string& trace_path, long long since) {
     } catch (const json::exception&) {
       continue;  // a torn last line: `phoenix trace verify` reports it
     }
-    long long t = ts_ms(e.value("ts", ""));
+    long long t = util::iso8601_ms(e.value("ts", ""));
     if (t < since) continue;
     std::string ev = e.value("event", "");
     const json& d = e.contains("data") ? e["data"] : json::object();

@@ -39,17 +39,8 @@ bool pid_alive(long pid) {
 // Milliseconds since the state's updated_at; -1 when it cannot be read.
 long long age_ms(const json& s) {
   if (!s.contains("updated_at") || !s["updated_at"].is_string()) return -1;
-  std::string ts = s["updated_at"].get<std::string>();
-  int Y, M, D, h, m, sec, ms = 0;
-  if (std::sscanf(ts.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d", &Y, &M, &D, &h, &m, &sec, &ms) < 6) return -1;
-  std::tm tm{};
-  tm.tm_year = Y - 1900;
-  tm.tm_mon = M - 1;
-  tm.tm_mday = D;
-  tm.tm_hour = h;
-  tm.tm_min = m;
-  tm.tm_sec = sec;
-  return util::now_ms() - (static_cast<long long>(timegm(&tm)) * 1000 + ms);
+  long long t = util::iso8601_ms(s["updated_at"].get<std::string>());
+  return t < 0 ? -1 : util::now_ms() - t;
 }
 
 std::string str(const json& s, const char* key) {

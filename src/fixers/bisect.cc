@@ -8,6 +8,7 @@
 #include "checks/check.h"
 #include "gitx/worktree.h"
 #include "util/error.h"
+#include "util/path.h"
 #include "util/json.h"
 #include "util/subprocess.h"
 #include "util/text.h"
@@ -18,21 +19,6 @@ namespace phoenix::fixers {
 namespace {
 
 std::string short_sha(const std::string& sha) { return sha.substr(0, 7); }
-
-// Absolute and normalized, without a trailing slash, resolving symlinks of
-// the part that exists (paths from libgit2 are canonical, ours may not be).
-std::string norm(const std::string& p) {
-  std::error_code ec;
-  fs::path c = fs::weakly_canonical(fs::absolute(p), ec);
-  if (ec) c = fs::absolute(p).lexically_normal();
-  std::string s = c.string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s;
-}
-
-bool same_or_inside(const std::string& path, const std::string& dir) {
-  return path == dir || util::starts_with(path, dir == "/" ? dir : dir + "/");
-}
 
 std::string subject_of(const gitx::Repo& repo, const std::string& sha) {
   std::string msg = repo.commit_message(sha);
@@ -217,10 +203,10 @@ Proposal BisectFixer::search(const Request& request, bool* memoize) {
 
     // Phoenix's own state (and the worktree inside it) is not the user's
     // change; everything else is, and must not move while we work.
-    const std::string root = norm(request.repo_root.empty() ? repo.workdir() : request.repo_root);
-    const std::string phoenix_dir = norm(request.phoenix_dir.empty() ? root + "/.phoenix" : request.phoenix_dir);
+    const std::string root = util::normalize_path(request.repo_root.empty() ? repo.workdir() : request.repo_root);
+    const std::string phoenix_dir = util::normalize_path(request.phoenix_dir.empty() ? root + "/.phoenix" : request.phoenix_dir);
     std::vector<std::string> ignore{std::string(gitx::kStateDir)};
-    if (same_or_inside(phoenix_dir, root) && phoenix_dir != root)
+    if (util::same_or_inside(phoenix_dir, root) && phoenix_dir != root)
       ignore.push_back(phoenix_dir.substr(root.size() + 1) + "/");
     const std::vector<std::string> before = changed_paths(repo, ignore);
 

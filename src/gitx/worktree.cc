@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "util/error.h"
+#include "util/path.h"
 #include "util/text.h"
 
 namespace fs = std::filesystem;
@@ -11,26 +12,10 @@ namespace fs = std::filesystem;
 namespace phoenix::gitx {
 namespace {
 
-// Absolute and normalized, without a trailing slash, resolving symlinks of
-// the part that exists: paths from libgit2 are canonical, ours may not be
-// (/tmp vs /private/tmp, "a/../b").
-std::string norm(const std::string& p) {
-  std::error_code ec;
-  fs::path c = fs::weakly_canonical(fs::absolute(p), ec);
-  if (ec) c = fs::absolute(p).lexically_normal();
-  std::string s = c.string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s;
-}
-
-bool same_or_inside(const std::string& path, const std::string& dir) {
-  return path == dir || util::starts_with(path, dir == "/" ? dir : dir + "/");
-}
-
 // Why the worktree `name` at `want` cannot be trusted, "" when it looks
 // healthy, or "absent" when there is nothing at all.
 std::string diagnose(Repo& repo, const std::string& name, const std::string& want) {
-  const std::string common = norm(repo.common_dir());
+  const std::string common = util::normalize_path(repo.common_dir());
   std::error_code ec;
   const bool folder = fs::exists(want, ec);
   const bool admin = fs::exists(fs::path(common) / "worktrees" / name, ec);
@@ -39,7 +24,7 @@ std::string diagnose(Repo& repo, const std::string& name, const std::string& wan
   for (const WorktreeInfo& w : repo.worktree_list()) {
     if (w.name == name) {
       ours = w;
-    } else if (norm(w.path) == want) {
+    } else if (util::normalize_path(w.path) == want) {
       return "another worktree ('" + w.name + "') is registered at " + want;
     }
   }
@@ -50,7 +35,7 @@ std::string diagnose(Repo& repo, const std::string& name, const std::string& wan
   }
   if (ours->locked)
     throw Error("worktree '" + name + "' is locked; unlock it with `git worktree unlock " + name + "`");
-  if (norm(ours->path) != want) return "it is registered at " + ours->path + ", not at " + want;
+  if (util::normalize_path(ours->path) != want) return "it is registered at " + ours->path + ", not at " + want;
   if (!folder) return "its folder is missing";
   if (!ours->valid) return "git reports it invalid";
 
@@ -60,10 +45,10 @@ std::string diagnose(Repo& repo, const std::string& name, const std::string& wan
   } catch (const std::exception& e) {
     return std::string("it does not open as a repository (") + e.what() + ")";
   }
-  if (norm(wt->common_dir()) != common) return "it belongs to another repository (" + wt->common_dir() + ")";
-  if (norm(wt->git_dir()) != norm((fs::path(common) / "worktrees" / name).string()))
+  if (util::normalize_path(wt->common_dir()) != common) return "it belongs to another repository (" + wt->common_dir() + ")";
+  if (util::normalize_path(wt->git_dir()) != util::normalize_path((fs::path(common) / "worktrees" / name).string()))
     return "its .git points to another worktree (" + wt->git_dir() + ")";
-  if (norm(wt->workdir()) != want) return "it opens with work tree " + wt->workdir();
+  if (util::normalize_path(wt->workdir()) != want) return "it opens with work tree " + wt->workdir();
   try {
     if (wt->head_sha().empty()) return "its HEAD names no commit";
   } catch (const std::exception& e) {
@@ -75,9 +60,9 @@ std::string diagnose(Repo& repo, const std::string& name, const std::string& wan
 // Removes every trace of a damaged worktree: the registration(s) at our
 // name or our path, a half-written admin folder, and the folder itself.
 void remove_damaged(Repo& repo, const std::string& name, const std::string& want) {
-  const std::string common = norm(repo.common_dir());
+  const std::string common = util::normalize_path(repo.common_dir());
   for (const WorktreeInfo& w : repo.worktree_list()) {
-    if (w.name == name || norm(w.path) == want) {
+    if (w.name == name || util::normalize_path(w.path) == want) {
       if (w.locked) throw Error("worktree '" + w.name + "' at " + w.path + " is locked; cannot recreate it");
       repo.worktree_remove(w.name);
     }
@@ -103,14 +88,14 @@ void move_worktree(Repo& worktree, const std::string& rev) {
 PersistentWorktree prepare_worktree(Repo& repo, const std::string& name, const std::string& path,
                                     const std::string& rev) {
   PersistentWorktree out;
-  out.path = norm(path);
+  out.path = util::normalize_path(path);
   const std::string sha = repo.resolve(rev);
   // Damage handling deletes this folder: refuse paths that would take the
   // user's work tree or the repository with it.
-  const std::string top = repo.workdir().empty() ? "" : norm(repo.workdir());
-  const std::string common = norm(repo.common_dir());
-  if ((!top.empty() && same_or_inside(top, out.path)) || same_or_inside(out.path, common) ||
-      same_or_inside(common, out.path))
+  const std::string top = repo.workdir().empty() ? "" : util::normalize_path(repo.workdir());
+  const std::string common = util::normalize_path(repo.common_dir());
+  if ((!top.empty() && util::same_or_inside(top, out.path)) || util::same_or_inside(out.path, common) ||
+      util::same_or_inside(common, out.path))
     throw Error("refusing worktree '" + name + "' at " + out.path + ": it overlaps the repository itself");
 
   std::string damage = diagnose(repo, name, out.path);

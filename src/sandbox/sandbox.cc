@@ -88,6 +88,21 @@ ConfigPtr local_config(git_repository* repo) {
   return ConfigPtr(local);
 }
 
+// The sandbox's baseline: `tree` committed as HEAD of its meta repository.
+git_oid commit_baseline(git_repository* meta, const git_oid& tree_id) {
+  git_tree* tree_raw = nullptr;
+  check(git_tree_lookup(&tree_raw, meta, &tree_id), "read baseline tree");
+  TreePtr tree(tree_raw);
+  git_signature* sig_raw = nullptr;
+  check(git_signature_now(&sig_raw, "Phoenix", "phoenix@localhost"), "signature");
+  SignaturePtr sig(sig_raw);
+  git_oid commit_id;
+  check(git_commit_create(&commit_id, meta, "HEAD", sig.get(), sig.get(), nullptr,
+                          "phoenix: sandbox baseline\n", tree.get(), 0, nullptr),
+        "commit baseline");
+  return commit_id;
+}
+
 // An effective boolean setting, `fallback` when unset.
 bool config_bool(git_repository* repo, const char* key, bool fallback) {
   git_config* snap = nullptr;
@@ -663,15 +678,7 @@ void Sandbox::create_copy(Sandbox& sb, const std::string& top, const std::string
     check(git_index_write(index.get()), "write baseline index");
     git_oid tree_id;
     check(git_index_write_tree(&tree_id, index.get()), "write baseline tree");
-    git_tree* tree_raw = nullptr;
-    check(git_tree_lookup(&tree_raw, meta.get(), &tree_id), "read baseline tree");
-    TreePtr tree(tree_raw);
-    git_signature* sig_raw = nullptr;
-    check(git_signature_now(&sig_raw, "Phoenix", "phoenix@localhost"), "signature");
-    SignaturePtr sig(sig_raw);
-    check(git_commit_create(&commit_id, meta.get(), "HEAD", sig.get(), sig.get(), nullptr,
-                            "phoenix: sandbox baseline\n", tree.get(), 0, nullptr),
-          "commit baseline");
+    commit_id = commit_baseline(meta.get(), tree_id);
   }
   sb.baseline_ = oid_hex(commit_id);
 
@@ -886,17 +893,7 @@ void Sandbox::create_overlay(Sandbox& sb, const std::string& top, const std::str
   check(git_index_write_tree_to(&tree_id, idx.get(), meta.get()), "write baseline tree");
   // After the tree: the index keeps the trees just made, for read_patch().
   check(git_index_write(idx.get()), "write baseline index");
-  {
-    git_tree* tree_raw = nullptr;
-    check(git_tree_lookup(&tree_raw, meta.get(), &tree_id), "read baseline tree");
-    TreePtr tree(tree_raw);
-    git_signature* sig_raw = nullptr;
-    check(git_signature_now(&sig_raw, "Phoenix", "phoenix@localhost"), "signature");
-    SignaturePtr sig(sig_raw);
-    check(git_commit_create(&commit_id, meta.get(), "HEAD", sig.get(), sig.get(), nullptr,
-                            "phoenix: sandbox baseline\n", tree.get(), 0, nullptr),
-          "commit baseline");
-  }
+  commit_id = commit_baseline(meta.get(), tree_id);
   sb.baseline_ = oid_hex(commit_id);
 
   // The agent's own repository, in the upper layer: the baseline commit on

@@ -216,6 +216,19 @@ long long now_ms() {
              std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+long long iso8601_ms(const std::string& ts) {
+  int Y, M, D, h, m, sec, ms = 0;
+  if (std::sscanf(ts.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d", &Y, &M, &D, &h, &m, &sec, &ms) < 6) return -1;
+  std::tm tm{};
+  tm.tm_year = Y - 1900;
+  tm.tm_mon = M - 1;
+  tm.tm_mday = D;
+  tm.tm_hour = h;
+  tm.tm_min = m;
+  tm.tm_sec = sec;
+  return static_cast<long long>(timegm(&tm)) * 1000 + ms;
+}
+
 std::string now_iso8601() {
   long long ms = now_ms();
   std::time_t t = static_cast<std::time_t>(ms / 1000);

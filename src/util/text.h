@@ -62,5 +62,8 @@ std::string now_iso8601();
 std::string compact_utc(bool millis);
 // Milliseconds since the epoch.
 long long now_ms();
+// "2026-12-01T02:09:41.123Z" (as now_iso8601 writes; milliseconds optional)
+// to milliseconds since the epoch; -1 when it is not such a stamp.
+long long iso8601_ms(const std::string& ts);
 
 }  // namespace phoenix::util
