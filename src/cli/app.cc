@@ -74,11 +74,20 @@ class ErrorsOnly : public std::streambuf {
   std::string line_;
 };
 
+// Swallows everything, keeping nothing.
+class Nowhere : public std::streambuf {
+ protected:
+  int overflow(int ch) override { return traits_type::not_eof(ch); }
+  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+};
+
 void go_quiet() {
-  static std::ostringstream nowhere;
-  static ErrorsOnly errors(std::cerr.rdbuf());
-  std::cout.rdbuf(nowhere.rdbuf());
-  std::cerr.rdbuf(&errors);
+  // Never destroyed: std::cout and std::cerr are flushed after every static
+  // object is gone, and must not find their buffers freed.
+  static auto* nowhere = new Nowhere;
+  static auto* errors = new ErrorsOnly(std::cerr.rdbuf());
+  std::cout.rdbuf(nowhere);
+  std::cerr.rdbuf(errors);
 }
 
 std::vector<std::string> long_names(const po::options_description& d) {

@@ -331,7 +331,9 @@ TEST_F(LoopNight, UntilStopsAnIterationThatRunsIntoIt) {
   EXPECT_EQ(s["phase"], "stopped");
   EXPECT_EQ(s["deadline"], until);
   EXPECT_EQ(s["iteration"], 1);
-  EXPECT_EQ(trace_events("loop.agent")[0]["data"]["status"], "timeout") << "the agent was stopped at the deadline";
+  auto agent_runs = trace_events("loop.agent");
+  ASSERT_FALSE(agent_runs.empty()) << "no loop.agent event in the trace";
+  EXPECT_EQ(agent_runs[0]["data"]["status"], "timeout") << "the agent was stopped at the deadline";
 }
 
 // --- status and report --------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 
 #include "gitx/repo.h"
 #include "test_util.h"
@@ -42,15 +43,23 @@ class ValueCheck : public CheckRunner {
   std::function<void(const std::string&)> on_run;
 };
 
+// What a ScriptedFixer was asked; outlives the fixer (the engine owns and
+// destroys it at the end of its run).
+struct FixerCalls {
+  int calls = 0;
+  size_t last_earlier = 0;
+};
+
 // Proposes the patches it was given, one per call, then nothing.
 class ScriptedFixer : public fixers::Fixer {
  public:
-  explicit ScriptedFixer(std::vector<std::string> patches, std::string name = "scripted")
-      : patches_(std::move(patches)), name_(std::move(name)) {}
+  explicit ScriptedFixer(std::vector<std::string> patches, std::string name = "scripted",
+                         std::shared_ptr<FixerCalls> seen = std::make_shared<FixerCalls>())
+      : patches_(std::move(patches)), name_(std::move(name)), seen_(std::move(seen)) {}
   std::string name() const override { return name_; }
   fixers::Proposal propose(const fixers::Request& req) override {
-    ++calls;
-    last_earlier = req.earlier.size();
+    ++seen_->calls;
+    seen_->last_earlier = req.earlier.size();
     fixers::Proposal p;
     if (next_ >= patches_.size()) return p;
     p.status = fixers::Status::kProposed;
@@ -59,12 +68,11 @@ class ScriptedFixer : public fixers::Fixer {
     p.model_calls = 1;
     return p;
   }
-  int calls = 0;
-  size_t last_earlier = 0;
 
  private:
   std::vector<std::string> patches_;
   std::string name_;
+  std::shared_ptr<FixerCalls> seen_;
   size_t next_ = 0;
 };
 
@@ -99,8 +107,8 @@ class Cycle : public ::testing::Test {
   }
   RunResult run_with_patches(std::vector<std::string> patches) {
     std::vector<std::unique_ptr<fixers::Fixer>> fx;
-    auto f = std::make_unique<ScriptedFixer>(std::move(patches));
-    fixer = f.get();
+    fixer = std::make_shared<FixerCalls>();
+    auto f = std::make_unique<ScriptedFixer>(std::move(patches), "scripted", fixer);
     fx.push_back(std::move(f));
     return run_with(std::move(fx));
   }
@@ -122,7 +130,7 @@ class Cycle : public ::testing::Test {
   config::Config cfg;
   RunOptions opt;
   ValueCheck checks;
-  ScriptedFixer* fixer = nullptr;
+  std::shared_ptr<FixerCalls> fixer;
   std::vector<Json> events;
 };
 

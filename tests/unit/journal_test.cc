@@ -804,12 +804,18 @@ class ValueCheck : public engine::CheckRunner {
 
 // The fixer behind the journal: proposes its patches in order and counts
 // every call (each would be a model call).
+struct Calls {
+  int calls = 0;
+};
+
 class CountingFixer : public fixers::Fixer {
  public:
-  explicit CountingFixer(std::vector<std::string> patches) : patches_(std::move(patches)) {}
+  // `calls` outlives the fixer: the engine owns it and destroys it at the end of a run.
+  CountingFixer(std::vector<std::string> patches, std::shared_ptr<Calls> calls)
+      : patches_(std::move(patches)), seen_(std::move(calls)) {}
   std::string name() const override { return "counting"; }
   fixers::Proposal propose(const fixers::Request&) override {
-    ++calls;
+    ++seen_->calls;
     fixers::Proposal p;
     if (next_ >= patches_.size()) return p;
     p.status = fixers::Status::kProposed;
@@ -819,10 +825,10 @@ class CountingFixer : public fixers::Fixer {
     p.duration_ms = 45'000;
     return p;
   }
-  int calls = 0;
 
  private:
   std::vector<std::string> patches_;
+  std::shared_ptr<Calls> seen_;
   size_t next_ = 0;
 };
 
@@ -846,8 +852,8 @@ class JournalReplay : public ::testing::Test {
   engine::RunResult run(std::vector<std::string> patches) {
     std::vector<std::unique_ptr<fixers::Fixer>> fx;
     fx.push_back(std::make_unique<fixers::JournalFixer>(*journal));
-    auto counting = std::make_unique<CountingFixer>(std::move(patches));
-    fixer = counting.get();
+    fixer = std::make_shared<Calls>();
+    auto counting = std::make_unique<CountingFixer>(std::move(patches), fixer);
     fx.push_back(std::move(counting));
     trace::Trace t(root + "/.phoenix/trace.jsonl");
     std::vector<std::string> warnings;
@@ -870,7 +876,7 @@ class JournalReplay : public ::testing::Test {
   engine::RunOptions opt;
   ValueCheck checks;
   std::optional<Journal> journal;
-  CountingFixer* fixer = nullptr;
+  std::shared_ptr<Calls> fixer;
 };
 
 TEST_F(JournalReplay, ARepeatedBugHealsFromTheJournalWithZeroFixerCalls) {
