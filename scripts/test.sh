@@ -62,5 +62,4 @@ case "$mode" in
     # The sanitizer suite and the fuzzers join CI once --sanitize runs clean
     # (docs/reliability.md lists what it still reports).
     ;;
-    ;;
 esac
