@@ -367,6 +367,34 @@ void carry_files(Copier& copier, const std::vector<std::string>& globs, const st
   }
 }
 
+// What a sandbox holds: the tracked paths of `index` (a conflicted path
+// once; gitlinks are other repositories' commits, not files) and the carried
+// files (the sandboxes' own folder aside), through `copier`; then what it
+// took and, sorted by path, what it skipped.
+void take_files(Copier& copier, git_index* index, const std::vector<std::string>& carry_globs,
+                const std::string& base_rel, std::vector<std::string>& files, std::vector<Skipped>& skipped) {
+  const char* previous = "";
+  for (size_t i = 0, n = git_index_entrycount(index); i < n; ++i) {
+    const git_index_entry* e = git_index_get_byindex(index, i);
+    // Sorted by path: the stages of a conflicted path are neighbours.
+    if (std::strcmp(previous, e->path) == 0) continue;
+    previous = e->path;
+    std::string path = e->path;
+    if (is_internal(path)) continue;
+    if (e->mode == GIT_FILEMODE_COMMIT) {
+      copier.skip(path, "submodule");
+      continue;
+    }
+    copier.copy(path);
+  }
+  carry_files(copier, carry_globs, base_rel);
+  copier.drop_escaping_links();
+  files.assign(copier.copied.begin(), copier.copied.end());
+  skipped = std::move(copier.skipped);
+  std::sort(skipped.begin(), skipped.end(), [](const Skipped& a, const Skipped& b) { return a.path < b.path; });
+}
+
+
 // Makes everything below `dir` writable (folders traversable) so it can be
 // removed; symlinks are not followed.
 void make_writable(const fs::path& dir) {
@@ -621,26 +649,8 @@ void Sandbox::create_copy(Sandbox& sb, const std::string& top, const std::string
   // repositories' commits, not files we can copy).
   {
     IndexPtr index = fresh_index(real);
-    std::set<std::string> seen;
-    for (size_t i = 0, n = git_index_entrycount(index.get()); i < n; ++i) {
-      const git_index_entry* e = git_index_get_byindex(index.get(), i);
-      std::string path = e->path;
-      if (!seen.insert(path).second || is_internal(path)) continue;
-      if (e->mode == GIT_FILEMODE_COMMIT) {
-        copier.skip(path, "submodule");
-        continue;
-      }
-      copier.copy(path);
-    }
+    take_files(copier, index.get(), carry_globs, base_rel, sb.files_, sb.skipped_);
   }
-  // Carried files (the sandboxes' own folder aside).
-  carry_files(copier, carry_globs, base_rel);
-  copier.drop_escaping_links();
-
-  sb.files_.assign(copier.copied.begin(), copier.copied.end());
-  sb.skipped_ = std::move(copier.skipped);
-  std::sort(sb.skipped_.begin(), sb.skipped_.end(),
-            [](const Skipped& a, const Skipped& b) { return a.path < b.path; });
 
   // work/.git first: its init probes the file system (file modes, symlinks,
   // case), and meta.git, made bare, takes the same answers.
@@ -754,28 +764,7 @@ void Sandbox::create_overlay(Sandbox& sb, const std::string& top, const std::str
   copier.src_root = top;
   copier.dst_root = sb.work_;
   copier.stats.reserve(git_index_entrycount(idx.get()));
-  {
-    const char* previous = "";
-    for (size_t i = 0, n = git_index_entrycount(idx.get()); i < n; ++i) {
-      const git_index_entry* e = git_index_get_byindex(idx.get(), i);
-      // Sorted by path: the stages of a conflicted path are neighbours.
-      if (std::strcmp(previous, e->path) == 0) continue;
-      previous = e->path;
-      std::string path = e->path;
-      if (is_internal(path)) continue;
-      if (e->mode == GIT_FILEMODE_COMMIT) {
-        copier.skip(path, "submodule");
-        continue;
-      }
-      copier.copy(path);
-    }
-  }
-  carry_files(copier, carry_globs, base_rel);
-  copier.drop_escaping_links();
-  sb.files_.assign(copier.copied.begin(), copier.copied.end());
-  sb.skipped_ = std::move(copier.skipped);
-  std::sort(sb.skipped_.begin(), sb.skipped_.end(),
-            [](const Skipped& a, const Skipped& b) { return a.path < b.path; });
+  take_files(copier, idx.get(), carry_globs, base_rel, sb.files_, sb.skipped_);
 
   // The hide layer: a whiteout for every entry of the work tree that is not
   // one of files_ nor a folder holding one. Folders that hold none are
