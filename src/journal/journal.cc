@@ -543,10 +543,16 @@ struct Journal::Impl {
   }
 
   // The time of a new local event on `e`: now, but strictly after every
-  // event the entry already has, so the newest event decides the verdict
-  // even within one millisecond (or after another machine's clock ran ahead).
-  static long long event_time(const Entry& e) {
+  // event of every entry of its signature, so the newest event decides the
+  // verdict and which fix a lookup offers first, even within one millisecond
+  // (or after another machine's clock ran ahead).
+  long long event_time(const Entry& e) {
     long long latest = std::max({e.last_seen, e.last_verified, e.last_failed});
+    sqlite3_stmt* s = stmt("SELECT max(max(last_seen, last_verified, last_failed)) FROM entries WHERE signature = ?1");
+    Use u(*this, s);
+    u.text(1, e.signature);
+    if (u.step("read it") && sqlite3_column_type(s, 0) != SQLITE_NULL)
+      latest = std::max(latest, static_cast<long long>(sqlite3_column_int64(s, 0)));
     return std::max(util::now_ms(), latest + 1);
   }
 
