@@ -277,6 +277,8 @@ int cmd_config(const std::vector<std::string>& args) {
   }
   add("session_cap", c.session_cap, o("session_cap"));
   add("diff_cap", c.diff_cap, o("diff_cap"));
+  add("patch_files_cap", c.patch_files_cap, o("patch_files_cap"));
+  add("patch_bytes_cap", c.patch_bytes_cap, o("patch_bytes_cap"));
   add("circuit_breaker", c.circuit_breaker, o("circuit_breaker"));
   add("protected", c.protected_globs, o("protected"));
   add("hook.mode", c.hook.mode, o("hook"));

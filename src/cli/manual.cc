@@ -162,6 +162,8 @@ const std::map<std::string, std::string>& key_descriptions() {
       {"budgets", "heal attempts per failure type; unset types keep the defaults."},
       {"session_cap", "retries across one run, all checks together."},
       {"diff_cap", "most changed lines a proposed patch may have."},
+      {"patch_files_cap", "most files a proposed patch may touch."},
+      {"patch_bytes_cap", "largest proposed patch in bytes (binary files count here, not in diff_cap)."},
       {"circuit_breaker", "consecutive failed heals that halt the run."},
       {"protected", "globs no fix may touch (phoenix.json, .phoenix/, .git and hooks always are)."},
       {"prompt_template", "the repository's own prompt template, relative to its top."},

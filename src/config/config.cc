@@ -14,9 +14,10 @@ using util::Json;
 
 namespace {
 
-const std::vector<std::string> kTopKeys{"$schema", "checks",   "harness",  "fixers",          "budgets",
-                                        "session_cap", "diff_cap", "circuit_breaker", "protected", "hook",
-                                        "loop",    "sandbox",  "prompt_template"};
+const std::vector<std::string> kTopKeys{"$schema",         "checks",          "harness",  "fixers",
+                                        "budgets",         "session_cap",     "diff_cap", "patch_files_cap",
+                                        "patch_bytes_cap", "circuit_breaker", "protected", "hook",
+                                        "loop",            "sandbox",         "prompt_template"};
 
 
 int positive_int(const Json& j, const std::string& where) {
@@ -95,6 +96,8 @@ void parse_into(Config& c, const Json& j) {
   }
   if (j.contains("session_cap")) c.session_cap = positive_int(j["session_cap"], "session_cap");
   if (j.contains("diff_cap")) c.diff_cap = positive_int(j["diff_cap"], "diff_cap");
+  if (j.contains("patch_files_cap")) c.patch_files_cap = positive_int(j["patch_files_cap"], "patch_files_cap");
+  if (j.contains("patch_bytes_cap")) c.patch_bytes_cap = positive_int(j["patch_bytes_cap"], "patch_bytes_cap");
   if (j.contains("circuit_breaker")) c.circuit_breaker = positive_int(j["circuit_breaker"], "circuit_breaker");
   if (j.contains("protected")) c.protected_globs = util::string_array(j["protected"], "protected");
   if (j.contains("prompt_template")) {

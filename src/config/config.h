@@ -50,6 +50,8 @@ struct Config {
   std::map<std::string, int> budgets;  // every failure type, defaults filled in
   int session_cap = 10;
   int diff_cap = 200;
+  int patch_files_cap = 2000;          // most files one proposed patch may touch
+  int patch_bytes_cap = 50 * 1024 * 1024;  // largest proposed patch, in bytes (binary content counts here)
   int circuit_breaker = 3;
   std::vector<std::string> protected_globs;
   std::vector<std::string> sandbox_carry;

@@ -73,6 +73,30 @@ std::string unquote_path(std::string p) {
   return p;
 }
 
+// A path as messages show it: as is when it is printable UTF-8, otherwise
+// quoted with C escapes the way git quotes it ("src/a\nb", "src/\377").
+std::string shown(const std::string& path) {
+  const bool valid = util::to_valid_utf8(path) == path;
+  bool plain = valid;
+  for (unsigned char c : path)
+    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') plain = false;
+  if (plain) return path;
+  std::string out = "\"";
+  for (unsigned char c : path) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '"' || c == '\\') out += std::string("\\") + static_cast<char>(c);
+    else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !valid)) {
+      const char oct[] = {'\\', static_cast<char>('0' + (c >> 6)), static_cast<char>('0' + ((c >> 3) & 7)),
+                          static_cast<char>('0' + (c & 7)), '\0'};
+      out += oct;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
 std::string strip_prefix(std::string p) {
   p = unquote_path(p);
   if (util::starts_with(p, "a/") || util::starts_with(p, "b/")) return p.substr(2);
@@ -129,22 +153,31 @@ GuardVerdict check_patch(const PatchFacts& facts, const checks::CheckSpec& check
                          const std::string& root) {
   auto reject = [](const std::string& guard, const std::string& reason) { return GuardVerdict{false, guard, reason}; };
   if (facts.files.empty()) return reject("empty", "the patch changes nothing");
+  // Size first: a patch this large is not looked at file by file.
+  if (cfg.patch_files_cap > 0 && facts.files.size() > static_cast<size_t>(cfg.patch_files_cap))
+    return reject("patch_cap", "the patch touches " + std::to_string(facts.files.size()) +
+                                   " files, more than the limit of " + std::to_string(cfg.patch_files_cap) +
+                                   " (patch_files_cap)");
+  if (cfg.patch_bytes_cap > 0 && facts.patch.size() > static_cast<size_t>(cfg.patch_bytes_cap))
+    return reject("patch_cap", "the patch is " + std::to_string(facts.patch.size()) +
+                                   " bytes, more than the limit of " + std::to_string(cfg.patch_bytes_cap) +
+                                   " (patch_bytes_cap)");
   std::vector<std::string> prot = protected_globs(check, cfg, root);
   for (const auto& f : facts.files) {
     bool escapes = f.empty() || f[0] == '/' || f == ".." || util::starts_with(f, "../") ||
                    f.find("/../") != std::string::npos || util::ends_with(f, "/..");
-    if (escapes) return reject("escape", "the patch names a path outside the repository: " + f);
+    if (escapes) return reject("escape", "the patch names a path outside the repository: " + shown(f));
     if (f.find('\n') != std::string::npos || f.find('\r') != std::string::npos)
-      return reject("escape", "the patch names a path with a line break in it");
+      return reject("escape", "the patch names a path with a line break in it: " + shown(f));
     // A component named .git anywhere (a nested repository's internals).
     if (f == ".git" || util::starts_with(f, ".git/") || f.find("/.git/") != std::string::npos)
-      return reject("protected", "the patch edits git's own files: " + f);
+      return reject("protected", "the patch edits git's own files: " + shown(f));
     for (const auto& g : prot)
-      if (util::glob_match(g, f)) return reject("protected", "the patch edits " + f + ", protected by '" + g + "'");
+      if (util::glob_match(g, f)) return reject("protected", "the patch edits " + shown(f) + ", protected by '" + g + "'");
     if (!check.editable.empty() && !util::glob_match_any(check.editable, f)) {
       std::string globs;
       for (const auto& e : check.editable) globs += (globs.empty() ? "" : ", ") + e;
-      return reject("editable", "the patch edits " + f + ", outside the editable globs of check " + check.id + " (" + globs + ")");
+      return reject("editable", "the patch edits " + shown(f) + ", outside the editable globs of check " + check.id + " (" + globs + ")");
     }
     // Writing through a symbolic link that already exists in the work tree.
     struct stat st;
@@ -152,7 +185,7 @@ GuardVerdict check_patch(const PatchFacts& facts, const checks::CheckSpec& check
     for (size_t pos = full.find('/', root.size() + 1); ; pos = full.find('/', pos + 1)) {
       std::string prefix = pos == std::string::npos ? full : full.substr(0, pos);
       if (::lstat(prefix.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
-        return reject("symlink", "the patch writes through the symbolic link " + prefix.substr(root.size() + 1));
+        return reject("symlink", "the patch writes through the symbolic link " + shown(prefix.substr(root.size() + 1)));
       if (pos == std::string::npos) break;
     }
   }

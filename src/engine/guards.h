@@ -19,7 +19,7 @@ struct PatchFacts {
 
 struct GuardVerdict {
   bool ok = true;
-  std::string guard;   // empty, protected, editable, escape, symlink, diff_cap, destructive, empty
+  std::string guard;   // empty, patch_cap, protected, editable, escape, symlink, diff_cap, destructive
   std::string reason;  // one line for people
 };
 

@@ -1,6 +1,7 @@
 #include "fixers/harness.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <set>
 #include <utility>
@@ -759,6 +761,73 @@ const char* via_name(PromptVia via) {
   return "?";
 }
 
+// The files of the real repository that make git run programs (its hooks
+// folder and its config, where core.hooksPath could point elsewhere): the
+// fingerprint of the work tree does not see them, so they are kept here,
+// bytes and mode, and put back if the agent wrote to them by absolute path.
+struct GitControlFile {
+  std::string bytes;
+  unsigned mode = 0;
+};
+struct GitControlFiles {
+  std::string config, hooks_dir;  // where they were before the run
+  std::map<std::string, GitControlFile> files;
+};
+
+// The files now at the places `where` names (its config and hooks folder).
+std::map<std::string, GitControlFile> read_git_control_files(const GitControlFiles& where) {
+  std::map<std::string, GitControlFile> out;
+  std::vector<std::string> paths{where.config};
+  std::error_code ec;
+  if (!where.hooks_dir.empty())
+    for (fs::directory_iterator it(where.hooks_dir, ec), end; !ec && it != end; it.increment(ec))
+      paths.push_back(it->path().string());
+  for (const std::string& p : paths) {
+    struct stat st;
+    if (p.empty() || ::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    out[p] = {util::read_file(p), static_cast<unsigned>(st.st_mode & 07777)};
+  }
+  return out;
+}
+
+GitControlFiles git_control_files(const std::string& repo_root) {
+  GitControlFiles g;
+  try {
+    gitx::Repo repo = gitx::Repo::open(repo_root);
+    g.config = repo.common_dir() + "/config";
+    g.hooks_dir = repo.hooks_dir();
+    g.files = read_git_control_files(g);
+  } catch (const Error&) {
+  }
+  return g;
+}
+
+// Puts back what changed since `snapshot` was taken; returns the paths.
+std::vector<std::string> restore_git_control_files(const GitControlFiles& snapshot) {
+  std::vector<std::string> changed;
+  const std::map<std::string, GitControlFile>& before = snapshot.files;
+  const std::map<std::string, GitControlFile> now = read_git_control_files(snapshot);
+  for (const auto& [path, f] : now) {
+    auto it = before.find(path);
+    if (it == before.end()) {
+      changed.push_back(path);
+      std::error_code ec;
+      fs::remove(path, ec);
+    } else if (it->second.bytes != f.bytes || it->second.mode != f.mode) {
+      changed.push_back(path);
+    }
+  }
+  for (const auto& [path, f] : before) {
+    auto it = now.find(path);
+    if (it == now.end() || it->second.bytes != f.bytes || it->second.mode != f.mode) {
+      if (it == now.end()) changed.push_back(path);
+      util::write_file_atomic(path, f.bytes, f.mode);
+    }
+  }
+  std::sort(changed.begin(), changed.end());
+  return changed;
+}
+
 std::string first_files(const std::vector<std::string>& files, size_t n = 3) {
   std::string out;
   for (size_t i = 0; i < files.size() && i < n; ++i) out += (i ? ", " : "") + files[i];
@@ -820,6 +889,8 @@ Proposal HarnessFixer::propose(const Request& request) {
   o.timeout_s = request.timeout_s > 0 ? request.timeout_s : h.timeout_s;
   o.head_bytes = kLogHeadBytes;
   o.tail_bytes = kLogTailBytes;
+  // A daemon the agent started (setsid, double fork) dies with the run too.
+  o.kill_strays = true;
   sb.confine(o);  // an overlay sandbox exists only inside its own mount namespace
 
   // Phoenix's own writes during the run land in the sandboxes folder; leave
@@ -832,12 +903,23 @@ Proposal HarnessFixer::propose(const Request& request) {
     if (util::starts_with(base, root + "/")) ignore.push_back(fs::relative(base, root).generic_string() + "/");
   }
   const sandbox::RepoFingerprint before = sandbox::fingerprint_repo(request.repo_root, ignore);
+  const GitControlFiles control_before = git_control_files(request.repo_root);
   const util::ProcessResult r = util::run_process(o);
   std::vector<std::string> changes;
   try {
     changes = sandbox::fingerprint_changes(before, sandbox::fingerprint_repo(request.repo_root, ignore));
   } catch (const Error& e) {
     changes.push_back(std::string("the repository can no longer be read (") + e.what() + ")");
+  }
+  // The engine's restore puts back the work tree and refs; git's hooks and
+  // config are put back here. Named first: they are the worst of it.
+  try {
+    std::vector<std::string> put_back;
+    for (const std::string& path : restore_git_control_files(control_before))
+      put_back.push_back(path + " (put back as it was)");
+    changes.insert(changes.begin(), put_back.begin(), put_back.end());
+  } catch (const Error& e) {
+    changes.insert(changes.begin(), std::string("git's hooks or config changed and cannot be put back (") + e.what() + ")");
   }
 
   p.exit_code = r.exit_code;
@@ -853,6 +935,12 @@ Proposal HarnessFixer::propose(const Request& request) {
     p.log += "\n";
   }
   p.log += r.output;
+  // Recorded with whatever the outcome is (the trace keeps the detail).
+  const std::string strays =
+      r.strays_killed ? "; Phoenix killed " + plural(r.strays_killed, "stray process", "stray processes") +
+                            " the agent left running"
+                      : "";
+  if (!strays.empty()) p.log += "\n# " + strays.substr(2) + "\n";
   const AgentReport report = parse_agent_report(r.output);
   p.cost_usd = report.cost_usd;
   p.turns = report.turns;
@@ -861,7 +949,7 @@ Proposal HarnessFixer::propose(const Request& request) {
     std::string what;
     for (size_t i = 0; i < changes.size() && i < 10; ++i) what += (i ? "; " : "") + changes[i];
     if (changes.size() > 10) what += "; and " + std::to_string(changes.size() - 10) + " more";
-    return done(Status::kAborted, "the real repository changed while " + program + " ran: " + what,
+    return done(Status::kAborted, "the real repository changed while " + program + " ran: " + what + strays,
                 "harness " + program + ": aborted, it changed the real repository");
   }
 
@@ -871,7 +959,7 @@ Proposal HarnessFixer::propose(const Request& request) {
     patch = sb.read_patch();
     files = gitx::Repo::patch_files(patch);
   } catch (const Error& e) {
-    return done(Status::kCrashed, std::string("cannot read the sandbox's changes: ") + e.what(),
+    return done(Status::kCrashed, std::string("cannot read the sandbox's changes: ") + e.what() + strays,
                 "harness " + program + ": sandbox unreadable");
   }
 
@@ -900,7 +988,7 @@ Proposal HarnessFixer::propose(const Request& request) {
     case Status::kNothing: summary += "changed nothing"; break;
     default: summary += status_name(c.status); break;
   }
-  return done(c.status, c.detail, summary);
+  return done(c.status, c.detail + strays, summary);
 }
 
 }  // namespace phoenix::fixers

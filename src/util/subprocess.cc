@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/process.hpp>
 #include <boost/process/extend.hpp>
@@ -38,6 +39,58 @@ extern "C" void on_signal(int sig) {
 }
 
 using Clock = std::chrono::steady_clock;
+
+// Every process but ourselves whose environment holds `entry` ("NAME=value")
+// as a whole entry. A zombie's environment reads as empty.
+std::vector<pid_t> processes_with_env(const std::string& entry) {
+  std::vector<pid_t> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  const pid_t self = ::getpid();
+  std::string env;
+  while (struct dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0 || pid == self) continue;
+    int fd = ::open(("/proc/" + std::string(e->d_name) + "/environ").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    env.clear();
+    char buf[8192];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) env.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    for (size_t at = env.find(entry); at != std::string::npos; at = env.find(entry, at + 1)) {
+      bool starts = at == 0 || env[at - 1] == '\0';
+      bool ends = at + entry.size() == env.size() || env[at + entry.size()] == '\0';
+      if (starts && ends) {
+        out.push_back(static_cast<pid_t>(pid));
+        break;
+      }
+    }
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::string random_token() {
+  unsigned char bytes[16] = {};
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  bool ok = fd >= 0 && ::read(fd, bytes, sizeof bytes) == static_cast<ssize_t>(sizeof bytes);
+  if (fd >= 0) ::close(fd);
+  if (!ok) {
+    // Unique enough for our own children: pid, time, a counter.
+    static std::atomic<unsigned> counter{0};
+    unsigned long long v[2] = {static_cast<unsigned long long>(::getpid()) << 32 | counter++,
+                               static_cast<unsigned long long>(Clock::now().time_since_epoch().count())};
+    std::memcpy(bytes, v, sizeof bytes);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
 
 bool is_executable_file(const std::string& p) {
   struct stat st;
@@ -167,6 +220,7 @@ struct Subprocess::Impl {
   int in_fd = -1;
   std::thread reader, writer;
   std::atomic<bool> stop_reading{false};
+  std::string run_token_entry;  // "PHOENIX_RUN_TOKEN=<token>" with kill_strays
   mutable std::mutex mu;
   HeadTail output{16 * 1024, 64 * 1024};
 
@@ -208,9 +262,32 @@ struct Subprocess::Impl {
     }
   }
 
+  // Kills every process carrying our run token, over and over until none is
+  // left (a forking one makes new ones between two scans); bounded in time.
+  // `left` were found before the group was killed: they count too.
+  void kill_strays(std::vector<pid_t> killed) {
+    if (run_token_entry.empty()) return;
+    for (pid_t p : killed) ::kill(p, SIGKILL);
+    const auto deadline = Clock::now() + std::chrono::seconds(3);
+    for (;;) {
+      std::vector<pid_t> found = processes_with_env(run_token_entry);
+      if (found.empty() || Clock::now() >= deadline) break;
+      for (pid_t p : found) {
+        ::kill(p, SIGKILL);
+        if (std::find(killed.begin(), killed.end(), p) == killed.end()) killed.push_back(p);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    res.strays_killed = killed.size();
+  }
+
   void finish_io() {
-    // Whatever is left in the group (a grandchild holding the pipe) goes too.
+    // Whatever is left in the group (a grandchild holding the pipe) goes too,
+    // and with kill_strays whatever left the group.
+    std::vector<pid_t> left;
+    if (!run_token_entry.empty()) left = processes_with_env(run_token_entry);
     kill_group(SIGKILL);
+    kill_strays(std::move(left));
     auto deadline = Clock::now() + std::chrono::milliseconds(300);
     while (reader.joinable() && !reader_done.load() && Clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -276,6 +353,11 @@ Subprocess::Subprocess(ProcessOptions options) : impl_(std::make_unique<Impl>())
   bp::environment env = boost::this_process::environment();
   for (const auto& k : m.opt.unset_env) env.erase(k);
   for (const auto& [k, v] : m.opt.env) env[k] = v;
+  if (m.opt.kill_strays) {
+    const std::string token = random_token();
+    env["PHOENIX_RUN_TOKEN"] = token;
+    m.run_token_entry = "PHOENIX_RUN_TOKEN=" + token;
+  }
 
   std::string name = m.opt.argv[0];
   std::string exe;

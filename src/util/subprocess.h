@@ -53,6 +53,12 @@ struct ProcessOptions {
   std::optional<ChildNamespace> mount_namespace;
   // Called with each chunk of output as it arrives (on a reader thread).
   std::function<void(std::string_view)> on_output;
+  // Processes that escape the process group (setsid, a double fork: a
+  // daemon) are found too: the child gets PHOENIX_RUN_TOKEN=<random> in its
+  // environment, which its descendants inherit, and when it ends every
+  // process still carrying that entry (read from /proc/<pid>/environ) is
+  // killed. One that empties or replaces its environment escapes this.
+  bool kill_strays = false;
 };
 
 struct ProcessResult {
@@ -68,6 +74,7 @@ struct ProcessResult {
   long long duration_ms = 0;
   long pid = 0;
   std::string executable;    // resolved path, or the name that was not found
+  size_t strays_killed = 0;  // with kill_strays: processes left running that were killed
 };
 
 // A running child. Destroying a Subprocess that still runs kills its group.

@@ -3,8 +3,11 @@
 // nothing of the user's lost and the reason recorded — in both kinds of
 // sandbox (PHOENIX_SANDBOX=copy|overlay); the overlay cases are skipped,
 // saying why, where the kernel refuses an unprivileged overlay mount.
+#include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -45,7 +48,7 @@ class Hostile : public ::testing::TestWithParam<std::string> {
                 {"budgets", {{"unit", 1}}},
                 {"harness", {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
                              {"timeout_s", timeout_s},
-                             {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}}};
+                             {"env", {{"PHOENIX_AGENT_SCRIPT", script}, {"HOSTILE_MARK", mark()}}}}}};
     write(repo, "phoenix.json", cfg.dump(2));
     commit_all(repo, "configure phoenix");
     head = util::trim(git(repo, {"rev-parse", "HEAD"}));
@@ -67,6 +70,45 @@ class Hostile : public ::testing::TestWithParam<std::string> {
   void TearDown() override { ::unsetenv("PHOENIX_SANDBOX"); }
 
   std::string trace_text() { return read(repo + "/.phoenix/trace.jsonl"); }
+
+  // Every process of the agent's carries HOSTILE_MARK=<this>: its
+  // environment, inherited by whatever it starts, daemons included.
+  std::string mark() const { return fs::path(tmp.path()).filename().string(); }
+
+  // Live processes (not zombies) whose environment holds our mark.
+  std::vector<long> marked_processes() const {
+    const std::string entry = "HOSTILE_MARK=" + mark();
+    std::vector<long> out;
+    DIR* d = ::opendir("/proc");
+    if (!d) return out;
+    while (struct dirent* e = ::readdir(d)) {
+      char* end = nullptr;
+      long pid = std::strtol(e->d_name, &end, 10);
+      if (*end != '\0' || pid <= 0) continue;
+      const std::string dir = std::string("/proc/") + e->d_name;
+      std::string stat = read(dir + "/stat");
+      size_t paren = stat.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z') continue;
+      std::string env = read(dir + "/environ");
+      for (size_t at = env.find(entry); at != std::string::npos; at = env.find(entry, at + 1)) {
+        if ((at == 0 || env[at - 1] == '\0') && (at + entry.size() == env.size() || env[at + entry.size()] == '\0')) {
+          out.push_back(pid);
+          break;
+        }
+      }
+    }
+    ::closedir(d);
+    return out;
+  }
+
+  // Healed: exit 0, the fix committed on top of HEAD, nothing untracked.
+  void expect_healed(const CliRun& r) {
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(read(repo + "/src/conf.sh"), "LIMIT=10\n");
+    EXPECT_EQ(util::trim(git(repo, {"rev-parse", "HEAD^"})), head);
+    EXPECT_EQ(git(repo, {"status", "--porcelain", "--untracked-files=all"}), "");
+    EXPECT_EQ(run_phoenix(repo, {"trace", "verify"}).code, 0);
+  }
 
   // Contained: escalated (or healed), the user's tracked files and HEAD as
   // they were, no stray files, and the reason in the trace.
@@ -163,6 +205,131 @@ TEST_P(Hostile, PrintsAGigabyte) {
 TEST_P(Hostile, ExitsZeroHavingChangedNothing) {
   configure("print 'All fixed! Tests pass now.'; exit 0");
   expect_contained(run_phoenix(repo, {"run"}), "changed nothing");
+}
+
+TEST_P(Hostile, ForkBombIsBoundedByItsProcessGroup) {
+  // 6 + 36 + 216 processes, each asleep for 300 s; the agent exits at once.
+  configure("fork-tree 6 3; exit 0");
+  auto r = run_phoenix(repo, {"run"});
+  expect_contained(r, "changed nothing");
+  EXPECT_NE(trace_text().find("stray processes the agent left running"), std::string::npos) << r.out;
+  EXPECT_EQ(marked_processes(), std::vector<long>{}) << "processes of the agent outlived the run";
+}
+
+TEST_P(Hostile, ADaemonThatLeftTheProcessGroupDiesWithTheRun) {
+  // setsid + double fork: out of the process group, holding the output pipe.
+  // The fix itself is right, so the run heals; the daemon must not stall it
+  // nor survive it.
+  configure("daemon 300; replace src/conf.sh 11 10");
+  auto r = run_phoenix(repo, {"run"}, 60);
+  expect_healed(r);
+  EXPECT_NE(trace_text().find("Phoenix killed 1 stray process the agent left running"), std::string::npos) << r.out;
+  EXPECT_EQ(marked_processes(), std::vector<long>{}) << "the daemon outlived the run";
+}
+
+TEST_P(Hostile, ChmodsTheTestScriptNotExecutable) {
+  configure("chmod tests/limit_test.sh 644");
+  auto r = run_phoenix(repo, {"run"});
+  expect_contained(r, "the patch edits tests/limit_test.sh, protected by 'tests/**'");
+  EXPECT_EQ(::access((repo + "/tests/limit_test.sh").c_str(), X_OK), 0);
+}
+
+TEST_P(Hostile, WritesAGitHookInTheSandbox) {
+  // The sandbox's .git is its own (copy) or its own upper layer (overlay):
+  // a hook written there is not part of any patch and never reaches ours.
+  configure("write .git/hooks/pre-commit '#!/bin/sh\\nexit 0\\n'; chmod .git/hooks/pre-commit 755; "
+            "write .git/hooks/pre-push '#!/bin/sh\\nexit 0\\n'");
+  auto r = run_phoenix(repo, {"run"});
+  expect_contained(r, "changed nothing");
+  EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-commit"));
+  EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-push"));
+}
+
+TEST_P(Hostile, WritesTheRealGitHooksAndConfigByAbsolutePath) {
+  // Outside the work tree's fingerprint: the harness keeps the real hooks
+  // folder and .git/config aside and puts them back (copying sandbox); the
+  // overlay's namespace has the real repository read-only.
+  const std::string config_before = read(repo + "/.git/config");
+  configure("write-outside " + repo + "/.git/hooks/pre-commit '#!/bin/sh\\nexit 0\\n'; " +
+            "append " + repo + "/.git/config '[core]\\n\\x09hooksPath = /tmp\\n'");
+  auto r = run_phoenix(repo, {"run"});
+  expect_contained(r, GetParam() == "overlay" ? "changed nothing" : "/.git/hooks/pre-commit (put back as it was)");
+  EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-commit"));
+  EXPECT_EQ(read(repo + "/.git/config"), config_before);
+}
+
+TEST_P(Hostile, EditsPhoenixState) {
+  // .phoenix/ beyond the baselines: ignored files (the journal, a settings
+  // file) stay in the sandbox; a new file under the tracked baselines is in
+  // the patch and protected.
+  configure("write .phoenix/journal.sqlite forged; write .phoenix/settings.json {}; "
+            "write .phoenix/baselines/new.png forged; replace src/conf.sh 11 10");
+  auto r = run_phoenix(repo, {"run"});
+  expect_contained(r, "the patch edits .phoenix/baselines/new.png, protected by '.phoenix/**'");
+  EXPECT_FALSE(fs::exists(repo + "/.phoenix/settings.json"));
+  EXPECT_FALSE(fs::exists(repo + "/.phoenix/baselines/new.png"));
+  EXPECT_NE(read(repo + "/.phoenix/journal.sqlite"), "forged");
+}
+
+TEST_P(Hostile, PrintsAHundredMegabytesOnOneLine) {
+  configure("huge-line 104857600");
+  auto r = run({test_tool("maxrss"), phoenix_bin(), "run"}, repo, {}, 120);
+  size_t at = r.output.find("maxrss_kb=");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(std::stol(r.output.substr(at + 10)), 64 * 1024) << "peak memory";
+  expect_contained({r.exit_code, r.output}, "changed nothing");
+}
+
+// Binary content is applied byte for byte when the check then passes: the
+// patch carries it as a git binary patch. A NUL-filled file and a file of
+// invalid UTF-8 come out exactly as the agent wrote them.
+TEST_P(Hostile, WritesBinaryFilesThatAreAppliedByteForByte) {
+  configure("replace src/conf.sh 11 10; write-binary src/blob.bin 4096; write-named src/latin1.txt 'caf\\xe9 \\xff\\xfe\\n'");
+  auto r = run_phoenix(repo, {"run"});
+  expect_healed(r);
+  std::string blob;
+  for (long i = 0; i < 4096; ++i) blob.push_back(static_cast<char>((i * 37 + 11) % 256));
+  blob[0] = '\0';
+  EXPECT_EQ(read(repo + "/src/blob.bin"), blob);
+  EXPECT_EQ(read(repo + "/src/latin1.txt"), "caf\xe9 \xff\xfe\n");
+}
+
+TEST_P(Hostile, RenamesAFileOutOfTheEditableGlobs) {
+  configure("rename src/conf.sh docs/conf.sh");
+  expect_contained(run_phoenix(repo, {"run"}), "the patch edits docs/conf.sh, outside the editable globs");
+}
+
+TEST_P(Hostile, NamesAFileWithALineBreak) {
+  configure("replace src/conf.sh 11 10; write-named 'src/a\\nb.sh' x");
+  auto r = run_phoenix(repo, {"run"});
+  // The name is shown escaped, quoted the way git quotes it.
+  expect_contained(r, "a path with a line break in it: \\\"src/a\\\\nb.sh\\\"");
+}
+
+TEST_P(Hostile, NamesAFileWithBytesThatAreNotUtf8) {
+  // A name git quotes ("src/\377.txt"): editable, so it is applied — and
+  // undone exactly when the check stays red; the trace stays valid JSON.
+  configure("write-named 'src/\\xff.txt' x");
+  auto r = run_phoenix(repo, {"run"});
+  expect_contained(r, "red: exit=");
+  EXPECT_FALSE(fs::exists(repo + "/src/\xff.txt"));
+}
+
+TEST_P(Hostile, HealsWithAFileWhoseNameIsNotUtf8) {
+  // The same name beside a right fix: applied under its exact bytes and
+  // committed; the trace and the journal take the name without failing.
+  configure("replace src/conf.sh 11 10; write-named 'src/\\xff.txt' x");
+  auto r = run_phoenix(repo, {"run"});
+  expect_healed(r);
+  EXPECT_EQ(read(repo + "/src/\xff.txt"), "x");
+  EXPECT_NE(trace_text().find("\"HEALED\""), std::string::npos) << r.out;
+}
+
+TEST_P(Hostile, TouchesTenThousandFiles) {
+  configure("many-files src/many 10000");
+  auto r = run_phoenix(repo, {"run"});
+  expect_contained(r, "the patch touches 10000 files, more than the limit of 2000 (patch_files_cap)");
+  EXPECT_FALSE(fs::exists(repo + "/src/many"));
 }
 
 TEST_P(Hostile, AWellBehavedAgentHeals) {

@@ -13,11 +13,14 @@
 //    "env": {PHOENIX_SANDBOX, OPENCODE_PERMISSION, GIT_CEILING_DIRECTORIES, GIT_DIR, HARNESS_TEST_VAR}}
 // then performs $PHOENIX_AGENT_SCRIPT: actions separated by ';', each split
 // into words like a shell would (quotes allowed, no expansion); "\n" in a
-// text argument is a newline. Paths are relative to the working directory.
+// text argument is a newline, "\xHH" the byte HH. Paths are relative to the
+// working directory.
 //   nothing                      do nothing
 //   write FILE TEXT              create/overwrite (folders made)
 //   append FILE TEXT
 //   write-binary FILE N          N bytes including NULs
+//   write-named FILE TEXT        write, with "\n" and "\xHH" escapes in FILE too
+//   many-files DIR N             N empty files DIR/f0 .. DIR/f<N-1>
 //   replace FILE OLD NEW         every occurrence; exit 3 when OLD is absent
 //   delete PATH                  file, symlink or folder
 //   rename OLD NEW
@@ -38,8 +41,14 @@
 //   rate-limit [SECONDS]         an API 429 on stderr (with "retry after" when given), exit 1
 //   quota                        "Claude AI usage limit reached|<now+1h>", exit 1
 //   huge-output BYTES            that many bytes of output
+//   huge-line BYTES              that many bytes of output without a newline
 //   sleep SECONDS
 //   spawn-sleeper SECONDS FILE   start `sleep` in our process group, its pid to FILE
+//   fork-tree WIDTH DEPTH        forks WIDTH children that each fork WIDTH more,
+//                                DEPTH levels (a bounded fork bomb); they all
+//                                sleep 300 s, in our process group
+//   daemon SECONDS               double fork + setsid: a daemon out of our process
+//                                group that keeps our stdout/stderr and sleeps
 //   write-pid FILE               our pid (also our process group's id) to FILE
 //   kill-self SIGNUM             raise the signal
 //   exit CODE                    stop here with CODE
@@ -53,6 +62,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -97,6 +107,10 @@ std::string unescape(const std::string& s) {
     if (s[i] == '\\' && i + 1 < s.size() && s[i + 1] == 'n') {
       out += '\n';
       ++i;
+    } else if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] == 'x' && std::isxdigit(static_cast<unsigned char>(s[i + 2])) &&
+               std::isxdigit(static_cast<unsigned char>(s[i + 3]))) {
+      out += static_cast<char>(std::stoi(s.substr(i + 2, 2), nullptr, 16));
+      i += 3;
     } else {
       out += s[i];
     }
@@ -120,6 +134,17 @@ int spawn_wait(const std::vector<std::string>& argv) {
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// A child of the fork tree: forks its own children, then sleeps. Never
+// returns (a forked copy must not go on with the script).
+[[noreturn]] void fork_tree_node(int width, int depth) {
+  for (int i = 0; depth > 0 && i < width; ++i) {
+    pid_t pid = ::fork();
+    if (pid == 0) fork_tree_node(width, depth - 1);
+  }
+  ::sleep(300);
+  ::_exit(0);
 }
 
 int fail(const std::string& why, int code) {
@@ -213,6 +238,13 @@ int run(int argc, char** argv) {
       for (long i = 0, n = std::stol(w[2]); i < n; ++i) bytes.push_back(static_cast<char>((i * 37 + 11) % 256));
       if (!bytes.empty()) bytes[0] = '\0';
       write_file(w[1], bytes);
+    } else if (op == "write-named") {
+      need(2);
+      write_file(unescape(w[1]), unescape(w[2]));
+    } else if (op == "many-files") {
+      need(2);
+      fs::create_directories(w[1]);
+      for (long i = 0, n = std::stol(w[2]); i < n; ++i) std::ofstream(w[1] + "/f" + std::to_string(i));
     } else if (op == "replace") {
       need(3);
       std::string text = read_file(w[1]);
@@ -292,6 +324,35 @@ int run(int argc, char** argv) {
       const std::string line(1023, 'x');
       for (long long left = std::stoll(w[1]); left > 0; left -= 1024) std::cout << line << "\n";
       std::cout << std::flush;
+    } else if (op == "huge-line") {
+      need(1);
+      const std::string chunk(65536, 'y');
+      for (long long left = std::stoll(w[1]); left > 0; left -= static_cast<long long>(chunk.size()))
+        std::cout.write(chunk.data(), static_cast<std::streamsize>(std::min<long long>(left, chunk.size())));
+      std::cout << std::flush;
+    } else if (op == "fork-tree") {
+      need(2);
+      std::cout << std::flush;
+      const int width = std::stoi(w[1]), depth = std::stoi(w[2]);
+      for (int i = 0; i < width; ++i) {
+        pid_t pid = ::fork();
+        if (pid == 0) fork_tree_node(width, depth - 1);
+      }
+    } else if (op == "daemon") {
+      need(1);
+      std::cout << std::flush;
+      const unsigned secs = static_cast<unsigned>(std::stoul(w[1]));
+      pid_t pid = ::fork();
+      if (pid == 0) {
+        ::setsid();
+        if (::fork() == 0) {
+          ::sleep(secs);  // stdout and stderr stay open: Phoenix's pipe
+          ::_exit(0);
+        }
+        ::_exit(0);
+      }
+      int status = 0;
+      if (pid > 0) ::waitpid(pid, &status, 0);
     } else if (op == "sleep") {
       need(1);
       std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long>(std::stod(w[1]) * 1000)));

@@ -37,6 +37,8 @@ TEST(Schema, DefaultsMatchTheParser) {
     EXPECT_EQ(it.value()["default"].get<int>(), c.budgets.at(it.key())) << it.key();
   EXPECT_EQ(s["properties"]["session_cap"]["default"].get<int>(), c.session_cap);
   EXPECT_EQ(s["properties"]["diff_cap"]["default"].get<int>(), c.diff_cap);
+  EXPECT_EQ(s["properties"]["patch_files_cap"]["default"].get<int>(), c.patch_files_cap);
+  EXPECT_EQ(s["properties"]["patch_bytes_cap"]["default"].get<int>(), c.patch_bytes_cap);
   EXPECT_EQ(s["properties"]["circuit_breaker"]["default"].get<int>(), c.circuit_breaker);
   EXPECT_EQ(s["properties"]["fixers"]["default"].get<std::vector<std::string>>(), c.fixers);
   EXPECT_EQ(s["properties"]["hook"]["properties"]["mode"]["default"], c.hook.mode);
