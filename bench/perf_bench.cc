@@ -11,6 +11,7 @@
 //   - bisect over the 64 commits: wall time and check runs, beside
 //     `git bisect run` in the same worktree
 // Prints one "key: value" line per figure. Asserts nothing about time.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -33,6 +34,19 @@ namespace {
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
+// CPU time (user + sys) of this process and of its waited-for children, in
+// ms: on a loaded machine wall time stretches, CPU time much less.
+double cpu_ms(int who) {
+  rusage u{};
+  ::getrusage(who, &u);
+  auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  return ms(u.ru_utime) + ms(u.ru_stime);
+}
+struct Cpu {
+  double self = cpu_ms(RUSAGE_SELF), kids = cpu_ms(RUSAGE_CHILDREN);
+  double since() const { return cpu_ms(RUSAGE_SELF) - self + cpu_ms(RUSAGE_CHILDREN) - kids; }
+};
+
 util::ProcessResult sh(const std::string& script, const std::string& cwd, bool must = true) {
   util::ProcessOptions o;
   o.argv = {"sh", "-c", script};
@@ -48,8 +62,10 @@ util::ProcessResult sh(const std::string& script, const std::string& cwd, bool m
 
 const char* kCheck = "! grep -q BAD bisect/state.txt";
 
-void line(const char* what, double ms, double base_ms, const char* base_what) {
-  std::printf("%-34s %9.0f ms   %-28s %9.0f ms   ratio %.3fx\n", what, ms, base_what, base_ms, base_ms > 0 ? ms / base_ms : 0);
+void line(const char* what, double ms, double base_ms, const char* base_what, double cpu = -1, double base_cpu = -1) {
+  std::printf("%-34s %9.0f ms   %-28s %9.0f ms   ratio %.3fx", what, ms, base_what, base_ms, base_ms > 0 ? ms / base_ms : 0);
+  if (cpu >= 0) std::printf("   cpu %.0f ms vs %.0f ms", cpu, base_cpu);
+  std::printf("\n");
   std::fflush(stdout);
 }
 
@@ -71,8 +87,9 @@ int main(int argc, char** argv) {
   // --- plain git: a fresh worktree ------------------------------------------
   sh("git worktree remove --force " + scratch + "/plain 2>/dev/null; git worktree prune", repo, false);
   auto t = Clock::now();
+  Cpu c;
   sh("git worktree add -q --detach " + scratch + "/plain HEAD", repo);
-  const double wt_add = ms_since(t);
+  const double wt_add = ms_since(t), wt_add_cpu = c.since();
   sh("git worktree remove --force " + scratch + "/plain", repo);
 
   // --- sandboxes ---------------------------------------------------------------
@@ -81,9 +98,10 @@ int main(int argc, char** argv) {
   double overlay_ms = -1, copy_ms = -1;
   if (why.empty()) {
     t = Clock::now();
+    c = Cpu();
     sandbox::Sandbox sb = sandbox::Sandbox::create(repo, scratch + "/sandboxes", {}, sandbox::Kind::kOverlay);
     overlay_ms = ms_since(t);
-    line("sandbox ready, overlay:", overlay_ms, wt_add, "git worktree add --detach:");
+    line("sandbox ready, overlay:", overlay_ms, wt_add, "git worktree add --detach:", c.since(), wt_add_cpu);
     util::ProcessOptions o;
     o.argv = {"sh", "-c", "echo changed >> d0/f0.txt"};
     sb.confine(o);
@@ -98,9 +116,10 @@ int main(int argc, char** argv) {
   }
   if (with_copy) {
     t = Clock::now();
+    c = Cpu();
     sandbox::Sandbox sb = sandbox::Sandbox::create(repo, scratch + "/sandboxes", {}, sandbox::Kind::kCopy);
     copy_ms = ms_since(t);
-    line("sandbox ready, copy:", copy_ms, wt_add, "git worktree add --detach:");
+    line("sandbox ready, copy:", copy_ms, wt_add, "git worktree add --detach:", c.since(), wt_add_cpu);
     sh("echo changed >> d0/f0.txt", sb.path());
     t = Clock::now();
     const std::string patch = sb.read_patch();
@@ -112,39 +131,44 @@ int main(int argc, char** argv) {
   // --- persistent worktree ------------------------------------------------------
   const std::string wt = scratch + "/worktree";
   t = Clock::now();
+  c = Cpu();
   gitx::prepare_worktree(r, "phoenix-bench", wt, good);
   const double first = ms_since(t);
-  line("worktree, first preparation:", first, wt_add, "git worktree add --detach:");
+  line("worktree, first preparation:", first, wt_add, "git worktree add --detach:", c.since(), wt_add_cpu);
   sh("echo dirt > d0/f1.txt && echo junk > untracked.txt", wt);  // what a check run may leave
   t = Clock::now();
+  c = Cpu();
   gitx::PersistentWorktree again = gitx::prepare_worktree(r, "phoenix-bench", wt, bad);
-  const double reuse = ms_since(t);
+  const double reuse = ms_since(t), reuse_cpu = c.since();
   sh("git checkout -q --detach " + good, wt);
   t = Clock::now();
+  c = Cpu();
   sh("git checkout -q --detach " + bad, wt);
   const double git_co = ms_since(t);
-  line("worktree, reused (clean + move):", reuse, git_co, "git checkout (1 file differs):");
+  line("worktree, reused (clean + move):", reuse, git_co, "git checkout (1 file differs):", reuse_cpu, c.since());
   if (again.state != gitx::PersistentWorktree::State::kReused) std::printf("  (warning: not reused)\n");
 
   // --- bisect ---------------------------------------------------------------------
   int runs = 0;
   t = Clock::now();
+  c = Cpu();
   fixers::BisectResult b = fixers::bisect_commits(r, wt, good, bad, [&](const std::string&) {
     ++runs;
     return sh(kCheck, wt, false).exit_code == 0;
   });
-  const double phx_bisect = ms_since(t);
+  const double phx_bisect = ms_since(t), phx_bisect_cpu = c.since();
   gitx::prepare_worktree(r, "phoenix-bench", wt, bad);
   t = Clock::now();
+  c = Cpu();
   util::ProcessResult gb = sh("git bisect start " + bad + " " + good + " >/dev/null && git bisect run sh -c '" +
                                   std::string(kCheck) + "'; git bisect reset >/dev/null 2>&1",
                               wt, false);
-  const double git_bisect = ms_since(t);
+  const double git_bisect = ms_since(t), git_bisect_cpu = c.since();
   int git_runs = 0;
   for (size_t at = gb.output.find("running"); at != std::string::npos; at = gb.output.find("running", at + 1)) ++git_runs;
-  std::printf("%-34s %9.0f ms   %-28s %9.0f ms   ratio %.3fx   check runs %d vs %d (%zu commits)\n",
+  std::printf("%-34s %9.0f ms   %-28s %9.0f ms   ratio %.3fx   cpu %.0f ms vs %.0f ms   check runs %d vs %d (%zu commits)\n",
               "bisect, phoenix:", phx_bisect, "git bisect run:", git_bisect, git_bisect > 0 ? phx_bisect / git_bisect : 0,
-              runs, git_runs, b.range_size);
+              phx_bisect_cpu, git_bisect_cpu, runs, git_runs, b.range_size);
   if (b.verdict != fixers::BisectResult::Verdict::kFound) std::printf("  (warning: bisect found nothing)\n");
   else std::printf("  culprit at position %zu of %zu\n", b.culprit_position, b.range_size);
 

@@ -152,21 +152,24 @@ char status_letter(unsigned s) {
   return 'M';
 }
 
-// Deletes untracked files (see CheckoutOptions::remove_untracked) and the
-// folders that only held them. Done by hand rather than with libgit2's
-// GIT_CHECKOUT_REMOVE_UNTRACKED so .phoenix/ and keep_prefixes survive.
-void remove_untracked_files(git_repository* repo, const std::vector<std::string>& keep_prefixes) {
+// Deletes the untracked files `list` holds (see
+// CheckoutOptions::remove_untracked) and the folders that only held them.
+// Done by hand rather than with libgit2's GIT_CHECKOUT_REMOVE_UNTRACKED so
+// .phoenix/ and keep_prefixes survive. A path `index` tracks by now (the list
+// may predate a checkout that wrote it) stays.
+void remove_untracked_listed(git_repository* repo, git_status_list* list, git_index* index,
+                             const std::vector<std::string>& keep_prefixes) {
   const std::string top = strip_trailing_slash(git_repository_workdir(repo));
-  StatusListPtr list = status_list(repo, GIT_STATUS_SHOW_WORKDIR_ONLY);
   std::vector<std::string> keep = keep_prefixes;
   keep.emplace_back(kStateDir);
   std::set<fs::path> parents;
-  for (size_t i = 0, n = git_status_list_entrycount(list.get()); i < n; ++i) {
-    const git_status_entry* e = git_status_byindex(list.get(), i);
+  for (size_t i = 0, n = git_status_list_entrycount(list); i < n; ++i) {
+    const git_status_entry* e = git_status_byindex(list, i);
     if (!(e->status & GIT_STATUS_WT_NEW) || !e->index_to_workdir) continue;
     std::string path = e->index_to_workdir->new_file.path;
     // "dir/" is a nested repository: someone else's history, never ours to delete.
     if (path.empty() || path.back() == '/' || under_any(path, keep)) continue;
+    if (index && git_index_get_bypath(index, path.c_str(), 0)) continue;
     fs::path full = fs::path(top) / path;
     std::error_code ec;
     fs::remove(full, ec);
@@ -181,6 +184,12 @@ void remove_untracked_files(git_repository* repo, const std::vector<std::string>
       if (!fs::is_empty(dir, ec) || ec || !fs::remove(dir, ec)) break;
     }
   }
+}
+
+// The same after a scan of its own.
+void remove_untracked_files(git_repository* repo, const std::vector<std::string>& keep_prefixes) {
+  StatusListPtr list = status_list(repo, GIT_STATUS_SHOW_WORKDIR_ONLY);
+  remove_untracked_listed(repo, list.get(), nullptr, keep_prefixes);
 }
 
 // git_index_add_all callback: >0 skips a path. Untracked files under
@@ -326,6 +335,41 @@ git_apply_location_t to_location(ApplyLocation where) {
   return GIT_APPLY_LOCATION_WORKDIR;
 }
 
+// Every path a forced checkout of `target` may have to touch, found without
+// reading the whole tree twice: where HEAD's tree and target's differ (a
+// tree-to-tree diff skips identical folders), plus every path `scan` (one
+// status pass that trusts the index's stat data, as `git status` does)
+// lists as staged against HEAD or edited or deleted in the work tree.
+// Whatever is in none of them is the same in index, work tree and target
+// (an untracked file in the way of target is where the trees differ).
+std::vector<std::string> paths_to_check_out(git_repository* repo, const git_commit* head, const git_commit* target,
+                                            git_status_list* scan) {
+  std::vector<std::string> paths;
+  TreePtr from = commit_tree(head), to = commit_tree(target);
+  if (!git_oid_equal(git_tree_id(from.get()), git_tree_id(to.get()))) {
+    git_diff* raw = nullptr;
+    check(git_diff_tree_to_tree(&raw, repo, from.get(), to.get(), nullptr), "diff trees");
+    DiffPtr diff(raw);
+    for (size_t i = 0, n = git_diff_num_deltas(diff.get()); i < n; ++i) {
+      const git_diff_delta* d = git_diff_get_delta(diff.get(), i);
+      paths.emplace_back(d->old_file.path);
+      paths.emplace_back(d->new_file.path);
+    }
+  }
+  for (size_t i = 0, n = git_status_list_entrycount(scan); i < n; ++i) {
+    const git_status_entry* e = git_status_byindex(scan, i);
+    if (e->status == GIT_STATUS_WT_NEW) continue;
+    for (const git_diff_delta* d : {e->head_to_index, e->index_to_workdir}) {
+      if (!d) continue;
+      if (d->old_file.path) paths.emplace_back(d->old_file.path);
+      if (d->new_file.path) paths.emplace_back(d->new_file.path);
+    }
+  }
+  std::sort(paths.begin(), paths.end());
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  return paths;
+}
+
 void checkout(git_repository* repo, const git_commit* commit, const CheckoutOptions& options) {
   IndexPtr index = fresh_index(repo);
   git_checkout_options co;
@@ -336,8 +380,31 @@ void checkout(git_repository* repo, const git_commit* commit, const CheckoutOpti
   // as baseline every file changed since would count as a local change
   // (a refusal without force, a needless rewrite with it).
   co.baseline_index = index.get();
-  check(git_checkout_tree(repo, reinterpret_cast<const git_object*>(commit), &co), "checkout");
-  if (options.remove_untracked) remove_untracked_files(repo, options.keep_prefixes);
+  // Forced, with a HEAD to compare with: one status scan of the work tree
+  // (what `git status` costs) names every path that can differ, and the
+  // checkout looks at those alone instead of comparing every file again;
+  // the same scan lists the untracked files to remove afterwards.
+  StatusListPtr scan;
+  std::vector<std::string> paths;
+  if (options.force) {
+    if (CommitPtr head = head_commit(repo)) {
+      scan = status_list(repo, GIT_STATUS_SHOW_INDEX_AND_WORKDIR);
+      paths = paths_to_check_out(repo, head.get(), commit, scan.get());
+    }
+  }
+  std::vector<char*> path_ptrs;
+  for (std::string& p : paths) path_ptrs.push_back(p.data());
+  if (scan) {
+    co.paths.strings = path_ptrs.data();
+    co.paths.count = path_ptrs.size();
+    co.checkout_strategy |= GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH;
+  }
+  // (An empty path list would mean "every path": nothing differs, nothing to write.)
+  if (!scan || !paths.empty())
+    check(git_checkout_tree(repo, reinterpret_cast<const git_object*>(commit), &co), "checkout");
+  if (!options.remove_untracked) return;
+  if (scan) remove_untracked_listed(repo, scan.get(), index.get(), options.keep_prefixes);
+  else remove_untracked_files(repo, options.keep_prefixes);
 }
 
 void sort_unique(std::vector<std::string>& v) {

@@ -170,6 +170,9 @@ class Repo {
   // Makes index and work tree rev's tree without moving HEAD. Incremental:
   // the index is taken as what the work tree holds, and only files that
   // differ are written (mtimes of the rest are kept, so builds stay warm).
+  // Forced (with a HEAD commit), the work tree is scanned once: one status
+  // pass finds local changes and untracked files, a tree diff against HEAD
+  // what rev changes, and the checkout looks at those paths only.
   void checkout_tree(const std::string& rev, const CheckoutOptions& options = {});
   // checkout_tree(), then HEAD detached at rev.
   void checkout_detached(const std::string& rev, const CheckoutOptions& options = {});

@@ -7,6 +7,7 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -229,6 +230,32 @@ struct Copier {
   std::set<std::string> link_set;
   std::map<std::string, bool> src_dir_is_link;  // lstat cache for parent folders
   std::vector<Skipped> skipped;
+  // The folder of the last path looked at, open: tracked paths come sorted,
+  // so a folder's files are neighbours and each lstat resolves one name
+  // instead of the whole path.
+  std::string fd_dir;
+  int dir_fd = -1;
+
+  Copier() = default;
+  Copier(const Copier&) = delete;
+  Copier& operator=(const Copier&) = delete;
+  ~Copier() {
+    if (dir_fd >= 0) ::close(dir_fd);
+  }
+
+  // lstat() of src_root/rel (rel checked by beyond_symlink() first).
+  int lstat_rel(const std::string& rel, struct stat* st) {
+    const size_t slash = rel.rfind('/');
+    const std::string_view dir = slash == std::string::npos ? std::string_view() : std::string_view(rel).substr(0, slash);
+    if (dir_fd < 0 || dir != fd_dir) {
+      if (dir_fd >= 0) ::close(dir_fd);
+      fd_dir = dir;
+      const std::string path = dir.empty() ? src_root.native() : src_root.native() + "/" + fd_dir;
+      dir_fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (dir_fd < 0) return -1;
+    }
+    return ::fstatat(dir_fd, rel.c_str() + (slash == std::string::npos ? 0 : slash + 1), st, AT_SYMLINK_NOFOLLOW);
+  }
 
   // Whether a parent folder of `rel` is a symlink — in the user's tree (the
   // index may still list files below a folder since replaced by a link, and
@@ -258,7 +285,7 @@ struct Copier {
     // once per tracked file.
     const std::string src = src_root.native() + "/" + rel;
     struct stat st;
-    if (::lstat(src.c_str(), &st) != 0) return skip(rel, "missing from the work tree");
+    if (lstat_rel(rel, &st) != 0) return skip(rel, "missing from the work tree");
     std::error_code ec;
     if (dry && S_ISREG(st.st_mode)) {
       stats.emplace(rel, Seen{st});
@@ -854,8 +881,8 @@ void Sandbox::create_overlay(Sandbox& sb, const std::string& top, const std::str
   }
   for (const std::string& path : drop) git_index_remove_bypath(idx.get(), path.c_str());
   git_index_conflict_cleanup(idx.get());
-  for (const std::string& f : sb.files_) {
-    const Copier::Seen& seen = copier.stats.at(f);
+  // Every entry of stats is one of files_ (index order is restored by git_index_add).
+  for (const auto& [f, seen] : copier.stats) {
     if (seen.kept) continue;
     const struct stat& st = seen.st;
     git_index_entry e{};

@@ -1096,6 +1096,36 @@ TEST_F(GitxPersistentWorktree, CreatedOnceThenCleanedAndMovedOnlyWhereFilesDiffe
   EXPECT_EQ(r.worktree_list().size(), 1u);
 }
 
+// The move looks only at the paths one status scan and the tree diff name;
+// every other kind of leftover must still go, and what the next commit adds
+// must land even where an untracked file stood.
+TEST_F(GitxPersistentWorktree, AMoveFindsEveryLeftoverFromOneScan) {
+  Repo r = Repo::open(repo);
+  prepare_worktree(r, "phoenix-hook-x", path, c1);
+  write(path, "added.txt", "untracked, in the way of c2's file\n");
+  fs::remove(path + "/stable.txt");                      // deleted tracked file
+  write(path, "moving.txt", "staged edit\n");
+  git(path, {"add", "moving.txt"});                      // staged modification
+  write(path, "junk/deep/one.txt", "x\n");               // untracked folders
+  write(path, ".phoenix/state.txt", "Phoenix's own\n");  // kept (state dir)
+
+  PersistentWorktree w = prepare_worktree(r, "phoenix-hook-x", path, c2);
+  EXPECT_EQ(w.state, PersistentWorktree::State::kReused);
+  EXPECT_EQ(read(path + "/added.txt"), "added in two\n");
+  EXPECT_EQ(read(path + "/stable.txt"), "never changes\n");
+  EXPECT_EQ(read(path + "/moving.txt"), "two\n");
+  EXPECT_FALSE(fs::exists(path + "/junk"));
+  EXPECT_EQ(read(path + "/.phoenix/state.txt"), "Phoenix's own\n");
+  EXPECT_EQ(porcelain(path), "");
+
+  // Back to c1: what c2 added goes, with nothing else to clean.
+  prepare_worktree(r, "phoenix-hook-x", path, c1);
+  EXPECT_FALSE(fs::exists(path + "/added.txt"));
+  EXPECT_EQ(read(path + "/moving.txt"), "one\n");
+  EXPECT_EQ(rev_parse(path, "HEAD"), c1);
+  EXPECT_EQ(porcelain(path), "");
+}
+
 TEST_F(GitxPersistentWorktree, ADamagedOneIsRecreatedNeverTrusted) {
   Repo r = Repo::open(repo);
   struct Damage {
