@@ -3,6 +3,7 @@
 // here with errors that name the field, and sensed with sense().
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +78,13 @@ struct SenseResult {
 
 // Runs the check once in `root` (the repository's work tree).
 SenseResult sense(const CheckSpec& spec, const std::string& root);
+
+// sense() of a command_exit check (check_command.cc: links only
+// Boost.Process, for the pre-push hook's thin binary phoenix-hook).
+SenseResult sense_command_exit(const CheckSpec& spec, const std::string& root);
+// What sense() does to every kind's result: the id, the duration when the
+// kind did not measure one, output defaulting to evidence, secrets redacted.
+SenseResult finish_sense(SenseResult r, const CheckSpec& spec, std::chrono::steady_clock::time_point start);
 
 // A contract or baseline that a check records (`rel` under `root`) and
 // finds missing is recorded now only on first sight: never when the check

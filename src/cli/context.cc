@@ -4,7 +4,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
+#include "hook/hook.h"
 #include "util/error.h"
 #include "util/term.h"
 
@@ -37,24 +39,14 @@ Context make_context(const std::string& dir) {
   if (!fs::is_directory(d, ec)) throw UsageError("-C " + dir + ": no such directory");
   c.cwd = fs::canonical(d).string();
   c.root = c.cwd;
-  // The work tree is the nearest folder with a .git entry (a directory, or
-  // the file a linked worktree or submodule has), as git finds it; GIT_WORK_TREE
-  // wins when git set it (as it may for hooks). This is a walk up the tree
-  // rather than libgit2's discovery on purpose: initialising libgit2 parses
-  // the system's CA bundle (~15 ms), which the commands that only run checks
-  // should not pay.
-  if (const char* wt = std::getenv("GIT_WORK_TREE"); wt && *wt && fs::is_directory(wt, ec)) {
-    c.root = fs::canonical(wt).string();
+  // The work tree: GIT_WORK_TREE when git set it (as it may for hooks), else
+  // the nearest folder with a .git entry. A walk up the tree rather than
+  // libgit2's discovery on purpose: initialising libgit2 parses the system's
+  // CA bundle (~15 ms), which the commands that only run checks should not
+  // pay. phoenix-hook finds it with the same function.
+  if (std::optional<std::string> wt = hook::find_work_tree(c.cwd)) {
+    c.root = *wt;
     c.in_repo = true;
-  } else {
-    for (fs::path p = c.cwd;; p = p.parent_path()) {
-      if (fs::exists(fs::symlink_status(p / ".git", ec))) {
-        c.root = p.string();
-        c.in_repo = true;
-        break;
-      }
-      if (p == p.root_path() || p.empty()) break;
-    }
   }
   c.color_out = want_color(1);
   c.color_err = want_color(2);

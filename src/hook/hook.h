@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "checks/check.h"
 #include "trace/trace.h"
 
 namespace phoenix::hook {
@@ -152,5 +153,45 @@ struct PrePushOptions {
 //   checked out cannot be healed in place: blocked as in verify mode, 1.
 // - Interrupted (SIGINT/SIGTERM): 130.
 int run_pre_push(const PrePushOptions& options, const std::vector<PushedRef>& refs, std::ostream& err);
+
+// ---------------------------------------------------------------------------
+// The green path's parts (green.cc), shared by run_pre_push and the thin
+// binary phoenix-hook (src/cli/main_phoenix_hook.cc), which links them
+// without libgit2, OpenSSL or SQLite.
+
+// Untracked files here never make the tree dirty (Phoenix's state, incident
+// notes), as for the engine.
+extern const std::vector<std::string> kKeep;
+
+// HEAD and whether the work tree is clean, as `git status` sees them.
+struct HeadState {
+  std::string head;    // "" while the branch is unborn
+  std::string branch;  // "" when detached
+  bool clean = false;  // no change at all outside kKeep
+};
+// From one `git status --porcelain=v2 --branch -z -uall` in `root`;
+// nullopt when git cannot say (not installed, fails, output not understood).
+std::optional<HeadState> head_state_from_git(const std::string& root);
+
+// git exports these to hooks in some set-ups (a push from a linked
+// worktree, `git --git-dir`); a check's own git commands must find the
+// repository of the folder they run in — the hook's worktree included —
+// so Phoenix's children do not inherit them. Unsets GIT_DIR, GIT_WORK_TREE
+// and the like in this process.
+void forget_git_location_env();
+
+// The work tree `cwd` is in: GIT_WORK_TREE when git set it to a folder,
+// else the nearest folder up from `cwd` with a .git entry (a directory, or
+// the file of a linked worktree or submodule), as git finds it; nullopt
+// outside any. A walk rather than libgit2's discovery: initialising libgit2
+// parses the system's CA bundle.
+std::optional<std::string> find_work_tree(const std::string& cwd);
+
+// "main,v1@3f2c1a9b7d10": the short local refs that push `commit`.
+std::string push_label(const std::vector<const PushedRef*>& refs, const std::string& commit);
+
+// One check's line on the hook's output ("phoenix: ok   unit  exit=0
+// (840 ms)  main@3f2c1a9b7d10"), then the end of its evidence when red.
+void print_result(std::ostream& err, bool color, const checks::SenseResult& r, const std::string& where);
 
 }  // namespace phoenix::hook

@@ -108,7 +108,7 @@ TEST_F(PackageDeb, DependsOnThePackageOfEveryLibraryTheBinariesLink) {
   std::string depends = field(run({"dpkg-deb", "-I", deb_}).output, "Depends");
   ASSERT_FALSE(depends.empty());
   std::set<std::string> needed;
-  for (std::string bin : {"phoenix", "phoenix-loop"}) {
+  for (std::string bin : {"phoenix", "phoenix-loop", "phoenix-hook"}) {
     std::string path = root_ + "/usr/bin/" + bin;
     if (!fs::exists(path)) continue;
     auto od = run({"objdump", "-p", path});
@@ -132,7 +132,7 @@ TEST_F(PackageDeb, DependsOnThePackageOfEveryLibraryTheBinariesLink) {
 }
 
 TEST_F(PackageDeb, CarriesBinariesTemplatesHooksManPagesAndCompletions) {
-  for (const char* f : {"usr/bin/phoenix", "usr/bin/phoenix-loop", "usr/share/phoenix/templates/prompt.md",
+  for (const char* f : {"usr/bin/phoenix", "usr/bin/phoenix-loop", "usr/bin/phoenix-hook", "usr/share/phoenix/templates/prompt.md",
                         "usr/share/phoenix/templates/phoenix.schema.json", "usr/share/phoenix/hooks/pre-push.in",
                         "usr/share/man/man1/phoenix.1", "usr/share/man/man1/phoenix-loop.1", "usr/share/man/man5/phoenix.json.5",
                         "usr/share/bash-completion/completions/phoenix", "usr/share/bash-completion/completions/phoenix-loop",

@@ -1,0 +1,280 @@
+// Parsing a check from phoenix.json or --check: every error names the field.
+// In a translation unit of its own, apart from sense(), so that what needs
+// only the configuration (config::load, the pre-push hook's thin binary
+// phoenix-hook) links no libgit2 and no OpenSSL.
+#include <algorithm>
+#include <regex>
+
+#include "checks/check.h"
+#include "checks/http.h"
+#include "util/error.h"
+#include "util/text.h"
+
+namespace phoenix::checks {
+
+using util::Json;
+
+const std::vector<std::string>& failure_types() {
+  static const std::vector<std::string> types{"unit",   "e2e",    "build",  "lint",    "migration",
+                                              "deploy", "visual", "contract", "health"};
+  return types;
+}
+
+namespace {
+
+const std::vector<std::string> kKinds{"command_exit", "file_sha256", "regex_in_file", "contract", "visual"};
+
+const std::vector<std::string> kCommonKeys{"id", "kind", "target", "expect", "type", "editable", "description"};
+
+std::vector<std::string> keys_for(const std::string& kind) {
+  std::vector<std::string> k = kCommonKeys;
+  if (kind == "contract" || kind == "visual") {
+    k.erase(std::find(k.begin(), k.end(), "expect"));
+    k.insert(k.end(), {"server", "record", "timeout_s"});
+  }
+  if (kind == "contract") k.insert(k.end(), {"method", "headers", "body", "strict"});
+  if (kind == "visual") k.insert(k.end(), {"screenshot", "tolerance", "max_ratio", "ignore_anti_aliasing"});
+  if (kind == "command_exit") k.insert(k.end(), {"timeout_s", "cwd", "tests", "protect_tests"});
+  if (kind == "regex_in_file") k.push_back("pattern");
+  return k;
+}
+
+
+std::string type_name(const Json& j) {
+  if (j.is_string()) return "a string";
+  if (j.is_boolean()) return "a boolean";
+  if (j.is_number_integer() || j.is_number_unsigned()) return "an integer";
+  if (j.is_number()) return "a number";
+  if (j.is_array()) return "an array";
+  if (j.is_object()) return "an object";
+  return "null";
+}
+
+std::string default_type(const std::string& kind) {
+  if (kind == "contract" || kind == "visual") return kind;
+  return kind == "command_exit" ? "unit" : "lint";
+}
+
+bool is_hex64(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+double positive(const Json& j, const std::string& key, const std::string& w, double dflt) {
+  if (!j.contains(key)) return dflt;
+  if (!j[key].is_number() || j[key].get<double>() <= 0)
+    throw ConfigError(w + "." + key + ": must be a positive number of seconds, not " +
+                      (j[key].is_number() ? j[key].dump() : type_name(j[key])));
+  return j[key].get<double>();
+}
+
+double unit_interval(const Json& j, const std::string& key, const std::string& w, double dflt) {
+  if (!j.contains(key)) return dflt;
+  if (!j[key].is_number() || j[key].get<double>() < 0 || j[key].get<double>() > 1)
+    throw ConfigError(w + "." + key + ": must be a number from 0 to 1, not " + (j[key].is_number() ? j[key].dump() : type_name(j[key])));
+  return j[key].get<double>();
+}
+
+bool boolean(const Json& j, const std::string& key, const std::string& w, bool dflt) {
+  if (!j.contains(key)) return dflt;
+  if (!j[key].is_boolean()) throw ConfigError(w + "." + key + ": must be true or false, not " + type_name(j[key]));
+  return j[key].get<bool>();
+}
+
+// contract and visual: a URL (or a screenshot command), a server, recording.
+void parse_http_check(const Json& j, const std::string& w, CheckSpec& c) {
+  if (j.contains("target")) {
+    if (!j["target"].is_string() || j["target"].get<std::string>().empty())
+      throw ConfigError(w + ".target: must be a URL (string), not " + type_name(j["target"]));
+    c.url = j["target"].get<std::string>();
+    // A screenshot command gets the target as {url}: any page it can open.
+    if (!(c.kind == "visual" && j.contains("screenshot"))) parse_url(c.url, w + ".target");
+  }
+  c.path = c.url;
+  c.timeout_s = positive(j, "timeout_s", w, c.kind == "visual" ? 60 : 30);
+  if (j.contains("record")) {
+    if (!j["record"].is_string() || (j["record"] != "auto" && j["record"] != "never"))
+      throw ConfigError(w + ".record: must be \"auto\" or \"never\", not " + j["record"].dump());
+    c.record = j["record"] == "auto";
+  }
+  if (j.contains("server")) {
+    const Json& s = j["server"];
+    const std::string sw = w + ".server";
+    if (!s.is_object()) throw ConfigError(sw + ": must be an object {run, ready_url, ready_timeout_s}, not " + type_name(s));
+    util::reject_unknown_keys(s, {"run", "ready_url", "ready_timeout_s"}, sw);
+    if (!s.contains("run")) throw ConfigError(sw + ": missing 'run' (the argv that starts the server)");
+    if (s["run"].is_string()) c.server.run = util::split_words(s["run"].get<std::string>());
+    else if (s["run"].is_array()) c.server.run = util::string_array(s["run"], sw + ".run");
+    else throw ConfigError(sw + ".run: must be an argv array or a command string, not " + type_name(s["run"]));
+    if (c.server.run.empty() || c.server.run[0].empty()) throw ConfigError(sw + ".run: the command is empty");
+    if (!s.contains("ready_url") || !s["ready_url"].is_string())
+      throw ConfigError(sw + ".ready_url: missing or not a string (the http:// URL that answers 2xx once the server is up)");
+    c.server.ready_url = s["ready_url"].get<std::string>();
+    parse_url(c.server.ready_url, sw + ".ready_url");
+    c.server.ready_timeout_s = positive(s, "ready_timeout_s", sw, 30);
+    c.has_server = true;
+  }
+  if (c.kind == "contract") {
+    if (c.url.empty()) throw ConfigError(w + ": missing 'target'");
+    if (j.contains("method")) {
+      static const std::vector<std::string> methods{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"};
+      if (!j["method"].is_string() || std::find(methods.begin(), methods.end(), j["method"].get<std::string>()) == methods.end())
+        throw ConfigError(w + ".method: must be one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, not " + j["method"].dump());
+      c.method = j["method"].get<std::string>();
+    }
+    if (j.contains("headers")) {
+      if (!j["headers"].is_object()) throw ConfigError(w + ".headers: must be an object of header name -> string");
+      for (auto it = j["headers"].begin(); it != j["headers"].end(); ++it) {
+        if (!it.value().is_string()) throw ConfigError(w + ".headers." + it.key() + ": must be a string, not " + type_name(it.value()));
+        if (it.key().empty() || it.key().find_first_of(" :\r\n") != std::string::npos ||
+            it.value().get<std::string>().find_first_of("\r\n") != std::string::npos)
+          throw ConfigError(w + ".headers: invalid header '" + it.key() + "'");
+        c.headers.emplace_back(it.key(), it.value().get<std::string>());
+      }
+    }
+    if (j.contains("body")) {
+      if (j["body"].is_string()) c.body = j["body"].get<std::string>();
+      else if (j["body"].is_object() || j["body"].is_array()) c.body = j["body"].dump();
+      else throw ConfigError(w + ".body: must be a string or a JSON object/array, not " + type_name(j["body"]));
+    }
+    c.strict = boolean(j, "strict", w, false);
+  } else {
+    if (j.contains("screenshot")) {
+      c.screenshot = util::string_array(j["screenshot"], w + ".screenshot");
+      if (c.screenshot.empty() || c.screenshot[0].empty()) throw ConfigError(w + ".screenshot: the command is empty");
+      bool has_out = false;
+      for (const auto& a : c.screenshot) has_out = has_out || a.find("{out}") != std::string::npos;
+      if (!has_out) throw ConfigError(w + ".screenshot: no {out} placeholder (where the command writes the PNG)");
+    } else if (c.url.empty()) {
+      throw ConfigError(w + ": missing 'target' (a PNG URL, or give 'screenshot')");
+    }
+    c.tolerance = unit_interval(j, "tolerance", w, 0.1);
+    c.max_ratio = unit_interval(j, "max_ratio", w, 0.001);
+    c.ignore_anti_aliasing = boolean(j, "ignore_anti_aliasing", w, true);
+  }
+}
+
+}  // namespace
+
+CheckSpec parse_check(const Json& j, const std::string& where, bool id_required) {
+  if (!j.is_object()) throw ConfigError(where + ": a check must be a JSON object, not " + type_name(j));
+  CheckSpec c;
+  c.raw = j;
+  if (!j.contains("kind")) throw ConfigError(where + ": missing 'kind' (one of command_exit, file_sha256, regex_in_file, contract, visual)");
+  if (!j["kind"].is_string()) throw ConfigError(where + ".kind: must be a string, not " + type_name(j["kind"]));
+  c.kind = j["kind"].get<std::string>();
+  bool known = false;
+  for (const auto& k : kKinds) known = known || k == c.kind;
+  if (!known) {
+    std::string near = util::nearest(c.kind, kKinds);
+    throw ConfigError(where + ".kind: unknown kind '" + c.kind + "'" +
+                      (near.empty() ? " (known: command_exit, file_sha256, regex_in_file, contract, visual)"
+                                    : " (did you mean '" + near + "'?)"));
+  }
+  util::reject_unknown_keys(j, keys_for(c.kind), where);
+
+  if (j.contains("id")) {
+    if (!j["id"].is_string() || j["id"].get<std::string>().empty())
+      throw ConfigError(where + ".id: must be a non-empty string");
+    c.id = j["id"].get<std::string>();
+    if (c.id.find_first_of(" ,\t\n/") != std::string::npos)
+      throw ConfigError(where + ".id: '" + c.id + "' may not contain spaces, commas or slashes");
+  } else if (id_required) {
+    throw ConfigError(where + ": missing 'id'");
+  } else {
+    c.id = c.kind;
+  }
+  const std::string& w = where;
+
+  c.type = default_type(c.kind);
+  if (j.contains("type")) {
+    if (!j["type"].is_string()) throw ConfigError(w + ".type: must be a string");
+    c.type = j["type"].get<std::string>();
+    bool ok = false;
+    for (const auto& t : failure_types()) ok = ok || t == c.type;
+    if (!ok) {
+      std::string near = util::nearest(c.type, failure_types());
+      throw ConfigError(w + ".type: unknown failure type '" + c.type + "'" +
+                        (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+    }
+  }
+  if (!j.contains("target") && !(c.kind == "visual" && j.contains("screenshot")))
+    throw ConfigError(w + ": missing 'target'" + std::string(c.kind == "visual" ? " (a PNG URL, or give 'screenshot')" : ""));
+  const Json target = j.contains("target") ? j["target"] : Json();
+  if (j.contains("editable")) c.editable = util::string_array(j["editable"], w + ".editable");
+
+  if (c.kind == "contract" || c.kind == "visual") {
+    parse_http_check(j, w, c);
+  } else if (c.kind == "command_exit") {
+    if (target.is_array()) {
+      c.argv = util::string_array(target, w + ".target");
+    } else if (target.is_string()) {
+      c.argv = util::split_words(target.get<std::string>());
+    } else {
+      throw ConfigError(w + ".target: must be an argv array or a command string, not " + type_name(target));
+    }
+    if (c.argv.empty() || c.argv[0].empty()) throw ConfigError(w + ".target: the command is empty");
+    if (j.contains("expect")) {
+      const Json& e = j["expect"];
+      if (!e.is_number_integer()) throw ConfigError(w + ".expect: must be an exit code (integer 0-255), not " + type_name(e));
+      long long v = e.get<long long>();
+      if (v < 0 || v > 255) throw ConfigError(w + ".expect: exit code " + std::to_string(v) + " is outside 0-255");
+      c.expect_exit = static_cast<int>(v);
+    }
+    if (j.contains("timeout_s")) {
+      if (!j["timeout_s"].is_number() || j["timeout_s"].get<double>() <= 0)
+        throw ConfigError(w + ".timeout_s: must be a positive number of seconds");
+      c.timeout_s = j["timeout_s"].get<double>();
+    }
+    if (j.contains("cwd")) {
+      if (!j["cwd"].is_string()) throw ConfigError(w + ".cwd: must be a string");
+      c.cwd = j["cwd"].get<std::string>();
+    }
+    if (j.contains("tests")) c.tests = util::string_array(j["tests"], w + ".tests");
+    if (j.contains("protect_tests")) {
+      if (!j["protect_tests"].is_boolean()) throw ConfigError(w + ".protect_tests: must be true or false");
+      c.protect_tests = j["protect_tests"].get<bool>();
+    }
+  } else {
+    if (!target.is_string() || target.get<std::string>().empty())
+      throw ConfigError(w + ".target: must be a file path (string), not " + type_name(target));
+    c.path = target.get<std::string>();
+    if (c.kind == "file_sha256") {
+      if (!j.contains("expect")) throw ConfigError(w + ": missing 'expect' (the file's SHA-256, 64 hex digits)");
+      if (!j["expect"].is_string()) throw ConfigError(w + ".expect: must be a SHA-256 string, not " + type_name(j["expect"]));
+      std::string e = j["expect"].get<std::string>();
+      for (auto& ch : e) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (!is_hex64(e)) throw ConfigError(w + ".expect: '" + j["expect"].get<std::string>() + "' is not 64 hex digits");
+      c.expect_sha256 = e;
+    } else {
+      if (!j.contains("pattern") || !j["pattern"].is_string() || j["pattern"].get<std::string>().empty())
+        throw ConfigError(w + ".pattern: missing or not a non-empty string");
+      c.pattern = j["pattern"].get<std::string>();
+      try {
+        std::regex re(c.pattern);
+      } catch (const std::regex_error& e) {
+        throw ConfigError(w + ".pattern: invalid regular expression '" + c.pattern + "': " + e.what());
+      }
+      std::string e = "absent";
+      if (j.contains("expect")) {
+        if (!j["expect"].is_string()) throw ConfigError(w + ".expect: must be \"present\" or \"absent\", not " + type_name(j["expect"]));
+        e = j["expect"].get<std::string>();
+      }
+      if (e != "present" && e != "absent") throw ConfigError(w + ".expect: must be \"present\" or \"absent\", not '" + e + "'");
+      c.expect_present = e == "present";
+    }
+  }
+  return c;
+}
+
+CheckSpec parse_check_text(const std::string& text) {
+  return parse_check(util::parse_json(text, "--check"), "--check", false);
+}
+
+Json SenseResult::to_json() const {
+  return Json{{"id", id}, {"ok", ok}, {"signal", signal}, {"evidence", evidence}};
+}
+
+}  // namespace phoenix::checks

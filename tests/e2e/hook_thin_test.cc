@@ -1,0 +1,167 @@
+// End-to-end: the thin pre-push binary phoenix-hook (src/cli/main_phoenix_hook.cc)
+// against `phoenix hook run pre-push`, with the built binaries on real
+// repositories: same exit code, same output, in every case; and it runs the
+// green case itself and hands every other case over to the full hook.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "test_util.h"
+#include "util/subprocess.h"
+#include "util/text.h"
+
+namespace phoenix::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kConfig = R"({ "checks": [{ "id": "state", "kind": "command_exit",
+    "target": ["sh", "-c", "grep -q GOOD state.txt || { echo 'FAIL state_test: want GOOD'; exit 1; }"] }] })";
+
+std::string thin_bin() { return (fs::path(phoenix_bin()).parent_path() / "phoenix-hook").string(); }
+
+util::ProcessResult run_with_stdin(std::vector<std::string> argv, const std::string& cwd, const std::string& in,
+                                   std::map<std::string, std::string> env = {}) {
+  util::ProcessOptions o;
+  o.argv = std::move(argv);
+  o.cwd = cwd;
+  o.stdin_data = in;
+  o.env = std::move(env);
+  if (!o.env.count("PHOENIX_SKIP")) o.unset_env = {"PHOENIX_SKIP"};
+  o.timeout_s = 120;
+  return util::run_process(o);
+}
+
+// Durations differ from run to run; nothing else may.
+std::string normalized(const std::string& out) { return std::regex_replace(out, std::regex(R"(\(\d+ ms\))"), "(N ms)"); }
+
+class HookThin : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo = init_repo(tmp / "repo");
+    write(repo, "state.txt", "GOOD\n");
+    write(repo, ".gitignore", ".phoenix/\n");
+    write(repo, "phoenix.json", kConfig);
+    head = commit_all(repo, "initial");
+  }
+  std::string line(const std::string& sha, const std::string& ref = "refs/heads/main") {
+    return ref + " " + sha + " " + ref + " " + std::string(40, '0') + "\n";
+  }
+  // The thin binary and the full hook on the same input give the same
+  // verdict and the same words; returns the thin one's result.
+  util::ProcessResult same(const std::string& in, std::map<std::string, std::string> env = {}) {
+    auto thin = run_with_stdin({thin_bin(), "pre-push", "origin", "/nowhere.git"}, repo, in, env);
+    auto full = run_with_stdin({phoenix_bin(), "hook", "run", "pre-push", "origin", "/nowhere.git"}, repo, in, env);
+    EXPECT_EQ(thin.exit_code, full.exit_code) << "thin:\n" << thin.output << "full:\n" << full.output;
+    EXPECT_EQ(normalized(thin.output), normalized(full.output));
+    return thin;
+  }
+  // phoenix-hook copied beside a `phoenix` that only says it ran: whether
+  // the thin binary handed over, and with which arguments and stdin.
+  util::ProcessResult with_stand_in(const std::string& in, std::map<std::string, std::string> env = {}) {
+    fs::create_directories(tmp / "bin");
+    std::string copy = tmp / "bin/phoenix-hook";
+    if (!fs::exists(copy)) fs::copy_file(thin_bin(), copy);
+    write(tmp.path(), "bin/phoenix", "#!/bin/sh\necho \"FULL HOOK: $*\"\ncat\nexit 99\n");
+    ::chmod((tmp / "bin/phoenix").c_str(), 0755);
+    return run_with_stdin({copy, "pre-push", "origin", "/nowhere.git"}, repo, in, env);
+  }
+
+  ScopedTempDir tmp;
+  std::string repo, head;
+};
+
+TEST_F(HookThin, GreenHeadIsRunByTheThinBinaryItself) {
+  auto r = same(line(head));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: ok   state  exit=0"), std::string::npos) << r.output;
+  auto alone = with_stand_in(line(head));
+  EXPECT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_EQ(alone.output.find("FULL HOOK"), std::string::npos) << alone.output;
+}
+
+TEST_F(HookThin, RedHeadIsHandedOverWithArgvAndStdin) {
+  write(repo, "state.txt", "BAD\n");
+  std::string red = commit_all(repo, "break");
+  auto r = same(line(red));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: state is red in main@" + red.substr(0, 12)), std::string::npos) << r.output;
+  auto h = with_stand_in(line(red));
+  EXPECT_EQ(h.exit_code, 99) << h.output;
+  EXPECT_EQ(h.output, "FULL HOOK: hook run pre-push origin /nowhere.git\n" + line(red));
+}
+
+TEST_F(HookThin, ACommitThatIsNotHeadIsHandedOver) {
+  write(repo, "state.txt", "GOOD 2\n");
+  commit_all(repo, "second");
+  auto r = same(line(head, "refs/heads/old"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(worktree .phoenix/worktrees/hook)"), std::string::npos) << r.output;
+  EXPECT_EQ(with_stand_in(line(head, "refs/heads/old")).exit_code, 99);
+}
+
+TEST_F(HookThin, ADirtyTreeIsHandedOver) {
+  write(repo, "state.txt", "BAD but not committed\n");
+  auto r = same(line(head));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(worktree .phoenix/worktrees/hook)"), std::string::npos) << r.output;
+  EXPECT_EQ(with_stand_in(line(head)).exit_code, 99);
+}
+
+TEST_F(HookThin, ADeletionIsHandedOver) {
+  std::string del = "(delete) " + std::string(40, '0') + " refs/heads/gone " + head + "\n";
+  auto r = same(del);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(with_stand_in(del).exit_code, 99);
+}
+
+TEST_F(HookThin, PhoenixSkipIsHandedOver) {
+  auto r = same(line(head), {{"PHOENIX_SKIP", "1"}});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("PHOENIX_SKIP=1: pre-push checks skipped"), std::string::npos) << r.output;
+  EXPECT_EQ(with_stand_in(line(head), {{"PHOENIX_SKIP", "1"}}).exit_code, 99);
+}
+
+TEST_F(HookThin, MissingPhoenixJsonIsHandedOver) {
+  fs::remove(repo + "/phoenix.json");
+  std::string h = commit_all(repo, "no config");
+  auto r = same(line(h));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("no phoenix.json"), std::string::npos) << r.output;
+  EXPECT_EQ(with_stand_in(line(h)).exit_code, 99);
+}
+
+TEST_F(HookThin, InvalidPhoenixJsonGivesTheSameErrorAndExit78) {
+  write(repo, "phoenix.json", "{\n  \"checks\": [],\n  \"hook\": { \"mode\": \"verfy\" }\n}\n");
+  std::string h = commit_all(repo, "broken config");
+  auto r = same(line(h));
+  EXPECT_EQ(r.exit_code, 78) << r.output;
+  EXPECT_NE(r.output.find("hook.mode"), std::string::npos) << r.output;
+  EXPECT_EQ(with_stand_in(line(h)).exit_code, 99);
+}
+
+TEST_F(HookThin, MalformedStdinGivesTheSameUsageError) {
+  auto r = same("refs/heads/main 1234 refs/heads/main\n");
+  EXPECT_EQ(r.exit_code, 64) << r.output;
+}
+
+TEST_F(HookThin, TheInstalledShimRunsTheThinBinaryAndFallsBackWithoutIt) {
+  ASSERT_EQ(run_phoenix(repo, {"hook", "install"}).code, 0);
+  std::string shim = read(repo + "/.git/hooks/pre-push");
+  EXPECT_NE(shim.find("phoenix-hook"), std::string::npos) << shim;
+  // An install whose phoenix has no phoenix-hook beside it (older
+  // packages) runs `phoenix hook run pre-push` as before.
+  fs::create_directories(tmp / "old");
+  std::string old = tmp / "old/phoenix";
+  fs::copy_file(phoenix_bin(), old);
+  ASSERT_EQ(run({old, "hook", "install"}, repo).exit_code, 0);
+  auto r = run_with_stdin({repo + "/.git/hooks/pre-push", "origin", "/nowhere.git"}, repo, line(head));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: ok   state  exit=0"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace phoenix::test
