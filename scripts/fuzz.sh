@@ -18,8 +18,12 @@ jobs="${PHOENIX_JOBS:-$(nproc)}"
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ is missing (scripts/deps.sh installs it)" >&2; exit 78; }
 launcher=""
 command -v ccache >/dev/null 2>&1 && launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
-cmake -S "$here" -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHOENIX_FUZZ=ON \
-  -DPHOENIX_BUILD_TESTS=OFF $launcher >/dev/null
+# A build folder already configured for fuzzing (the sanitizer suite's, see
+# scripts/test.sh --sanitize) is used as it is; any other is configured here.
+if ! grep -qs '^PHOENIX_FUZZ:BOOL=ON$' "$build/CMakeCache.txt"; then
+  cmake -S "$here" -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHOENIX_FUZZ=ON \
+    -DPHOENIX_BUILD_TESTS=OFF $launcher >/dev/null
+fi
 cmake --build "$build" --target phoenix_fuzzers -j "$jobs" -- --no-print-directory >/dev/null
 
 targets=("$@")
