@@ -27,14 +27,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string resolve(const std::string& root, const std::string& p) {
-  if (!p.empty() && p[0] == '/') return p;
-  return root + "/" + p;
-}
-
 SenseResult sense_sha256(const CheckSpec& c, const std::string& root) {
   SenseResult r;
-  std::string p = resolve(root, c.path);
+  std::string p = resolve_in(root, c.path);
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) {
     r.signal = "missing: " + c.path;
@@ -50,7 +45,7 @@ SenseResult sense_sha256(const CheckSpec& c, const std::string& root) {
 
 SenseResult sense_regex(const CheckSpec& c, const std::string& root) {
   SenseResult r;
-  std::string p = resolve(root, c.path);
+  std::string p = resolve_in(root, c.path);
   std::ifstream in(p, std::ios::binary);
   if (!in) {
     r.signal = "missing: " + c.path;

@@ -82,6 +82,10 @@ SenseResult sense(const CheckSpec& spec, const std::string& root);
 // sense() of a command_exit check (check_command.cc: links only
 // Boost.Process, for the pre-push hook's thin binary phoenix-hook).
 SenseResult sense_command_exit(const CheckSpec& spec, const std::string& root);
+
+// `p` as given when absolute, else under the work tree `root`.
+std::string resolve_in(const std::string& root, const std::string& p);
+
 // What sense() does to every kind's result: the id, the duration when the
 // kind did not measure one, output defaulting to evidence, secrets redacted.
 SenseResult finish_sense(SenseResult r, const CheckSpec& spec, std::chrono::steady_clock::time_point start);

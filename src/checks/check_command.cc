@@ -11,18 +11,18 @@
 
 namespace phoenix::checks {
 
-namespace {
-
-std::string resolve(const std::string& root, const std::string& p) {
+std::string resolve_in(const std::string& root, const std::string& p) {
   if (!p.empty() && p[0] == '/') return p;
   return root + "/" + p;
 }
+
+namespace {
 
 SenseResult run_command(const CheckSpec& c, const std::string& root) {
   SenseResult r;
   util::ProcessOptions o;
   o.argv = c.argv;
-  o.cwd = c.cwd.empty() ? root : resolve(root, c.cwd);
+  o.cwd = c.cwd.empty() ? root : resolve_in(root, c.cwd);
   o.timeout_s = c.timeout_s;
   o.head_bytes = 16 * 1024;
   o.tail_bytes = 64 * 1024;
