@@ -53,7 +53,7 @@ git -C "$work/phoenix" push -q --no-verify origin main
 setup lefthook
 lh_cache="$build/bench-cache/lefthook"
 if [ -x "$lh_cache/node_modules/.bin/lefthook" ] ||
-   (mkdir -p "$lh_cache" && cd "$lh_cache" && npm i -E --silent --no-audit --no-fund --prefix . lefthook@2.2.1 >"$work/npm.log" 2>&1); then
+   (mkdir -p "$lh_cache" && cd "$lh_cache" && npm i -E --silent --ignore-scripts --no-audit --no-fund --prefix . lefthook@2.2.1 >"$work/npm.log" 2>&1); then
   ln -s "$lh_cache/node_modules" "$work/lefthook/node_modules"
   cat >"$work/lefthook/lefthook.yml" <<'EOF'
 pre-push:
