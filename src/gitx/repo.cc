@@ -91,6 +91,32 @@ IndexPtr fresh_index(git_repository* repo) {
   return index;
 }
 
+// After files were written behind the index's back (a patch applied to the
+// work tree only), the stat data the index holds for them cannot be
+// trusted: a file rewritten with content of the same size within the same
+// clock tick, reusing the freed inode, keeps every stat field, and once the
+// index file itself is newer, git and libgit2 would take the old content
+// for the new (the heal commit would miss the change). Their sizes are set
+// to 0 in the index, as git does for racily clean entries, so the next
+// status or `add` reads the files again. The staged content is unchanged.
+void smudge_index_entries(git_repository* repo, git_diff* diff) {
+  IndexPtr index = fresh_index(repo);
+  bool changed = false;
+  for (size_t i = 0, n = git_diff_num_deltas(diff); i < n; ++i) {
+    const git_diff_delta* d = git_diff_get_delta(diff, i);
+    for (const char* path : {d->old_file.path, d->new_file.path}) {
+      if (!path) continue;
+      const git_index_entry* e = git_index_get_bypath(index.get(), path, 0);
+      if (!e || e->file_size == 0) continue;
+      git_index_entry copy = *e;
+      copy.file_size = 0;
+      check(git_index_add(index.get(), &copy), "smudge index entry");
+      changed = true;
+    }
+  }
+  if (changed) check(git_index_write(index.get()), "write index");
+}
+
 ObjectPtr revparse(git_repository* repo, const std::string& rev) {
   git_object* obj = nullptr;
   int rc = rev.empty() ? GIT_ENOTFOUND : git_revparse_single(&obj, repo, rev.c_str());
@@ -721,6 +747,7 @@ void Repo::apply_patch(const std::string& patch, ApplyLocation where) {
   fresh_index(raw());
   PHOENIX_FAULT("mid-apply");
   check(git_apply(raw(), diff.get(), to_location(where), nullptr), "apply patch");
+  if (where == ApplyLocation::kWorkdir) smudge_index_entries(raw(), diff.get());
 }
 
 bool Repo::check_patch_applies(const std::string& patch, ApplyLocation where, std::string* why) const {
