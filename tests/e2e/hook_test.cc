@@ -418,15 +418,15 @@ TEST_F(HookE2E, AnotherRunHoldingTheLockBlocks) {
 
 TEST_F(HookE2E, TheHookTimeoutCapsTheChecks) {
   write(repo, "phoenix.json",
-        R"({ "checks": [{ "id": "slow", "kind": "command_exit", "target": ["sleep", "30"] }], "hook": { "timeout_s": 1 } })");
+        R"({ "checks": [{ "id": "slow", "kind": "command_exit", "target": ["sleep", "600"] }], "hook": { "timeout_s": 1 } })");
   commit_all(repo, "slow check");
   install();
-  auto start = std::chrono::steady_clock::now();
+  // Only the hook's timeout can end a ten-minute check before the push's
+  // own timeout does, and it says so.
   auto r = push({"origin", "main"});
-  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_LT(took, 15) << r.output;
   EXPECT_NE(r.output.find("RED  slow"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("timeout after "), std::string::npos) << r.output;
 }
 
 TEST_F(HookE2E, TheShimSaysWhenItsBinaryIsGone) {

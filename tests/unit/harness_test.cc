@@ -679,13 +679,13 @@ TEST_F(HarnessRun, AnAgentEchoingThePromptIsNotRateLimited) {
 
 TEST_F(HarnessRun, TimeoutKillsTheWholeProcessTree) {
   const std::string pidfile = tmp / "sleeper.pid";
-  Request r = request("spawn-sleeper 60 " + pidfile + "; sleep 60");
+  // Both would sleep for 10 minutes: a runner that waited for either (or for
+  // the sleeper's copy of the output pipe) would not return before the
+  // test's own timeout, and the sleeper would still be alive.
+  Request r = request("spawn-sleeper 600 " + pidfile + "; sleep 600");
   r.timeout_s = 1;
-  const auto t0 = std::chrono::steady_clock::now();
   Proposal p = HarnessFixer().propose(r);
-  const auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(p.status, Status::kTimeout) << p.detail;
-  EXPECT_LT(took, std::chrono::seconds(20));
   EXPECT_EQ(p.model_calls, 1);
   const pid_t sleeper = std::stoi(read(pidfile));
   // Killed with its group; once reparented it may linger as a zombie until
