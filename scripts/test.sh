@@ -3,10 +3,11 @@
 #
 #   scripts/test.sh              the whole suite (build/, crash points compiled in)
 #   scripts/test.sh --sanitize   the whole suite again under AddressSanitizer +
-#                                UndefinedBehaviorSanitizer (build-asan/); any report fails
-#   scripts/test.sh --fuzz [S]   every libFuzzer target for S seconds each (build-fuzz/)
+#                                UndefinedBehaviorSanitizer (clang, build-asan/); any report fails
+#   scripts/test.sh --fuzz [S]   every libFuzzer target for S seconds each (build-asan/)
 #   scripts/test.sh --ci         what .ci/run runs: the suite with 100 random kills and the
-#                                .deb installed for real
+#                                .deb installed for real, then the sanitizer suite, then
+#                                every fuzz target for 20 s
 #
 # Test builds compile the named crash points (-DPHOENIX_FAULT_POINTS=ON); a
 # plain scripts/build.sh or cmake build does not.
@@ -44,22 +45,24 @@ sanitized_suite() {
   # -O1 with line tables only: the instrumented build costs a fraction of a
   # RelWithDebInfo one and its reports still name file:line. No benchmarks.
   # Tests that measure the release binary itself (peak memory, the .deb's
-  # dependencies) are left to the plain suite.
+  # dependencies) are left to the plain suite. clang, with the libFuzzer
+  # targets: one instrumented build serves the suite and scripts/fuzz.sh.
   PHOENIX_BUILD_TYPE=Sanitize PHOENIX_CTEST_EXCLUDE="${PHOENIX_CTEST_EXCLUDE:-^Package|MaxRss|PeakMemory|Gigabyte|HugeDeclaredSizeCostsNoMemory}" \
-    suite "${PHOENIX_ASAN_BUILD_DIR:-$here/build-asan}" \
-    "-DPHOENIX_SANITIZE=ON -DPHOENIX_BUILD_BENCH=OFF"
+    suite "$asan_build" \
+    "-DCMAKE_CXX_COMPILER=clang++ -DPHOENIX_SANITIZE=ON -DPHOENIX_FUZZ=ON -DPHOENIX_BUILD_BENCH=OFF"
 }
+asan_build="${PHOENIX_ASAN_BUILD_DIR:-$here/build-asan}"
 
 case "$mode" in
   plain) suite "${PHOENIX_BUILD_DIR:-$here/build}" "" ;;
   --sanitize) sanitized_suite ;;
-  --fuzz) "$here/scripts/fuzz.sh" "${2:-20}" ;;
+  --fuzz) PHOENIX_FUZZ_BUILD_DIR="${PHOENIX_FUZZ_BUILD_DIR:-$asan_build}" "$here/scripts/fuzz.sh" "${2:-20}" ;;
   --ci)
     export PHOENIX_RANDOM_KILLS="${PHOENIX_RANDOM_KILLS:-100}"
     # CI machines are disposable: the .deb is also installed for real with
     # apt-get there, and removed again (PackageDeb.AptGetInstallsItWhenAsked).
     (export PHOENIX_TEST_INSTALL_DEB="${PHOENIX_TEST_INSTALL_DEB:-1}"; suite "${PHOENIX_BUILD_DIR:-$here/build}" "")
-    # The sanitizer suite and the fuzzers join CI once --sanitize runs clean
-    # (docs/reliability.md lists what it still reports).
+    sanitized_suite
+    PHOENIX_FUZZ_BUILD_DIR="${PHOENIX_FUZZ_BUILD_DIR:-$asan_build}" "$here/scripts/fuzz.sh" "${PHOENIX_FUZZ_SECONDS:-20}"
     ;;
 esac

@@ -9,6 +9,21 @@
 
 namespace phoenix::test {
 
+// True in a build under AddressSanitizer (scripts/test.sh --sanitize), whose
+// shadow memory and quarantine make a bound on peak memory meaningless; the
+// plain suite checks those bounds.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 // A fresh directory under $TMPDIR, removed (recursively) on destruction.
 class ScopedTempDir {
  public:
