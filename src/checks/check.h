@@ -81,7 +81,9 @@ SenseResult sense(const CheckSpec& spec, const std::string& root);
 
 // sense() of a command_exit check (check_command.cc: links only
 // Boost.Process, for the pre-push hook's thin binary phoenix-hook).
-SenseResult sense_command_exit(const CheckSpec& spec, const std::string& root);
+// `cancel_fd`: see util::ProcessOptions::cancel_fd; a run stopped through it
+// is red with the signal "cancelled".
+SenseResult sense_command_exit(const CheckSpec& spec, const std::string& root, int cancel_fd = -1);
 
 // `p` as given when absolute, else under the work tree `root`.
 std::string resolve_in(const std::string& root, const std::string& p);

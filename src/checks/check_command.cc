@@ -18,7 +18,7 @@ std::string resolve_in(const std::string& root, const std::string& p) {
 
 namespace {
 
-SenseResult run_command(const CheckSpec& c, const std::string& root) {
+SenseResult run_command(const CheckSpec& c, const std::string& root, int cancel_fd) {
   SenseResult r;
   util::ProcessOptions o;
   o.argv = c.argv;
@@ -26,6 +26,7 @@ SenseResult run_command(const CheckSpec& c, const std::string& root) {
   o.timeout_s = c.timeout_s;
   o.head_bytes = 16 * 1024;
   o.tail_bytes = 64 * 1024;
+  o.cancel_fd = cancel_fd;
   util::ProcessResult p = util::run_process(o);
   r.duration_ms = p.duration_ms;
   r.output = util::to_valid_utf8(p.output);
@@ -49,6 +50,10 @@ SenseResult run_command(const CheckSpec& c, const std::string& root) {
   if (p.interrupted) {
     r.interrupted = true;
     r.signal = "interrupted";
+    return r;
+  }
+  if (p.cancelled) {
+    r.signal = "cancelled";
     return r;
   }
   if (p.timed_out) {
@@ -76,9 +81,9 @@ SenseResult finish_sense(SenseResult r, const CheckSpec& spec, std::chrono::stea
   return r;
 }
 
-SenseResult sense_command_exit(const CheckSpec& spec, const std::string& root) {
+SenseResult sense_command_exit(const CheckSpec& spec, const std::string& root, int cancel_fd) {
   auto start = std::chrono::steady_clock::now();
-  return finish_sense(run_command(spec, root), spec, start);
+  return finish_sense(run_command(spec, root, cancel_fd), spec, start);
 }
 
 }  // namespace phoenix::checks

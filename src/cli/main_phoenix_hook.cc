@@ -16,9 +16,11 @@
 //
 // It links only phoenix_lite: no libgit2, OpenSSL, SQLite or Boost library.
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cstdlib>
@@ -29,6 +31,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -99,6 +102,13 @@ struct SavedEnv {
 // The green path, or nullopt to hand over to the full hook. Prints nothing
 // before it knows the push is green (or interrupted, or out of time: what
 // the full hook would print at that point, as it would).
+//
+// `git status` and the checks run at the same time: Phoenix's one question
+// to git then costs nothing beside a check that takes longer than git does.
+// The moment git's answer is anything but "the pushed commit is a clean
+// HEAD", the check still running is stopped (its process group killed)
+// and the full hook takes over; a check's result counts only once git has
+// said yes.
 std::optional<int> green(const std::vector<hook::PushedRef>& refs, const std::string& root) {
   const auto start = std::chrono::steady_clock::now();
   config::Config cfg;
@@ -122,36 +132,85 @@ std::optional<int> green(const std::vector<hook::PushedRef>& refs, const std::st
   } catch (const Error&) {
     return std::nullopt;
   }
-  hook::forget_git_location_env();
-  const std::optional<hook::HeadState> st = hook::head_state_from_git(root);
-  if (!st || !st->clean || st->head.empty()) return std::nullopt;
+  hook::forget_git_location_env();  // before any thread: the environment is shared
+
+  // Readable once git has answered anything but a clean HEAD being pushed.
+  const int not_green = ::eventfd(0, EFD_CLOEXEC);
+  if (not_green < 0) return std::nullopt;
+  std::optional<hook::HeadState> st;
   std::vector<const hook::PushedRef*> pushing;
-  for (const auto& r : refs) {
-    if (r.deletion()) continue;
-    if (r.local_sha != st->head) return std::nullopt;
-    pushing.push_back(&r);
-  }
-  const std::string where = hook::push_label(pushing, st->head);
-  const bool color = util::term::color_enabled(2);
+  bool head_green = false;
+  std::thread status([&] {
+    try {
+      st = hook::head_state_from_git(root);
+      head_green = st && st->clean && !st->head.empty();
+      for (const auto& r : refs) {
+        if (r.deletion()) continue;
+        if (!head_green || r.local_sha != st->head) {
+          head_green = false;
+          break;
+        }
+        pushing.push_back(&r);
+      }
+    } catch (const std::exception&) {
+      head_green = false;
+    }
+    if (!head_green) {
+      const uint64_t one = 1;
+      (void)!::write(not_green, &one, sizeof one);
+    }
+  });
+  struct Joined {
+    std::thread& t;
+    int fd;
+    ~Joined() {
+      if (t.joinable()) t.join();
+      ::close(fd);
+    }
+  } joined{status, not_green};
 
   const auto deadline = start + std::chrono::duration<double>(cfg.hook.timeout_s);
-  std::ostringstream out;
+  std::vector<checks::SenseResult> results;
+  std::optional<std::string> out_of_time;
   for (const auto& spec : selected) {
     double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
-      std::cerr << out.str() << "phoenix: hook.timeout_s (" << cfg.hook.timeout_s << " s) ran out before " << spec.id
-                << " in " << where << "; push blocked\n";
-      return kExitRed;
+      out_of_time = spec.id;
+      break;
     }
     checks::CheckSpec capped = spec;
     capped.timeout_s = std::min(spec.timeout_s, left);
-    checks::SenseResult r = checks::sense_command_exit(capped, root);
-    if (r.interrupted || util::interrupted_signal() != 0) {
+    checks::SenseResult r = checks::sense_command_exit(capped, root, not_green);
+    const bool red = !r.ok;
+    results.push_back(std::move(r));
+    if (red) break;
+  }
+  status.join();
+  // Ctrl-C blocks the push whatever git said: handing over would run the
+  // checks again.
+  const bool interrupted = util::interrupted_signal() != 0 ||
+                           std::any_of(results.begin(), results.end(), [](const auto& r) { return r.interrupted; });
+  if (!head_green && !interrupted) return std::nullopt;  // another commit, a dirty tree, git could not say
+
+  const std::string where = head_green ? hook::push_label(pushing, st->head) : std::string();
+  const bool color = util::term::color_enabled(2);
+  std::ostringstream out;
+  for (const auto& r : results) {
+    if (r.interrupted || !head_green) {
       std::cerr << out.str() << "phoenix: interrupted; push blocked\n";
       return kExitInterrupted;
     }
     if (!r.ok) return std::nullopt;  // red: the full hook blocks or heals
     hook::print_result(out, color, r, where);
+  }
+  if (interrupted) {
+    std::cerr << out.str() << "phoenix: interrupted; push blocked\n";
+    return kExitInterrupted;
+  }
+  if (out_of_time) {
+    std::cerr << out.str() << "phoenix: hook.timeout_s (" << cfg.hook.timeout_s << " s) ran out before " << *out_of_time
+              << " in " << where << "; push blocked\n";
+    return kExitRed;
   }
   std::cerr << out.str();
   return kExitOk;

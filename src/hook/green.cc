@@ -149,11 +149,11 @@ std::optional<std::string> find_work_tree(const std::string& cwd) {
   }
 }
 
-// From one `git status --porcelain=v2 --branch -z -uall` in `root`;
+// From one `git status --porcelain=v2 --branch -z -unormal` in `root`;
 // nullopt when git cannot say (not installed, fails, output not understood).
 std::optional<HeadState> head_state_from_git(const std::string& root) {
   util::ProcessOptions o;
-  o.argv = {"git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"};
+  o.argv = {"git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal"};
   o.cwd = root;
   o.timeout_s = 600;
   o.head_bytes = 1 << 20;

@@ -59,6 +59,9 @@ struct ProcessOptions {
   // process still carrying that entry (read from /proc/<pid>/environ) is
   // killed. One that empties or replaces its environment escapes this.
   bool kill_strays = false;
+  // A descriptor (an eventfd, a pipe's read end) that, once readable, stops
+  // the child: its group is killed and ProcessResult::cancelled set. -1: none.
+  int cancel_fd = -1;
 };
 
 struct ProcessResult {
@@ -68,6 +71,7 @@ struct ProcessResult {
   bool not_executable = false;
   bool timed_out = false;    // stopped because timeout_s passed
   bool interrupted = false;  // stopped because Phoenix was interrupted
+  bool cancelled = false;    // stopped because ProcessOptions::cancel_fd became readable
   std::string output;        // stdout+stderr, head and tail (raw bytes)
   size_t output_bytes = 0;   // total bytes printed
   bool output_truncated = false;
