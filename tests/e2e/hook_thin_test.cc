@@ -111,6 +111,40 @@ TEST_F(HookThin, ADirtyTreeIsHandedOver) {
   EXPECT_EQ(with_stand_in(line(head)).exit_code, 99);
 }
 
+// git status and the check start together; a dirty tree stops the check
+// still running in place. Here the check would sleep for ten minutes in
+// the user's (dirty) work tree and returns at once in the hook's worktree,
+// where the untracked file is not: only the stop lets the push finish
+// before the test's own timeout, and the in-place run's pid is dead.
+TEST_F(HookThin, ADirtyTreeStopsTheCheckAlreadyRunningInPlace) {
+  const std::string pidfile = tmp / "inplace.pid";
+  write(repo, "phoenix.json", R"({ "checks": [{ "id": "slow-in-place", "kind": "command_exit",
+      "target": ["sh", "-c", "if [ -f untracked.txt ]; then echo $$ > )" + pidfile + R"(; exec sleep 600; fi"] }] })");
+  head = commit_all(repo, "a check that is slow only in a dirty tree");
+  write(repo, "untracked.txt", "not committed\n");
+  auto r = run_with_stdin({thin_bin(), "pre-push", "origin", "/nowhere.git"}, repo, line(head));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(worktree .phoenix/worktrees/hook)"), std::string::npos) << r.output;
+  // The in-place run may have been stopped before its shell wrote its pid.
+  if (fs::exists(pidfile)) {
+    const std::string pid = util::trim(read(pidfile));
+    std::string stat = read("/proc/" + pid + "/stat");
+    EXPECT_TRUE(stat.empty() || stat.find(") Z ") != std::string::npos) << "the in-place check survived: " << stat;
+  }
+}
+
+// A clean HEAD: the check started beside git status counts, and runs once.
+TEST_F(HookThin, ACleanHeadRunsEachCheckOnceBesideGitStatus) {
+  const std::string runs = tmp / "runs.txt";
+  write(repo, "phoenix.json", R"({ "checks": [{ "id": "counted", "kind": "command_exit",
+      "target": ["sh", "-c", "echo run >> )" + runs + R"("] }] })");
+  head = commit_all(repo, "a check that counts its runs");
+  auto r = run_with_stdin({thin_bin(), "pre-push", "origin", "/nowhere.git"}, repo, line(head));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: ok   counted  exit=0"), std::string::npos) << r.output;
+  EXPECT_EQ(read(runs), "run\n");
+}
+
 TEST_F(HookThin, ADeletionIsHandedOver) {
   std::string del = "(delete) " + std::string(40, '0') + " refs/heads/gone " + head + "\n";
   auto r = same(del);
