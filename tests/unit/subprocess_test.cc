@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "test_util.h"
 #include "util/atomic_file.h"
@@ -33,6 +35,41 @@ TEST(Subprocess, NotExecutable) {
   auto r = run_process({.argv = {tmp / "script.sh"}});
   EXPECT_TRUE(r.not_executable);
   EXPECT_EQ(r.exit_code, 126);
+}
+
+// Executable bits but no #! line: only execve itself can refuse it
+// (ENOEXEC), after the child was started; the refusal reaches the parent.
+TEST(Subprocess, ExecRefusedAfterStartIsNotExecutable) {
+  test::ScopedTempDir tmp;
+  test::write(tmp.path(), "plain.sh", "echo no interpreter line\n");
+  std::filesystem::permissions(tmp / "plain.sh", std::filesystem::perms::owner_all);
+  auto r = run_process({.argv = {tmp / "plain.sh"}});
+  EXPECT_TRUE(r.not_executable);
+  EXPECT_EQ(r.exit_code, 126);
+  EXPECT_EQ(r.output, "");
+}
+
+// A cancel descriptor that turns readable stops the child's whole group.
+TEST(Subprocess, CancelFdStopsTheChild) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ProcessOptions o{.argv = {"sh", "-c", "sleep 600 & sleep 600"}};
+  o.cancel_fd = fds[0];
+  Subprocess p(o);
+  ASSERT_TRUE(p.started());
+  ASSERT_EQ(::write(fds[1], "x", 1), 1);
+  ProcessResult r = p.wait();
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_FALSE(r.timed_out);
+  // Killed; a reparented one may linger as a zombie until init reaps it.
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = ::kill(-static_cast<pid_t>(r.pid), 0) == -1;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_TRUE(gone) << "a process of its group survived";
+  ::close(fds[0]);
+  ::close(fds[1]);
 }
 
 TEST(Subprocess, SignalMapsLikeAShell) {
