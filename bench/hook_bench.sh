@@ -119,12 +119,15 @@ fi
 # alike. Beside them, the floor of any hook that runs `true`: a shell
 # script with that one line.
 printf '#!/bin/sh\ntrue\n' >"$work/floor-hook"
-chmod +x "$work/floor-hook"
+# ... and of any hook that asks git whether the tree is clean first: the
+# same `git status` Phoenix's green path runs, then `true`.
+printf '#!/bin/sh\ngit --no-optional-locks status --porcelain=v2 --branch -z --untracked-files=normal >/dev/null && true\n' >"$work/gitfloor-hook"
+chmod +x "$work/floor-hook" "$work/gitfloor-hook"
 alone=(phoenix)
 [[ " ${variants[*]} " == *" lefthook "* ]] && alone+=(lefthook)
-alone+=(floor)
-hook_of() { if [ "$1" = floor ]; then echo "$work/floor-hook"; else echo "$work/$1/.git/hooks/pre-push"; fi; }
-dir_of() { if [ "$1" = floor ]; then echo "$work/phoenix"; else echo "$work/$1"; fi; }
+alone+=(floor gitfloor)
+hook_of() { case $1 in floor|gitfloor) echo "$work/$1-hook" ;; *) echo "$work/$1/.git/hooks/pre-push" ;; esac; }
+dir_of() { case $1 in floor|gitfloor) echo "$work/phoenix" ;; *) echo "$work/$1" ;; esac; }
 for v in "${alone[@]}"; do
   d=$(dir_of "$v")
   sha=$(git -C "$d" rev-parse HEAD)
@@ -171,6 +174,8 @@ if [[ " ${alone[*]} " == *" lefthook "* ]]; then
   awk -v l="$l" -v lc="$lc" 'BEGIN { printf "lefthook 2.2.1:     %6.2f ms wall   %6.2f ms CPU\n", l / 1000, lc / 1000 }'
 fi
 awk -v f="$f" -v fc="$fc" 'BEGIN { printf "sh running true:    %6.2f ms wall   %6.2f ms CPU (the floor of any hook)\n", f / 1000, fc / 1000 }'
+g=$(med gitfloor); cpu_us gitfloor >"$work/cpu"; gc=$(cat "$work/cpu")
+awk -v f="$g" -v fc="$gc" 'BEGIN { printf "sh: git status, true:%5.2f ms wall   %6.2f ms CPU (the floor of a hook that asks git first)\n", f / 1000, fc / 1000 }'
 if [[ " ${alone[*]} " == *" lefthook "* ]]; then
   awk -v p="$p" -v l="$l" -v pc="$pc" -v lc="$lc" 'BEGIN {
     printf "phoenix / lefthook: wall %.3f, CPU %.3f (goal: under 0.10; wall: %s)\n", p / l, (lc > 0 ? pc / lc : 0), (p / l < 0.10 ? "met" : "NOT met")
