@@ -192,21 +192,21 @@ std::optional<int> green(const std::vector<hook::PushedRef>& refs, const std::st
                            std::any_of(results.begin(), results.end(), [](const auto& r) { return r.interrupted; });
   if (!head_green && !interrupted) return std::nullopt;  // another commit, a dirty tree, git could not say
 
+  // The green lines before the first red (or interrupted) check, as the
+  // full hook would have printed them before stopping there.
   const std::string where = head_green ? hook::push_label(pushing, st->head) : std::string();
   const bool color = util::term::color_enabled(2);
   std::ostringstream out;
-  for (const auto& r : results) {
-    if (r.interrupted || !head_green) {
-      std::cerr << out.str() << "phoenix: interrupted; push blocked\n";
-      return kExitInterrupted;
+  if (head_green)
+    for (const auto& r : results) {
+      if (!r.ok) break;
+      hook::print_result(out, color, r, where);
     }
-    if (!r.ok) return std::nullopt;  // red: the full hook blocks or heals
-    hook::print_result(out, color, r, where);
-  }
   if (interrupted) {
     std::cerr << out.str() << "phoenix: interrupted; push blocked\n";
     return kExitInterrupted;
   }
+  if (!results.empty() && !results.back().ok) return std::nullopt;  // red: the full hook blocks or heals
   if (out_of_time) {
     std::cerr << out.str() << "phoenix: hook.timeout_s (" << cfg.hook.timeout_s << " s) ran out before " << *out_of_time
               << " in " << where << "; push blocked\n";

@@ -3,11 +3,13 @@
 // repositories: same exit code, same output, in every case; and it runs the
 // green case itself and hands every other case over to the full hook.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <thread>
 
 #include "test_util.h"
 #include "util/subprocess.h"
@@ -143,6 +145,29 @@ TEST_F(HookThin, ACleanHeadRunsEachCheckOnceBesideGitStatus) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("phoenix: ok   counted  exit=0"), std::string::npos) << r.output;
   EXPECT_EQ(read(runs), "run\n");
+}
+
+// Ctrl-C while a check runs in place blocks the push with 130 instead of
+// handing over (the full hook would run the ten-minute check again and
+// meet the test's timeout instead).
+TEST_F(HookThin, AnInterruptedCheckBlocksThePushWith130) {
+  const std::string started = tmp / "started";
+  write(repo, "phoenix.json", R"({ "checks": [{ "id": "slow", "kind": "command_exit",
+      "target": ["sh", "-c", "touch )" + started + R"(; exec sleep 600"] }] })");
+  head = commit_all(repo, "a slow check");
+  util::ProcessOptions o;
+  o.argv = {thin_bin(), "pre-push", "origin", "/nowhere.git"};
+  o.cwd = repo;
+  o.stdin_data = line(head);
+  o.unset_env = {"PHOENIX_SKIP"};
+  o.timeout_s = 120;
+  util::Subprocess hook(o);
+  for (int i = 0; i < 400 && !fs::exists(started); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_TRUE(fs::exists(started)) << "the check never started";
+  ::kill(static_cast<pid_t>(hook.pid()), SIGINT);
+  auto r = hook.wait();
+  EXPECT_EQ(r.exit_code, 130) << r.output;
+  EXPECT_NE(r.output.find("phoenix: interrupted; push blocked"), std::string::npos) << r.output;
 }
 
 TEST_F(HookThin, ADeletionIsHandedOver) {
