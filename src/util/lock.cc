@@ -40,18 +40,25 @@ FileLock::FileLock(const std::string& path, int wait_ms, const std::string& what
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms + rng() % (backoff_ms + 1)));
     backoff_ms = std::min(backoff_ms * 2, 100);
   }
-  std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd_, 0) == 0) {
-    ssize_t ignored = ::pwrite(fd_, pid.data(), pid.size(), 0);
-    (void)ignored;
+  write_record(std::to_string(::getpid()));
+}
+
+// The file holds one record of fixed size, the holder's pid or blanks,
+// rewritten in place: no truncation, which on ext4 costs a journalled
+// block release and allocation on every take and release of the lock (a
+// tenth of a green pre-push hook's own time).
+void FileLock::write_record(const std::string& pid) const {
+  std::string record = pid;
+  record.resize(kRecordSize - 1, ' ');
+  record += '\n';
+  if (::pwrite(fd_, record.data(), record.size(), 0) != static_cast<ssize_t>(record.size())) {
+    // the pid is a courtesy for the error message; the flock is what counts
   }
 }
 
 FileLock::~FileLock() {
   if (fd_ >= 0) {
-    if (::ftruncate(fd_, 0) != 0) {
-      // the pid stays behind; harmless, the flock is what counts
-    }
+    write_record("");
     ::flock(fd_, LOCK_UN);
     ::close(fd_);
   }
@@ -60,7 +67,7 @@ FileLock::~FileLock() {
 long FileLock::holder_pid(const std::string& path) {
   try {
     std::string s = read_file(path);
-    return std::stol(s);
+    return s.find_first_not_of(" \n") == std::string::npos ? 0 : std::stol(s);
   } catch (...) {
     return 0;
   }

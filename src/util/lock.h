@@ -2,8 +2,8 @@
 //
 // FileLock: an flock(2) on a lock file, released by the kernel when the
 // holder dies, so a crashed run never leaves a lock that blocks the next one.
-// The holder writes its pid into the file so a waiting process can say who
-// holds it.
+// The holder writes its pid into the file (blanks once released) so a
+// waiting process can say who holds it.
 #pragma once
 
 #include <string>
@@ -23,6 +23,8 @@ class FileLock {
   static long holder_pid(const std::string& path);
 
  private:
+  static constexpr size_t kRecordSize = 21;  // a 64-bit pid, padded, and a newline
+  void write_record(const std::string& pid) const;
   int fd_ = -1;
   std::string path_;
 };

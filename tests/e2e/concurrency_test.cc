@@ -69,6 +69,7 @@ TEST_F(Concurrency, SecondRunRefusesNamingTheHolderPid) {
   EXPECT_EQ(util::split_lines(util::trim(second.out)).size(), 1u) << "one clear line:\n" << second.out;
   util::ProcessResult r = first.wait();
   EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(util::FileLock::holder_pid(lock), 0) << "a released lock still names a holder";
   // Once it ended, the next run goes ahead.
   EXPECT_EQ(run_phoenix(repo, {"run"}).code, 0);
   expect_trace_verifies();
