@@ -245,6 +245,8 @@ struct Subprocess::Impl {
   int out_fd = -1;
   int in_fd = -1;
   std::thread reader, writer;
+  bool inline_io = false;  // no reader thread: await_exit() and finish_io() read out_fd
+  bool out_eof = false;
   std::atomic<bool> stop_reading{false};
   std::string run_token_entry;  // "PHOENIX_RUN_TOKEN=<token>" with kill_strays
   mutable std::mutex mu;
@@ -317,6 +319,19 @@ struct Subprocess::Impl {
     if (reader.joinable()) {
       std::unique_lock<std::mutex> lock(done_mu);
       done_cv.wait_for(lock, std::chrono::milliseconds(300), [this] { return reader_done.load(); });
+    } else if (inline_io) {
+      // What the child wrote before it ended, up to the end of the pipe;
+      // a process that escaped the group and holds the pipe open is given
+      // the same 300 ms the reader thread is.
+      const auto until = Clock::now() + std::chrono::milliseconds(300);
+      while (!out_eof) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+        if (left <= 0) break;
+        struct pollfd p{out_fd, POLLIN, 0};
+        int r = ::poll(&p, 1, static_cast<int>(left));
+        if (r < 0 && errno != EINTR) break;
+        if (r > 0) read_chunk();
+      }
     }
     stop_reading = true;
     if (reader.joinable()) reader.join();
@@ -338,34 +353,51 @@ struct Subprocess::Impl {
   // Until the child exits, `ms` pass, a signal arrives or (with `cancel`)
   // opt.cancel_fd becomes readable, which it returns: with a pidfd the exit
   // wakes us at once, else a short sleep.
+  // With inline_io, output that arrives meanwhile is read too (a child
+  // blocked on a full pipe would never exit).
   bool await_exit(int ms, int fallback_us, bool cancel = false) {
-    struct pollfd p[2] = {{pid_fd, POLLIN, 0}, {cancel ? opt.cancel_fd : -1, POLLIN, 0}};
+    struct pollfd p[3] = {{pid_fd, POLLIN, 0},
+                          {cancel ? opt.cancel_fd : -1, POLLIN, 0},
+                          {inline_io && !out_eof ? out_fd : -1, POLLIN, 0}};
     if (pid_fd >= 0) {
-      ::poll(p, 2, ms);
-    } else if (p[1].fd >= 0) {
-      ::poll(p + 1, 1, std::max(1, std::min(fallback_us / 1000, ms)));
+      ::poll(p, 3, ms);
+    } else if (p[1].fd >= 0 || p[2].fd >= 0) {
+      ::poll(p + 1, 2, std::max(1, std::min(fallback_us / 1000, ms)));
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(std::min(fallback_us, ms * 1000)));
     }
+    if (p[2].fd >= 0 && (p[2].revents & (POLLIN | POLLHUP | POLLERR)) != 0) read_chunk();
     return p[1].fd >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
   }
 
-  void read_loop() {
+  // One read of out_fd, which poll said is readable; false (and out_eof)
+  // at the end of the pipe or on an error.
+  bool read_chunk() {
     char buf[65536];
+    ssize_t n;
+    do n = ::read(out_fd, buf, sizeof buf);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN) return true;
+    if (n <= 0) {
+      out_eof = true;
+      return false;
+    }
+    std::string_view chunk(buf, static_cast<size_t>(n));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      output.append(chunk);
+    }
+    if (opt.on_output) opt.on_output(chunk);
+    return true;
+  }
+
+  void read_loop() {
     for (;;) {
       struct pollfd p{out_fd, POLLIN, 0};
       int r = ::poll(&p, 1, 50);
       if (r < 0 && errno != EINTR) break;
       if (r > 0) {
-        ssize_t n = ::read(out_fd, buf, sizeof buf);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n <= 0) break;
-        std::string_view chunk(buf, static_cast<size_t>(n));
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          output.append(chunk);
-        }
-        if (opt.on_output) opt.on_output(chunk);
+        if (!read_chunk()) break;
         continue;
       }
       if (stop_reading) break;
@@ -392,9 +424,12 @@ struct Subprocess::Impl {
   }
 };
 
-Subprocess::Subprocess(ProcessOptions options) : impl_(std::make_unique<Impl>()) {
+Subprocess::Subprocess(ProcessOptions options) : Subprocess(std::move(options), false) {}
+
+Subprocess::Subprocess(ProcessOptions options, bool inline_io) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.opt = std::move(options);
+  m.inline_io = inline_io;
   m.output = HeadTail(m.opt.head_bytes, m.opt.tail_bytes);
   m.start = Clock::now();
   if (m.opt.argv.empty()) throw Error("cannot run an empty command");
@@ -489,7 +524,7 @@ Subprocess::Subprocess(ProcessOptions options) : impl_(std::make_unique<Impl>())
   m.pid_fd = static_cast<int>(::syscall(SYS_pidfd_open, m.pid, 0));
   if (m.pid_fd >= 0) ::fcntl(m.pid_fd, F_SETFD, FD_CLOEXEC);
 #endif
-  m.reader = std::thread([&m] { m.read_loop(); });
+  if (!m.inline_io) m.reader = std::thread([&m] { m.read_loop(); });
   if (m.in_fd >= 0) {
     ::fcntl(m.in_fd, F_SETFD, FD_CLOEXEC);
     m.writer = std::thread([&m, data = *m.opt.stdin_data] { m.write_loop(data); });
@@ -570,7 +605,7 @@ std::string Subprocess::output_tail(size_t n) const {
 }
 
 ProcessResult run_process(const ProcessOptions& options) {
-  Subprocess p(options);
+  Subprocess p(options, true);
   return p.wait();
 }
 

@@ -51,7 +51,8 @@ struct ProcessOptions {
   size_t tail_bytes = 64 * 1024;             // output kept from the end
   // Run the child in a namespace of its own (see ChildNamespace).
   std::optional<ChildNamespace> mount_namespace;
-  // Called with each chunk of output as it arrives (on a reader thread).
+  // Called with each chunk of output as it arrives: on a reader thread of
+  // a Subprocess, on the calling thread in run_process.
   std::function<void(std::string_view)> on_output;
   // Processes that escape the process group (setsid, a double fork: a
   // daemon) are found too: the child gets PHOENIX_RUN_TOKEN=<random> in its
@@ -101,11 +102,16 @@ class Subprocess {
   std::string output_tail(size_t n) const;
 
  private:
+  friend ProcessResult run_process(const ProcessOptions& options);
+  // With `inline_io` no reader thread is started: wait() reads the output
+  // itself, which only a caller that waits at once (run_process) can do.
+  Subprocess(ProcessOptions options, bool inline_io);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// Runs a command to completion.
+// Runs a command to completion. The output is read by the waiting thread
+// (no thread is started unless stdin_data must be written).
 ProcessResult run_process(const ProcessOptions& options);
 
 // Where `name` is found on PATH (the given PATH value, or Phoenix's), or "".

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <set>
+#include <string_view>
 #include <thread>
 
 #include "test_util.h"
@@ -120,6 +122,39 @@ TEST(Subprocess, HugeOutputStaysBounded) {
   EXPECT_TRUE(r.output_truncated);
   EXPECT_LT(r.output.size(), 8192u);
   EXPECT_NE(r.output.find("END"), std::string::npos);
+}
+
+// run_process starts no reader thread: the waiting thread reads the pipe,
+// also while the child still runs (more than a pipe's buffer, then a pause:
+// a child left blocked on a full pipe would never get to "done"). A
+// Subprocess, which its owner may not wait on for a while, reads on a
+// thread of its own.
+TEST(Subprocess, RunProcessReadsOnTheCallingThreadASubprocessOnItsOwn) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::set<std::thread::id> readers;
+  size_t bytes = 0;
+  ProcessOptions o{.argv = {"sh", "-c", "head -c 200000 /dev/zero; sleep 0.2; echo done"}};
+  o.timeout_s = 30;
+  o.on_output = [&](std::string_view chunk) {
+    readers.insert(std::this_thread::get_id());
+    bytes += chunk.size();
+  };
+  ProcessResult r = run_process(o);
+  EXPECT_EQ(r.exit_code, 0) << r.output.substr(0, 200);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(bytes, 200005u);
+  EXPECT_EQ(r.output_bytes, 200005u);
+  EXPECT_EQ(r.output.substr(r.output.size() - 5), "done\n");
+  EXPECT_EQ(readers, std::set<std::thread::id>{caller});
+
+  readers.clear();
+  bytes = 0;
+  Subprocess p(o);
+  ProcessResult r2 = p.wait();
+  EXPECT_EQ(r2.exit_code, 0);
+  EXPECT_EQ(bytes, 200005u);
+  ASSERT_EQ(readers.size(), 1u);
+  EXPECT_EQ(readers.count(caller), 0u) << "a Subprocess read its output on the thread that waited";
 }
 
 TEST(Subprocess, EnvironmentAndCwd) {
