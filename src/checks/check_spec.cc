@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "checks/check.h"
-#include "checks/http.h"
+#include "checks/url.h"
 #include "util/error.h"
 #include "util/text.h"
 

@@ -9,21 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "checks/url.h"
+
 namespace phoenix::checks {
 
 struct HttpError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-struct Url {
-  std::string host;
-  std::string port;    // "80" when not given
-  std::string target;  // "/path?query"
-};
-
-// Parses "http://host[:port]/path". "https://..." and anything that is not
-// an http URL throw ConfigError naming `where` and the value.
-Url parse_url(const std::string& url, const std::string& where);
 
 struct HttpRequest {
   std::string url;
