@@ -117,7 +117,9 @@ fi
 # stdin line in a file, the remote's name and URL as arguments, no shell
 # around it. The variants alternate so that drift on the machine hits all
 # alike. Beside them, the floor of any hook that runs `true`: a shell
-# script with that one line.
+# script with that one line. `true` is a builtin of sh, so the floors start
+# no process for the check, where Phoenix (whose checks are argv lists, run
+# without a shell) starts /usr/bin/true.
 printf '#!/bin/sh\ntrue\n' >"$work/floor-hook"
 # ... and of any hook that asks git whether the tree is clean first: the
 # same `git status` Phoenix's green path runs, then `true`.
