@@ -107,18 +107,38 @@ int list(const Parsed& p) {
     std::cout << "the journal is empty: Phoenix remembers a fix once the check it healed passes again\n";
     return kExitOk;
   }
-  std::cout << pad("SIGNATURE", 14) << pad("VERDICT", 10) << pad("CHECK", 14) << pad("HEALED", 8) << pad("REPLAYS", 9)
-            << pad("SAVED", 26) << "FILES\n";
+  // Columns as wide as their widest cell, two spaces apart: a long check
+  // id or savings text never runs into the next column.
+  const std::vector<std::string> header = {"SIGNATURE", "VERDICT", "CHECK", "HEALED", "REPLAYS", "SAVED", "FILES"};
+  std::vector<std::vector<std::string>> rows;
   for (const auto& e : entries) {
     std::string files;
     for (const auto& f : e.files) files += (files.empty() ? "" : ",") + f;
     if (files.size() > 60) files = files.substr(0, 57) + "...";
-    std::string verdict = e.verified ? green(p.ctx, pad("verified", 10)) : red(p.ctx, pad("demoted", 10));
-    std::cout << pad(e.signature.substr(0, 12), 14) << verdict << pad(e.check, 14) << pad(std::to_string(e.successes), 8)
-              << pad(std::to_string(e.replays), 9)
-              << pad(e.replays ? saved_text(e.saved_ms(), e.saved_model_calls(), e.saved_cost_usd()) : "-", 26) << files
-              << "\n";
-    if (!e.verified && !e.last_failure.empty()) std::cout << dim(p.ctx, "              demoted: " + e.last_failure) << "\n";
+    rows.push_back({e.signature.substr(0, 12), e.verified ? "verified" : "demoted", e.check, std::to_string(e.successes),
+                    std::to_string(e.replays),
+                    e.replays ? saved_text(e.saved_ms(), e.saved_model_calls(), e.saved_cost_usd()) : "-", files});
+  }
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& r : rows) width[c] = std::max(width[c], r[c].size());
+  }
+  auto cell = [&](const std::vector<std::string>& r, size_t c) {
+    return c + 1 == r.size() ? r[c] : pad(r[c], width[c] + 2);
+  };
+  for (size_t c = 0; c < header.size(); ++c) std::cout << cell(header, c);
+  std::cout << "\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const journal::Entry& e = entries[i];
+    for (size_t c = 0; c < r.size(); ++c) {
+      if (c == 1) std::cout << (e.verified ? green(p.ctx, cell(r, c)) : red(p.ctx, cell(r, c)));
+      else std::cout << cell(r, c);
+    }
+    std::cout << "\n";
+    if (!e.verified && !e.last_failure.empty())
+      std::cout << dim(p.ctx, std::string(width[0] + 2, ' ') + "demoted: " + e.last_failure) << "\n";
   }
   return kExitOk;
 }

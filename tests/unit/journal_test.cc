@@ -1004,6 +1004,33 @@ TEST_F(JournalCli, ListsForgetsAndSumsStats) {
   EXPECT_EQ(test::run_phoenix(a, {"journal", "stat"}).code, kExitUsage);
 }
 
+TEST_F(JournalCli, ColumnsAreAsWideAsTheirWidestCell) {
+  // Every row's FILES stands under the header's, whatever the width of the
+  // cells before it (a savings text with a cost, a long check id).
+  std::string p = set_value_patch("bad", "good");
+  {
+    Journal j = Journal::open(jpath(a));
+    j.record_healed(fix("abc1" + std::string(60, '0'), p));
+    HealedFix wide = fix("abc3" + std::string(60, '0'), p, 1, 0.04, 12);
+    wide.check = "a-check-id-longer-than-fourteen";
+    j.record_healed(wide);
+    j.record_replay(wide.signature, patch_hash(p));
+  }
+  auto wide = test::run_phoenix(a, {"journal"});
+  ASSERT_EQ(wide.code, 0) << wide.out;
+  std::vector<std::string> lines = util::split_lines(wide.out);
+  ASSERT_EQ(lines.size(), 3u) << wide.out;
+  const size_t files_at = lines[0].find("FILES");
+  ASSERT_NE(files_at, std::string::npos) << wide.out;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    ASSERT_GT(lines[i].size(), files_at) << wide.out;
+    EXPECT_EQ(lines[i].substr(files_at - 2, 2), "  ") << "a column runs into FILES:\n" << wide.out;
+    EXPECT_NE(lines[i][files_at], ' ') << wide.out;
+  }
+  EXPECT_TRUE(contains(wide.out, "a-check-id-longer-than-fourteen  ")) << wide.out;
+  EXPECT_TRUE(contains(wide.out, "$0.04  ")) << wide.out;
+}
+
 TEST_F(JournalCli, PushAndPullThroughTheRemote) {
   std::string s = sig_of("a"), p = set_value_patch("bad", "good");
   {
