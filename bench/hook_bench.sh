@@ -97,15 +97,15 @@ for i in $(seq "$N"); do
   for v in "${variants[@]}"; do one_push "$v" "$i"; done
 done
 
-median_us() { sort -n "$work/$1.times" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : int((a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
+median_us() { sort -n "$1" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : int((a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
 
 echo "== pre-push hook: a green push of one commit to a local bare repository, N=$N each (median)"
-base=$(median_us none)
+base=$(median_us "$work/none.times")
 awk -v b="$base" 'BEGIN { printf "no hook:          %7.1f ms\n", b / 1000 }'
-phx=$(median_us phoenix)
+phx=$(median_us "$work/phoenix.times")
 awk -v b="$base" -v m="$phx" 'BEGIN { printf "phoenix hook:     %7.1f ms   overhead %+6.1f ms   ratio to no hook %.2fx\n", m / 1000, (m - b) / 1000, m / b }'
 if [[ " ${variants[*]} " == *" lefthook "* ]]; then
-  lh=$(median_us lefthook)
+  lh=$(median_us "$work/lefthook.times")
   awk -v b="$base" -v m="$lh" 'BEGIN { printf "lefthook 2.2.1:   %7.1f ms   overhead %+6.1f ms   ratio to no hook %.2fx\n", m / 1000, (m - b) / 1000, m / b }'
   awk -v b="$base" -v p="$phx" -v l="$lh" 'BEGIN {
     po = p - b; lo = l - b
@@ -166,18 +166,24 @@ cpu_us() {
   cd "$here"
   awk -v a="$after" -v b="$before" -v n="$runs" 'BEGIN { printf "%d", (a - b) * 1000000 / n }'
 }
-med() { sort -n "$work/$1.alone" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+# One row: the median wall time and the mean CPU of variant $1's runs,
+# left in $wall and $cpu (cpu_us must run in this shell, hence the file).
+alone_row() {
+  wall=$(median_us "$work/$1.alone")
+  cpu_us "$1" >"$work/cpu"
+  cpu=$(cat "$work/cpu")
+  awk -v label="$2" -v m="$wall" -v c="$cpu" -v note="$3" \
+    'BEGIN { printf "%-21s%6.2f ms wall   %6.2f ms CPU%s\n", label, m / 1000, c / 1000, note }'
+}
 echo "== the green pre-push hook alone, as git runs it, N=$((N * 4)) each (median wall; CPU averaged)"
-p=$(med phoenix); cpu_us phoenix >"$work/cpu"; pc=$(cat "$work/cpu")
-f=$(med floor); cpu_us floor >"$work/cpu"; fc=$(cat "$work/cpu")
-awk -v m="$p" -v c="$pc" 'BEGIN { printf "phoenix hook:       %6.2f ms wall   %6.2f ms CPU (user+sys, all its processes)\n", m / 1000, c / 1000 }'
+alone_row phoenix "phoenix hook:" " (user+sys, all its processes)"
+p=$wall pc=$cpu
 if [[ " ${alone[*]} " == *" lefthook "* ]]; then
-  l=$(med lefthook); cpu_us lefthook >"$work/cpu"; lc=$(cat "$work/cpu")
-  awk -v l="$l" -v lc="$lc" 'BEGIN { printf "lefthook 2.2.1:     %6.2f ms wall   %6.2f ms CPU\n", l / 1000, lc / 1000 }'
+  alone_row lefthook "lefthook 2.2.1:" ""
+  l=$wall lc=$cpu
 fi
-awk -v f="$f" -v fc="$fc" 'BEGIN { printf "sh running true:    %6.2f ms wall   %6.2f ms CPU (the floor of any hook)\n", f / 1000, fc / 1000 }'
-g=$(med gitfloor); cpu_us gitfloor >"$work/cpu"; gc=$(cat "$work/cpu")
-awk -v f="$g" -v fc="$gc" 'BEGIN { printf "sh: git status, true:%5.2f ms wall   %6.2f ms CPU (the floor of a hook that asks git first)\n", f / 1000, fc / 1000 }'
+alone_row floor "sh running true:" " (the floor of any hook)"
+alone_row gitfloor "sh: git status, true:" " (the floor of a hook that asks git first)"
 if [[ " ${alone[*]} " == *" lefthook "* ]]; then
   awk -v p="$p" -v l="$l" -v pc="$pc" -v lc="$lc" 'BEGIN {
     printf "phoenix / lefthook: wall %.3f, CPU %.3f (goal: under 0.10; wall: %s)\n", p / l, (lc > 0 ? pc / lc : 0), (p / l < 0.10 ? "met" : "NOT met")
