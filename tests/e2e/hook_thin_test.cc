@@ -127,9 +127,10 @@ TEST_F(HookThin, ADirtyTreeStopsTheCheckAlreadyRunningInPlace) {
   auto r = run_with_stdin({thin_bin(), "pre-push", "origin", "/nowhere.git"}, repo, line(head));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("(worktree .phoenix/worktrees/hook)"), std::string::npos) << r.output;
-  // The in-place run may have been stopped before its shell wrote its pid.
-  if (fs::exists(pidfile)) {
-    const std::string pid = util::trim(read(pidfile));
+  // The in-place run may have been stopped before its shell wrote its pid
+  // (or between creating the file and writing it).
+  const std::string pid = fs::exists(pidfile) ? util::trim(read(pidfile)) : "";
+  if (!pid.empty()) {
     std::string stat = read("/proc/" + pid + "/stat");
     EXPECT_TRUE(stat.empty() || stat.find(") Z ") != std::string::npos) << "the in-place check survived: " << stat;
   }

@@ -44,6 +44,7 @@
 //   huge-line BYTES              that many bytes of output without a newline
 //   sleep SECONDS
 //   spawn-sleeper SECONDS FILE   start `sleep` in our process group, its pid to FILE
+//                                (pid files appear with the pid in them)
 //   fork-tree WIDTH DEPTH        forks WIDTH children that each fork WIDTH more,
 //                                DEPTH levels (a bounded fork bomb); they all
 //                                sleep 300 s, in our process group
@@ -77,6 +78,7 @@
 #include <thread>
 #include <vector>
 
+#include "util/atomic_file.h"
 #include "util/text.h"
 
 extern char** environ;
@@ -100,6 +102,10 @@ void write_file(const fs::path& path, const std::string& content, bool append = 
   std::ofstream out(path, std::ios::binary | (append ? std::ios::app : std::ios::trunc));
   out << content;
 }
+
+// Whole or not at all (renamed into place): tests poll for a pid file and
+// read it the moment it appears.
+void write_pid_file(const std::string& path, pid_t pid) { phoenix::util::write_file_atomic(path, std::to_string(pid)); }
 
 std::string unescape(const std::string& s) {
   std::string out;
@@ -362,10 +368,10 @@ int run(int argc, char** argv) {
       char* sargs[] = {const_cast<char*>("sleep"), secs.data(), nullptr};
       pid_t pid;
       if (posix_spawnp(&pid, "sleep", nullptr, nullptr, sargs, environ) != 0) return fail("cannot start sleep", 5);
-      write_file(w[2], std::to_string(pid));
+      write_pid_file(w[2], pid);
     } else if (op == "write-pid") {
       need(1);
-      write_file(w[1], std::to_string(::getpid()));
+      write_pid_file(w[1], ::getpid());
     } else if (op == "kill-self") {
       need(1);
       std::cout << std::flush;
