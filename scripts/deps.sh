@@ -13,29 +13,32 @@ PACKAGES=(
 )
 
 # Hook managers that tests/e2e/ecosystem_test.cc runs for real: lefthook
-# 2.2.1 and husky 9, from npm, into one fixed folder (the tests never reach a
+# 2.2.1 and husky 9, and prettier 3.6.2 (tests/e2e/init_test.cc checks that
+# phoenix init's phoenix.json is formatted as prettier formats it), from npm,
+# into one fixed folder (the tests never reach a
 # network; without the folder they skip and say why). Idempotent: nothing
 # runs when the pinned versions are there. PHOENIX_TEST_TOOLS=0 skips it.
 TEST_TOOLS_DIR="${PHOENIX_TEST_TOOLS_DIR:-/opt/phoenix-test-tools}"
 install_test_tools() {
   [ "${PHOENIX_TEST_TOOLS:-1}" = 0 ] && return 0
   if grep -qs '"version": "2.2.1"' "$TEST_TOOLS_DIR/node_modules/lefthook/package.json" &&
-     grep -qs '"version": "9\.' "$TEST_TOOLS_DIR/node_modules/husky/package.json"; then
+     grep -qs '"version": "9\.' "$TEST_TOOLS_DIR/node_modules/husky/package.json" &&
+     grep -qs '"version": "3.6.2"' "$TEST_TOOLS_DIR/node_modules/prettier/package.json"; then
     return 0
   fi
   if ! command -v npm >/dev/null 2>&1; then
-    echo "deps: npm not found: the lefthook and husky tests will skip"
+    echo "deps: npm not found: the lefthook, husky and prettier tests will skip"
     return 0
   fi
-  echo "deps: installing lefthook 2.2.1 and husky 9 into $TEST_TOOLS_DIR"
+  echo "deps: installing lefthook 2.2.1, husky 9 and prettier 3.6.2 into $TEST_TOOLS_DIR"
   local sudo=()
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)
   "${sudo[@]}" mkdir -p "$TEST_TOOLS_DIR"
   # --ignore-scripts, and from inside the folder: lefthook's postinstall would
   # otherwise run `lefthook install` in the repository npm was started from.
   (cd "$TEST_TOOLS_DIR" && "${sudo[@]}" npm install --prefix "$TEST_TOOLS_DIR" --ignore-scripts --no-audit --no-fund \
-      --loglevel=error lefthook@2.2.1 husky@9 >/dev/null) ||
-    echo "deps: npm install failed: the lefthook and husky tests will skip"
+      --loglevel=error lefthook@2.2.1 husky@9 prettier@3.6.2 >/dev/null) ||
+    echo "deps: npm install failed: the lefthook, husky and prettier tests will skip"
 }
 
 missing=()
