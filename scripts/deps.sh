@@ -9,7 +9,7 @@ PACKAGES=(
   nlohmann-json3-dev libsqlite3-dev libssl-dev libstb-dev zlib1g-dev
   libgtest-dev libgmock-dev sqlite3
   clang libclang-rt-14-dev ccache chromium
-  python3-yaml
+  python3-yaml python3-pytest
 )
 
 # Hook managers that tests/e2e/ecosystem_test.cc runs for real: lefthook
@@ -41,6 +41,24 @@ install_test_tools() {
     echo "deps: npm install failed: the lefthook, husky and prettier tests will skip"
 }
 
+# An npm cache folder holding prettier 3.6.2, for tests/e2e/real_projects_test.cc:
+# its npm fixture installs its lockfile with `npm ci` from this cache alone
+# (npm_config_offline=true, no network at test time). Idempotent: npm runs
+# only when the tarball is not in the cache's index yet.
+NPM_CACHE_DIR="$TEST_TOOLS_DIR/npm-cache"
+fill_npm_cache() {
+  [ "${PHOENIX_TEST_TOOLS:-1}" = 0 ] && return 0
+  grep -rqs "prettier/-/prettier-3.6.2.tgz" "$NPM_CACHE_DIR/_cacache/index-v5" && return 0
+  command -v npm >/dev/null 2>&1 || return 0
+  echo "deps: caching prettier 3.6.2 in $NPM_CACHE_DIR"
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" mkdir -p "$NPM_CACHE_DIR"
+  "${sudo[@]}" npm cache add prettier@3.6.2 --cache "$NPM_CACHE_DIR" --loglevel=error >/dev/null &&
+    "${sudo[@]}" chmod -R a+rwX "$NPM_CACHE_DIR" ||
+    echo "deps: npm cache add failed: the npm real-project tests will skip"
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -51,6 +69,7 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: all ${#PACKAGES[@]} packages present"
   install_test_tools
+  fill_npm_cache
   exit 0
 fi
 
@@ -60,4 +79,5 @@ export DEBIAN_FRONTEND=noninteractive
 "${SUDO[@]}" apt-get update -qq
 "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 install_test_tools
+fill_npm_cache
 echo "deps: done"
