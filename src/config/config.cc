@@ -17,7 +17,7 @@ namespace {
 const std::vector<std::string> kTopKeys{"$schema",         "checks",          "harness",  "fixers",
                                         "budgets",         "session_cap",     "diff_cap", "patch_files_cap",
                                         "patch_bytes_cap", "circuit_breaker", "protected", "hook",
-                                        "loop",            "sandbox",         "prompt_template"};
+                                        "loop",            "sandbox",         "prompt_template", "setup"};
 
 
 int positive_int(const Json& j, const std::string& where) {
@@ -47,6 +47,23 @@ void parse_into(Config& c, const Json& j) {
   util::reject_unknown_keys(j, kTopKeys, "");
   for (const auto& k : kTopKeys) c.origin[k] = j.contains(k) ? "phoenix.json" : "default";
 
+  if (j.contains("setup")) {
+    const Json& ss = j["setup"];
+    if (!ss.is_array()) throw ConfigError("setup: must be an array of steps like {\"run\": [\"npm\", \"ci\"], \"inputs\": [\"package-lock.json\"]}");
+    for (size_t i = 0; i < ss.size(); ++i) {
+      std::string where = "setup[" + std::to_string(i) + "]";
+      const Json& s = ss[i];
+      if (!s.is_object()) throw ConfigError(where + ": must be an object with \"run\" and \"inputs\"");
+      util::reject_unknown_keys(s, {"run", "inputs", "timeout_s"}, where);
+      SetupStep step;
+      if (!s.contains("run")) throw ConfigError(where + ".run: missing (an argv array, e.g. [\"npm\", \"ci\"])");
+      step.run = util::string_array(s["run"], where + ".run");
+      if (step.run.empty() || step.run[0].empty()) throw ConfigError(where + ".run: the command is empty");
+      if (s.contains("inputs")) step.inputs = util::string_array(s["inputs"], where + ".inputs");
+      if (s.contains("timeout_s")) step.timeout_s = positive_seconds(s["timeout_s"], where + ".timeout_s");
+      c.setup.push_back(std::move(step));
+    }
+  }
   if (j.contains("checks")) {
     const Json& cs = j["checks"];
     if (!cs.is_array()) throw ConfigError("checks: must be an array of check objects");

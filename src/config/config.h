@@ -42,8 +42,21 @@ struct Loop {
   std::string branch;
 };
 
+// One step of `setup`: what gives a tree of Phoenix's own (the loop's,
+// bisect's and the hook's worktrees, a fixer's sandbox) the project's
+// environment before anything is measured there. Run with the tree as its
+// working directory, again only when the hash of the files matching
+// `inputs` (and of the steps themselves) changed since that tree's last
+// setup. See engine/setup.h.
+struct SetupStep {
+  std::vector<std::string> run;       // argv, no shell
+  std::vector<std::string> inputs;    // globs (util/glob.h) relative to the tree
+  double timeout_s = 1800;
+};
+
 struct Config {
   std::string path;                   // file it came from, "" for defaults only
+  std::vector<SetupStep> setup;
   std::vector<checks::CheckSpec> checks;
   Harness harness;
   std::vector<std::string> fixers{"journal", "bisect", "harness"};

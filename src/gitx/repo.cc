@@ -593,6 +593,42 @@ bool Repo::is_clean(const std::vector<std::string>& ignore_prefixes) const {
   return true;
 }
 
+bool Repo::tracked_clean(const std::vector<std::string>& ignore_prefixes) const {
+  for (const StatusEntry& e : status()) {
+    if (e.code == '?') continue;
+    if (!under_any(e.path, ignore_prefixes)) return false;
+    if (!e.old_path.empty() && !under_any(e.old_path, ignore_prefixes)) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> Repo::untracked_files(const std::vector<std::string>& ignore_prefixes) const {
+  std::vector<std::string> out;
+  for (const StatusEntry& e : status())
+    if (e.code == '?' && !under_any(e.path, ignore_prefixes)) out.push_back(e.path);
+  return out;
+}
+
+std::vector<std::string> Repo::listed_files() const {
+  std::vector<std::string> out;
+  {
+    IndexPtr index = fresh_index(raw());
+    for (size_t i = 0, n = git_index_entrycount(index.get()); i < n; ++i) {
+      const git_index_entry* e = git_index_get_byindex(index.get(), i);
+      if (e && git_index_entry_stage(e) == 0) out.emplace_back(e->path);
+    }
+  }
+  StatusListPtr list = status_list(raw(), GIT_STATUS_SHOW_WORKDIR_ONLY);
+  for (size_t i = 0, n = git_status_list_entrycount(list.get()); i < n; ++i) {
+    const git_status_entry* e = git_status_byindex(list.get(), i);
+    if ((e->status & GIT_STATUS_WT_NEW) && e->index_to_workdir && e->index_to_workdir->new_file.path)
+      out.emplace_back(e->index_to_workdir->new_file.path);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 // ---------------------------------------------------------------------------
 // Commits, reset, checkout.
 
@@ -608,6 +644,30 @@ std::string Repo::commit_all(const std::string& message, const std::string& auth
     return sha;
   } catch (...) {
     git_index_read(index.get(), 1);  // drop the half-staged in-memory index
+    throw;
+  }
+}
+
+std::string Repo::commit_tracked_and(const std::vector<std::string>& paths, const std::string& message,
+                                     const std::string& author_name, const std::string& author_email) {
+  IndexPtr index = fresh_index(raw());
+  try {
+    check(git_index_update_all(index.get(), nullptr, nullptr, nullptr), "stage tracked changes");
+    const std::string top = strip_trailing_slash(git_repository_workdir(raw()));
+    for (const std::string& p : paths) {
+      std::error_code ec;
+      if (fs::symlink_status(fs::path(top) / p, ec).type() != fs::file_type::not_found)
+        check(git_index_add_bypath(index.get(), p.c_str()), ("stage " + p).c_str());
+      else if (git_index_get_bypath(index.get(), p.c_str(), 0))
+        check(git_index_remove_bypath(index.get(), p.c_str()), ("unstage " + p).c_str());
+    }
+    git_oid tree;
+    check(git_index_write_tree(&tree, index.get()), "write tree");
+    std::string sha = create_commit(raw(), "HEAD", tree, message, author_name, author_email);
+    check(git_index_write(index.get()), "write index");
+    return sha;
+  } catch (...) {
+    git_index_read(index.get(), 1);
     throw;
   }
 }

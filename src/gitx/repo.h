@@ -139,6 +139,16 @@ class Repo {
   // covers everything below that folder; one without covers that path and,
   // if it is a folder, everything below it.
   bool is_clean(const std::vector<std::string>& ignore_prefixes = {}) const;
+  // Like is_clean(), but untracked files do not count: only tracked files
+  // that are modified, deleted, staged or conflicted (what git's own tools
+  // refuse to work over) make a tree dirty here.
+  bool tracked_clean(const std::vector<std::string>& ignore_prefixes = {}) const;
+  // The untracked (not ignored) files outside `ignore_prefixes`, sorted;
+  // a nested repository shows as one "dir/" entry.
+  std::vector<std::string> untracked_files(const std::vector<std::string>& ignore_prefixes = {}) const;
+  // `git ls-files --cached --others --exclude-standard`: every path in the
+  // index plus every untracked file that is not ignored, sorted, unique.
+  std::vector<std::string> listed_files() const;
 
   // --- commits -----------------------------------------------------------
   // `git add -u` (plus `git add -A` for untracked files when asked), then
@@ -149,6 +159,12 @@ class Repo {
   // cleaned like `git commit --cleanup=whitespace`; an empty one throws.
   std::string commit_all(const std::string& message, const std::string& author_name,
                          const std::string& author_email, bool include_untracked);
+  // `git add -u`, then `git add -- PATHS` (a path gone from the work tree
+  // is removed from the index), then commit as commit_all(): other
+  // untracked files stay out of the commit. What a heal commits on a tree
+  // that holds the user's own untracked files.
+  std::string commit_tracked_and(const std::vector<std::string>& paths, const std::string& message,
+                                 const std::string& author_name, const std::string& author_email);
   // The same commit (parent HEAD, none when unborn) but like
   // `git stash create`: no ref moves and the index on disk is untouched.
   // A checkpoint of the work tree that never rewrites the user's branch.

@@ -437,6 +437,17 @@ Subprocess::Subprocess(ProcessOptions options, bool inline_io) : impl_(std::make
 
   bp::environment env = boost::this_process::environment();
   for (const auto& k : m.opt.unset_env) env.erase(k);
+  // Every child is told where it really is: programs that take their
+  // working directory from $PWD (opencode, shells) must not be handed the
+  // caller's directory. An explicit PWD in opt.env wins.
+  {
+    std::error_code pwd_ec;
+    const std::filesystem::path dir =
+        m.opt.cwd.empty() ? std::filesystem::current_path(pwd_ec) : std::filesystem::absolute(m.opt.cwd, pwd_ec);
+    std::string pwd = dir.lexically_normal().string();
+    while (pwd.size() > 1 && pwd.back() == '/') pwd.pop_back();
+    if (!pwd_ec) env["PWD"] = pwd;
+  }
   for (const auto& [k, v] : m.opt.env) env[k] = v;
   if (m.opt.kill_strays) {
     const std::string token = random_token();

@@ -1,0 +1,140 @@
+#include "layout/layout.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "gitx/repo.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/path.h"
+#include "util/text.h"
+
+namespace fs = std::filesystem;
+
+namespace phoenix::layout {
+
+const std::vector<std::string>& keep_prefixes() {
+  static const std::vector<std::string> k{".phoenix/", "incidents/"};
+  return k;
+}
+
+std::string state_dir(const std::string& root) { return root + "/" + kStateDirName; }
+std::string lock_file(const std::string& root) { return state_dir(root) + "/lock"; }
+std::string loop_lock_file(const std::string& root) { return state_dir(root) + "/loop.lock"; }
+std::string trace_file(const std::string& root) { return state_dir(root) + "/trace.jsonl"; }
+std::string journal_file(const std::string& root) { return state_dir(root) + "/journal.sqlite"; }
+std::string escalated_flag(const std::string& root) { return state_dir(root) + "/ESCALATED"; }
+std::string incidents_dir(const std::string& root) { return root + "/incidents"; }
+
+const std::string& state_gitignore() {
+  // '*' also matches the folders contracts/ and baselines/; each is let back
+  // in, then everything below it (git cannot re-include a file whose
+  // folder is excluded, so both lines are needed).
+  static const std::string text =
+      "# Written by Phoenix: its run files (journal, trace, locks, loop state)\n"
+      "# stay out of your commits. Approved contracts and baselines are yours to commit.\n"
+      "*\n"
+      "!.gitignore\n"
+      "!contracts/\n"
+      "!contracts/**\n"
+      "!baselines/\n"
+      "!baselines/**\n";
+  return text;
+}
+
+std::string ensure_state_dir(const std::string& root) {
+  const std::string dir = state_dir(root);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("cannot create " + dir + ": " + ec.message());
+  const std::string gi = dir + "/.gitignore";
+  if (!fs::exists(gi, ec)) util::write_file_atomic(gi, state_gitignore());
+  return dir;
+}
+
+std::string trees_root(const gitx::Repo& repo) { return util::normalize_path(repo.common_dir()) + "/phoenix"; }
+std::string worktree_path(const gitx::Repo& repo, const std::string& name) {
+  return trees_root(repo) + "/worktrees/" + name;
+}
+std::string sandboxes_dir(const gitx::Repo& repo) { return trees_root(repo) + "/sandboxes"; }
+std::string setup_stamp(const gitx::Repo& repo, const std::string& tree_name) {
+  return trees_root(repo) + "/setup/" + tree_name + ".json";
+}
+
+namespace {
+
+// The folder's .git file names a worktree admin folder of this repository.
+bool is_our_linked_worktree(const fs::path& dir, const std::string& common) {
+  std::error_code ec;
+  const fs::path dotgit = dir / ".git";
+  if (!fs::is_regular_file(dotgit, ec)) return false;
+  std::string text;
+  try {
+    text = util::read_file(dotgit.string());
+  } catch (const Error&) {
+    return false;
+  }
+  const std::string prefix = "gitdir: ";
+  if (!util::starts_with(text, prefix)) return false;
+  std::string target = util::trim(text.substr(prefix.size()));
+  if (fs::path(target).is_relative()) target = (dir / target).string();
+  return util::same_or_inside(util::normalize_path(target), common + "/worktrees");
+}
+
+}  // namespace
+
+std::vector<std::string> migrate_legacy_trees(gitx::Repo& repo) {
+  std::vector<std::string> done;
+  if (repo.workdir().empty()) return done;
+  const std::string top = util::normalize_path(repo.workdir());
+  const std::string old_wt = top + "/" + kStateDirName + "/worktrees";
+  const std::string old_sb = top + "/" + kStateDirName + "/sandboxes";
+  std::error_code ec;
+  const bool have_wt = fs::exists(old_wt, ec), have_sb = fs::exists(old_sb, ec);
+  bool registered_inside = false;
+  for (const gitx::WorktreeInfo& w : repo.worktree_list())
+    if (util::same_or_inside(util::normalize_path(w.path), old_wt)) registered_inside = true;
+  if (!have_wt && !have_sb && !registered_inside) return done;
+
+  const std::string common = util::normalize_path(repo.common_dir());
+  for (const gitx::WorktreeInfo& w : repo.worktree_list()) {
+    const std::string p = util::normalize_path(w.path);
+    if (!util::same_or_inside(p, old_wt)) continue;
+    if (w.locked) {
+      done.push_back("left the locked old worktree " + p + " (unlock it with `git worktree unlock " + w.name + "`)");
+      continue;
+    }
+    repo.worktree_remove(w.name);
+    fs::remove_all(p, ec);
+    done.push_back("removed the old worktree " + p.substr(top.size() + 1));
+  }
+  if (fs::is_directory(old_wt, ec)) {
+    for (const auto& e : fs::directory_iterator(old_wt, ec)) {
+      // Only what is provably ours: a linked worktree of this repository
+      // that git no longer lists, or an empty folder.
+      if (!e.is_directory(ec)) continue;
+      if (is_our_linked_worktree(e.path(), common) || fs::is_empty(e.path(), ec)) {
+        fs::remove_all(e.path(), ec);
+        done.push_back("removed the stale old worktree " + e.path().string().substr(top.size() + 1));
+      }
+    }
+    if (fs::is_empty(old_wt, ec)) fs::remove(old_wt, ec);
+  }
+  if (fs::is_directory(old_sb, ec)) {
+    for (const auto& e : fs::directory_iterator(old_sb, ec)) {
+      if (!e.is_directory(ec) || !util::starts_with(e.path().filename().string(), "sandbox-")) continue;
+      // A sandbox may have had its permissions taken away by an agent.
+      for (auto it = fs::recursive_directory_iterator(e.path(), fs::directory_options::skip_permission_denied, ec);
+           it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_directory(ec) && !it->is_symlink(ec)) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+      }
+      fs::permissions(e.path(), fs::perms::owner_all, fs::perm_options::add, ec);
+      fs::remove_all(e.path(), ec);
+      done.push_back("removed the old sandbox " + e.path().string().substr(top.size() + 1));
+    }
+    if (fs::is_empty(old_sb, ec)) fs::remove(old_sb, ec);
+  }
+  return done;
+}
+
+}  // namespace phoenix::layout

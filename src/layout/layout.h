@@ -1,0 +1,71 @@
+// layout: every path Phoenix owns in a user's repository, in one place.
+//
+// In the work tree, one folder: `.phoenix/` (kStateDir). What is there:
+//   .gitignore        written by Phoenix (ensure_state_dir): ignores every
+//                     run file, so a plain `git add -A` commits none of
+//                     them; contracts/ and baselines/ stay committable
+//   contracts/ baselines/   approved contract shapes and visual baselines
+//   journal.sqlite trace.jsonl lock loop.lock loop-state.json loop-run.json
+//   ESCALATED STOP    run files (DESIGN.md "Files in a user's repository")
+//
+// Outside the work tree, in the repository's git directory (git keeps its
+// own worktree records there, and no project tool looks inside it):
+//   <common git dir>/phoenix/worktrees/<name>   the persistent worktrees of
+//                     the loop ("loop-…"), bisect ("bisect"), the pre-push
+//                     hook ("hook") and init's fresh tree ("init")
+//   <common git dir>/phoenix/sandboxes/         fixers' sandboxes
+//   <common git dir>/phoenix/setup/<name>.json  each Phoenix tree's setup
+//                     stamp (engine of setup/setup.h)
+// Earlier versions kept worktrees and sandboxes under .phoenix/ in the work
+// tree, where test runners that search the whole tree (vitest, jest,
+// pytest) found their copies of the code; migrate_legacy_trees() removes
+// them once.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace phoenix::gitx {
+class Repo;
+}
+
+namespace phoenix::layout {
+
+// ".phoenix" and ".phoenix/" (repository-relative).
+inline constexpr const char* kStateDirName = ".phoenix";
+
+// Untracked paths that never make a tree dirty and survive every reset:
+// Phoenix's own state and the incident notes it writes.
+const std::vector<std::string>& keep_prefixes();
+
+// <root>/.phoenix and the files in it.
+std::string state_dir(const std::string& root);
+std::string lock_file(const std::string& root);         // .phoenix/lock
+std::string loop_lock_file(const std::string& root);    // .phoenix/loop.lock
+std::string trace_file(const std::string& root);        // .phoenix/trace.jsonl
+std::string journal_file(const std::string& root);      // .phoenix/journal.sqlite
+std::string escalated_flag(const std::string& root);    // .phoenix/ESCALATED
+std::string incidents_dir(const std::string& root);     // incidents/
+
+// Creates <root>/.phoenix when missing and writes its .gitignore when that
+// is missing (never overwrites one the user edited). Returns state_dir().
+// Throws phoenix::Error naming the path when it cannot be written.
+std::string ensure_state_dir(const std::string& root);
+// The text of .phoenix/.gitignore.
+const std::string& state_gitignore();
+
+// <common git dir>/phoenix: Phoenix's trees and their stamps.
+std::string trees_root(const gitx::Repo& repo);
+std::string worktree_path(const gitx::Repo& repo, const std::string& name);
+std::string sandboxes_dir(const gitx::Repo& repo);
+std::string setup_stamp(const gitx::Repo& repo, const std::string& tree_name);
+
+// Removes, once, what earlier versions left inside the work tree:
+// worktrees registered under <top>/.phoenix/worktrees/ (registration and
+// folder; a locked one is left and named), folders there that are linked
+// worktrees of this repository, and sandboxes under .phoenix/sandboxes/.
+// Nothing else under .phoenix/ is touched. Returns what it did, one line
+// each ("removed the old worktree .phoenix/worktrees/bisect").
+std::vector<std::string> migrate_legacy_trees(gitx::Repo& repo);
+
+}  // namespace phoenix::layout

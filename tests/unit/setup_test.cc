@@ -1,0 +1,168 @@
+// setup/setup.h and layout/layout.h: the environment of Phoenix's own trees,
+// run for real (sh as the step) in real repositories.
+#include "setup/setup.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "gitx/repo.h"
+#include "layout/layout.h"
+#include "test_util.h"
+#include "util/json.h"
+
+namespace fs = std::filesystem;
+using namespace phoenix;
+using phoenix::test::ScopedTempDir;
+
+namespace {
+
+// A step that counts its runs in runs.txt (ignored, like a build folder).
+config::SetupStep counting_step(const std::vector<std::string>& inputs) {
+  config::SetupStep s;
+  s.run = {"sh", "-c", "echo run >> runs.txt; mkdir -p build; echo configured > build/done"};
+  s.inputs = inputs;
+  return s;
+}
+
+int runs(const std::string& tree) {
+  if (!fs::exists(tree + "/runs.txt")) return 0;
+  std::string t = test::read(tree + "/runs.txt");
+  return static_cast<int>(std::count(t.begin(), t.end(), '\n'));
+}
+
+struct SetupTest : ::testing::Test {
+  void SetUp() override {
+    repo = test::init_repo(tmp / "repo");
+    test::write(repo, ".gitignore", "runs.txt\nbuild/\n");
+    test::write(repo, "CMakeLists.txt", "project(x)\n");
+    test::write(repo, "src/CMakeLists.txt", "add_library(x x.c)\n");
+    test::write(repo, "src/x.c", "int x;\n");
+    test::commit_all(repo, "init");
+    stamp = tmp / "stamps/tree.json";
+  }
+  ScopedTempDir tmp;
+  std::string repo, stamp;
+};
+
+}  // namespace
+
+TEST_F(SetupTest, RunsOnceThenOnlyWhenAnInputChanges) {
+  std::vector<config::SetupStep> steps{counting_step({"**/CMakeLists.txt"})};
+  setup::Result r = setup::ensure(steps, repo, stamp);
+  EXPECT_TRUE(r.ok && r.ran) << r.signal;
+  EXPECT_EQ(runs(repo), 1);
+  EXPECT_TRUE(fs::exists(repo + "/build/done"));
+  EXPECT_TRUE(fs::exists(stamp));
+
+  // Nothing it reads changed: nothing runs, whatever else changed.
+  test::write(repo, "src/x.c", "int x = 2;\n");
+  r = setup::ensure(steps, repo, stamp);
+  EXPECT_TRUE(r.ok);
+  EXPECT_FALSE(r.ran);
+  EXPECT_EQ(runs(repo), 1);
+
+  // An input at any depth changed (uncommitted): it runs again.
+  test::write(repo, "src/CMakeLists.txt", "add_library(x x.c y.c)\n");
+  r = setup::ensure(steps, repo, stamp);
+  EXPECT_TRUE(r.ran);
+  EXPECT_EQ(runs(repo), 2);
+
+  // A new untracked input counts too; an ignored one does not.
+  test::write(repo, "lib/CMakeLists.txt", "\n");
+  EXPECT_TRUE(setup::ensure(steps, repo, stamp).ran);
+  test::write(repo, "build/CMakeLists.txt", "\n");
+  EXPECT_FALSE(setup::ensure(steps, repo, stamp).ran);
+  EXPECT_EQ(runs(repo), 3);
+
+  // Another step list is another environment.
+  steps.push_back(counting_step({}));
+  EXPECT_TRUE(setup::ensure(steps, repo, stamp).ran);
+  EXPECT_EQ(runs(repo), 5);
+}
+
+TEST_F(SetupTest, AFailedStepIsItsOwnSignalAndRunsAgainNextTime) {
+  config::SetupStep bad;
+  bad.run = {"sh", "-c", "echo run >> runs.txt; echo 'npm ERR! lockfile out of date' >&2; exit 3"};
+  bad.inputs = {"CMakeLists.txt"};
+  config::SetupStep never = counting_step({});
+  never.run = {"sh", "-c", "touch never-ran"};
+  std::vector<config::SetupStep> steps{bad, never};
+  setup::Result r = setup::ensure(steps, repo, stamp);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.ran);
+  EXPECT_EQ(r.signal, "setup failed: sh -c 'echo run >> runs.txt; echo '\\''npm ERR! lockfile out of date'\\'' >&2; exit 3': exit=3")
+      << r.signal;
+  EXPECT_NE(r.evidence.find("npm ERR! lockfile out of date"), std::string::npos) << r.evidence;
+  EXPECT_FALSE(fs::exists(repo + "/never-ran")) << "steps after a failed one do not run";
+  EXPECT_FALSE(fs::exists(stamp)) << "no stamp for a failed setup";
+  EXPECT_FALSE(setup::ensure(steps, repo, stamp).ok);
+  EXPECT_EQ(runs(repo), 2) << "a failed setup runs again";
+
+  config::SetupStep missing;
+  missing.run = {"no-such-setup-tool-xyz"};
+  r = setup::ensure({missing}, repo, stamp);
+  EXPECT_EQ(r.signal, "setup failed: no-such-setup-tool-xyz: not found");
+}
+
+TEST_F(SetupTest, StepsSeeTheTreeAsTheirWorkingDirectoryAndPwd) {
+  config::SetupStep s;
+  s.run = {"sh", "-c", "pwd -P > where.txt; echo \"$PWD\" > pwd.txt"};
+  ASSERT_TRUE(setup::ensure({s}, repo, "").ok);
+  const std::string real = fs::canonical(repo).string();
+  EXPECT_EQ(test::read(repo + "/where.txt"), real + "\n");
+  EXPECT_EQ(fs::canonical(test::read(repo + "/pwd.txt").substr(0, test::read(repo + "/pwd.txt").size() - 1)).string(), real);
+  // Without a stamp file the steps always run.
+  fs::remove(repo + "/where.txt");
+  ASSERT_TRUE(setup::ensure({s}, repo, "").ran);
+  EXPECT_TRUE(fs::exists(repo + "/where.txt"));
+}
+
+TEST(Layout, TreesLiveInTheGitDirectoryAndTheStateFolderIgnoresItself) {
+  ScopedTempDir tmp;
+  std::string repo = test::init_repo(tmp / "repo");
+  test::write(repo, "a.txt", "a\n");
+  test::commit_all(repo, "init");
+  gitx::Repo r = gitx::Repo::open(repo);
+  const std::string git_dir = fs::canonical(repo + "/.git").string();
+  EXPECT_EQ(layout::worktree_path(r, "bisect"), git_dir + "/phoenix/worktrees/bisect");
+  EXPECT_EQ(layout::sandboxes_dir(r), git_dir + "/phoenix/sandboxes");
+  EXPECT_EQ(layout::setup_stamp(r, "hook"), git_dir + "/phoenix/setup/hook.json");
+
+  layout::ensure_state_dir(repo);
+  test::write(repo, ".phoenix/trace.jsonl", "{}\n");
+  test::write(repo, ".phoenix/lock", "1\n");
+  test::write(repo, ".phoenix/contracts/orders.json", "{}\n");
+  test::write(repo, ".phoenix/baselines/chart.png", "png\n");
+  test::git(repo, {"add", "-A"});
+  std::string staged = test::git(repo, {"diff", "--cached", "--name-only"});
+  EXPECT_EQ(staged, ".phoenix/.gitignore\n.phoenix/baselines/chart.png\n.phoenix/contracts/orders.json\n");
+  // A .gitignore the user edited is theirs.
+  test::write(repo, ".phoenix/.gitignore", "*\n");
+  layout::ensure_state_dir(repo);
+  EXPECT_EQ(test::read(repo + "/.phoenix/.gitignore"), "*\n");
+}
+
+TEST(Layout, OldTreesInsideTheWorkTreeAreRemovedOnce) {
+  ScopedTempDir tmp;
+  std::string repo = test::init_repo(tmp / "repo");
+  test::write(repo, "a.test.js", "test\n");
+  std::string head = test::commit_all(repo, "init");
+  // What an earlier version left: a registered worktree, a sandbox, and a
+  // folder of the user's own that Phoenix must not touch.
+  test::git(repo, {"worktree", "add", "--detach", repo + "/.phoenix/worktrees/bisect", head});
+  test::write(repo, ".phoenix/sandboxes/sandbox-abc123/work/a.test.js", "test\n");
+  test::write(repo, ".phoenix/worktrees/notes/keep.txt", "mine\n");
+  test::write(repo, ".phoenix/journal.sqlite", "db");
+  gitx::Repo r = gitx::Repo::open(repo);
+  std::vector<std::string> done = layout::migrate_legacy_trees(r);
+  ASSERT_EQ(done.size(), 2u) << ::testing::PrintToString(done);
+  EXPECT_EQ(done[0], "removed the old worktree .phoenix/worktrees/bisect");
+  EXPECT_EQ(done[1], "removed the old sandbox .phoenix/sandboxes/sandbox-abc123");
+  EXPECT_FALSE(fs::exists(repo + "/.phoenix/worktrees/bisect"));
+  EXPECT_FALSE(fs::exists(repo + "/.phoenix/sandboxes"));
+  EXPECT_TRUE(fs::exists(repo + "/.phoenix/worktrees/notes/keep.txt"));
+  EXPECT_TRUE(fs::exists(repo + "/.phoenix/journal.sqlite"));
+  EXPECT_EQ(test::git(repo, {"worktree", "list", "--porcelain"}).find("bisect"), std::string::npos);
+  EXPECT_TRUE(layout::migrate_legacy_trees(r).empty()) << "once";
+}
