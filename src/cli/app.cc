@@ -14,7 +14,8 @@ namespace phoenix::cli {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> cmds{
-      {"init", "init [--force]", "write phoenix.json (detects the test command) and .gitignore entries", cmd_init},
+      {"init", "init [--force] [--no-measure] [--json]",
+       "write phoenix.json (detects setup and checks), then measure each check here and in a fresh tree", cmd_init},
       {"run", "run [--dry-run] [--only ID,...] [--fixer LIST] [--allow-dirty] [--explain] [--json]",
        "detect, propose, verify, heal: bounded; escalates with an incident note", cmd_run},
       {"config", "config show [--json]", "every effective setting and where it came from", cmd_config},

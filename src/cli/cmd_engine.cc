@@ -1,4 +1,4 @@
-// phoenix run, phoenix init, phoenix config show.
+// phoenix run, phoenix config show (phoenix init: cmd_init.cc).
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -9,7 +9,6 @@
 #include "engine/session.h"
 #include "fixers/factory.h"
 #include "gitx/repo.h"
-#include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -156,102 +155,6 @@ int cmd_run(const std::vector<std::string>& args) {
     }
   }
   return r.exit_code;
-}
-
-namespace {
-
-struct Detected {
-  std::vector<std::string> argv;
-  std::string why;
-};
-
-Detected detect_test_command(const std::string& root) {
-  auto has = [&](const std::string& rel) { return fs::exists(fs::path(root) / rel); };
-  auto contains = [&](const std::string& rel, const std::string& needle) {
-    try {
-      return util::read_file(root + "/" + rel).find(needle) != std::string::npos;
-    } catch (const Error&) {
-      return false;
-    }
-  };
-  if (has("CMakeLists.txt") && contains("CMakeLists.txt", "enable_testing"))
-    return {{"ctest", "--test-dir", "build", "--output-on-failure"}, "CMakeLists.txt with enable_testing()"};
-  if (has("package.json") && contains("package.json", "\"test\"")) {
-    if (has("pnpm-lock.yaml")) return {{"pnpm", "test"}, "package.json test script (pnpm-lock.yaml)"};
-    return {{"npm", "test"}, "package.json test script"};
-  }
-  if (has("Cargo.toml")) return {{"cargo", "test"}, "Cargo.toml"};
-  if (has("go.mod")) return {{"go", "test", "./..."}, "go.mod"};
-  if (has("pytest.ini") || has("conftest.py") || (has("pyproject.toml") && contains("pyproject.toml", "pytest")) ||
-      (has("setup.cfg") && contains("setup.cfg", "pytest")) || has("tests/conftest.py"))
-    return {{"python3", "-m", "pytest", "-q"}, "pytest configuration"};
-  for (const char* mk : {"Makefile", "makefile", "GNUmakefile"})
-    if (has(mk) && (contains(mk, "\ntest:") || util::starts_with(util::read_file(root + "/" + mk), "test:")))
-      return {{"make", "test"}, std::string(mk) + " with a test target"};
-  if (has("CMakeLists.txt")) return {{"ctest", "--test-dir", "build", "--output-on-failure"}, "CMakeLists.txt"};
-  return {{}, ""};
-}
-
-std::vector<std::string> detect_editable(const std::string& root) {
-  std::vector<std::string> out;
-  for (const char* d : {"src", "lib", "app", "pkg", "internal", "cmd", "include"})
-    if (fs::is_directory(fs::path(root) / d)) out.push_back(std::string(d) + "/**");
-  return out;
-}
-
-}  // namespace
-
-int cmd_init(const std::vector<std::string>& args) {
-  po::options_description desc("init options");
-  desc.add_options()("force", "overwrite an existing phoenix.json");
-  Parsed p;
-  if (!parse_command("init", desc, args, p, false)) return kExitOk;
-  if (!p.ctx.in_repo) throw UsageError("init: " + p.ctx.cwd + " is not inside a git repository");
-  std::string file = p.ctx.root + "/phoenix.json";
-  if (fs::exists(file) && !p.vm.count("force"))
-    throw UsageError("init: " + file + " exists; 'phoenix init --force' overwrites it");
-  Detected d = detect_test_command(p.ctx.root);
-  std::vector<std::string> editable = detect_editable(p.ctx.root);
-  json check = {{"id", "unit"}, {"kind", "command_exit"}, {"type", "unit"}, {"timeout_s", 600}};
-  std::string text = "{\n  // Written by 'phoenix init'. Reference: share/phoenix/templates/phoenix.schema.json\n";
-  if (d.argv.empty()) {
-    text += "  // No test command was detected: add checks here, for example\n"
-            "  // { \"id\": \"unit\", \"kind\": \"command_exit\", \"target\": [\"./run-tests\"], \"editable\": [\"src/**\"] }\n"
-            "  \"checks\": [],\n";
-  } else {
-    check["target"] = d.argv;
-    if (!editable.empty()) check["editable"] = editable;
-    text += "  // The test command was detected from " + d.why + ".\n  \"checks\": [\n    " + check.dump() + "\n  ],\n";
-  }
-  text +=
-      "  \"fixers\": [\"journal\", \"bisect\", \"harness\"],\n"
-      "  // \"harness\": \"claude\",   // or codex, aider, opencode, gemini, or {\"command\": [\"my-agent\", \"{prompt_file}\"]}\n"
-      "  \"budgets\": {},\n"
-      "  \"session_cap\": 10, \"diff_cap\": 200, \"circuit_breaker\": 3,\n"
-      "  \"hook\": { \"mode\": \"verify\" }\n}\n";
-  config::parse(text, "phoenix.json");  // what init writes must load
-  util::write_file_atomic(file, text);
-  // .gitignore: run files stay out of git; contracts and baselines stay tracked.
-  std::string gi_path = p.ctx.root + "/.gitignore";
-  std::string gi = fs::exists(gi_path) ? util::read_file(gi_path) : "";
-  bool gi_changed = false;
-  if (gi.find(".phoenix/*") == std::string::npos) {
-    if (!gi.empty() && gi.back() != '\n') gi += "\n";
-    gi += "# Phoenix run files (contracts/ and baselines/ stay tracked)\n.phoenix/*\n!.phoenix/contracts/\n!.phoenix/baselines/\n";
-    util::write_file_atomic(gi_path, gi);
-    gi_changed = true;
-  }
-  if (p.ctx.json) {
-    print_json(p.ctx, {{"config", file}, {"test_command", d.argv}, {"detected_from", d.why}, {"editable", editable},
-                       {"gitignore_updated", gi_changed}});
-  } else {
-    std::cout << "wrote " << file << "\n";
-    if (d.argv.empty()) std::cout << "  no test command detected: add a check to phoenix.json\n";
-    else std::cout << "  check 'unit': " << util::join_argv(d.argv) << "  (from " << d.why << ")\n";
-    if (!editable.empty()) std::cout << "  editable: " << util::join_argv(editable) << "\n";
-    if (gi_changed) std::cout << "updated .gitignore: .phoenix/* (contracts/ and baselines/ stay tracked)\n";
-  }
-  return kExitOk;
 }
 
 int cmd_config(const std::vector<std::string>& args) {
