@@ -94,8 +94,11 @@ PersistentWorktree prepare_worktree(Repo& repo, const std::string& name, const s
   // user's work tree or the repository with it.
   const std::string top = repo.workdir().empty() ? "" : util::normalize_path(repo.workdir());
   const std::string common = util::normalize_path(repo.common_dir());
-  if ((!top.empty() && util::same_or_inside(top, out.path)) || util::same_or_inside(out.path, common) ||
-      util::same_or_inside(common, out.path))
+  // Inside the git directory only below its phoenix/ folder, which git
+  // itself never uses (layout/layout.h keeps Phoenix's trees there).
+  const bool in_git_dir = util::same_or_inside(out.path, common) && !util::same_or_inside(out.path, common + "/phoenix");
+  if ((!top.empty() && util::same_or_inside(top, out.path)) || in_git_dir || util::same_or_inside(common, out.path) ||
+      out.path == common + "/phoenix")
     throw Error("refusing worktree '" + name + "' at " + out.path + ": it overlaps the repository itself");
 
   std::string damage = diagnose(repo, name, out.path);

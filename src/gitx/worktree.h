@@ -6,8 +6,8 @@
 // existing worktree to another commit writes only the files that differ.
 // So every part of Phoenix that needs the repository at another commit —
 // bisect, the pre-push hook for a commit that is not a clean HEAD, the
-// overnight loop — keeps one named worktree under <root>/.phoenix/worktrees/
-// and moves it with prepare_worktree() instead of creating one per use.
+// overnight loop — keeps one named worktree (where: layout/layout.h, under
+// the git directory's phoenix/ folder) and moves it with prepare_worktree() instead of creating one per use.
 //
 // A worktree found is trusted only when everything about it checks out:
 // the repository lists it under the expected name at the expected path, it
@@ -41,7 +41,8 @@ struct PersistentWorktree {
 // trusted (see above; one that cannot be checked out is not), otherwise
 // created — after removing whatever damaged one was there. Throws
 // phoenix::Error when `path` overlaps the user's work tree or the git
-// directory (damage handling deletes that folder), when the worktree is
+// directory other than below its phoenix/ folder (damage handling deletes
+// that folder), when the worktree is
 // locked, or when git fails.
 PersistentWorktree prepare_worktree(Repo& repo, const std::string& name, const std::string& path,
                                     const std::string& rev);

@@ -29,12 +29,12 @@ std::string incidents_dir(const std::string& root) { return root + "/incidents";
 const std::string& state_gitignore() {
   // '*' also matches the folders contracts/ and baselines/; each is let back
   // in, then everything below it (git cannot re-include a file whose
-  // folder is excluded, so both lines are needed).
+  // folder is excluded, so both lines are needed). The file ignores itself
+  // too: git still reads it, and `git status` shows nothing of Phoenix's.
   static const std::string text =
-      "# Written by Phoenix: its run files (journal, trace, locks, loop state)\n"
+      "# Written by Phoenix: its run files (journal, trace, locks, loop state) and this file\n"
       "# stay out of your commits. Approved contracts and baselines are yours to commit.\n"
       "*\n"
-      "!.gitignore\n"
       "!contracts/\n"
       "!contracts/**\n"
       "!baselines/\n"

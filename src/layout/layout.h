@@ -2,8 +2,9 @@
 //
 // In the work tree, one folder: `.phoenix/` (kStateDir). What is there:
 //   .gitignore        written by Phoenix (ensure_state_dir): ignores every
-//                     run file, so a plain `git add -A` commits none of
-//                     them; contracts/ and baselines/ stay committable
+//                     run file and itself, so a plain `git add -A` commits
+//                     none of them and `git status` shows none of them;
+//                     contracts/ and baselines/ stay committable
 //   contracts/ baselines/   approved contract shapes and visual baselines
 //   journal.sqlite trace.jsonl lock loop.lock loop-state.json loop-run.json
 //   ESCALATED STOP    run files (DESIGN.md "Files in a user's repository")

@@ -136,7 +136,9 @@ TEST(Layout, TreesLiveInTheGitDirectoryAndTheStateFolderIgnoresItself) {
   test::write(repo, ".phoenix/baselines/chart.png", "png\n");
   test::git(repo, {"add", "-A"});
   std::string staged = test::git(repo, {"diff", "--cached", "--name-only"});
-  EXPECT_EQ(staged, ".phoenix/.gitignore\n.phoenix/baselines/chart.png\n.phoenix/contracts/orders.json\n");
+  EXPECT_EQ(staged, ".phoenix/baselines/chart.png\n.phoenix/contracts/orders.json\n");
+  EXPECT_EQ(test::git(repo, {"status", "--porcelain", "--untracked-files=all"}),
+            "A  .phoenix/baselines/chart.png\nA  .phoenix/contracts/orders.json\n");
   // A .gitignore the user edited is theirs.
   test::write(repo, ".phoenix/.gitignore", "*\n");
   layout::ensure_state_dir(repo);
