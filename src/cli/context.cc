@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "hook/hook.h"
+#include "layout/layout.h"
 #include "util/error.h"
 #include "util/term.h"
 
@@ -16,7 +17,7 @@ namespace fs = std::filesystem;
 
 trace::Trace& Context::trace() {
   if (!trace_) {
-    fs::create_directories(phoenix_dir());
+    layout::ensure_state_dir(root);
     trace_ = std::make_unique<trace::Trace>(trace_path());
   }
   return *trace_;

@@ -9,6 +9,7 @@
 #include "engine/retry.h"
 #include "engine/signature.h"
 #include "gitx/repo.h"
+#include "layout/layout.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/fault.h"
@@ -22,10 +23,6 @@ using util::Json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// Paths whose untracked files never make the tree "dirty" and survive every
-// reset: Phoenix's own state and the incident notes it writes.
-const std::vector<std::string> kKeep{".phoenix/", "incidents/"};
 
 std::string short_sha(const std::string& s) { return s.substr(0, 12); }
 
@@ -49,7 +46,11 @@ struct Engine::Impl {
   std::optional<gitx::Repo> repo;
   Clock::time_point start = Clock::now();
   std::string head0;            // HEAD when the run started
-  bool dirty0 = false;          // uncommitted changes when the run started
+  bool dirty0 = false;          // changes to tracked files when the run started
+  // What every reset keeps: Phoenix's state, incident notes, and the
+  // untracked files the run found (the user's notes, a build product
+  // nobody ignored), which survive every attempt and rollback byte for byte.
+  std::vector<std::string> keep = layout::keep_prefixes();
   std::string pre_run;          // pre-run checkpoint commit (created before the first write)
   int session_retries = 0;
   int consecutive_failed = 0;
@@ -97,7 +98,7 @@ struct Engine::Impl {
   void undo_patch(const std::string& checkpoint_commit, const std::string& head_before,
                   const std::vector<std::string>& files) {
     if (!dirty0) {
-      repo->reset_hard(head_before, true, kKeep);
+      repo->reset_hard(head_before, true, keep);
     } else {
       repo->restore_paths(checkpoint_commit, files);
     }
@@ -114,9 +115,9 @@ struct Engine::Impl {
     if (head != head_before)
       repo->write_ref(std::string(kAbandonedPrefix) + util::compact_utc(true) + "-intrusion", head, "phoenix: written during a fixer run");
     if (!dirty0) {
-      repo->reset_hard(head_before, true, kKeep);
+      repo->reset_hard(head_before, true, keep);
     } else {
-      if (head != head_before) repo->reset_hard(head_before, false, kKeep);
+      if (head != head_before) repo->reset_hard(head_before, false, keep);
       std::vector<std::string> paths;
       for (const auto& st : repo->status()) {
         paths.push_back(st.path);
@@ -143,11 +144,15 @@ RunResult Engine::run() { return impl_->run(); }
 
 RunResult Engine::Impl::run() {
   RunResult result;
-  util::FileLock lock(root + "/.phoenix/lock", 0, "this repository");
+  layout::ensure_state_dir(root);
+  util::FileLock lock(layout::lock_file(root), 0, "this repository");
   repo.emplace(gitx::Repo::open(root));
   head0 = repo->head_sha();
   if (head0.empty()) throw UsageError("the repository has no commits yet: commit something for Phoenix to measure");
-  dirty0 = !repo->is_clean(kKeep);
+  // Untracked files do not block (git's own bisect, rebase and pull carry
+  // on around them); modified or staged tracked files do (invariant 5).
+  dirty0 = !repo->tracked_clean(keep);
+  for (std::string& path : repo->untracked_files(keep)) keep.push_back(std::move(path));
 
   for (const auto& c : cfg.checks)
     if (opt.only.empty() || std::find(opt.only.begin(), opt.only.end(), c.id) != opt.only.end()) selected.push_back(c);
@@ -207,7 +212,7 @@ RunResult Engine::Impl::run() {
 
   // Only a green measurement of every check at a clean HEAD blesses it.
   bool all_green = std::all_of(green.begin(), green.end(), [](bool g) { return g; });
-  if (all_green && !opt.dry_run && repo->is_clean(kKeep) && (opt.only.empty() || selected.size() == cfg.checks.size())) {
+  if (all_green && !opt.dry_run && repo->tracked_clean(keep) && (opt.only.empty() || selected.size() == cfg.checks.size())) {
     std::string head = repo->head_sha();
     repo->write_ref(kKnownGoodRef, head, "phoenix: every check green");
     trace.append("known-good", {{"commit", head}});
@@ -426,7 +431,8 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
                           "Check: " + check.id + " (" + check.type + ")\nSignal before: " + red.signal +
                           "\nSignal after: " + again.signal + "\nIssue-Signature: " + failure.issue_signature +
                           "\nAttempt-Signature: " + attempt_sig + "\n";
-        out.fix_commit = repo->commit_all(msg, opt.author_name, opt.author_email, true);
+        // The patch's files only: the user's untracked files stay out of it.
+        out.fix_commit = repo->commit_tracked_and(facts.files, msg, opt.author_name, opt.author_email);
       }
       if (outcomes) outcomes->healed(failure, p, verify_ms);
       state(check.id, "HEALED", {{"fixer", p.fixer}, {"signal", again.signal}, {"commit", out.fix_commit},
@@ -462,7 +468,7 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   inc.why_escalated = why;
   inc.not_rolled_back_why = "rollback in progress";
   // Invariant 10: the note exists (fsynced) before the rollback starts.
-  std::string path = write_incident(root + "/incidents", inc);
+  std::string path = write_incident(layout::incidents_dir(root), inc);
   result.incident = path;
   trace.append("incident", {{"path", path}, {"check", f.check.id}, {"why", why}});
   state(f.check.id, "ESCALATED", {{"why", why}, {"incident", path}});
@@ -484,7 +490,7 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   }
   std::string state_line;
   if (head != target || opt.rollback == "known-good") {
-    repo->reset_hard(target, !dirty0, kKeep);
+    repo->reset_hard(target, !dirty0, keep);
     state_line = "rolled back to " + target;
   } else {
     state_line = "rolled back to " + target + " (the pre-run state; every attempt was already undone)";
@@ -492,7 +498,7 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   set_incident_state(path, state_line);
   result.rolled_back_to = target;
   trace.append("rollback", {{"to", target}, {"abandoned", head}});
-  util::write_file_atomic(root + "/.phoenix/ESCALATED", path + "\n");
+  util::write_file_atomic(layout::escalated_flag(root), path + "\n");
 }
 
 }  // namespace phoenix::engine

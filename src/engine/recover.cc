@@ -9,6 +9,7 @@
 #include "engine/cycle.h"
 #include "engine/incident.h"
 #include "gitx/repo.h"
+#include "layout/layout.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/lock.h"
@@ -22,7 +23,7 @@ using util::Json;
 
 namespace {
 
-const std::vector<std::string> kKeep{".phoenix/", "incidents/"};
+const std::vector<std::string>& kKeep = layout::keep_prefixes();
 
 struct Interrupted {
   bool found = false;
@@ -129,8 +130,8 @@ void remove_stale_sandboxes(const std::string& dir, std::vector<std::string>& ac
 std::vector<std::string> recover(const std::string& root, trace::Trace& trace) {
   std::vector<std::string> actions;
   // Nothing here runs beside a live run: it owns the repository.
-  fs::create_directories(root + "/.phoenix");
-  util::FileLock run_lock(root + "/.phoenix/lock", 0, "this repository");
+  layout::ensure_state_dir(root);
+  util::FileLock run_lock(layout::lock_file(root), 0, "this repository");
   std::optional<util::FileLock> loop_lock;
   try {
     loop_lock.emplace(root + "/.phoenix/loop.lock", 0, "the loop of this repository");
@@ -232,7 +233,12 @@ std::vector<std::string> recover(const std::string& root, trace::Trace& trace) {
     }
   if (loop_lock) {
     remove_stray_temps(root + "/.phoenix", actions);
-    remove_stale_sandboxes(root + "/.phoenix/sandboxes", actions);
+    try {
+      remove_stale_sandboxes(layout::sandboxes_dir(gitx::Repo::open(root)), actions);
+    } catch (const Error&) {
+      // Not a repository any more: nothing of ours to clean there.
+    }
+    remove_stale_sandboxes(root + "/.phoenix/sandboxes", actions);  // where earlier versions kept them
   }
   remove_stray_temps(root + "/incidents", actions);
   if (where != root) {

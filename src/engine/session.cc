@@ -1,5 +1,7 @@
 #include "engine/session.h"
 
+#include "layout/layout.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <optional>
@@ -27,8 +29,8 @@ RunResult run_session(const std::string& root, const config::Config& cfg, Sessio
   std::optional<journal::Journal> jr;
   std::optional<journal::JournalSink> sink;
   if (use_journal) {
-    std::filesystem::create_directories(root + "/.phoenix");
-    jr.emplace(journal::Journal::open(root + "/.phoenix/journal.sqlite"));
+    layout::ensure_state_dir(root);
+    jr.emplace(journal::Journal::open(layout::journal_file(root)));
     sink.emplace(*jr);
   }
   std::vector<std::unique_ptr<fixers::Fixer>> fx;

@@ -2,11 +2,14 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <utility>
 
 #include "checks/check.h"
 #include "gitx/worktree.h"
+#include "layout/layout.h"
+#include "setup/setup.h"
 #include "util/error.h"
 #include "util/path.h"
 #include "util/json.h"
@@ -84,15 +87,39 @@ BisectResult bisect_commits(gitx::Repo& repo, const std::string& worktree_path, 
   // possible answers, measuring mid = lo + (hi-lo)/2 leaves ceil(s/2) (red)
   // or floor(s/2) (green): ceil(log2(n+1)) runs at most.
   size_t lo = 0, hi = r.range_size;
+  std::set<size_t> skipped;
+  std::string last_skip_why;
   while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (wt) gitx::move_worktree(*wt, pos[mid]);
-    const bool green = oracle(pos[mid]);
-    r.steps.push_back({pos[mid], mid, green});
+    // The measurable position nearest the middle of [lo, hi).
+    const size_t want = lo + (hi - lo) / 2;
+    std::optional<size_t> mid;
+    for (size_t d = 0; d < hi - lo && !mid; ++d) {
+      if (want + d < hi && !skipped.count(want + d)) mid = want + d;
+      else if (want >= lo + d && !skipped.count(want - d)) mid = want - d;
+    }
+    if (!mid) {
+      r.verdict = BisectResult::Verdict::kSkipped;
+      std::string names;
+      for (size_t i = std::max<size_t>(lo, 1); i <= hi; ++i) names += (names.empty() ? "" : ", ") + short_sha(pos[i]);
+      r.reason = "the first red commit is one of " + names + ": the commits between could not be measured (" +
+                 last_skip_why + ")";
+      return r;
+    }
+    if (wt) gitx::move_worktree(*wt, pos[*mid]);
+    bool green = false;
+    try {
+      green = oracle(pos[*mid]);
+    } catch (const BisectSkip& s) {
+      skipped.insert(*mid);
+      r.skipped.push_back(pos[*mid]);
+      last_skip_why = short_sha(pos[*mid]) + ": " + s.why;
+      continue;
+    }
+    r.steps.push_back({pos[*mid], *mid, green});
     if (green) {
-      lo = mid + 1;
+      lo = *mid + 1;
     } else {
-      hi = mid;
+      hi = *mid;
     }
   }
   if (lo == 0) {
@@ -166,11 +193,21 @@ Proposal BisectFixer::search(const Request& request, bool* memoize) {
   std::map<std::string, std::string> signals;  // sha -> the check's signal there
   std::ostringstream log;
 
-  // Runs the red check, fresh, in the worktree (already at `sha`).
-  std::string wt_path;
+  // Runs the red check, fresh, in the worktree (already at `sha`), after
+  // the setup steps whose inputs changed there.
+  std::string wt_path, setup_stamp_path;
   auto oracle = [&](const std::string& sha) {
     if (int sig = util::interrupted_signal()) throw Interrupted{sig};
     if (request.timeout_s > 0 && util::now_ms() > deadline) throw OutOfTime{};
+    if (request.config && !request.config->setup.empty()) {
+      setup::Result su = setup::ensure(request.config->setup, wt_path, setup_stamp_path);
+      if (su.interrupted) throw Interrupted{util::interrupted_signal()};
+      if (su.ran) log << "setup at " << short_sha(sha) << ": " << (su.ok ? "ran" : su.signal) << " (" << su.duration_ms << " ms)\n";
+      if (!su.ok) {
+        signals[sha] = su.signal;
+        throw BisectSkip{su.signal};
+      }
+    }
     checks::SenseResult s = checks::sense(request.failure.check, wt_path);
     ++p.check_runs;
     if (s.interrupted) throw Interrupted{util::interrupted_signal()};
@@ -210,8 +247,10 @@ Proposal BisectFixer::search(const Request& request, bool* memoize) {
       ignore.push_back(phoenix_dir.substr(root.size() + 1) + "/");
     const std::vector<std::string> before = changed_paths(repo, ignore);
 
-    BisectWorktree wt = prepare_bisect_worktree(repo, phoenix_dir + "/worktrees/bisect", head);
+    for (const std::string& line : layout::migrate_legacy_trees(repo)) log << line << "\n";
+    BisectWorktree wt = prepare_bisect_worktree(repo, layout::worktree_path(repo, "bisect"), head);
     wt_path = wt.path;
+    setup_stamp_path = layout::setup_stamp(repo, "bisect");
     log << "worktree " << wt.path << ": "
         << (wt.state == BisectWorktree::State::kCreated  ? "created"
             : wt.state == BisectWorktree::State::kReused ? "reused"
@@ -223,9 +262,13 @@ Proposal BisectFixer::search(const Request& request, bool* memoize) {
     // (the worktree is at HEAD already) before blaming history.
     if (!before.empty()) {
       log << "work tree has uncommitted changes: measuring HEAD's commit\n";
-      if (oracle(head))
-        return nothing("the check is green at HEAD's commit " + short_sha(head) +
-                       ": the failure comes from uncommitted changes, which bisect cannot blame");
+      try {
+        if (oracle(head))
+          return nothing("the check is green at HEAD's commit " + short_sha(head) +
+                         ": the failure comes from uncommitted changes, which bisect cannot blame");
+      } catch (const BisectSkip& s) {
+        return nothing("HEAD's commit " + short_sha(head) + " cannot be measured: " + s.why);
+      }
     }
 
     BisectResult r = bisect_commits(repo, wt.path, good, head, oracle);
@@ -253,6 +296,8 @@ Proposal BisectFixer::search(const Request& request, bool* memoize) {
     switch (r.verdict) {
       case BisectResult::Verdict::kEmptyRange:
         return nothing(r.reason);
+      case BisectResult::Verdict::kSkipped:
+        return nothing(r.reason + "; steps: " + steps.str());
       case BisectResult::Verdict::kGoodIsRed: {
         const std::string& sig = signals[good];
         return nothing("the check is red at known-good " + short_sha(good) + (sig.empty() ? "" : " (" + sig + ")") +

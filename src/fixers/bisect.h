@@ -10,10 +10,13 @@
 //   of changed paths must not move while it works: otherwise kAborted
 //   (invariant 12). Nothing is ever written to the user's work tree, index or
 //   refs: every measurement runs in ONE persistent linked worktree,
-//   <phoenix_dir>/worktrees/bisect (git name "phoenix-bisect"), created on
-//   first use, reused (cleaned, moved incrementally) afterwards, recreated
-//   when found damaged. Ignored files there (build outputs) survive between
-//   runs on purpose, so builds stay warm; the check must cope with that.
+//   layout::worktree_path(repo, "bisect") in the git directory (git name
+//   "phoenix-bisect"), created on first use, reused (cleaned, moved
+//   incrementally) afterwards, recreated when found damaged. Ignored files
+//   there (build outputs) survive between runs on purpose, so builds stay
+//   warm; the check must cope with that. phoenix.json's `setup` runs there
+//   before each measurement whose inputs changed (setup/setup.h); a commit
+//   whose setup fails is skipped, as `git bisect skip` does.
 // - The red measurement at HEAD is Request.failure: it is reused, HEAD is not
 //   measured again — except when the user's work tree has uncommitted
 //   changes (outside .phoenix/), because then the engine measured those
@@ -73,6 +76,7 @@ struct BisectResult {
     kFound,       // culprit = first red commit of the range
     kGoodIsRed,   // the oracle is red at `good` itself: no commit of the range to blame
     kEmptyRange,  // good == bad, or good is not an ancestor of bad (see reason)
+    kSkipped,     // every commit left to measure was skipped (see reason): the culprit is one of several
   };
   Verdict verdict = Verdict::kEmptyRange;
   std::string culprit;     // kFound: the first red commit
@@ -80,20 +84,28 @@ struct BisectResult {
   size_t culprit_position = 0;  // kFound: 1..range_size
   size_t range_size = 0;   // commits in good..bad along first parents (bad included)
   std::vector<BisectStep> steps;
-  std::string reason;      // kEmptyRange: why
+  std::vector<std::string> skipped;  // commits the oracle skipped, in the order tried
+  std::string reason;      // kEmptyRange, kSkipped: why
   int runs() const { return static_cast<int>(steps.size()); }
 };
 
 // true = the check is green at `sha`. Called with the worktree (if any)
-// already checked out at `sha`. May throw to abort the search (the exception
-// propagates out of bisect_commits).
+// already checked out at `sha`. May throw BisectSkip when `sha` cannot be
+// measured (its setup failed), as `git bisect skip` does; any other
+// exception aborts the search (it propagates out of bisect_commits).
 using BisectOracle = std::function<bool(const std::string& sha)>;
+struct BisectSkip {
+  std::string why;  // "setup failed: npm ci: exit=1"
+};
 
 // Binary-searches the first red commit among `good` and the first-parent
 // commits good..bad (`git rev-list --first-parent good..bad`). `bad` is
 // known red and never measured; `good` is measured only when the search
 // narrows to it (see the header comment): at most ceil(log2(range_size+1))
-// oracle calls. `good` and `bad` are revs of `repo`.
+// oracle calls when nothing is skipped. A skipped commit is set aside and
+// the measurable commit nearest the middle of what is left is tried
+// instead; when nothing measurable is left the verdict is kSkipped, naming
+// the commits that could be the culprit. `good` and `bad` are revs of `repo`.
 //
 // `worktree_path`: a linked worktree of `repo` (see prepare_bisect_worktree)
 // that is moved to each commit before the oracle runs — incremental

@@ -15,7 +15,9 @@
 #include <utility>
 
 #include "gitx/repo.h"
+#include "layout/layout.h"
 #include "sandbox/sandbox.h"
+#include "setup/setup.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/json.h"
@@ -868,10 +870,26 @@ Proposal HarnessFixer::propose(const Request& request) {
   }
 
   const std::string prompt = render_prompt(load_prompt_template(request), prompt_values(request));
-  const std::string phoenix_dir = request.phoenix_dir.empty() ? request.repo_root + "/.phoenix" : request.phoenix_dir;
-  sandbox::Sandbox sb = sandbox::Sandbox::create(request.repo_root, phoenix_dir + "/sandboxes",
-                                                 request.config->sandbox_carry,
+  // Sandboxes live in the git directory (layout/layout.h), where no test
+  // runner of the project finds their copies of the code.
+  const std::string sandboxes = layout::sandboxes_dir(gitx::Repo::open(request.repo_root));
+  sandbox::Sandbox sb = sandbox::Sandbox::create(request.repo_root, sandboxes, request.config->sandbox_carry,
                                                  sandbox::parse_kind(request.config->sandbox_kind, "sandbox.kind"));
+  // The project's environment, so the agent can build and run the tests
+  // there too. A setup that fails is noted, not held against the agent:
+  // its patch is measured in the real tree either way.
+  std::string setup_note;
+  if (!request.config->setup.empty()) {
+    setup::Result su = setup::ensure(request.config->setup, sb.path(), "", [&](util::ProcessOptions& po) {
+      po.unset_env = kGitLocationEnv;
+      po.env["GIT_CEILING_DIRECTORIES"] = sb.dir();
+      sb.confine(po);
+    });
+    if (su.interrupted || util::interrupted_signal() != 0)
+      return done(Status::kCrashed, "interrupted during the sandbox's setup", "harness " + program + ": interrupted");
+    setup_note = su.ok ? "# sandbox setup: " + std::to_string(su.duration_ms) + " ms\n"
+                       : "# sandbox " + su.signal + " (the agent works without the environment)\n" + su.evidence + "\n";
+  }
   Invocation inv = plan_invocation(h, prompt, [&](const std::string& content) {
     return sb.write_scratch_file("prompt.md", content);
   });
@@ -899,7 +917,7 @@ Proposal HarnessFixer::propose(const Request& request) {
   {
     std::error_code ec;
     const std::string root = fs::weakly_canonical(request.repo_root, ec).string();
-    const std::string base = fs::weakly_canonical(phoenix_dir + "/sandboxes", ec).string();
+    const std::string base = fs::weakly_canonical(sandboxes, ec).string();
     if (util::starts_with(base, root + "/")) ignore.push_back(fs::relative(base, root).generic_string() + "/");
   }
   const sandbox::RepoFingerprint before = sandbox::fingerprint_repo(request.repo_root, ignore);
@@ -934,6 +952,7 @@ Proposal HarnessFixer::propose(const Request& request) {
     for (const sandbox::Skipped& s : sb.skipped()) p.log += "; not " + s.path + " (" + s.reason + ")";
     p.log += "\n";
   }
+  p.log += setup_note;
   p.log += r.output;
   // Recorded with whatever the outcome is (the trace keeps the detail).
   const std::string strays =

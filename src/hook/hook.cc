@@ -17,6 +17,8 @@
 #include "engine/session.h"
 #include "gitx/repo.h"
 #include "gitx/worktree.h"
+#include "layout/layout.h"
+#include "setup/setup.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/hash.h"
@@ -221,8 +223,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kWorktreeRel = ".phoenix/worktrees/hook";
-
 std::string sha12(const std::string& s) { return s.substr(0, 12); }
 
 // One commit being pushed: the sha git gave (a tag object for an annotated
@@ -233,7 +233,8 @@ struct Target {
   std::string label() const { return push_label(refs, commit); }
 };
 
-// The hook's own persistent worktree, <root>/.phoenix/worktrees/hook, where
+// The hook's own persistent worktree, in the git directory
+// (layout::worktree_path), where
 // a pushed commit that is not a clean HEAD is measured: moved to that
 // commit by an incremental checkout (only files that differ are written),
 // cleaned before use, recreated when found damaged (gitx/worktree.h). Its
@@ -294,7 +295,8 @@ int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, 
     return kExitOk;
   }
 
-  const std::string lock_path = opt.root + "/.phoenix/lock";
+  layout::ensure_state_dir(opt.root);
+  const std::string lock_path = layout::lock_file(opt.root);
   std::optional<util::FileLock> lock;
   try {
     lock.emplace(lock_path, 0, "this repository");
@@ -351,10 +353,29 @@ int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, 
     const bool in_place = t.commit == head && is_clean();
     std::string dir = opt.root;
     if (!in_place) {
-      dir = gitx::prepare_worktree(repo(), hook_worktree_name(opt.root), opt.root + "/" + kWorktreeRel, t.commit).path;
+      const std::string name = hook_worktree_name(opt.root);
+      if (!used_worktree)
+        for (const std::string& line : layout::migrate_legacy_trees(repo())) err << "phoenix: " << line << "\n";
+      dir = gitx::prepare_worktree(repo(), name, layout::worktree_path(repo(), name), t.commit).path;
       used_worktree = true;
+      // The worktree holds tracked files only: the project's setup gives it
+      // the environment the checks need (again only when its inputs changed).
+      setup::Result su = setup::ensure(cfg.setup, dir, layout::setup_stamp(repo(), name), {},
+                                       [&](const config::SetupStep& step) {
+                                         err << "phoenix: setup in the hook's worktree: " << util::join_argv(step.run) << "\n";
+                                       });
+      if (su.interrupted || util::interrupted_signal() != 0) {
+        err << "phoenix: interrupted; push blocked\n";
+        return kExitInterrupted;
+      }
+      if (!su.ok) {
+        err << "phoenix: push blocked: " << su.signal << " (in the worktree of " << t.label() << ")\n";
+        if (!su.evidence.empty()) err << util::trim(su.evidence) << "\n";
+        err << "phoenix: fix the setup steps in phoenix.json, or skip once with PHOENIX_SKIP=1\n";
+        return kExitRed;
+      }
     }
-    const std::string where = t.label() + (in_place ? "" : " (worktree " + std::string(kWorktreeRel) + ")");
+    const std::string where = t.label() + (in_place ? "" : " (in the hook's worktree)");
     for (const auto& spec : selected) {
       double left = remaining_s();
       if (left <= 0) {

@@ -14,11 +14,14 @@
 #include "fixers/harness.h"
 #include "gitx/repo.h"
 #include "gitx/worktree.h"
+#include "layout/layout.h"
 #include "loop/state.h"
 #include "loop/tasks.h"
+#include "setup/setup.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/lock.h"
+#include "util/path.h"
 #include "util/subprocess.h"
 #include "util/text.h"
 
@@ -92,7 +95,7 @@ long long parse_until(const std::string& text, long long now_ms) {
 namespace {
 
 // Untracked run-time state never counts as a change of the agent's.
-const std::vector<std::string> kKeep{".phoenix/", "incidents/"};
+const std::vector<std::string>& kKeep = layout::keep_prefixes();
 
 constexpr const char* kPromise = "<promise>COMPLETE</promise>";
 
@@ -191,8 +194,10 @@ struct Loop {
         throw UsageError("phoenix-loop: --resume: no earlier loop here (" + run_path(root) + " is missing)");
       Json run = util::parse_json(util::read_file(run_path(root)), run_path(root));
       branch = run.value("branch", "");
-      wt = run.value("worktree", "");
       wt_name = run.value("worktree_name", "");
+      // Where this version keeps it; a loop started by an earlier version
+      // had it inside the work tree, and its worktree is remade here.
+      wt = wt_name.empty() ? run.value("worktree", "") : layout::worktree_path(main, wt_name);
       if (opt.tasks.empty() && opt.prompt.empty()) {
         tasks_rel = run.value("tasks", "");
         prompt_rel = run.value("prompt", "");
@@ -210,8 +215,9 @@ struct Loop {
       branch = !opt.branch.empty() ? opt.branch : !cfg.loop.branch.empty() ? cfg.loop.branch : default_branch(util::now_ms());
       std::string tail = branch.substr(branch.rfind('/') + 1);
       wt_name = "loop-" + (util::starts_with(tail, "loop-") ? tail.substr(5) : tail);
-      wt = root + "/.phoenix/worktrees/" + wt_name;
+      wt = layout::worktree_path(main, wt_name);
     }
+    for (const std::string& line : layout::migrate_legacy_trees(main)) say(line);
     std::string ref = "refs/heads/" + branch;
     std::optional<std::string> tip = main.read_ref(ref);
     if (!opt.resume && tip)
@@ -221,7 +227,7 @@ struct Loop {
 
     bool have_wt = false;
     for (const auto& w : main.worktree_list())
-      if (w.name == wt_name) have_wt = w.valid;
+      if (w.name == wt_name) have_wt = w.valid && util::normalize_path(w.path) == util::normalize_path(wt);
     // Not there, or not trustworthy: made (or remade) by gitx's persistent
     // worktrees, which reuse a healthy one with an incremental checkout.
     if (!have_wt) gitx::prepare_worktree(main, wt_name, wt, start);
@@ -271,10 +277,34 @@ struct Loop {
     bool green = true;          // every check that counts is green
     std::vector<std::string> red;  // ids of red checks that count
     bool interrupted = false;
+    std::string setup_failed;   // the setup steps failed: nothing was measured
   };
+
+  // The worktree holds tracked files only: phoenix.json's setup steps give
+  // it the project's environment, again only when their inputs changed.
+  // A failed setup is its own signal, never a red check of the agent's.
+  setup::Result prepare_environment() {
+    setup::Result su = setup::ensure(cfg.setup, wt, layout::setup_stamp(*repo, wt_name), {},
+                                     [&](const config::SetupStep& step) { say("setup: " + util::join_argv(step.run)); });
+    if (su.ran)
+      trace.append("loop.setup", {{"iteration", iteration}, {"ok", su.ok}, {"signal", su.signal},
+                                  {"duration_ms", su.duration_ms}});
+    return su;
+  }
 
   Measure measure() {
     Measure m;
+    setup::Result su = prepare_environment();
+    if (su.interrupted) {
+      m.interrupted = true;
+      m.green = false;
+      return m;
+    }
+    if (!su.ok) {
+      m.green = false;
+      m.setup_failed = su.signal + (su.evidence.empty() ? "" : "\n" + util::trim(su.evidence));
+      return m;
+    }
     for (const auto& c : cfg.checks) {
       checks::SenseResult r = checks::sense(c, wt);
       if (r.interrupted) m.interrupted = true;
@@ -408,7 +438,11 @@ struct Loop {
     util::ProcessResult r = util::run_process(po);
     AgentRun a;
     a.output = r.output;
-    a.changed = !repo->is_clean(kKeep);
+    // Progress is what the agent changed, never the loop's own files: the
+    // tasks or prompt file (ticked by the loop, maybe not even committed).
+    std::vector<std::string> own = kKeep;
+    own.push_back(prompt_mode() ? prompt_rel : tasks_rel);
+    a.changed = !repo->is_clean(own);
     fixers::RunFacts f;
     f.program = inv.argv.empty() ? "" : inv.argv[0];
     f.not_found = r.not_found;
@@ -455,6 +489,13 @@ struct Loop {
     return code;
   }
 
+  int setup_stopped(const Measure& m) {
+    const std::string first = m.setup_failed.substr(0, m.setup_failed.find('\n'));
+    if (m.setup_failed.size() > first.size()) say(m.setup_failed.substr(first.size() + 1));
+    return finish(kExitRed, "stopped", "stopped: " + first + " (in the loop's worktree " + wt +
+                                           "); fix phoenix.json's setup, then --resume");
+  }
+
   int interrupted() {
     int sig = util::interrupted_signal();
     return finish(kExitInterrupted, "interrupted", "interrupted by signal " + std::to_string(sig) + "; state written");
@@ -463,7 +504,8 @@ struct Loop {
   // --- main loop -------------------------------------------------------------
 
   int run() {
-    util::FileLock lock(root + "/.phoenix/loop.lock", 0, "the loop of this repository");
+    layout::ensure_state_dir(root);
+    util::FileLock lock(layout::loop_lock_file(root), 0, "the loop of this repository");
     setup();
     state.start_heartbeat(cfg.loop.heartbeat_s);
 
@@ -471,6 +513,7 @@ struct Loop {
     if (!opt.resume) {
       phase("baseline");
       Measure m = measure();
+      if (!m.setup_failed.empty()) return setup_stopped(m);
       if (m.interrupted || util::interrupted_signal()) return interrupted();
       if (!m.green) {
         std::string ids = util::join_argv(m.red);
@@ -486,6 +529,7 @@ struct Loop {
           if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
           if (h.exit_code != kExitOk) return escalated_baseline(h);
           Measure hm = measure();
+          if (!hm.setup_failed.empty()) return setup_stopped(hm);
           if (hm.interrupted || util::interrupted_signal()) return interrupted();
           if (hm.green) bless();
         }
@@ -514,6 +558,7 @@ struct Loop {
           if (!skipped.empty())
             return finish(kExitRed, "stopped", std::to_string(skipped.size()) + " task(s) skipped after escalation; the rest done");
           Measure m = measure();
+          if (!m.setup_failed.empty()) return setup_stopped(m);
           if (m.interrupted) return interrupted();
           if (!m.green) return finish(kExitRed, "stopped", "every task ticked but red: " + util::join_argv(m.red));
           bless();
@@ -573,6 +618,7 @@ struct Loop {
         if (prompt_mode() && promised(a.output, prompt)) {
           // The agent says it is done: only the checks can agree.
           Measure m = measure();
+          if (!m.setup_failed.empty()) return setup_stopped(m);
           if (m.interrupted) return interrupted();
           if (m.green) {
             bless();
@@ -592,6 +638,7 @@ struct Loop {
       }
       phase("checking");
       Measure m = measure();
+      if (!m.setup_failed.empty()) return setup_stopped(m);
       if (m.interrupted || util::interrupted_signal()) return interrupted();
       if (m.green) {
         phase("committing");
@@ -621,6 +668,7 @@ struct Loop {
         // Healed: the tick is in the healed HEAD. Bless it only on a green
         // measurement of every check, so a later rollback keeps this task.
         Measure hm = measure();
+        if (!hm.setup_failed.empty()) return setup_stopped(hm);
         if (hm.interrupted || util::interrupted_signal()) return interrupted();
         if (hm.green) bless();
         escalations_in_row = 0;

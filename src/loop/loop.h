@@ -3,7 +3,8 @@
 // One loop per repository (an flock on .phoenix/loop.lock naming its pid;
 // the kernel drops it when the holder dies, so a stale lock is simply taken).
 // The loop works on its own branch (default phoenix/loop-YYYYMMDD) in its own
-// worktree .phoenix/worktrees/loop-<branch tail>; the user's checkout and
+// worktree <git dir>/phoenix/worktrees/loop-<branch tail> (layout/layout.h),
+// set up by phoenix.json's setup steps; the user's checkout and
 // branch are never touched. The worktree's HEAD is detached (gitx makes
 // detached worktrees) and the branch ref is moved to it after every commit
 // and rollback, so the branch always names the loop's latest state.

@@ -129,8 +129,8 @@ class Crash : public ::testing::Test {
       CliRun v = run_phoenix(repo, {"trace", "verify"});
       EXPECT_EQ(v.code, 0) << v.out;
     }
-    if (fs::exists(repo + "/.phoenix/sandboxes"))
-      EXPECT_TRUE(fs::is_empty(repo + "/.phoenix/sandboxes")) << "a killed fixer's sandbox was left behind";
+    if (fs::exists(repo + "/.git/phoenix/sandboxes"))
+      EXPECT_TRUE(fs::is_empty(repo + "/.git/phoenix/sandboxes")) << "a killed fixer's sandbox was left behind";
     for (const auto& dir : {repo + "/.phoenix", repo + "/incidents"}) {
       if (!fs::exists(dir)) continue;
       for (const auto& e : fs::directory_iterator(dir))

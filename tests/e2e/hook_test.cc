@@ -73,15 +73,17 @@ class HookE2E : public ::testing::Test {
     return commit_all(where.empty() ? repo : where, msg);
   }
   // No worktree is left behind but the hook's one persistent worktree
-  // (.phoenix/worktrees/hook), registered once.
+  // (.git/phoenix/worktrees/phoenix-hook-…), registered once, and nothing
+  // of Phoenix's trees inside the work tree.
   void expect_no_worktrees_left(const std::string& where = "") {
     std::string w = where.empty() ? repo : where;
     EXPECT_LE(count(g({"worktree", "list", "--porcelain"}, w), "phoenix-hook"), 1u);
     EXPECT_LE(count(g({"worktree", "list"}, w), "\n"), 1u) << g({"worktree", "list"}, w);
     std::error_code ec;
-    if (fs::exists(w + "/.phoenix/worktrees"))
-      for (const auto& e : fs::directory_iterator(w + "/.phoenix/worktrees", ec))
-        if (e.path().filename() != "hook") ADD_FAILURE() << "left behind: " << e.path();
+    EXPECT_FALSE(fs::exists(w + "/.phoenix/worktrees")) << "a tree of Phoenix's inside the work tree";
+    if (fs::exists(repo + "/.git/phoenix/worktrees"))
+      for (const auto& e : fs::directory_iterator(repo + "/.git/phoenix/worktrees", ec))
+        if (e.path().filename().string().rfind("phoenix-hook-", 0) != 0) ADD_FAILURE() << "left behind: " << e.path();
   }
 
   ScopedTempDir tmp;
@@ -93,7 +95,7 @@ TEST_F(HookE2E, GreenPushPassesWithOneLinePerCheck) {
   auto r = push({"-u", "origin", "main"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(count(r.output, "phoenix: ok   state  exit=0"), 1u) << r.output;
-  EXPECT_EQ(r.output.find("(worktree .phoenix/worktrees/hook)"), std::string::npos) << "HEAD on a clean tree is measured in place";
+  EXPECT_EQ(r.output.find("(in the hook's worktree)"), std::string::npos) << "HEAD on a clean tree is measured in place";
   EXPECT_EQ(remote_sha("main"), g({"rev-parse", "HEAD"}));
   // A green push of HEAD writes nothing in the repository but the lock.
   EXPECT_FALSE(fs::exists(repo + "/.phoenix/trace.jsonl"));
@@ -163,7 +165,7 @@ TEST_F(HookE2E, BranchNotCheckedOutIsMeasuredInATemporaryWorktree) {
   auto r = push({"origin", "topic"});
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("RED  state  exit=1"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("topic@" + red.substr(0, 12) + " (worktree .phoenix/worktrees/hook)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("topic@" + red.substr(0, 12) + " (in the hook's worktree)"), std::string::npos) << r.output;
   EXPECT_EQ(remote_sha("topic"), "");
   expect_no_worktrees_left();
   EXPECT_EQ(read(repo + "/state.txt"), "GOOD\n");
@@ -185,7 +187,7 @@ TEST_F(HookE2E, DirtyHeadIsMeasuredAsCommittedNotAsTheWorkTree) {
   write(repo, "state.txt", "BAD (uncommitted)\n");
   auto r = push({"origin", "main"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("main@" + head.substr(0, 12) + " (worktree .phoenix/worktrees/hook)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("main@" + head.substr(0, 12) + " (in the hook's worktree)"), std::string::npos) << r.output;
   EXPECT_EQ(read(repo + "/state.txt"), "BAD (uncommitted)\n");
   expect_no_worktrees_left();
 }
@@ -303,7 +305,7 @@ TEST_F(HookE2E, DetachedHead) {
   auto r = push({"origin", "HEAD:refs/heads/main"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("HEAD@" + head.substr(0, 12)), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.find("(worktree .phoenix/worktrees/hook)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("(in the hook's worktree)"), std::string::npos) << r.output;
   std::string red = commit_state("BAD", "detached and red");
   auto no = push({"origin", "HEAD:refs/heads/main"});
   EXPECT_NE(no.exit_code, 0) << no.output;
@@ -336,7 +338,7 @@ TEST_F(HookE2E, PushFromALinkedWorktree) {
   auto ok = push({"origin", "feature"}, wt);
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_NE(ok.output.find("feature@" + green.substr(0, 12)), std::string::npos) << ok.output;
-  EXPECT_EQ(ok.output.find("(worktree .phoenix/worktrees/hook)"), std::string::npos) << "HEAD of the linked worktree, in place: " << ok.output;
+  EXPECT_EQ(ok.output.find("(in the hook's worktree)"), std::string::npos) << "HEAD of the linked worktree, in place: " << ok.output;
   std::string red = commit_state("BAD", "feature breaks it", wt);
   auto no = push({"origin", "feature"}, wt);
   EXPECT_NE(no.exit_code, 0) << no.output;

@@ -101,7 +101,7 @@ TEST_F(HookThin, ACommitThatIsNotHeadIsHandedOver) {
   commit_all(repo, "second");
   auto r = same(line(head, "refs/heads/old"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("(worktree .phoenix/worktrees/hook)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(in the hook's worktree)"), std::string::npos) << r.output;
   EXPECT_EQ(with_stand_in(line(head, "refs/heads/old")).exit_code, 99);
 }
 
@@ -109,7 +109,7 @@ TEST_F(HookThin, ADirtyTreeIsHandedOver) {
   write(repo, "state.txt", "BAD but not committed\n");
   auto r = same(line(head));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("(worktree .phoenix/worktrees/hook)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(in the hook's worktree)"), std::string::npos) << r.output;
   EXPECT_EQ(with_stand_in(line(head)).exit_code, 99);
 }
 
@@ -126,7 +126,7 @@ TEST_F(HookThin, ADirtyTreeStopsTheCheckAlreadyRunningInPlace) {
   write(repo, "untracked.txt", "not committed\n");
   auto r = run_with_stdin({thin_bin(), "pre-push", "origin", "/nowhere.git"}, repo, line(head));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("(worktree .phoenix/worktrees/hook)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(in the hook's worktree)"), std::string::npos) << r.output;
   // The in-place run may have been stopped before its shell wrote its pid
   // (or between creating the file and writing it).
   const std::string pid = fs::exists(pidfile) ? util::trim(read(pidfile)) : "";

@@ -265,7 +265,7 @@ TEST_F(LoopNight, IterationTimeoutKillsTheAgentsWholeTree) {
   ASSERT_EQ(agent.size(), 1u);
   EXPECT_EQ(agent[0]["data"]["status"], "timeout");
   // Its half-work is dropped, not committed.
-  EXPECT_FALSE(fs::exists(repo + "/.phoenix/worktrees/loop-test/half.txt"));
+  EXPECT_FALSE(fs::exists(repo + "/.git/phoenix/worktrees/loop-test/half.txt"));
   EXPECT_EQ(rev("phoenix/loop-test"), head);
   EXPECT_EQ(state()["phase"], "stopped");
 }

@@ -94,7 +94,7 @@ class LoopTest : public ::testing::Test {
   }
 
   Json state() { return Json::parse(read(repo + "/.phoenix/loop-state.json")); }
-  std::string wt_file(const std::string& rel) { return read(repo + "/.phoenix/worktrees/loop-test/" + rel); }
+  std::string wt_file(const std::string& rel) { return read(repo + "/.git/phoenix/worktrees/loop-test/" + rel); }
   std::vector<std::string> subjects(const std::string& range) {
     return util::split_lines(git(repo, {"log", "--format=%s", range}));
   }

@@ -123,11 +123,42 @@ TEST_F(RunE2E, RollbackToKnownGoodOnlyWhenAsked) {
 
 TEST_F(RunE2E, DirtyTreeBlocksAutomaticChanges) {
   regress();
-  write(repo, "src/wip.txt", "my work\n");
+  // A modified tracked file is someone's work in progress: detection only.
+  write(repo, "src/f0.txt", "my work\n");
   auto r = phoenix({"run"});
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("--allow-dirty"), std::string::npos) << r.out;
   EXPECT_EQ(read(repo + "/src/conf.sh"), "LIMIT=11\n");
+  EXPECT_EQ(read(repo + "/src/f0.txt"), "my work\n");
+  EXPECT_EQ(g({"rev-parse", "HEAD"}), head);
+}
+
+TEST_F(RunE2E, UntrackedFilesDoNotBlockAndSurviveTheHealByteForByte) {
+  regress();
+  // As git's own bisect, rebase and pull carry on around untracked files,
+  // so does a heal; they stay out of the fix commit, byte for byte.
+  std::string binary;
+  for (int i = 0; i < 4096; ++i) binary.push_back(static_cast<char>((i * 7919) % 256));
+  write(repo, "notes/scratch.bin", binary);
+  write(repo, "src/wip.txt", "my work\n");
+  write(repo, "phoenix-output.log", "redirected\n");
+  auto r = phoenix({"run"});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(read(repo + "/src/conf.sh"), "LIMIT=10\n");
+  EXPECT_EQ(g({"rev-parse", "HEAD^"}), head);
+  EXPECT_EQ(g({"show", "--name-only", "--format=", "HEAD"}), "src/conf.sh");
+  EXPECT_EQ(read(repo + "/notes/scratch.bin"), binary);
+  EXPECT_EQ(read(repo + "/src/wip.txt"), "my work\n");
+  EXPECT_EQ(read(repo + "/phoenix-output.log"), "redirected\n");
+  EXPECT_EQ(g({"status", "--porcelain"}), "?? notes/\n?? phoenix-output.log\n?? src/wip.txt");
+  EXPECT_EQ(g({"rev-parse", "refs/phoenix/known-good"}), g({"rev-parse", "HEAD"}));
+
+  // And through an escalation and its rollback.
+  write(repo, "src/conf.sh", "LIMIT=12\n");
+  git(repo, {"commit", "-qam", "tune the limit again"});  // tracked files only
+  auto esc = phoenix({"run", "--fixer", "noop", "--rollback", "known-good"});
+  EXPECT_EQ(esc.code, 2) << esc.out;
+  EXPECT_EQ(read(repo + "/notes/scratch.bin"), binary);
   EXPECT_EQ(read(repo + "/src/wip.txt"), "my work\n");
 }
 

@@ -504,7 +504,7 @@ class HarnessRun : public ::testing::Test {
 
   void expect_sandboxes_removed() {
     std::error_code ec;
-    const std::string dir = repo + "/.phoenix/sandboxes";
+    const std::string dir = repo + "/.git/phoenix/sandboxes";
     EXPECT_TRUE(!fs::exists(dir) || fs::is_empty(dir, ec)) << "sandboxes left behind in " << dir;
   }
 
@@ -538,7 +538,7 @@ TEST_F(HarnessRun, ClaudePresetGetsItsFlagsAndThePromptOnStdin) {
   EXPECT_EQ(rec["env"]["PHOENIX_SANDBOX"], "1");
   EXPECT_FALSE(rec["env"].contains("GIT_DIR"));
   const std::string cwd = rec["cwd"];
-  EXPECT_EQ(cwd.rfind(fs::canonical(repo).string() + "/.phoenix/sandboxes/sandbox-", 0), 0u) << cwd;
+  EXPECT_EQ(cwd.rfind(fs::canonical(repo).string() + "/.git/phoenix/sandboxes/sandbox-", 0), 0u) << cwd;
   EXPECT_EQ(rec["env"]["GIT_CEILING_DIRECTORIES"], fs::path(cwd).parent_path().string());
 
   // The patch applies to the real repository as it is.
@@ -632,7 +632,7 @@ TEST_F(HarnessRun, NotOnPathIsUnavailableAndCopiesNothing) {
   EXPECT_EQ(p.status, Status::kUnavailable);
   EXPECT_EQ(p.detail, "claude is not installed (not found on PATH)");
   EXPECT_EQ(p.model_calls, 0);
-  EXPECT_FALSE(fs::exists(repo + "/.phoenix/sandboxes"));
+  EXPECT_FALSE(fs::exists(repo + "/.git/phoenix/sandboxes"));
 
   cfg.harness = {};
   EXPECT_EQ(HarnessFixer().propose(r).status, Status::kUnavailable);
