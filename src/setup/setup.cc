@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <system_error>
 
 #include "gitx/repo.h"
@@ -46,6 +47,20 @@ std::vector<std::string> candidate_files(const std::string& tree) {
 
 std::string describe(const config::SetupStep& s) { return util::join_argv(s.run); }
 
+// The untracked (not ignored) top-level entries of `tree`, when it is a
+// repository: what a setup adds there that git does not ignore (a build
+// folder missing from .gitignore) is gone after the next move of a
+// persistent worktree, which deletes untracked files.
+std::set<std::string> untracked_tops(const std::string& tree) {
+  std::set<std::string> out;
+  try {
+    gitx::Repo repo = gitx::Repo::open(tree);
+    for (const std::string& p : repo.untracked_files()) out.insert(p.substr(0, p.find('/')));
+  } catch (const std::exception&) {
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string fingerprint(const std::vector<config::SetupStep>& steps, const std::string& tree) {
@@ -81,7 +96,10 @@ Result ensure(const std::vector<config::SetupStep>& steps, const std::string& tr
   if (!stamp_file.empty() && fs::exists(stamp_file, ec)) {
     try {
       util::Json stamp = util::parse_json(util::read_file(stamp_file), stamp_file);
-      if (stamp.is_object() && stamp.value("fingerprint", "") == r.fingerprint) return r;
+      bool products_there = true;
+      for (const auto& p : stamp.value("untracked_products", std::vector<std::string>{}))
+        products_there = products_there && fs::exists(fs::path(tree) / p, ec);
+      if (stamp.is_object() && stamp.value("fingerprint", "") == r.fingerprint && products_there) return r;
     } catch (const Error&) {
       // An unreadable stamp is no stamp: the steps run again.
     }
@@ -92,6 +110,7 @@ Result ensure(const std::vector<config::SetupStep>& steps, const std::string& tr
     if (ec) throw Error("cannot create " + fs::path(stamp_file).parent_path().string() + ": " + ec.message());
   }
   r.ran = true;
+  const std::set<std::string> untracked_before = stamp_file.empty() ? std::set<std::string>{} : untracked_tops(tree);
   for (const auto& step : steps) {
     if (on_step) on_step(step);
     util::ProcessOptions po;
@@ -119,11 +138,18 @@ Result ensure(const std::vector<config::SetupStep>& steps, const std::string& tr
     r.evidence = pr.output.size() > kEvidenceBytes ? pr.output.substr(pr.output.size() - kEvidenceBytes) : pr.output;
     return r;
   }
-  if (!stamp_file.empty())
-    util::write_file_atomic(stamp_file, util::Json{{"version", 1}, {"fingerprint", r.fingerprint},
-                                                   {"tree", tree}, {"at", util::now_iso8601()}}
-                                            .dump() +
+  if (!stamp_file.empty()) {
+    std::vector<std::string> products;
+    for (const std::string& p : untracked_tops(tree))
+      if (!untracked_before.count(p)) products.push_back(p);
+    util::write_file_atomic(stamp_file, util::Json{{"version", 1},
+                                                   {"fingerprint", r.fingerprint},
+                                                   {"tree", tree},
+                                                   {"untracked_products", products},
+                                                   {"at", util::now_iso8601()}}
+                                                .dump() +
                                             "\n");
+  }
   return r;
 }
 

@@ -10,7 +10,10 @@
 // matches a step's `inputs`, path and content. The fingerprint is kept in a
 // stamp file outside the tree (layout::setup_stamp), written only after every
 // step passed and removed before the first step runs, so a failed or
-// interrupted setup runs again next time.
+// interrupted setup runs again next time. The stamp also names what the
+// steps created that git does not ignore (a build folder missing from
+// .gitignore): moving a persistent worktree deletes untracked files, and
+// when one of those is gone the steps run again.
 //
 // Output is bounded like a check's; a failed step is its own signal
 // ("setup failed: npm ci: exit=1"), never blamed on an agent's patch.

@@ -81,6 +81,18 @@ TEST_F(SetupTest, RunsOnceThenOnlyWhenAnInputChanges) {
   EXPECT_EQ(runs(repo), 5);
 }
 
+TEST_F(SetupTest, WhatItMadeThatGitDoesNotIgnoreIsMadeAgainOnceGone) {
+  test::write(repo, ".gitignore", "runs.txt\n");  // build/ not ignored
+  test::commit_all(repo, "build/ not ignored");
+  std::vector<config::SetupStep> steps{counting_step({"**/CMakeLists.txt"})};
+  ASSERT_TRUE(setup::ensure(steps, repo, stamp).ran);
+  EXPECT_FALSE(setup::ensure(steps, repo, stamp).ran);
+  fs::remove_all(repo + "/build");  // what moving a persistent worktree does to untracked files
+  EXPECT_TRUE(setup::ensure(steps, repo, stamp).ran);
+  EXPECT_TRUE(fs::exists(repo + "/build/done"));
+  EXPECT_EQ(runs(repo), 2);
+}
+
 TEST_F(SetupTest, AFailedStepIsItsOwnSignalAndRunsAgainNextTime) {
   config::SetupStep bad;
   bad.run = {"sh", "-c", "echo run >> runs.txt; echo 'npm ERR! lockfile out of date' >&2; exit 3"};
