@@ -13,33 +13,49 @@ cd "$work"
 git init -q -b main shop && cd shop
 git config user.name "Demo User"; git config user.email demo@example.com
 mkdir -p src tests
-cat > src/price.sh <<'SH'
-# price QUANTITY UNIT_CENTS -> total in cents, 10% off from 10 items
-price() { local q=$1 u=$2 t=$(( $1 * $2 )); if [ "$q" -ge 10 ]; then t=$(( t * 9 / 10 )); fi; echo "$t"; }
-SH
-cat > tests/price_test.sh <<'SH'
-#!/bin/sh
-. ./src/price.sh
-fail=0
-check() { got=$(price "$1" "$2"); if [ "$got" != "$3" ]; then echo "FAIL price $1 $2: want $3, got $got"; fail=1; else echo "ok   price $1 $2 = $3"; fi; }
-check 1 250 250
-check 10 100 900
-check 12 50 540
-exit $fail
-SH
-chmod +x tests/price_test.sh
-cat > phoenix.json <<'JSON'
-{
-  // One deterministic check: the unit tests.
-  "checks": [
-    { "id": "unit", "kind": "command_exit", "target": ["./tests/price_test.sh"], "type": "unit",
-      "timeout_s": 30, "editable": ["src/**"] }
-  ]
+# A real build: a C library and its test, built by CMake and run by CTest.
+cat > CMakeLists.txt <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(shop C)
+enable_testing()
+add_library(price src/price.c)
+target_include_directories(price PUBLIC src)
+add_executable(price_test tests/price_test.c)
+target_link_libraries(price_test price)
+add_test(NAME price COMMAND price_test)
+CMAKE
+cat > src/price.h <<'C'
+long price(long quantity, long unit_cents);
+C
+cat > src/price.c <<'C'
+#include "price.h"
+/* total in cents, 10% off from 10 items */
+long price(long q, long u) { long t = q * u; if (q >= 10) t = t * 9 / 10; return t; }
+C
+cat > tests/price_test.c <<'C'
+#include <stdio.h>
+#include "price.h"
+static int fail = 0;
+static void check(long q, long u, long want) {
+  long got = price(q, u);
+  if (got != want) { printf("FAIL price %ld %ld: want %ld, got %ld\n", q, u, want, got); fail = 1; }
+  else printf("ok   price %ld %ld = %ld\n", q, u, want);
 }
-JSON
-printf '.phoenix/*\n!.phoenix/contracts/\n!.phoenix/baselines/\nincidents/\n' > .gitignore
+int main(void) {
+  check(1, 250, 250);
+  check(10, 100, 900);
+  check(12, 50, 540);
+  return fail;
+}
+C
+printf 'build/\nincidents/\n' > .gitignore
 git add -A && git commit -qm "price with bulk discount"
-echo "A tiny shop repository in $work/shop, with one check 'unit' in phoenix.json."
+echo "A tiny shop repository in $work/shop: a C library built by CMake, tested by CTest."
+cmake -S . -B build >/dev/null && cmake --build build >/dev/null && echo "(configured and built in build/, as its developer would)"
+
+say "phoenix init: detects CMake, writes the setup that configures a fresh tree and a check that builds what it tests, then proves it in the work tree and in a fresh tree of its own."
+run phoenix init
+git add -A && git commit -qm "phoenix config" >/dev/null
 
 say "Sense: run the check once. Green."
 run phoenix sense unit
@@ -51,10 +67,10 @@ echo "$snap_json"
 snap_id=$(printf '%s' "$snap_json" | sed -n 's/.*"snap_id":"\([^"]*\)".*/\1/p')
 
 say "A deliberate break: someone 'simplifies' the discount."
-sed -i 's/t \* 9 \/ 10/t * 8 \/ 10/' src/price.sh
+sed -i 's/t \* 9 \/ 10/t * 8 \/ 10/' src/price.c
 git --no-pager diff --stat
 
-say "Sense again: red, with the evidence that proves it."
+say "Sense again: red, with the evidence that proves it (the check rebuilt the library first: no stale binary measured)."
 run phoenix sense unit
 
 say "Heal by rollback: restore the blessed snapshot, then re-run the check fresh."
@@ -66,55 +82,48 @@ run phoenix heal --strategy retry --backoff-ms 50 --target "sh -c 'n=\$(cat $wor
 
 say "The trace: every sense, snapshot and heal, hash-chained."
 run phoenix trace verify
-echo "Now rewrite history: make the red run of step 4 look green, and verify again:"
+echo "Now rewrite history: make the red run of step 5 look green, and verify again:"
 line=$(grep -n '"ok":false' .phoenix/trace.jsonl | head -1 | cut -d: -f1)
-sed -i "${line}s/\"ok\":false/\"ok\":true/; ${line}s/exit=1/exit=0/" .phoenix/trace.jsonl
+sed -i "${line}s/\"ok\":false/\"ok\":true/; ${line}s/exit=[0-9]*/exit=0/" .phoenix/trace.jsonl
 run phoenix trace verify
 
 rm -f .phoenix/trace.jsonl  # the tampered trace stays behind in this story
 
 say "The engine. First a green run: every check passes, so HEAD is blessed known-good."
-git add -A >/dev/null; git commit -qm "phoenix config" >/dev/null 2>&1 || true
 run phoenix run
 
 say "A regression lands among a few ordinary commits."
-echo "# receipts" > src/receipt.sh; git add -A; git commit -qm "receipts (feature)"
-sed -i 's/t \* 9 \/ 10/t * 8 \/ 10/' src/price.sh; git commit -qam "tweak the bulk discount"
-echo "# totals" > src/total.sh; git add -A; git commit -qm "totals (feature)"
+echo "/* receipts */" > src/receipt.c; git add -A; git commit -qm "receipts (feature)"
+sed -i 's/t \* 9 \/ 10/t * 8 \/ 10/' src/price.c; git commit -qam "tweak the bulk discount"
+echo "/* totals */" > src/total.c; git add -A; git commit -qm "totals (feature)"
 git --no-pager log --oneline -4
 
-say "phoenix run: detect -> bisect (no model at all) -> propose the culprit's revert -> verify fresh -> heal."
+say "phoenix run: detect -> bisect (no model at all; its worktree in .git/phoenix/ is configured by the setup step, then each step builds) -> propose the culprit's revert -> verify fresh -> heal."
 run phoenix run --explain
 git --no-pager log --oneline -2
+echo "Bisect measured in a worktree of its own, outside the work tree where no test runner looks, set up once by the setup step:"
+run ls .git/phoenix/worktrees
+git status --short
 
 say "A new feature with a bug in it, and the test that catches it."
-cat > src/price.sh <<'SH'
-# price QUANTITY UNIT_CENTS -> total in cents: 10% off from 10 items, 20% off from 100
-price() { local q=$1 u=$2 t=$(( $1 * $2 )); if [ "$q" -ge 100 ]; then t=$(( t * 8 / 100 )); elif [ "$q" -ge 10 ]; then t=$(( t * 9 / 10 )); fi; echo "$t"; }
-SH
-sed -i 's/^exit \$fail$/check 100 10 800\nexit $fail/' tests/price_test.sh
+cat > src/price.c <<'C'
+#include "price.h"
+/* total in cents: 10% off from 10 items, 20% off from 100 */
+long price(long q, long u) { long t = q * u; if (q >= 100) t = t * 8 / 100; else if (q >= 10) t = t * 9 / 10; return t; }
+C
+sed -i 's/^  return fail;$/  check(100, 10, 800);\n  return fail;/' tests/price_test.c
 git commit -qam "bulk tier for 100+ items"
 run phoenix sense unit
 
 say "The agent heals it: bisect's revert would delete the new test, so a guard rejects it; the agent edits the code."
-cat > phoenix.json <<JSON
-{
-  "checks": [
-    { "id": "unit", "kind": "command_exit", "target": ["./tests/price_test.sh"], "type": "unit",
-      "timeout_s": 30, "editable": ["src/**"] }
-  ],
-  "fixers": ["journal", "bisect", "harness"],
-  // The demo's agent is a scripted program; with a real one this is just "harness": "claude".
-  "harness": { "command": ["$PHOENIX_DEMO_AGENT", "--prompt-file", "{prompt_file}"], "timeout_s": 60,
-               "env": { "PHOENIX_AGENT_SCRIPT": "replace src/price.sh 't * 8 / 100' 't * 8 / 10'; print-json-cost 0.04 3" } }
-}
-JSON
+# The demo's agent is a scripted program; with a real one this is just "harness": "claude".
+sed -i '0,/^{$/s||{\n  "harness": { "command": ["'"$PHOENIX_DEMO_AGENT"'", "--prompt-file", "{prompt_file}"], "timeout_s": 60,\n    "env": { "PHOENIX_AGENT_SCRIPT": "replace src/price.c '"'t * 8 / 100' 't * 8 / 10'"'; print-json-cost 0.04 3" } },|' phoenix.json
 git commit -qam "phoenix: use the agent"
 run phoenix run --explain
 git --no-pager log --oneline -2
 
 say "The same bug again, weeks later: the journal replays the verified fix first, and re-measures it."
-sed -i 's|t \* 8 / 10 ))|t * 8 / 100 ))|' src/price.sh
+sed -i 's|t = t \* 8 / 10;|t = t * 8 / 100;|' src/price.c
 git commit -qam "refactor pricing (reintroduces the bug)"
 run phoenix run --explain
 run phoenix journal
