@@ -279,7 +279,9 @@ std::string phoenix_json_page() {
     schema_keys(branch["then"]["properties"], "", "check.", s);
   }
   s += ".SH EXAMPLE\n.nf\n" +
-       roff("{\n  \"checks\": [\n    { \"id\": \"unit\", \"kind\": \"command_exit\", \"target\": [\"ctest\", \"--test-dir\", \"build\"],\n"
+       roff("{\n  \"setup\": [\n    { \"run\": [\"cmake\", \"-S\", \".\", \"-B\", \"build\"], \"inputs\": [\"**/CMakeLists.txt\"] }\n  ],\n"
+            "  \"checks\": [\n    { \"id\": \"unit\", \"kind\": \"command_exit\",\n"
+            "      \"target\": [\"sh\", \"-c\", \"cmake --build build && ctest --test-dir build --output-on-failure\"],\n"
             "      \"type\": \"unit\", \"editable\": [\"src/**\"] }\n  ],\n  \"harness\": \"claude\",\n"
             "  \"hook\": { \"mode\": \"verify\" }\n}\n") +
        ".fi\n";
