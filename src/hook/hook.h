@@ -137,10 +137,11 @@ struct PrePushOptions {
 // - Each distinct commit is measured once with the checks `hook.checks`
 //   (default: all): in place when it is HEAD and the work tree is clean
 //   (untracked files under .phoenix/ and incidents/ aside), otherwise in the
-//   hook's persistent worktree <root>/.phoenix/worktrees/hook, moved to the
-//   commit by an incremental checkout and cleaned before use (untracked
-//   files removed, ignored build outputs kept), recreated when damaged
-//   (gitx/worktree.h). A check's own timeout is capped by what is
+//   hook's persistent worktree in the git directory (layout/layout.h),
+//   moved to the commit by an incremental checkout and cleaned before use
+//   (untracked files removed, ignored build outputs kept), recreated when
+//   damaged (gitx/worktree.h), and given the project's environment by
+//   phoenix.json's setup steps (setup/setup.h; a failed setup blocks). A check's own timeout is capped by what is
 //   left of `hook.timeout_s`; past it, the push is blocked.
 // - Green everywhere: one line per check, 0.
 // - Red, hook.mode "verify": the evidence, 1.
