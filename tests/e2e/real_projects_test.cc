@@ -205,8 +205,11 @@ void RealProjects::walk(const Walk& w) {
   EXPECT_FALSE(fs::exists(repo + "/" + w.agent_path) && w.agent_path != w.source) << "the agent's file reached the user's checkout";
   const std::string pushed = "phoenix/loop-e2e";
 #else
-  // Without phoenix-loop, a branch that is not HEAD all the same.
+  // Without phoenix-loop, a green branch that is not HEAD all the same.
   git(repo, {"branch", "phoenix/side"});
+  write(repo, "docs/more.txt", "More.\n");
+  git(repo, {"add", "docs/more.txt"});
+  git(repo, {"commit", "-q", "-m", "docs: more"});
   const std::string pushed = "phoenix/side";
 #endif
 
