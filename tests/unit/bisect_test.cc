@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 #include <random>
 #include <sstream>
 
@@ -132,6 +133,42 @@ std::map<std::string, std::string> tree_files(const std::string& root) {
 }
 
 // --- the search itself, with a free oracle -----------------------------------
+
+TEST(BisectSearch, ACommitThatCannotBeMeasuredIsSkippedAsGitBisectSkipDoes) {
+  ScopedTempDir tmp;
+  const std::string root = tmp / "repo";
+  auto shas = make_repo(root, {.n = 16});
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < shas.size(); ++i) index[shas[i]] = static_cast<int>(i);
+  gitx::Repo repo = gitx::Repo::open(root);
+  // Every culprit is still found when a few commits around it cannot be
+  // measured (their setup fails), as long as a measurable neighbour tells.
+  const std::set<int> broken{7, 8, 12};
+  for (int culprit = 1; culprit <= 16; ++culprit) {
+    SCOPED_TRACE("culprit=" + std::to_string(culprit));
+    std::vector<int> asked;
+    BisectResult r = bisect_commits(repo, "", shas[0], shas[16], [&](const std::string& sha) {
+      asked.push_back(index.at(sha));
+      if (broken.count(index.at(sha))) throw BisectSkip{"setup failed: npm ci: exit=1"};
+      return index.at(sha) < culprit;
+    });
+    std::sort(asked.begin(), asked.end());
+    EXPECT_EQ(std::adjacent_find(asked.begin(), asked.end()), asked.end()) << "a commit asked twice";
+    if (broken.count(culprit) || broken.count(culprit - 1)) {
+      // The green->red step touches a commit nobody could measure: the
+      // answer is a range, named, never a guess.
+      if (r.verdict == BisectResult::Verdict::kSkipped) {
+        EXPECT_NE(r.reason.find("could not be measured"), std::string::npos) << r.reason;
+        EXPECT_NE(r.reason.find(shas[culprit].substr(0, 7)), std::string::npos) << r.reason;
+        EXPECT_NE(r.reason.find("setup failed: npm ci: exit=1"), std::string::npos) << r.reason;
+        continue;
+      }
+    }
+    ASSERT_EQ(r.verdict, BisectResult::Verdict::kFound) << r.reason;
+    EXPECT_EQ(r.culprit, shas[culprit]);
+    for (const auto& s : r.skipped) EXPECT_TRUE(broken.count(index.at(s)));
+  }
+}
 
 TEST(BisectSearch, EveryCulpritPositionWithinCeilLog2Runs) {
   ScopedTempDir tmp;
