@@ -1,0 +1,429 @@
+#include "report/night.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <set>
+
+#include "util/json.h"
+#include "util/text.h"
+
+namespace phoenix::report {
+
+namespace {
+
+using util::Json;
+
+struct Event {
+  long long t = 0;
+  std::string event;
+  Json data;
+};
+
+std::vector<Event> parse(const std::string& text, long long since) {
+  std::vector<Event> out;
+  for (const auto& line : util::split_lines(text)) {
+    if (line.empty()) continue;
+    Json e;
+    try {
+      e = Json::parse(line);
+    } catch (const Json::exception&) {
+      continue;  // a torn last line: `phoenix trace verify` reports it
+    }
+    if (!e.is_object()) continue;
+    long long t = util::iso8601_ms(e.value("ts", ""));
+    if (t < 0 || t < since) continue;
+    out.push_back({t, e.value("event", ""), e.contains("data") && e["data"].is_object() ? e["data"] : Json::object()});
+  }
+  return out;
+}
+
+std::string str(const Json& d, const char* key) {
+  return d.contains(key) && d[key].is_string() ? d[key].get<std::string>() : std::string();
+}
+
+std::string relative(const std::string& path, const std::string& root) {
+  if (root.empty() || path.empty()) return path;
+  std::string r = root.back() == '/' ? root : root + "/";
+  return path.compare(0, r.size(), r) == 0 ? path.substr(r.size()) : path;
+}
+
+// Agent runs not yet given to a task.
+struct Pending {
+  long long start_ms = 0;
+  int turns = 0;
+  int uncosted = 0;
+  std::optional<long long> calls;
+  std::optional<double> cost;
+  std::vector<std::string> commits;
+  void clear() { *this = Pending(); }
+};
+
+// The first open task of a tasks file ("- [ ] title") that is not in done.
+std::string first_open(const std::string& text, const std::set<std::string>& finished, int* total) {
+  std::string found;
+  int n = 0;
+  for (const auto& raw : util::split_lines(text)) {
+    std::string l = util::trim(raw);
+    bool open = l.rfind("- [ ]", 0) == 0, ticked = l.rfind("- [x]", 0) == 0 || l.rfind("- [X]", 0) == 0;
+    if (!open && !ticked) continue;
+    ++n;
+    std::string title = util::trim(l.substr(5));
+    if (open && found.empty() && !finished.count(title)) found = title;
+  }
+  if (total) *total = n;
+  return found;
+}
+
+}  // namespace
+
+long long last_loop_start(const std::string& trace_text) {
+  long long last = 0;
+  for (const auto& e : parse(trace_text, 0))
+    if (e.event == "loop.start") last = e.t;
+  return last;
+}
+
+Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts) {
+  Night n;
+  n.since_ms = since_ms;
+  n.known_good = facts.known_good;
+  std::vector<Event> evs = parse(trace_text, since_ms);
+  Pending pend;
+  std::map<std::string, Json> detected;     // check -> DETECTED data
+  std::map<std::string, long long> detected_at;
+  double cost = 0;
+  bool costed = false;
+  std::set<std::string> finished_titles;
+  long long run_start = -1;
+  for (const auto& e : evs) {
+    const Json& d = e.data;
+    if (n.start_ms == 0) n.start_ms = e.t;
+    n.end_ms = std::max(n.end_ms, e.t);
+    if (e.event == "loop.start") {
+      n.loop = true;
+      n.running = true;
+      n.branch = str(d, "branch");
+      n.tasks_file = str(d, "source");
+    } else if (e.event == "loop.end") {
+      n.running = false;
+      n.end_phase = str(d, "phase");
+      n.end_why = str(d, "why");
+      if (d.contains("exit_code") && d["exit_code"].is_number_integer()) n.exit_code = d["exit_code"].get<int>();
+    } else if (e.event == "loop.baseline") {
+      if (d.contains("red") && d["red"].is_array())
+        for (const auto& r : d["red"])
+          if (r.is_string()) n.baseline_red.push_back(r.get<std::string>());
+    } else if (e.event == "run.start") {
+      if (!n.loop) {
+        ++n.runs;
+        run_start = e.t;
+      }
+    } else if (e.event == "run.end") {
+      // Outside a loop each run is a mark of its own (inside, the iterations are).
+      if (!n.loop && run_start >= 0) {
+        int code = d.value("exit_code", 0);
+        n.marks.push_back({"run", run_start, e.t, code == 0, "phoenix run: exit " + std::to_string(code)});
+      }
+      run_start = -1;
+    } else if (e.event == "loop.agent") {
+      long long dur = d.value("duration_ms", 0LL);
+      std::string status = str(d, "status");
+      bool refused = status == "rate-limited" || status == "unreachable";
+      ++n.agent_runs;
+      if (d.contains("cost_usd") && d["cost_usd"].is_number()) {
+        double c = d["cost_usd"].get<double>();
+        cost += c;
+        costed = true;
+        pend.cost = pend.cost.value_or(0) + c;
+      } else {
+        ++n.runs_without_cost;
+        ++pend.uncosted;
+      }
+      if (d.contains("model_calls") && d["model_calls"].is_number_integer())
+        pend.calls = pend.calls.value_or(0) + d["model_calls"].get<long long>();
+      if (refused) continue;  // a wait follows; not one of the agent's iterations
+      ++n.iterations;
+      if (pend.turns == 0) pend.start_ms = e.t - dur;
+      ++pend.turns;
+      Mark m{"iteration", e.t - dur, e.t, status == "ok" || status.empty() || d.value("changed", false),
+             "iteration " + std::to_string(d.value("iteration", 0))};
+      n.marks.push_back(m);
+    } else if (e.event == "loop.wait") {
+      Wait w{e.t, d.value("wait_ms", 0LL), str(d, "status"), str(d, "detail")};
+      n.waits.push_back(w);
+      n.marks.push_back({"wait", w.at_ms, w.at_ms + w.wait_ms, false, w.status + ": waited " + duration(w.wait_ms)});
+    } else if (e.event == "loop.measure") {
+      bool ok = true;
+      std::string red;
+      if (d.contains("checks") && d["checks"].is_array())
+        for (const auto& c : d["checks"])
+          if (!c.value("ok", true)) {
+            ok = false;
+            red += (red.empty() ? "" : ", ") + c.value("id", std::string());
+          }
+      n.marks.push_back({"check", e.t, e.t, ok, ok ? "checks green" : "red: " + red});
+    } else if (e.event == "proposal") {
+      if (d.contains("cost_usd") && d["cost_usd"].is_number()) {
+        double c = d["cost_usd"].get<double>();
+        cost += c;
+        costed = true;
+        pend.cost = pend.cost.value_or(0) + c;
+      } else if (d.value("model_calls", Json()).is_number_integer() && d["model_calls"].get<long long>() > 0) {
+        ++n.runs_without_cost;
+        ++pend.uncosted;
+      }
+    } else if (e.event == "state") {
+      std::string st = str(d, "state"), check = str(d, "check");
+      if (st == "DETECTED") {
+        detected[check] = d;
+        detected_at[check] = e.t;
+      } else if (st == "HEALED") {
+        Heal h;
+        h.check = check;
+        h.fixer = str(d, "fixer");
+        h.attempts = d.value("attempts", 0);
+        h.replayed = h.fixer == "journal";
+        h.start_ms = detected_at.count(check) ? detected_at[check] : e.t;
+        h.end_ms = e.t;
+        h.commit = str(d, "commit");
+        h.signature = detected.count(check) ? str(detected[check], "signature") : "";
+        n.heals.push_back(h);
+        if (!h.commit.empty()) pend.commits.push_back(h.commit);
+        n.marks.push_back({"heal", h.start_ms, h.end_ms, true,
+                           check + " healed by " + h.fixer + (h.replayed ? " (replayed)" : "")});
+      }
+    } else if (e.event == "incident") {
+      Escalation x;
+      x.at_ms = e.t;
+      x.check = str(d, "check");
+      x.why = str(d, "why");
+      x.incident_abs = str(d, "path");
+      x.incident = relative(x.incident_abs, facts.root);
+      n.escalations.push_back(x);
+      n.marks.push_back({"escalation", e.t, e.t, false, "escalated: " + x.check});
+    } else if (e.event == "loop.incident") {
+      // The loop copies the engine's note to the user's incidents/.
+      for (auto& x : n.escalations)
+        if (x.incident_abs == str(d, "from")) {
+          x.incident_abs = str(d, "path");
+          x.incident = relative(x.incident_abs, facts.root);
+        }
+    } else if (e.event == "rollback") {
+      if (!n.escalations.empty() && n.escalations.back().rolled_back_to.empty()) {
+        Escalation& x = n.escalations.back();
+        x.rolled_back_to = str(d, "to");
+        x.abandoned = str(d, "abandoned");
+        auto it = facts.abandoned_refs.find(x.abandoned);
+        if (it != facts.abandoned_refs.end()) x.abandoned_ref = it->second;
+      }
+    } else if (e.event == "known-good") {
+      if (n.known_good.empty()) n.known_good = str(d, "commit");
+    } else if (e.event == "loop.task_done" || e.event == "loop.task_skipped") {
+      const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
+      Task t;
+      t.id = tj.value("id", std::string());
+      t.title = tj.value("title", std::string());
+      t.index = tj.value("index", 0);
+      if (tj.contains("total") && tj["total"].is_number_integer()) n.tasks_total = tj["total"].get<int>();
+      t.start_ms = pend.turns ? pend.start_ms : e.t;
+      t.end_ms = e.t;
+      t.turns = pend.turns;
+      t.model_calls = pend.calls;
+      t.cost_usd = pend.cost;
+      if (pend.uncosted && pend.cost)
+        t.cost_why = std::to_string(pend.uncosted) + " run(s) reported no cost";
+      else if (!pend.cost)
+        t.cost_why = pend.turns ? "the agent CLI reported no cost" : "no agent run";
+      if (e.event == "loop.task_done") {
+        t.outcome = d.value("healed", false) ? "healed" : "done";
+        t.commits = pend.commits;
+        std::string head = str(d, "head");
+        if (!head.empty() && std::find(t.commits.begin(), t.commits.end(), head) == t.commits.end()) t.commits.push_back(head);
+      } else {
+        t.outcome = "skipped";
+        t.incident = relative(str(d, "incident"), facts.root);
+        for (auto& x : n.escalations)
+          if (x.incident == t.incident) x.task = t.title;
+      }
+      finished_titles.insert(t.title);
+      n.tasks.push_back(t);
+      pend.clear();
+    }
+  }
+  if (costed) n.cost_usd = cost;
+  for (auto& x : n.escalations)
+    if (x.incident_abs.empty()) x.incident_abs = x.incident;
+  // The loop stopped at an escalation: the task it was on has no event of
+  // its own; the tasks file on the loop branch names it.
+  if (n.loop && n.end_phase == "escalated" && !n.escalations.empty()) {
+    Escalation& x = n.escalations.back();
+    x.stopped_loop = true;
+    std::string title;
+    int total = 0;
+    if (facts.tasks_at && !n.branch.empty() && !n.tasks_file.empty())
+      title = first_open(facts.tasks_at(n.branch, n.tasks_file), finished_titles, &total);
+    if (n.tasks_total == 0) n.tasks_total = total;
+    if (x.task.empty()) x.task = title;
+    Task t;
+    t.title = title.empty() ? "(the task in progress)" : title;
+    t.outcome = "escalated";
+    t.start_ms = pend.turns ? pend.start_ms : x.at_ms;
+    t.end_ms = x.at_ms;
+    t.turns = pend.turns;
+    t.model_calls = pend.calls;
+    t.cost_usd = pend.cost;
+    if (!pend.cost) t.cost_why = pend.turns ? "the agent CLI reported no cost" : "no agent run";
+    t.incident = x.incident;
+    n.tasks.push_back(t);
+  } else if (n.loop && n.tasks_total == 0 && facts.tasks_at && !n.branch.empty() && !n.tasks_file.empty()) {
+    first_open(facts.tasks_at(n.branch, n.tasks_file), finished_titles, &n.tasks_total);
+  }
+  if (n.tasks_total < static_cast<int>(n.tasks.size())) n.tasks_total = static_cast<int>(n.tasks.size());
+  std::stable_sort(n.marks.begin(), n.marks.end(), [](const Mark& a, const Mark& b) { return a.at_ms < b.at_ms; });
+  return n;
+}
+
+// --- words ---------------------------------------------------------------
+
+namespace {
+
+int count_done(const Night& n) {
+  return static_cast<int>(std::count_if(n.tasks.begin(), n.tasks.end(),
+                                        [](const Task& t) { return t.outcome == "done" || t.outcome == "healed"; }));
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+std::string plural(long long k, const std::string& one, const std::string& many) {
+  return std::to_string(k) + " " + (k == 1 ? one : many);
+}
+
+}  // namespace
+
+std::string verdict(const Night& n) {
+  if (n.start_ms == 0) return "Nothing happened in this period: the trace holds no events since then.";
+  std::vector<std::string> parts;
+  if (n.loop) {
+    parts.push_back(std::to_string(count_done(n)) + " of " + plural(n.tasks_total, "task", "tasks") + " done");
+  } else {
+    parts.push_back(plural(n.runs, "run", "runs"));
+  }
+  std::map<std::string, int> by;
+  for (const auto& h : n.heals) ++by[h.replayed ? "replayed from the journal" : "healed by " + h.fixer];
+  for (const auto& [how, k] : by) parts.push_back(std::to_string(k) + " " + how);
+  std::string s = join(parts, ", ");
+  if (!n.escalations.empty()) {
+    const Escalation& x = n.escalations.back();
+    s += ", " + std::to_string(n.escalations.size()) + " escalated at " + clock(x.at_ms);
+    if (x.stopped_loop) s += ": the loop stopped";
+    else if (n.loop) s += n.escalations.size() == 1 ? ": the task was skipped" : ": the tasks were skipped";
+  } else if (n.loop && n.running) {
+    s += "; the loop is still running";
+  } else if (n.loop && n.end_phase != "complete" && !n.end_why.empty()) {
+    s += "; the loop " + n.end_why.substr(0, n.end_why.rfind(':') == std::string::npos ? n.end_why.size() : n.end_why.find(':'));
+  }
+  s += n.known_good.empty() ? "; no known-good commit yet" : "; known-good is " + short_sha(n.known_good);
+  s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+  return s + ".";
+}
+
+std::vector<std::string> needs_person(const Night& n) {
+  std::vector<std::string> v;
+  for (auto it = n.escalations.rbegin(); it != n.escalations.rend(); ++it) {
+    std::string s = "Read " + (it->incident.empty() ? std::string("the incident note") : it->incident) + ": `" + it->check + "`";
+    if (!it->task.empty()) s += " on \"" + it->task + "\"";
+    s += " escalated";
+    if (!it->why.empty()) s += " (" + it->why + ")";
+    if (!it->abandoned_ref.empty()) s += "; the abandoned work is " + it->abandoned_ref;
+    else if (!it->abandoned.empty() && it->abandoned != it->rolled_back_to) s += "; the abandoned head is " + short_sha(it->abandoned);
+    v.push_back(s + ".");
+  }
+  if (!n.baseline_red.empty())
+    v.push_back("Red before the first iteration (not the agent's doing): " + join(n.baseline_red, ", ") + ".");
+  if (n.loop && !n.running && n.end_phase != "complete" && n.end_phase != "escalated" && !n.end_why.empty())
+    v.push_back("The loop stopped: " + n.end_why + ".");
+  if (v.empty()) {
+    if (n.loop && n.running) v.push_back("Nothing yet: the loop is still running.");
+    else if (n.start_ms == 0) v.push_back("Nothing.");
+    else v.push_back("Nothing: review the loop's commits and merge them.");
+  }
+  return v;
+}
+
+std::string next_command(const Night& n) {
+  if (n.loop && n.running) return "phoenix status --watch";
+  if (!n.escalations.empty()) return "phoenix report --html night.html";
+  if (n.loop && !n.branch.empty()) return "git log --oneline " + n.branch;
+  return "phoenix status";
+}
+
+// --- units ---------------------------------------------------------------
+
+std::string duration(long long ms) {
+  if (ms < 0) ms = 0;
+  char b[64];
+  if (ms < 1000) {
+    std::snprintf(b, sizeof b, "%lld ms", ms);
+  } else if (ms < 10'000) {
+    std::snprintf(b, sizeof b, "%.1f s", static_cast<double>(ms) / 1000.0);
+  } else if (ms < 60'000) {
+    std::snprintf(b, sizeof b, "%lld s", (ms + 500) / 1000);
+  } else if (ms < 3'600'000) {
+    long long s = (ms + 500) / 1000;
+    if (s % 60) std::snprintf(b, sizeof b, "%lld min %lld s", s / 60, s % 60);
+    else std::snprintf(b, sizeof b, "%lld min", s / 60);
+  } else {
+    long long m = (ms + 30'000) / 60'000;
+    if (m % 60) std::snprintf(b, sizeof b, "%lld h %lld min", m / 60, m % 60);
+    else std::snprintf(b, sizeof b, "%lld h", m / 60);
+  }
+  return b;
+}
+
+namespace {
+std::tm local(long long ms) {
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  return tm;
+}
+}  // namespace
+
+std::string clock(long long ms) {
+  std::tm tm = local(ms);
+  char b[16];
+  std::strftime(b, sizeof b, "%H:%M", &tm);
+  return b;
+}
+
+std::string utc_offset(long long ms) {
+  std::tm tm = local(ms);
+  long off = tm.tm_gmtoff;
+  char b[48];
+  std::snprintf(b, sizeof b, "%c%02ld:%02ld", off < 0 ? '-' : '+', std::labs(off) / 3600, (std::labs(off) % 3600) / 60);
+  return b;
+}
+
+std::string local_time(long long ms) {
+  std::tm tm = local(ms);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%d %H:%M", &tm);
+  return std::string(b) + " " + utc_offset(ms);
+}
+
+std::string money(const std::optional<double>& usd) {
+  if (!usd) return kDash;
+  char b[32];
+  if (*usd > 0 && *usd < 0.01) std::snprintf(b, sizeof b, "$%.4f", *usd);
+  else std::snprintf(b, sizeof b, "$%.2f", *usd);
+  return b;
+}
+
+std::string short_sha(const std::string& sha) { return sha.substr(0, 7); }
+
+}  // namespace phoenix::report

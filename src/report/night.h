@@ -1,0 +1,121 @@
+// The night, read back from the trace: what `phoenix report` tells in the
+// morning. A model built from .phoenix/trace.jsonl (the loop's and the
+// engine's events) plus a few facts from the repository, and the words that
+// every rendering shares: the verdict sentence, what needs a person first,
+// the one command to run next, and human units (2 h 13 min, 840 ms, local
+// time with its offset, $0.42, a dash for nothing).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace phoenix::report {
+
+// One task the loop worked on, in the order it finished.
+struct Task {
+  std::string id;
+  std::string title;
+  int index = 0;
+  std::string outcome;               // "done", "healed", "skipped", "escalated", "open"
+  std::vector<std::string> commits;  // shas it left on the loop branch (task commit, fix commit)
+  long long start_ms = 0, end_ms = 0;
+  int turns = 0;                     // agent runs (not counting refused ones)
+  std::optional<long long> model_calls;
+  std::optional<double> cost_usd;    // reported cost; null when no run reported one
+  std::string cost_why;              // why the cost is unknown (or partial)
+  std::string incident;              // relative path, when escalated
+};
+
+struct Heal {
+  std::string check;
+  std::string fixer;                 // journal, bisect, harness
+  int attempts = 0;
+  bool replayed = false;             // from the journal
+  long long start_ms = 0, end_ms = 0;
+  std::string commit;
+  std::string signature;
+};
+
+struct Wait {
+  long long at_ms = 0, wait_ms = 0;
+  std::string status;                // rate-limited, unreachable
+  std::string detail;
+};
+
+struct Escalation {
+  long long at_ms = 0;
+  std::string check;
+  std::string why;
+  std::string incident;              // path relative to the repository
+  std::string incident_abs;          // where to read it
+  std::string rolled_back_to;
+  std::string abandoned;             // the abandoned head's sha
+  std::string abandoned_ref;         // refs/phoenix/abandoned/<time>, when found
+  std::string task;                  // its title, when known
+  bool stopped_loop = false;
+};
+
+// A mark on the timeline.
+struct Mark {
+  std::string kind;                  // iteration (run, outside a loop), check, heal, wait, escalation
+  long long at_ms = 0, end_ms = 0;   // end == at: a point
+  bool ok = true;
+  std::string label;
+};
+
+// What the repository says beside the trace (cmd_report reads them).
+struct Facts {
+  std::string root;                  // the repository's work tree (paths are shown relative to it)
+  std::string known_good;            // refs/phoenix/known-good
+  std::map<std::string, std::string> abandoned_refs;  // sha -> ref name
+  // Reads the tasks file on the loop branch: (branch, path) -> text, or "".
+  std::function<std::string(const std::string& branch, const std::string& path)> tasks_at;
+};
+
+struct Night {
+  long long since_ms = 0;
+  long long start_ms = 0, end_ms = 0;  // first and last event
+  bool loop = false;                   // a phoenix-loop night (else engine runs only)
+  bool running = false;                // the loop has not ended
+  std::string branch;
+  std::string tasks_file;
+  int tasks_total = 0;
+  std::vector<Task> tasks;
+  std::vector<Heal> heals;
+  std::vector<Wait> waits;
+  std::vector<Escalation> escalations;
+  std::vector<Mark> marks;
+  std::vector<std::string> baseline_red;
+  int iterations = 0;
+  int runs = 0;                        // phoenix run outside the loop
+  int agent_runs = 0, runs_without_cost = 0;
+  std::optional<double> cost_usd;
+  std::string known_good;
+  std::string end_phase, end_why;      // loop.end
+  std::optional<int> exit_code;
+};
+
+// The start of the last loop in the trace (for the default --since), or 0.
+long long last_loop_start(const std::string& trace_text);
+
+// Builds the night from the trace's text (events at or after since_ms).
+Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts);
+
+// --- the shared words ------------------------------------------------------
+std::string verdict(const Night& n);
+std::vector<std::string> needs_person(const Night& n);  // most urgent first; never empty
+std::string next_command(const Night& n);
+
+// --- human units -----------------------------------------------------------
+std::string duration(long long ms);           // "840 ms", "12 s", "4 min 12 s", "2 h 13 min"
+std::string clock(long long ms);              // "03:12" local time
+std::string local_time(long long ms);         // "2026-12-02 03:12 +01:00"
+std::string utc_offset(long long ms);         // "+01:00"
+std::string money(const std::optional<double>& usd);  // "$0.42", "—" when unknown
+std::string short_sha(const std::string& sha);        // 7 hex
+constexpr const char* kDash = "—";
+
+}  // namespace phoenix::report

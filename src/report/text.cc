@@ -1,0 +1,187 @@
+// The terminal and Markdown reports: the same sections in the same order.
+#include <cstdio>
+
+#include "report/render.h"
+
+namespace phoenix::report {
+
+namespace {
+
+std::string paint(bool on, const char* code, const std::string& s) {
+  return on ? std::string("\x1b[") + code + "m" + s + "\x1b[0m" : s;
+}
+
+// Display width of UTF-8 text (code points; what this report writes).
+size_t width_of(const std::string& s) {
+  size_t w = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++w;
+  return w;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+std::string shas(const std::vector<std::string>& commits) {
+  std::vector<std::string> v;
+  for (const auto& c : commits) v.push_back(short_sha(c));
+  return v.empty() ? std::string(kDash) : join(v, ", ");
+}
+
+std::string commits_text(const Task& t) {
+  if (t.commits.empty()) return "no commit";
+  return std::to_string(t.commits.size()) + (t.commits.size() == 1 ? " commit " : " commits ") + shas(t.commits);
+}
+
+std::string turns_text(const Task& t) { return std::to_string(t.turns) + (t.turns == 1 ? " turn" : " turns"); }
+
+std::string cost_text(const Task& t) {
+  if (t.cost_usd) return money(t.cost_usd) + (t.cost_why.empty() ? "" : " (+ " + t.cost_why + ")");
+  return "cost unknown: " + t.cost_why;
+}
+
+std::string heal_text(const Heal& h) {
+  return "by " + h.fixer + ", " + std::to_string(h.attempts) + (h.attempts == 1 ? " attempt" : " attempts") + ", " +
+         duration(h.end_ms - h.start_ms) + (h.replayed ? ", replayed from the journal" : "") +
+         (h.commit.empty() ? "" : ", fix " + short_sha(h.commit));
+}
+
+std::string totals_text(const Night& n) {
+  std::string cost = money(n.cost_usd);
+  if (!n.cost_usd) cost = n.agent_runs ? "cost unknown (no agent run reported one)" : "no cost (no agent run)";
+  else if (n.runs_without_cost) cost += " (+ " + std::to_string(n.runs_without_cost) + " run(s) that reported no cost)";
+  return std::to_string(n.iterations) + (n.iterations == 1 ? " iteration" : " iterations") + ", " +
+         duration(n.end_ms - n.start_ms) + ", " + cost;
+}
+
+std::string period(const Night& n) {
+  if (n.start_ms == 0) return "no events";
+  std::string end = local_time(n.end_ms);
+  if (end.substr(0, 10) == local_time(n.start_ms).substr(0, 10)) end = clock(n.end_ms);
+  return local_time(n.start_ms) + " to " + end + " (" + duration(n.end_ms - n.start_ms) + ")";
+}
+
+std::string title(const Night& n) { return n.loop ? "Phoenix: the night on " + n.branch : "Phoenix: the runs"; }
+
+std::string md_cell(const std::string& s) {
+  std::string o;
+  for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c);
+  return o;
+}
+
+}  // namespace
+
+std::string wrap(const std::string& text, int width, const std::string& first, int indent) {
+  std::string out = first, line = first;
+  std::string pad(static_cast<size_t>(indent), ' ');
+  size_t at = 0;
+  bool fresh = true;
+  while (at < text.size()) {
+    size_t sp = text.find(' ', at);
+    std::string word = text.substr(at, sp == std::string::npos ? std::string::npos : sp - at);
+    at = sp == std::string::npos ? text.size() : sp + 1;
+    if (word.empty()) continue;
+    if (!fresh && static_cast<int>(width_of(line) + 1 + width_of(word)) > width) {
+      out += "\n" + pad;
+      line = pad;
+      fresh = true;
+    }
+    if (!fresh) {
+      out += " ";
+      line += " ";
+    }
+    out += word;
+    line += word;
+    fresh = false;
+  }
+  return out + "\n";
+}
+
+std::string terminal(const Night& n, bool color, int width) {
+  auto head = [&](const std::string& s) { return "\n" + paint(color, "1", s) + "\n"; };
+  auto outcome = [&](const std::string& o) {
+    std::string label = o;
+    label.resize(10, ' ');
+    const char* code = o == "done" || o == "healed" ? "32" : o == "open" ? "33" : "31";
+    return paint(color, code, label);
+  };
+  std::string s = paint(color, "1", title(n)) + "\n" + period(n) + "\n\n";
+  s += wrap(verdict(n), width, "", 0);
+  s += head("Needs a person first");
+  int k = 0;
+  for (const auto& line : needs_person(n)) s += wrap(line, width, "  " + std::to_string(++k) + ". ", 5);
+  s += head("Tasks");
+  if (n.tasks.empty()) s += "  " + std::string(kDash) + "\n";
+  for (const auto& t : n.tasks) {
+    s += wrap(t.title, width, "  " + outcome(t.outcome), 12);
+    std::string detail = commits_text(t) + " · " + duration(t.end_ms - t.start_ms) + " · " + turns_text(t) + " · " + cost_text(t);
+    if (!t.incident.empty()) detail += " · " + t.incident;
+    s += wrap(detail, width, std::string(12, ' '), 12);
+  }
+  s += head("Heals");
+  if (n.heals.empty()) s += "  " + std::string(kDash) + "\n";
+  for (const auto& h : n.heals) s += wrap(heal_text(h), width, "  " + clock(h.end_ms) + "  " + h.check + " ", 9);
+  s += head("Rate-limit waits");
+  if (n.waits.empty()) s += "  " + std::string(kDash) + "\n";
+  for (const auto& w : n.waits)
+    s += wrap(w.status + ", waited " + duration(w.wait_ms) + (w.detail.empty() ? "" : " (" + w.detail + ")"), width,
+              "  " + clock(w.at_ms) + "  ", 9);
+  s += head("Escalations");
+  if (n.escalations.empty()) s += "  " + std::string(kDash) + "\n";
+  for (const auto& x : n.escalations) {
+    std::string t = x.check + ": " + (x.why.empty() ? "escalated" : x.why) + "; note " + x.incident;
+    if (!x.rolled_back_to.empty()) t += "; rolled back to " + short_sha(x.rolled_back_to);
+    if (!x.abandoned_ref.empty()) t += "; abandoned work in " + x.abandoned_ref;
+    s += wrap(t, width, "  " + paint(color, "31", clock(x.at_ms)) + "  ", 9);
+  }
+  s += head("Totals");
+  s += wrap(totals_text(n), width, "  ", 2);
+  s += "\nNext: " + paint(color, "1", next_command(n)) + "\n";
+  return s;
+}
+
+std::string markdown(const Night& n) {
+  std::string s = "# " + title(n) + "\n\n" + period(n) + "\n\n**" + verdict(n) + "**\n\n## Needs a person first\n\n";
+  int k = 0;
+  for (const auto& line : needs_person(n)) s += std::to_string(++k) + ". " + line + "\n";
+  s += "\n## Tasks\n\n";
+  if (n.tasks.empty()) s += std::string(kDash) + "\n";
+  else {
+    s += "| task | outcome | commits | duration | turns | cost |\n|---|---|---|---|---|---|\n";
+    for (const auto& t : n.tasks)
+      s += "| " + md_cell(t.title) + " | " + t.outcome + (t.incident.empty() ? "" : " ([note](" + t.incident + "))") + " | " +
+           shas(t.commits) + " | " + duration(t.end_ms - t.start_ms) + " | " + std::to_string(t.turns) + " | " +
+           md_cell(t.cost_usd ? money(t.cost_usd) + (t.cost_why.empty() ? "" : " (+ " + t.cost_why + ")")
+                              : std::string(kDash) + " (" + t.cost_why + ")") +
+           " |\n";
+  }
+  s += "\n## Heals\n\n";
+  if (n.heals.empty()) s += std::string(kDash) + "\n";
+  else {
+    s += "| at | check | fixer | attempts | duration | replayed | fix |\n|---|---|---|---|---|---|---|\n";
+    for (const auto& h : n.heals)
+      s += "| " + clock(h.end_ms) + " | `" + h.check + "` | " + h.fixer + " | " + std::to_string(h.attempts) + " | " +
+           duration(h.end_ms - h.start_ms) + " | " + (h.replayed ? "yes" : "no") + " | " +
+           (h.commit.empty() ? std::string(kDash) : short_sha(h.commit)) + " |\n";
+  }
+  s += "\n## Rate-limit waits\n\n";
+  if (n.waits.empty()) s += std::string(kDash) + "\n";
+  for (const auto& w : n.waits)
+    s += "- " + clock(w.at_ms) + ": " + w.status + ", waited " + duration(w.wait_ms) + (w.detail.empty() ? "" : " (" + w.detail + ")") + "\n";
+  s += "\n## Escalations\n\n";
+  if (n.escalations.empty()) s += std::string(kDash) + "\n";
+  for (const auto& x : n.escalations) {
+    s += "- " + clock(x.at_ms) + ": `" + x.check + "`: " + (x.why.empty() ? "escalated" : x.why) + "; note [" + x.incident +
+         "](" + x.incident + ")";
+    if (!x.rolled_back_to.empty()) s += "; rolled back to " + short_sha(x.rolled_back_to);
+    if (!x.abandoned_ref.empty()) s += "; abandoned work in `" + x.abandoned_ref + "`";
+    s += "\n";
+  }
+  s += "\n## Totals\n\n" + totals_text(n) + "\n\nNext: `" + next_command(n) + "`\n";
+  return s;
+}
+
+}  // namespace phoenix::report
