@@ -59,6 +59,38 @@ fill_npm_cache() {
     echo "deps: npm cache add failed: the npm real-project tests will skip"
 }
 
+# The agent CLIs whose presets tests/e2e/agents_test.cc runs for real
+# against a fake model server on 127.0.0.1, pinned (docs/agents.md), into
+# $TEST_TOOLS_DIR/agents. --ignore-scripts keeps every package's install
+# script out, then `npm rebuild` runs the two that only link the native
+# binary their platform package (an optional dependency, already
+# downloaded) ships: claude's and opencode's. Without the folder those
+# tests skip and say why.
+AGENT_CLIS=(@anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 opencode-ai@1.18.33 @google/gemini-cli@0.61.0)
+AGENTS_DIR="$TEST_TOOLS_DIR/agents"
+install_agent_clis() {
+  [ "${PHOENIX_TEST_TOOLS:-1}" = 0 ] && return 0
+  local want have=1
+  for want in "${AGENT_CLIS[@]}"; do
+    local name="${want%@*}" version="${want##*@}"
+    grep -qs "\"version\": \"$version\"" "$AGENTS_DIR/node_modules/$name/package.json" || have=0
+  done
+  [ "$have" = 1 ] && return 0
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "deps: npm not found: the agent CLI tests will skip"
+    return 0
+  fi
+  echo "deps: installing ${AGENT_CLIS[*]} into $AGENTS_DIR"
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" mkdir -p "$AGENTS_DIR"
+  (cd "$AGENTS_DIR" &&
+    "${sudo[@]}" npm install --prefix "$AGENTS_DIR" --ignore-scripts --no-audit --no-fund --loglevel=error \
+      "${AGENT_CLIS[@]}" >/dev/null &&
+    "${sudo[@]}" npm rebuild --prefix "$AGENTS_DIR" --loglevel=error @anthropic-ai/claude-code opencode-ai >/dev/null) ||
+    echo "deps: npm install of the agent CLIs failed: their tests will skip"
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -69,6 +101,7 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: all ${#PACKAGES[@]} packages present"
   install_test_tools
+  install_agent_clis
   fill_npm_cache
   exit 0
 fi
@@ -79,5 +112,6 @@ export DEBIAN_FRONTEND=noninteractive
 "${SUDO[@]}" apt-get update -qq
 "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 install_test_tools
+install_agent_clis
 fill_npm_cache
 echo "deps: done"

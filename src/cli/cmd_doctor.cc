@@ -11,7 +11,7 @@
 #include "cli/app.h"
 #include "cli/manual.h"
 #include "config/config.h"
-#include "fixers/harness.h"
+#include "agent/agent.h"
 #include "gitx/repo.h"
 #include "hook/hook.h"
 #include "journal/journal.h"
@@ -119,7 +119,7 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
 void check_agents(Report& r, const config::Config* cfg) {
   json found = json::array();
   std::string listed;
-  for (const auto& p : fixers::presets()) {
+  for (const auto& p : agent::presets()) {
     std::string path = util::find_executable(p.argv.front());
     if (path.empty()) continue;
     found.push_back({{"name", p.argv.front()}, {"path", path}, {"preset", p.name}});
@@ -130,7 +130,7 @@ void check_agents(Report& r, const config::Config* cfg) {
   bool uses_harness = std::find(cfg->fixers.begin(), cfg->fixers.end(), "harness") != cfg->fixers.end();
   std::vector<std::string> argv = cfg->harness.command;
   if (argv.empty() && !cfg->harness.preset.empty())
-    if (const auto* p = fixers::find_preset(cfg->harness.preset)) argv = p->argv;
+    if (const auto* p = agent::find_preset(cfg->harness.preset)) argv = p->argv;
   if (argv.empty()) {
     if (uses_harness) r.add("harness", "warn", "no harness configured: the harness fixer proposes nothing (set \"harness\" in phoenix.json)");
     return;

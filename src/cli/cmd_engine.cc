@@ -116,6 +116,7 @@ int cmd_run(const std::vector<std::string>& args) {
     if (opt.rollback != "known-good") throw UsageError("run: --rollback takes 'known-good'");
   }
   opt.templates_dir = templates_dir();
+  opt.max_wait_s = cfg.harness.max_wait_s.value_or(config::kDefaultMaxWaitS);
   if (p.vm.count("only")) {
     opt.only = split_ids(p.vm["only"].as<std::vector<std::string>>());
     if (opt.only.empty()) throw UsageError("run: --only needs at least one check id");
@@ -139,14 +140,21 @@ int cmd_run(const std::vector<std::string>& args) {
   json issues = json::array();
   for (const auto& i : r.issues) {
     issues.push_back({{"check", i.check}, {"state", i.state}, {"attempts", i.attempts}, {"fixer", i.fixer},
-                      {"commit", i.fix_commit}, {"signature", i.issue_signature}, {"model_calls", i.model_calls}});
+                      {"commit", i.fix_commit}, {"signature", i.issue_signature},
+                      {"model_calls", i.model_calls ? json(*i.model_calls) : json(nullptr)}});
     if (opt.dry_run && i.state == "PROPOSED" && !ctx.json)
       std::cout << "proposed by " << i.fixer << " for " << i.check << " (not applied: --dry-run):\n" << i.patch;
   }
   summary["issues"] = issues;
+  if (!r.waited_out.empty()) summary["waited_out"] = r.waited_out;
   if (ctx.json) std::cout << summary.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   else {
     if (r.issues.empty()) std::cerr << "phoenix: every check is green" << (r.known_good.empty() ? "" : "; known-good " + r.known_good.substr(0, 12)) << "\n";
+    // The model could not be reached for max_wait_s: one line with the cause.
+    if (!r.waited_out.empty()) {
+      std::cerr << "phoenix: " << r.waited_out << "\n";
+      return r.exit_code;
+    }
     for (const auto& i : r.issues) {
       std::string line = i.check + ": " + i.state;
       if (i.state == "HEALED") line += " by " + i.fixer + (i.fix_commit.empty() ? " (fix left uncommitted)" : " in " + i.fix_commit.substr(0, 12));

@@ -64,6 +64,21 @@ void print_human(const Context& ctx, const json& s, bool stale) {
   std::cout << "known-good: " << str(s, "known_good").substr(0, 12) << "   head: " << str(s, "head").substr(0, 12) << "\n";
   std::cout << "started:    " << str(s, "started_at") << "   updated: " << str(s, "updated_at") << "\n";
   if (!s["deadline"].is_null()) std::cout << "until:      " << str(s, "deadline") << "\n";
+  if (s.contains("waiting_until") && s["waiting_until"].is_string()) {
+    // "waiting: rate limit until 03:00" (local time, as the user reads a clock).
+    long long at = util::iso8601_ms(s["waiting_until"].get<std::string>());
+    std::string hhmm = str(s, "waiting_until");
+    if (at >= 0) {
+      time_t t = static_cast<time_t>(at / 1000);
+      struct tm l {};
+      localtime_r(&t, &l);
+      char buf[16];
+      std::strftime(buf, sizeof buf, "%H:%M", &l);
+      hhmm = buf;
+    }
+    const std::string why = str(s, "waiting_for") == "unreachable" ? "model unreachable" : "rate limit";
+    std::cout << "waiting: " << why << " until " << hhmm << "\n";
+  }
   std::cout << "exit code:  " << (s["exit_code"].is_null() ? "(running)" : str(s, "exit_code")) << "\n";
 }
 

@@ -79,13 +79,14 @@ void parse_into(Config& c, const Json& j) {
     if (h.is_string()) {
       c.harness.preset = one_of(h, "harness", harness_presets());
     } else if (h.is_object()) {
-      util::reject_unknown_keys(h, {"preset", "command", "timeout_s", "env"}, "harness");
+      util::reject_unknown_keys(h, {"preset", "command", "timeout_s", "env", "max_wait_s"}, "harness");
       if (h.contains("preset")) c.harness.preset = one_of(h["preset"], "harness.preset", harness_presets());
       if (h.contains("command")) {
         c.harness.command = util::string_array(h["command"], "harness.command");
         if (c.harness.command.empty()) throw ConfigError("harness.command: the command is empty");
       }
       if (h.contains("timeout_s")) c.harness.timeout_s = positive_seconds(h["timeout_s"], "harness.timeout_s");
+      if (h.contains("max_wait_s")) c.harness.max_wait_s = positive_seconds(h["max_wait_s"], "harness.max_wait_s");
       if (h.contains("env")) {
         if (!h["env"].is_object()) throw ConfigError("harness.env: must be an object of strings");
         for (auto it = h["env"].begin(); it != h["env"].end(); ++it) {

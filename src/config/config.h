@@ -21,7 +21,13 @@ struct Harness {
   std::vector<std::string> command;   // argv with {prompt} / {prompt_file}; empty: none configured
   double timeout_s = 900;
   std::map<std::string, std::string> env;
+  // The longest one run waits in total on a rate-limited or unreachable
+  // model; unset: kDefaultMaxWaitS in `phoenix run` and the hook, the time
+  // to --until (or the usage window's reset) in the loop.
+  std::optional<double> max_wait_s;
 };
+
+inline constexpr double kDefaultMaxWaitS = 600;
 
 struct Hook {
   std::string mode = "verify";        // verify | heal

@@ -182,7 +182,7 @@ RunResult Engine::Impl::run() {
     // Invariant 5: no automatic change on top of someone's uncommitted work.
     explain("guard dirty-tree: uncommitted changes and no --allow-dirty: detection only");
     for (size_t i = 0; i < selected.size(); ++i)
-      if (!green[i]) result.issues.push_back({selected[i].id, "RED", 0, "", "", "", "", 0});
+      if (!green[i]) result.issues.push_back({selected[i].id, "RED", 0, "", "", "", "", std::nullopt});
     trace.append("run.end", {{"exit_code", kExitRed}, {"why", "dirty work tree"}});
     result.exit_code = kExitRed;
     if (on_event)
@@ -198,6 +198,9 @@ RunResult Engine::Impl::run() {
     result.issues.push_back(o);
     if (o.state == "HEALED") {
       green[i] = true;
+    } else if (o.state == "WAITED_OUT") {
+      exit_code = std::max(exit_code, static_cast<int>(kExitRed));
+      break;  // the model cannot be reached: the next issue would wait the same
     } else if (o.state == "ESCALATED") {
       exit_code = kExitEscalated;
       break;  // the run stops at the first escalation
@@ -306,10 +309,10 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
     std::string pre_propose = dirty0 ? checkpoint("running fixer " + fixer.name()) : "";
     fixers::Proposal p = fixer.propose(req);
     p.fixer = fixer.name();
-    out.model_calls += p.model_calls;
+    if (p.model_calls) out.model_calls = out.model_calls.value_or(0) + *p.model_calls;
     trace.append("proposal", {{"check", check.id}, {"fixer", p.fixer}, {"status", fixers::status_name(p.status)},
                               {"files", p.files}, {"summary", p.summary}, {"detail", p.detail},
-                              {"model_calls", p.model_calls}, {"cost_usd", p.cost_usd ? Json(*p.cost_usd) : Json(nullptr)},
+                              {"model_calls", p.model_calls ? Json(*p.model_calls) : Json(nullptr)}, {"cost_usd", p.cost_usd ? Json(*p.cost_usd) : Json(nullptr)},
                               {"check_runs", p.check_runs}, {"duration_ms", p.duration_ms}});
     switch (p.status) {
       case fixers::Status::kNothing:
@@ -320,16 +323,35 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
         state(check.id, "NO_PROPOSAL", {{"fixer", p.fixer}, {"status", fixers::status_name(p.status)}, {"detail", p.detail}});
         ++fixer_index;
         continue;
-      case fixers::Status::kRateLimited: {
-        // A rate limit is not a failed heal: wait (with backoff) instead of
-        // spending the budget, until the deadline.
-        long long wait = std::max<long long>(p.retry_after_ms, 1000) << std::min(rate_waits, 4);
-        if ((rate_waited_ms + wait) / 1000.0 > opt.rate_limit_deadline_s) {
-          explain("fixer " + p.fixer + ": rate-limited past the deadline; next fixer");
-          ++fixer_index;
-          continue;
+      case fixers::Status::kRateLimited:
+      case fixers::Status::kUnreachable: {
+        // Not a failed heal: wait (backoff with jitter, or until the reset
+        // time the CLI printed) without spending the budget or a strike,
+        // for at most max_wait_s in all.
+        rate_waited_ms += p.duration_ms;  // a CLI that retries inside itself waits too
+        const long long max_ms = static_cast<long long>(opt.max_wait_s * 1000);
+        const long long left = max_ms - rate_waited_ms;
+        agent::Classification c;
+        c.retry_after_ms = p.retry_after_ms;
+        long long wait = left > 0 ? agent::wait_ms(c, rate_waits, left) : 0;
+        if (left <= 0) {
+          const bool limited = p.status == fixers::Status::kRateLimited;
+          std::string prog = p.summary;
+          // "harness claude: unreachable" -> "claude"
+          if (util::starts_with(prog, "harness ")) prog = prog.substr(8);
+          if (auto colon = prog.find(':'); colon != std::string::npos) prog = prog.substr(0, colon);
+          std::string cause = p.first_error.empty() ? p.detail : p.first_error;
+          result.waited_out = std::string("harness ") + (limited ? "rate-limited" : "unreachable") + " for " +
+                              std::to_string((rate_waited_ms + 500) / 1000) + " s: " + prog + ": " + cause;
+          for (char& ch : result.waited_out)
+            if (ch == '\n' || ch == '\r') ch = ' ';
+          explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) + " past max_wait_s; the run stops");
+          state(check.id, "WAITED_OUT", {{"fixer", p.fixer}, {"waited_ms", rate_waited_ms}, {"detail", p.detail}});
+          out.state = "WAITED_OUT";
+          return out;
         }
-        state(check.id, "WAITING", {{"fixer", p.fixer}, {"wait_ms", wait}, {"detail", p.detail}});
+        state(check.id, "WAITING", {{"fixer", p.fixer}, {"status", fixers::status_name(p.status)}, {"wait_ms", wait},
+                                    {"waited_ms", rate_waited_ms}, {"detail", p.detail}});
         ++rate_waits;
         rate_waited_ms += wait;
         if (!interruptible_sleep_ms(wait)) throw Error("interrupted", kExitInterrupted);

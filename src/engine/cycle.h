@@ -54,7 +54,11 @@ struct RunOptions {
   bool explain = false;
   std::string rollback;                 // "" (pre-run state) or "known-good"
   std::string templates_dir;
-  double rate_limit_deadline_s = 3600;  // give up waiting on a rate limit after this
+  // The longest a rate-limited or unreachable harness may keep one run
+  // waiting, in total (harness.max_wait_s; 600 in `phoenix run` and the
+  // hook, the time to --until in the loop). When spent, the run stops with
+  // exit 1 and RunResult.waited_out: no attempt is spent, no incident.
+  double max_wait_s = 600;
   std::string author_name = "phoenix";
   std::string author_email = "phoenix@localhost";
 };
@@ -67,7 +71,7 @@ struct IssueOutcome {
   std::string fix_commit;   // sha of the fix commit
   std::string issue_signature;
   std::string patch;        // the healing (or, dry run, proposed) patch
-  int model_calls = 0;
+  std::optional<int> model_calls;  // null when no fixer reported its count
 };
 
 struct RunResult {
@@ -77,6 +81,10 @@ struct RunResult {
   std::string known_good;   // after the run
   std::string rolled_back_to;
   std::vector<checks::SenseResult> detected;  // first measurement of each check
+  // Set when the run stopped because the harness stayed rate-limited or
+  // unreachable for max_wait_s: "harness unreachable for 600 s: claude: API
+  // Error: Unable to connect ..." (one line).
+  std::string waited_out;
 };
 
 // Events for the timeline: {"event":"state","check":...,"state":...,"elapsed_ms":...,...}

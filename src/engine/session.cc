@@ -24,11 +24,14 @@ RunResult run_session(const std::string& root, const config::Config& cfg, Sessio
   if (!use_journal) names.erase(std::remove(names.begin(), names.end(), "journal"), names.end());
   if (names.empty()) names.push_back("noop");
 
-  // The journal is opened only when it is in the chain; a damaged one is an
-  // error here (never overwritten), and --no-journal runs without it.
+  // The journal records every verified outcome, whichever fixers run (a
+  // heal by --fixer harness too); it replays only when it is in the chain.
+  // A damaged one is an error here (never overwritten); --no-journal runs
+  // without it, and a dry run verifies nothing it could record.
+  const bool record = !options.no_journal && !options.run.dry_run;
   std::optional<journal::Journal> jr;
   std::optional<journal::JournalSink> sink;
-  if (use_journal) {
+  if (use_journal || record) {
     layout::ensure_state_dir(root);
     jr.emplace(journal::Journal::open(layout::journal_file(root)));
     sink.emplace(*jr);

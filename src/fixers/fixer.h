@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/agent.h"
 #include "checks/check.h"
 #include "config/config.h"
 
@@ -42,18 +43,9 @@ struct Request {
   bool explain = false;
 };
 
-enum class Status {
-  kProposed,      // a patch to try
-  kNothing,       // this fixer has nothing (more) to offer
-  kUnavailable,   // not installed / not configured
-  kRateLimited,   // try again after retry_after_ms; does not spend the budget
-  kQuota,         // usage cap reached: stop using this fixer for the run
-  kTimeout,       // killed at its timeout
-  kCrashed,       // exited abnormally without a usable result
-  kAborted        // the real repository changed while it worked (invariant 12)
-};
-
-const char* status_name(Status s);
+// The outcome of one proposal (agent/agent.h: the harness's classes of run).
+using Status = agent::Status;
+using agent::status_name;
 
 struct Proposal {
   Status status = Status::kNothing;
@@ -62,12 +54,13 @@ struct Proposal {
   std::vector<std::string> files;  // paths the patch touches (both sides of renames)
   std::string summary;             // one line for the timeline
   std::string log;                 // bounded output of the fixer (harness transcript)
-  int model_calls = 0;
+  std::optional<int> model_calls = 0;  // requests to a model (fixers without one: 0); null when unknown
   std::optional<double> cost_usd;  // null when the fixer reports none
   std::optional<int> turns;
   int check_runs = 0;              // measurements the fixer made itself (bisect)
   long long duration_ms = 0;
-  long long retry_after_ms = 0;    // for kRateLimited
+  long long retry_after_ms = 0;    // for kRateLimited / kUnreachable: what the CLI asked for, else 0
+  std::string first_error;         // the CLI's first error line, for a one-line cause
   int exit_code = 0;
   std::string detail;              // why: "rate limit: 429 Too Many Requests", "culprit 1a2b3c4 ..."
 };

@@ -5,13 +5,8 @@
 #include <string.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <map>
-#include <regex>
-#include <set>
 #include <utility>
 
 #include "gitx/repo.h"
@@ -40,28 +35,6 @@ constexpr size_t kLogTailBytes = 224 * 1024;
 // Bounds for the pieces an earlier attempt contributes to the prompt.
 constexpr size_t kAttemptPatchBytes = 16 * 1024;
 constexpr size_t kAttemptEvidenceBytes = 8 * 1024;
-constexpr size_t kErrorTextBytes = 2 * 1024;
-
-// Variables that would point the agent's own git commands at the user's
-// repository instead of the sandbox (git exports some of them to hooks, and
-// Phoenix runs from a pre-push hook).
-const std::vector<std::string> kGitLocationEnv{
-    "GIT_DIR",          "GIT_WORK_TREE",          "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-    "GIT_COMMON_DIR",   "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX", "GIT_NAMESPACE",
-    "GIT_CEILING_DIRECTORIES"};
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
-
-bool argv_contains(const std::vector<std::string>& argv, std::string_view needle) {
-  return std::any_of(argv.begin(), argv.end(), [&](const std::string& a) { return contains(a, needle); });
-}
-
 std::string head_bounded(std::string_view s, size_t n) {
   if (s.size() <= n) return std::string(s);
   return std::string(s.substr(0, n)) + "\n[... " + std::to_string(s.size() - n) + " bytes omitted ...]\n";
@@ -72,543 +45,21 @@ std::string tail_bounded(std::string_view s, size_t n) {
   return "[... " + std::to_string(s.size() - n) + " bytes omitted ...]\n" + std::string(s.substr(s.size() - n));
 }
 
-std::string one_line(std::string_view s, size_t n = 200) {
-  std::string t = util::trim(s);
-  for (char& c : t)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  if (t.size() > n) t = t.substr(0, n) + "…";
-  return t;
-}
-
-std::string last_line(std::string_view output) {
-  std::vector<std::string> lines = util::split_lines(output);
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it)
-    if (!util::trim(*it).empty()) return one_line(*it);
-  return "";
-}
-
-std::optional<Json> parse_object(std::string_view text) {
-  std::string t = util::trim(text);
-  if (t.empty() || (t[0] != '{' && t[0] != '[')) return std::nullopt;
-  Json j = Json::parse(t.begin(), t.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
-}
-
 std::string json_text(const Json& j) {
   if (j.is_string()) return j.get<std::string>();
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-std::string str_field(const Json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
 std::string plural(size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-// ---------------------------------------------------------------------------
-// Claude's result object.
-
-std::optional<ClaudeResult> claude_from(const Json& j) {
-  if (!j.is_object() || str_field(j, "type") != "result") return std::nullopt;
-  // Gemini's stream-json also ends with a "result" event; Claude's is the
-  // one that carries is_error or its cost.
-  if (!j.contains("is_error") && !j.contains("total_cost_usd")) return std::nullopt;
-  ClaudeResult r;
-  auto e = j.find("is_error");
-  r.is_error = e != j.end() && e->is_boolean() && e->get<bool>();
-  r.subtype = str_field(j, "subtype");
-  r.result = str_field(j, "result");
-  auto t = j.find("num_turns");
-  if (t != j.end() && t->is_number_integer()) r.num_turns = t->get<int>();
-  auto c = j.find("total_cost_usd");
-  if (c != j.end() && c->is_number()) r.total_cost_usd = c->get<double>();
-  return r;
-}
-
-// ---------------------------------------------------------------------------
-// Rate limits and usage caps.
-
-// Words of a usage cap: waiting minutes will not help.
-const std::vector<std::string_view> kQuotaPhrases{
-    "usage limit",         // Claude "Claude AI usage limit reached|<epoch>", codex "You've hit your usage limit"
-    "5-hour limit",        "five-hour limit", "5 hour limit", "weekly limit",
-    "hit your limit",      // Claude "You've hit your limit · resets 7pm"
-    "insufficient_quota",  // OpenAI, sent with HTTP 429
-    "credit balance is too low",
-};
-
-// Words of a rate limit: wait and retry.
-const std::vector<std::string_view> kRatePhrases{
-    "rate limit", "rate_limit", "ratelimit", "rate-limit", "too many requests",
-    "overloaded",           // Anthropic 529 overloaded_error
-    "resource_exhausted",   // Google's 429 status name
-};
-
-// "429" as an HTTP status: a number of its own right after a word that
-// introduces a status ("HTTP 429", "API Error: 429", "status": 429), not
-// "line 429" or "14290".
-bool says_429(std::string_view l) {
-  for (size_t pos = l.find("429"); pos != std::string_view::npos; pos = l.find("429", pos + 1)) {
-    bool left = pos == 0 || !std::isdigit(static_cast<unsigned char>(l[pos - 1]));
-    bool right = pos + 3 >= l.size() || !std::isdigit(static_cast<unsigned char>(l[pos + 3]));
-    if (!left || !right) continue;
-    std::string_view before = l.substr(pos >= 12 ? pos - 12 : 0, pos >= 12 ? 12 : pos);
-    for (std::string_view ctx : {"http", "status", "error", "code"})
-      if (contains(before, ctx)) return true;
-  }
-  return false;
-}
-
-LimitKind limit_kind(std::string_view l) {
-  for (auto p : kQuotaPhrases)
-    if (contains(l, p)) return LimitKind::kQuota;
-  if (contains(l, "quota")) {
-    // Google reports per-minute request limits as "Quota exceeded for quota
-    // metric ... per minute": a rate limit in quota's words.
-    bool per_minute = contains(l, "per minute") || contains(l, "per_minute") || contains(l, "perminute");
-    return per_minute ? LimitKind::kRateLimit : LimitKind::kQuota;
-  }
-  for (auto p : kRatePhrases)
-    if (contains(l, p)) return LimitKind::kRateLimit;
-  if (says_429(l)) return LimitKind::kRateLimit;
-  return LimitKind::kNone;
-}
-
-double unit_ms(const std::string& unit) {
-  if (unit.empty()) return 1000;
-  if (unit == "ms" || util::starts_with(unit, "milli")) return 1;
-  if (unit[0] == 's') return 1000;
-  if (unit[0] == 'm') return 60'000;
-  if (unit[0] == 'h') return 3'600'000;
-  return 1000;
-}
-
-const char* const kUnit = "(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h)(?![a-z])";
+using agent::Classification;
+using agent::Invocation;
+using agent::PromptVia;
+using agent::RunFacts;
 
 }  // namespace
-
-// ---------------------------------------------------------------------------
-// Presets: the one table. Flags and how the prompt travels are from
-// /work/shared/HARNESSES.md (gathered from each CLI's sources), row by row.
-
-const std::vector<HarnessPreset>& presets() {
-  static const std::vector<HarnessPreset> table{
-      {"claude",
-       {"claude",
-        "-p",                                // HARNESSES.md claude: print mode, one run without a UI
-        "--output-format", "json",           // HARNESSES.md claude: one JSON result (is_error, num_turns, total_cost_usd)
-        "--permission-mode", "acceptEdits"}, // HARNESSES.md claude: edits are accepted without asking
-       PromptVia::kStdin,                    // HARNESSES.md claude: prompt via stdin
-       {}},
-      // The tighter claude variant (--allowedTools "Read Edit Write"
-      // --disallowedTools "Bash WebFetch WebSearch") is left to
-      // harness.command: it also stops the agent from running the tests.
-      {"codex",
-       {"codex",
-        "exec",                              // HARNESSES.md codex: non-interactive run
-        "--full-auto",                       // HARNESSES.md codex: may edit files without asking
-        "--json",                            // HARNESSES.md codex: JSON-lines events
-        "-"},                                // HARNESSES.md codex: "-" reads the prompt from stdin
-       PromptVia::kStdin,
-       {}},
-      {"aider",
-       {"aider",
-        "--yes-always",                      // HARNESSES.md aider: never waits for a confirmation
-        "--no-auto-commits",                 // HARNESSES.md aider: it commits by itself unless told not to
-        "--message-file", "{prompt_file}"},  // HARNESSES.md aider: prompt via a file
-       PromptVia::kFile,
-       {}},
-      {"opencode",
-       {"opencode",
-        "run",                               // HARNESSES.md opencode: non-interactive run
-        "--format", "json",                  // HARNESSES.md opencode: JSON events
-        "{prompt}"},                         // HARNESSES.md opencode: prompt as the argument
-       PromptVia::kArgument,
-       {{"OPENCODE_PERMISSION", R"({"*":"allow"})"}}},  // HARNESSES.md opencode: permissions via env
-      {"gemini",
-       {"gemini",
-        "--approval-mode", "yolo",           // HARNESSES.md gemini: approve every tool call (older releases: --yolo)
-        "-o", "stream-json",                 // HARNESSES.md gemini: machine-readable result
-        "-p", "{prompt}"},                   // HARNESSES.md gemini: prompt as the argument of -p
-       PromptVia::kArgument,
-       {}},
-  };
-  return table;
-}
-
-const HarnessPreset* find_preset(std::string_view name) {
-  for (const HarnessPreset& p : presets())
-    if (p.name == name) return &p;
-  return nullptr;
-}
-
-// ---------------------------------------------------------------------------
-// argv.
-
-std::string long_prompt_instruction(const std::string& prompt_file) {
-  return "Your task is too long to pass as a command-line argument. It is in the file " + prompt_file +
-         " (at the top of this repository). Read that file and follow its instructions; do not edit or "
-         "delete it.";
-}
-
-std::vector<std::string> substitute_placeholders(const std::vector<std::string>& argv, const std::string& prompt,
-                                                 const std::string& prompt_file) {
-  static constexpr std::string_view kFile = "{prompt_file}";
-  static constexpr std::string_view kPrompt = "{prompt}";
-  std::vector<std::string> out;
-  out.reserve(argv.size());
-  for (const std::string& a : argv) {
-    std::string s;
-    for (size_t i = 0; i < a.size();) {
-      std::string_view rest = std::string_view(a).substr(i);
-      if (util::starts_with(rest, kFile)) {
-        s += prompt_file;
-        i += kFile.size();
-      } else if (util::starts_with(rest, kPrompt)) {
-        s += prompt;
-        i += kPrompt.size();
-      } else {
-        s += a[i++];
-      }
-    }
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
-Invocation plan_invocation(const config::Harness& harness, const std::string& prompt,
-                           const std::function<std::string(const std::string&)>& write_prompt_file) {
-  const HarnessPreset* preset = nullptr;
-  if (!harness.preset.empty()) {
-    preset = find_preset(harness.preset);
-    if (!preset) throw ConfigError("harness: unknown preset '" + harness.preset + "'");
-  }
-  Invocation inv;
-  std::vector<std::string> argv;
-  if (!harness.command.empty()) {
-    argv = harness.command;
-  } else if (preset) {
-    argv = preset->argv;
-  } else {
-    throw ConfigError("harness: no preset or command configured");
-  }
-  if (preset) inv.env = preset->env;
-  for (const auto& [k, v] : harness.env) inv.env[k] = v;
-
-  const bool wants_file = argv_contains(argv, "{prompt_file}");
-  const bool wants_arg = argv_contains(argv, "{prompt}");
-  const bool too_long = wants_arg && prompt.size() > kMaxPromptArgBytes;
-  inv.via = wants_file ? PromptVia::kFile : wants_arg ? PromptVia::kArgument : PromptVia::kStdin;
-  if (wants_file || too_long) inv.prompt_file = write_prompt_file(prompt);
-  inv.long_prompt_in_file = too_long;
-  inv.argv = substitute_placeholders(argv, too_long ? long_prompt_instruction(inv.prompt_file) : prompt,
-                                     inv.prompt_file);
-  if (!wants_file && !wants_arg) inv.stdin_data = prompt;
-  return inv;
-}
-
-// ---------------------------------------------------------------------------
-// Output.
-
-std::optional<ClaudeResult> parse_claude_result(std::string_view output) {
-  // The whole output: one object (json), or an array of messages whose last
-  // "result" counts (json with --verbose).
-  if (std::optional<Json> whole = parse_object(output)) {
-    if (whole->is_object()) {
-      if (auto r = claude_from(*whole)) return r;
-    } else if (whole->is_array()) {
-      for (auto it = whole->rbegin(); it != whole->rend(); ++it)
-        if (auto r = claude_from(*it)) return r;
-    }
-  }
-  // Otherwise stderr shares the pipe, or it is stream-json: the last line
-  // that is a result object.
-  std::vector<std::string> lines = util::split_lines(output);
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    if (std::optional<Json> j = parse_object(*it))
-      if (auto r = claude_from(*j)) return r;
-  }
-  return std::nullopt;
-}
-
-AgentReport parse_agent_report(std::string_view output) {
-  AgentReport rep;
-  auto add_error = [&](const std::string& text) {
-    if (text.empty()) return;
-    rep.error_texts.push_back(head_bounded(text, kErrorTextBytes));
-    rep.message = one_line(text, 500);
-  };
-
-  bool codex = false, opencode = false, gemini = false;
-  int codex_turns = 0, opencode_steps = 0;
-  std::optional<bool> codex_last_failed;
-  bool opencode_error = false, opencode_has_cost = false;
-  double opencode_cost = 0;
-  std::optional<bool> gemini_error;
-
-  for (const std::string& line : util::split_lines(output)) {
-    std::optional<Json> parsed = parse_object(line);
-    if (!parsed || !parsed->is_object()) continue;
-    const Json& j = *parsed;
-    const std::string type = str_field(j, "type");
-    if (util::starts_with(type, "thread.") || util::starts_with(type, "turn.") || util::starts_with(type, "item.")) {
-      codex = true;
-      if (type == "turn.completed") {
-        ++codex_turns;
-        codex_last_failed = false;
-      } else if (type == "turn.failed") {
-        ++codex_turns;
-        codex_last_failed = true;
-        auto e = j.find("error");
-        if (e != j.end()) add_error(e->is_object() && e->contains("message") ? json_text((*e)["message"]) : json_text(*e));
-      }
-    } else if (j.contains("part") && (type == "step_start" || type == "step_finish" || type == "text" || type == "tool_use")) {
-      opencode = true;
-      if (type == "step_finish") {
-        ++opencode_steps;
-        const Json& part = j["part"];
-        if (part.is_object() && part.contains("cost") && part["cost"].is_number()) {
-          opencode_has_cost = true;
-          opencode_cost += part["cost"].get<double>();
-        }
-      }
-    } else if (type == "result" && j.contains("status") && !j.contains("is_error")) {
-      gemini = true;
-      gemini_error = str_field(j, "status") != "success";
-      if (*gemini_error && j.contains("error")) add_error(json_text(j["error"]));
-    } else if (type == "init" && j.contains("model") && !j.contains("part")) {
-      gemini = true;
-    }
-    if (type == "error") {
-      // codex {"type":"error","message":...}; opencode {"type":"error","error":{...}};
-      // gemini {"type":"error",...}.
-      if (j.contains("part")) opencode = true;
-      if (j.contains("message")) add_error(json_text(j["message"]));
-      else if (j.contains("error")) add_error(json_text(j["error"]));
-      else add_error(json_text(j));
-      opencode_error = opencode_error || opencode;
-    } else if (type != "result" && type != "turn.failed" && j.contains("error") && !j["error"].is_null() &&
-               !j["error"].is_boolean()) {
-      // A bare API error object ({"error":{"type":"rate_limit_error",...}}).
-      add_error(json_text(j["error"]));
-    }
-  }
-
-  if (std::optional<ClaudeResult> c = parse_claude_result(output)) {
-    rep.format = "claude-json";
-    rep.is_error = c->is_error;
-    rep.cost_usd = c->total_cost_usd;
-    rep.turns = c->num_turns;
-    if (c->is_error) add_error(c->result.empty() ? c->subtype : c->result + (c->subtype.empty() ? "" : " (" + c->subtype + ")"));
-    rep.message = one_line(c->result, 500);
-  } else if (codex) {
-    rep.format = "codex-jsonl";
-    rep.is_error = codex_last_failed;
-    if (codex_turns > 0) rep.turns = codex_turns;
-    // codex reports tokens, not money: cost stays unknown.
-  } else if (opencode) {
-    rep.format = "opencode-jsonl";
-    if (opencode_error) rep.is_error = true;
-    else if (opencode_steps > 0) rep.is_error = false;
-    if (opencode_has_cost) rep.cost_usd = opencode_cost;
-    if (opencode_steps > 0) rep.turns = opencode_steps;
-  } else if (gemini) {
-    rep.format = "gemini-stream-json";
-    rep.is_error = gemini_error;
-  }
-  return rep;
-}
-
-namespace {
-
-std::optional<long long> retry_after_ms_or_throw(std::string_view text_in, long long now_ms) {
-  // Regexes only ever see one bounded line: libstdc++'s matcher recurses
-  // per character.
-  const std::string text = lower(text_in.substr(0, kErrorTextBytes));
-  // Lower-cased above, so no icase (which libstdc++ makes slow).
-  const auto kSyntax = std::regex::ECMAScript;
-  std::smatch m;
-  auto to_ms = [](double v) -> std::optional<long long> {
-    // Nothing sensible waits longer than a year (and llround must not overflow).
-    if (!(v > 0) || !(v < 366.0 * 24 * 3600 * 1000)) return std::nullopt;
-    return static_cast<long long>(std::llround(v));
-  };
-  auto duration = [&](const std::string& s) -> double {
-    static const std::regex part(std::string("(\\d+(?:\\.\\d+)?)\\s*") + kUnit, kSyntax);
-    double total = 0;
-    for (auto it = std::sregex_iterator(s.begin(), s.end(), part); it != std::sregex_iterator(); ++it)
-      total += std::stod((*it)[1].str()) * unit_ms((*it)[2].str());
-    return total;
-  };
-
-  static const std::regex after_ms(R"(retry[-_ ]?after[-_ ]?ms["']?\s*[:=]?\s*(\d+))", kSyntax);
-  if (std::regex_search(text, m, after_ms)) return to_ms(std::stod(m[1].str()));
-  static const std::regex after(std::string(R"(retry[-_ ]?after["']?\s*[:=]?\s*(\d+(?:\.\d+)?)\s*)") + "(?:" + kUnit + ")?",
-                                kSyntax);
-  if (std::regex_search(text, m, after)) return to_ms(std::stod(m[1].str()) * unit_ms(m[2].str()));
-  static const std::regex delay(R"(retrydelay["']?\s*[:=]\s*["']?(\d+(?:\.\d+)?)s)", kSyntax);
-  if (std::regex_search(text, m, delay)) return to_ms(std::stod(m[1].str()) * 1000);
-  static const std::regex again(std::string(R"((?:try again|retry|retrying) in\s+((?:\d+(?:\.\d+)?\s*)") + kUnit +
-                                    R"(\s*)+))",
-                                kSyntax);
-  if (std::regex_search(text, m, again)) return to_ms(duration(m[1].str()));
-  static const std::regex epoch(R"((?:limit reached\||resets?_?at["']?\s*[:=]?\s*)(\d{10,13})(?!\d))", kSyntax);
-  if (std::regex_search(text, m, epoch)) {
-    long long v = std::stoll(m[1].str());
-    long long at_ms = m[1].length() > 10 ? v : v * 1000;
-    return to_ms(static_cast<double>(at_ms - now_ms));
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-std::optional<long long> parse_retry_after_ms(std::string_view text, long long now_ms) {
-  try {
-    return retry_after_ms_or_throw(text, now_ms);
-  } catch (const std::exception&) {
-    // A number too large for stod/stoll says nothing usable.
-    return std::nullopt;
-  }
-}
-
-LimitHit find_limit(std::string_view output, const AgentReport& report, std::string_view prompt, long long now_ms) {
-  // Lines of the prompt, as the agent may echo them back.
-  std::set<std::string> echoed;
-  for (const std::string& l : util::split_lines(prompt)) {
-    std::string t = lower(util::trim(l));
-    if (!t.empty()) echoed.insert(std::move(t));
-  }
-  struct Said {
-    std::string text;   // as printed (trimmed, bounded)
-    std::string lower;  // for matching
-  };
-  std::vector<Said> said;  // what the CLI said itself
-  auto take = [&](std::string_view text) {
-    for (const std::string& l : util::split_lines(text)) {
-      std::string t = util::trim(l);
-      if (t.size() > kErrorTextBytes) t.resize(kErrorTextBytes);
-      std::string low = lower(t);
-      if (t.empty() || echoed.count(low)) continue;
-      said.push_back({std::move(t), std::move(low)});
-    }
-  };
-  // JSON lines are the CLI's structured output: only their error texts
-  // count (an agent message or a tool result may quote anything).
-  for (const std::string& l : util::split_lines(output))
-    if (!parse_object(l)) take(l);
-  for (const std::string& e : report.error_texts) take(e);
-
-  LimitHit hit;
-  for (LimitKind want : {LimitKind::kQuota, LimitKind::kRateLimit}) {
-    for (const Said& s : said) {
-      if (limit_kind(s.lower) == want) {
-        hit.kind = want;
-        hit.line = one_line(s.text);
-        break;
-      }
-    }
-    if (hit.kind != LimitKind::kNone) break;
-  }
-  if (hit.kind == LimitKind::kNone) return hit;
-  for (const Said& s : said) {
-    const std::string& l = s.lower;
-    if (!contains(l, "retry") && !contains(l, "try again") && !contains(l, "reset") && !contains(l, "|")) continue;
-    if (auto ms = parse_retry_after_ms(l, now_ms)) {
-      hit.retry_after_ms = ms;
-      break;
-    }
-  }
-  return hit;
-}
-
-Classification classify_run(const RunFacts& f, long long now_ms) {
-  Classification c;
-  const AgentReport rep = parse_agent_report(f.output);
-  c.cost_usd = rep.cost_usd;
-  c.turns = rep.turns;
-  const std::string& prog = f.program;
-  const bool changed = f.changed_files > 0;
-  const std::string discarded = changed ? "; " + plural(f.changed_files, "changed file", "changed files") + " discarded" : "";
-
-  if (f.not_found) {
-    c.status = Status::kUnavailable;
-    c.detail = prog + " is not installed (not found on PATH)";
-    return c;
-  }
-  if (f.not_executable) {
-    c.status = Status::kUnavailable;
-    c.detail = prog + " cannot be executed";
-    return c;
-  }
-  if (f.timed_out) {
-    c.status = Status::kTimeout;
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%g", f.timeout_s);
-    c.detail = prog + " was stopped at its timeout of " + secs + " s (its whole process group killed)" + discarded;
-    return c;
-  }
-  if (f.interrupted) {
-    c.status = Status::kCrashed;
-    c.detail = prog + " was stopped: Phoenix was interrupted" + discarded;
-    return c;
-  }
-
-  const bool said_ok = rep.is_error.has_value() && !*rep.is_error;
-  const bool failed = f.exit_code != 0 || rep.is_error.value_or(false);
-  if (!said_ok && (failed || !changed)) {
-    LimitHit hit = find_limit(f.output, rep, f.prompt, now_ms);
-    if (hit.kind == LimitKind::kQuota) {
-      c.status = Status::kQuota;
-      c.retry_after_ms = hit.retry_after_ms.value_or(0);
-      c.detail = "usage cap: " + hit.line + discarded;
-      return c;
-    }
-    if (hit.kind == LimitKind::kRateLimit) {
-      c.status = Status::kRateLimited;
-      c.retry_after_ms = hit.retry_after_ms.value_or(kDefaultRetryAfterMs);
-      c.detail = "rate limit: " + hit.line + discarded;
-      return c;
-    }
-  }
-  if (changed) {
-    c.status = Status::kProposed;
-    c.detail = plural(f.changed_files, "file", "files") + " changed";
-    if (f.term_signal) c.detail += "; " + prog + " ended by " + signal_name(f.term_signal);
-    else if (f.exit_code != 0) c.detail += "; " + prog + " exited " + std::to_string(f.exit_code);
-    return c;
-  }
-  if (f.term_signal) {
-    c.status = Status::kCrashed;
-    c.detail = prog + " was killed by " + signal_name(f.term_signal) + " without changing anything";
-    return c;
-  }
-  if (f.exit_code != 0) {
-    c.status = Status::kCrashed;
-    std::string tail = rep.message.empty() ? last_line(f.output) : rep.message;
-    c.detail = prog + " exited " + std::to_string(f.exit_code) + " without changing anything" +
-               (tail.empty() ? "" : ": " + tail);
-    return c;
-  }
-  if (rep.is_error.value_or(false)) {
-    c.status = Status::kCrashed;
-    c.detail = prog + " reported an error and changed nothing" + (rep.message.empty() ? "" : ": " + rep.message);
-    return c;
-  }
-  c.status = Status::kNothing;
-  c.detail = "the agent changed nothing";
-  return c;
-}
-
 // ---------------------------------------------------------------------------
 // Prompt.
 
@@ -722,25 +173,6 @@ std::map<std::string, std::string> prompt_values(const Request& request) {
   return v;
 }
 
-std::string render_prompt(std::string_view tmpl, const std::map<std::string, std::string>& values) {
-  std::string out;
-  out.reserve(tmpl.size() + 1024);
-  size_t i = 0;
-  while (i < tmpl.size()) {
-    size_t open = tmpl.find("{{", i);
-    if (open == std::string_view::npos) break;
-    size_t close = tmpl.find("}}", open + 2);
-    if (close == std::string_view::npos) break;
-    out.append(tmpl.substr(i, open - i));
-    const std::string name = util::trim(tmpl.substr(open + 2, close - open - 2));
-    auto it = values.find(name);
-    if (it != values.end()) out += it->second;
-    else out.append(tmpl.substr(open, close + 2 - open));
-    i = close + 2;
-  }
-  out.append(tmpl.substr(std::min(i, tmpl.size())));
-  return out;
-}
 
 // ---------------------------------------------------------------------------
 // The fixer.
@@ -853,12 +285,12 @@ Proposal HarnessFixer::propose(const Request& request) {
 
   if (!request.config) return done(Status::kUnavailable, "no configuration was given", "harness: not configured");
   const config::Harness& h = request.config->harness;
-  const HarnessPreset* preset = h.preset.empty() ? nullptr : find_preset(h.preset);
+  const agent::HarnessPreset* preset = h.preset.empty() ? nullptr : agent::find_preset(h.preset);
   const std::vector<std::string>* base_argv = !h.command.empty() ? &h.command : preset ? &preset->argv : nullptr;
   if (!base_argv || base_argv->empty())
     return done(Status::kUnavailable, "no harness configured: set \"harness\" in phoenix.json to a preset or a command",
                 "harness: not configured");
-  const std::string program = fs::path((*base_argv)[0]).filename().string();
+  const std::string program = agent::program_name(*base_argv);
 
   // Not installed: say so before copying the repository for nothing. A path
   // with '/' is resolved in the sandbox, so only the run can tell.
@@ -869,7 +301,7 @@ Proposal HarnessFixer::propose(const Request& request) {
                   "harness: " + program + " not found");
   }
 
-  const std::string prompt = render_prompt(load_prompt_template(request), prompt_values(request));
+  const std::string prompt = agent::render_prompt(load_prompt_template(request), prompt_values(request));
   // Sandboxes live in the git directory (layout/layout.h), where no test
   // runner of the project finds their copies of the code.
   const std::string sandboxes = layout::sandboxes_dir(gitx::Repo::open(request.repo_root));
@@ -881,7 +313,7 @@ Proposal HarnessFixer::propose(const Request& request) {
   std::string setup_note;
   if (!request.config->setup.empty()) {
     setup::Result su = setup::ensure(request.config->setup, sb.path(), "", [&](util::ProcessOptions& po) {
-      po.unset_env = kGitLocationEnv;
+      po.unset_env = agent::git_location_env();
       po.env["GIT_CEILING_DIRECTORIES"] = sb.dir();
       sb.confine(po);
     });
@@ -890,7 +322,7 @@ Proposal HarnessFixer::propose(const Request& request) {
     setup_note = su.ok ? "# sandbox setup: " + std::to_string(su.duration_ms) + " ms\n"
                        : "# sandbox " + su.signal + " (the agent works without the environment)\n" + su.evidence + "\n";
   }
-  Invocation inv = plan_invocation(h, prompt, [&](const std::string& content) {
+  Invocation inv = agent::plan_invocation(h, prompt, [&](const std::string& content) {
     return sb.write_scratch_file("prompt.md", content);
   });
 
@@ -899,7 +331,7 @@ Proposal HarnessFixer::propose(const Request& request) {
   o.cwd = sb.path();
   o.env = inv.env;
   o.env["PHOENIX_SANDBOX"] = "1";
-  o.unset_env = kGitLocationEnv;
+  o.unset_env = agent::git_location_env();
   // An agent that deletes the sandbox's .git must not find the user's
   // repository (the sandboxes live inside it) by searching upwards.
   o.env["GIT_CEILING_DIRECTORIES"] = sb.dir();
@@ -942,7 +374,6 @@ Proposal HarnessFixer::propose(const Request& request) {
 
   p.exit_code = r.exit_code;
   p.duration_ms = r.duration_ms;
-  p.model_calls = r.not_found || r.not_executable ? 0 : 1;
   p.log = "$ " + shown_argv(inv.argv) + "   # in the sandbox; prompt via " + via_name(inv.via) +
           (inv.long_prompt_in_file ? " (too long for an argument: in a file)" : "") + ", " +
           std::to_string(prompt.size()) + " bytes\n";
@@ -960,9 +391,13 @@ Proposal HarnessFixer::propose(const Request& request) {
                             " the agent left running"
                       : "";
   if (!strays.empty()) p.log += "\n# " + strays.substr(2) + "\n";
-  const AgentReport report = parse_agent_report(r.output);
+  const agent::AgentReport report = agent::parse_agent_report(r.output);
   p.cost_usd = report.cost_usd;
   p.turns = report.turns;
+  // The CLI's own count where it reports one; a program that never started
+  // asked nothing.
+  if (r.not_found || r.not_executable) p.model_calls = 0;
+  else p.model_calls = report.model_calls;
 
   if (!changes.empty()) {
     std::string what;
@@ -994,8 +429,10 @@ Proposal HarnessFixer::propose(const Request& request) {
   facts.output = r.output;
   facts.prompt = prompt;
   facts.changed_files = files.size();
-  Classification c = classify_run(facts, util::now_ms());
+  Classification c = agent::classify_run(facts, util::now_ms());
   p.retry_after_ms = c.retry_after_ms;
+  p.first_error = c.first_error;
+  if (!(r.not_found || r.not_executable)) p.model_calls = c.model_calls;  // 0 for a model never reached
   if (c.status == Status::kProposed) {
     p.patch = std::move(patch);
     p.files = std::move(files);
@@ -1003,7 +440,11 @@ Proposal HarnessFixer::propose(const Request& request) {
   std::string summary = "harness " + program + ": ";
   switch (c.status) {
     case Status::kProposed: summary += "changed " + first_files(p.files); break;
-    case Status::kRateLimited: summary += "rate-limited, retry in " + std::to_string((c.retry_after_ms + 999) / 1000) + " s"; break;
+    case Status::kRateLimited:
+    case Status::kUnreachable:
+      summary += std::string(agent::status_name(c.status)) +
+                 (c.retry_after_ms > 0 ? ", retry in " + std::to_string((c.retry_after_ms + 999) / 1000) + " s" : "");
+      break;
     case Status::kNothing: summary += "changed nothing"; break;
     default: summary += status_name(c.status); break;
   }

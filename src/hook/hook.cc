@@ -456,6 +456,7 @@ int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, 
   session_cfg.harness.timeout_s = std::min(session_cfg.harness.timeout_s, left);
   engine::SessionOptions so;
   so.run.templates_dir = opt.templates_dir;
+  so.run.max_wait_s = std::min(cfg.harness.max_wait_s.value_or(config::kDefaultMaxWaitS), left);
   if (!cfg.hook.checks.empty()) so.run.only = cfg.hook.checks;
   err << "phoenix: hook.mode is heal: healing " << sha12(head) << " on " << (head_branch.empty() ? "HEAD" : head_branch) << "\n";
   engine::RunResult result =
@@ -468,6 +469,8 @@ int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, 
       healed_any = true;
     } else if (i.state == "ESCALATED") {
       err << "phoenix: " << i.check << " escalated: see " << result.incident << "; push blocked\n";
+    } else if (i.state == "WAITED_OUT") {
+      err << "phoenix: " << result.waited_out << "; push blocked\n";
     } else if (i.state != "HEALED") {
       err << "phoenix: " << i.check << ": " << i.state << "; push blocked\n";
     }

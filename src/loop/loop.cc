@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <set>
@@ -11,7 +12,7 @@
 #include "engine/cycle.h"
 #include "engine/session.h"
 #include "engine/signature.h"
-#include "fixers/harness.h"
+#include "agent/agent.h"
 #include "gitx/repo.h"
 #include "gitx/worktree.h"
 #include "layout/layout.h"
@@ -113,9 +114,8 @@ struct Loop {
   int session_retries = 0;
   int escalations_in_row = 0;
   int no_progress = 0;
-  int rate_waits = 0;  // rate-limited harness runs in a row
-  long long rate_waited_ms = 0;  // waited on limits in a row
-  static constexpr long long kRateLimitGiveUpMs = 3'600'000;  // as engine::RunOptions::rate_limit_deadline_s
+  int rate_waits = 0;  // rate-limited or unreachable harness runs in a row
+  long long rate_waited_ms = 0;  // waited on them in a row (harness.max_wait_s bounds it when set)
   std::set<int> skipped;
   std::set<std::string> ignored;  // checks red at the baseline, loop.baseline = ignore
   std::string last_failure, last_incident;
@@ -160,6 +160,35 @@ struct Loop {
     util::ProcessResult r = util::run_process(po);
     trace.append("loop.notify", {{"event", event}, {"exit_code", r.exit_code}});
     if (r.exit_code != 0) say("notify command exited " + std::to_string(r.exit_code) + " (ignored)");
+  }
+
+  // How long the loop waits on a rate-limited or unreachable model in a
+  // row: harness.max_wait_s when set, else until --until (no --until: as
+  // long as it takes; every wait is at most the reset time or 5 min).
+  double max_wait_s() const {
+    if (cfg.harness.max_wait_s) return *cfg.harness.max_wait_s;
+    if (opt.deadline_ms) return std::max(0.0, static_cast<double>(*opt.deadline_ms - util::now_ms()) / 1000.0);
+    return 1e9;
+  }
+
+  static std::string iso8601(long long ms) {
+    time_t t = static_cast<time_t>(ms / 1000);
+    struct tm g {};
+    gmtime_r(&t, &g);
+    char buf[40];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &g);
+    char out[48];
+    std::snprintf(out, sizeof out, "%s.%03lldZ", buf, ms % 1000);
+    return out;
+  }
+
+  static std::string local_hhmm(long long ms) {
+    time_t t = static_cast<time_t>(ms / 1000);
+    struct tm l {};
+    localtime_r(&t, &l);
+    char buf[16];
+    std::strftime(buf, sizeof buf, "%H:%M", &l);
+    return buf;
   }
 
   // Sleeps up to ms, in slices, returning early on a signal or a STOP file.
@@ -336,6 +365,7 @@ struct Loop {
     so.run.rollback = "known-good";
     so.run.only = red;
     so.run.templates_dir = opt.templates_dir;
+    so.run.max_wait_s = max_wait_s();
     phase("healing", [&](Json& s) { s["retry_count"] = 0; });
     engine::RunResult r = engine::run_session(wt, cfg, so, trace, [&](const Json& ev) {
       if (ev.value("event", "") != "state") return;
@@ -347,6 +377,13 @@ struct Loop {
           if (ev.contains("signature")) s["last_signature"] = ev["signature"];
         }
         if (st == "PROPOSING") s["retry_count"] = s.value("retry_count", 0) + 1;
+        if (st == "WAITING") {
+          s["waiting_until"] = iso8601(util::now_ms() + ev.value("wait_ms", 0LL));
+          s["waiting_for"] = ev.value("status", "rate-limited");
+        } else {
+          s["waiting_until"] = nullptr;
+          s["waiting_for"] = nullptr;
+        }
       });
     });
     Heal h;
@@ -407,20 +444,22 @@ struct Loop {
         {"last_failure", last_failure.empty() ? "(none)" : last_failure},
         {"last_incident", last_incident.empty() ? "(none)" : last_incident},
     };
-    return fixers::render_prompt(tmpl, v);
+    return agent::render_prompt(tmpl, v);
   }
 
   // --- one harness run -------------------------------------------------------
 
   struct AgentRun {
-    fixers::Classification cls;
+    agent::Classification cls;
     std::string output;
+    std::string program;
+    long long duration_ms = 0;
     bool changed = false;
   };
 
   AgentRun run_agent(const std::string& prompt) {
     std::string pfile = wt + "/.phoenix/loop-prompt.md";
-    fixers::Invocation inv = fixers::plan_invocation(cfg.harness, prompt, [&](const std::string& content) {
+    agent::Invocation inv = agent::plan_invocation(cfg.harness, prompt, [&](const std::string& content) {
       util::write_file_atomic(pfile, content);
       return pfile;
     });
@@ -429,6 +468,7 @@ struct Loop {
     po.cwd = wt;
     po.env = inv.env;
     po.env["PHOENIX_LOOP"] = "1";
+    po.unset_env = agent::git_location_env();
     po.stdin_data = inv.stdin_data;
     po.timeout_s = cfg.loop.iteration_timeout_s;
     if (opt.deadline_ms) {
@@ -438,13 +478,15 @@ struct Loop {
     util::ProcessResult r = util::run_process(po);
     AgentRun a;
     a.output = r.output;
+    a.duration_ms = r.duration_ms;
     // Progress is what the agent changed, never the loop's own files: the
     // tasks or prompt file (ticked by the loop, maybe not even committed).
     std::vector<std::string> own = kKeep;
     own.push_back(prompt_mode() ? prompt_rel : tasks_rel);
     a.changed = !repo->is_clean(own);
-    fixers::RunFacts f;
-    f.program = inv.argv.empty() ? "" : inv.argv[0];
+    agent::RunFacts f;
+    f.program = agent::program_name(inv.argv);
+    a.program = f.program;
     f.not_found = r.not_found;
     f.not_executable = r.not_executable;
     f.timed_out = r.timed_out;
@@ -455,10 +497,11 @@ struct Loop {
     f.output = r.output;
     f.prompt = prompt;
     f.changed_files = a.changed ? 1 : 0;
-    a.cls = fixers::classify_run(f, util::now_ms());
-    Json ev{{"iteration", iteration}, {"exit_code", r.exit_code}, {"status", fixers::status_name(a.cls.status)},
+    a.cls = agent::classify_run(f, util::now_ms());
+    Json ev{{"iteration", iteration}, {"exit_code", r.exit_code}, {"status", agent::status_name(a.cls.status)},
             {"detail", a.cls.detail}, {"changed", a.changed}, {"duration_ms", r.duration_ms},
-            {"cost_usd", a.cls.cost_usd ? Json(*a.cls.cost_usd) : Json(nullptr)}};
+            {"cost_usd", a.cls.cost_usd ? Json(*a.cls.cost_usd) : Json(nullptr)},
+            {"model_calls", a.cls.model_calls ? Json(*a.cls.model_calls) : Json(nullptr)}};
     trace.append("loop.agent", ev);
     return a;
   }
@@ -581,24 +624,44 @@ struct Loop {
       AgentRun a = run_agent(prompt);
       if (util::interrupted_signal()) return interrupted();
 
-      using fixers::Status;
-      if (a.cls.status == Status::kRateLimited || a.cls.status == Status::kQuota) {
-        // Not the agent's failure and not "no progress": wait and try again.
-        // Backoff: what the CLI asked for, at least doubling with every
-        // limited run in a row (from 1 s), at most 15 min per wait.
-        long long backoff = std::min<long long>(1000LL << std::min(rate_waits, 10), 900'000);
-        long long wait = std::min<long long>(std::max<long long>(a.cls.retry_after_ms, backoff), 900'000);
+      using agent::Status;
+      if (a.cls.status == Status::kQuota)
+        return finish(kExitRed, "stopped", "stopped: harness " + a.cls.detail + " (credit or billing: waiting will not help)");
+      if (agent::waits(a.cls.status)) {
+        // Not the agent's failure and not "no progress": wait and try again,
+        // until the reset time the CLI printed (plus jitter) or with backoff,
+        // as long as --until (or harness.max_wait_s, when set) allows.
+        --iteration;  // a run the provider refused is not one of the agent's iterations
+        rate_waited_ms += a.duration_ms;
+        // harness.max_wait_s counts every wait in a row; --until is a time.
+        const long long left = cfg.harness.max_wait_s
+                                   ? static_cast<long long>(*cfg.harness.max_wait_s * 1000) - rate_waited_ms
+                                   : static_cast<long long>(max_wait_s() * 1000);
+        const std::string kind = a.cls.status == Status::kRateLimited ? "rate-limited" : "unreachable";
+        if (left <= 0) {
+          std::string cause = a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error;
+          return finish(kExitRed, "stopped",
+                        "harness " + kind + " for " + std::to_string((rate_waited_ms + 500) / 1000) + " s: " +
+                            a.program + ": " + cause);
+        }
+        long long wait = agent::wait_ms(a.cls, rate_waits, left);
         ++rate_waits;
         rate_waited_ms += wait;
-        if (rate_waited_ms > kRateLimitGiveUpMs)
-          return finish(kExitRed, "stopped", "stopped: harness " + a.cls.detail + " for over an hour of waiting");
-        --iteration;  // a run the provider refused is not one of the agent's iterations
-        if (opt.deadline_ms && util::now_ms() + wait >= *opt.deadline_ms)
-          return finish(kExitRed, "stopped", "stopped: harness " + a.cls.detail + "; the wait would pass --until");
-        say("harness " + a.cls.detail + ": waiting " + std::to_string(wait / 1000) + " s");
-        phase("waiting");
+        const long long until = util::now_ms() + wait;
+        say("harness " + a.cls.detail + ": waiting " + std::to_string((wait + 999) / 1000) + " s (until " +
+            local_hhmm(until) + ")");
+        trace.append("loop.wait", {{"status", agent::status_name(a.cls.status)}, {"wait_ms", wait},
+                                   {"waited_ms", rate_waited_ms}, {"until", iso8601(until)}, {"detail", a.cls.detail}});
+        phase("waiting", [&](Json& s) {
+          s["waiting_until"] = iso8601(until);
+          s["waiting_for"] = kind;
+        });
         if (!repo->is_clean(kKeep)) repo->reset_hard(repo->head_sha(), true, kKeep);
         nap(wait);
+        state.update([&](Json& s) {
+          s["waiting_until"] = nullptr;
+          s["waiting_for"] = nullptr;
+        });
         continue;
       }
       rate_waits = 0;

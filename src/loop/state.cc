@@ -29,6 +29,8 @@ Json empty_state() {
               {"started_at", util::now_iso8601()},
               {"updated_at", util::now_iso8601()},
               {"deadline", nullptr},
+              {"waiting_until", nullptr},
+              {"waiting_for", nullptr},
               {"exit_code", nullptr}};
 }
 
