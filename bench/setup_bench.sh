@@ -109,8 +109,9 @@ export PHOENIX_AGENT_SCRIPT="write-outside $work/agent-end x; append notes.txt x
 (cd "$repo" && "$loop_bin" --branch phoenix/bench-a >"$work/loop-a.log" 2>&1) || { echo "phoenix-loop failed:"; tail -20 "$work/loop-a.log"; exit 1; }
 loop_first=$(grep '"event":"loop.setup"' "$repo/.phoenix/trace.jsonl" | head -1 | sed -n 's/.*"duration_ms":\([0-9]*\).*/\1/p')
 end_ns=$(mtime_ns "$work/agent-end")
-wt_root="$(cd "$repo" && git rev-parse --git-common-dir)"
-wt_root="$(cd "$repo" && cd "$wt_root" && pwd)/phoenix/worktrees/"
+# Phoenix's worktrees live outside the work tree (src/layout/layout.h):
+# the folder that holds the loop's.
+wt_root="$(cd "$repo" && git worktree list --porcelain | sed -n 's|^worktree \(.*/worktrees/\)loop-.*|\1|p' | head -1)"
 next_start=$(first_start_after "$wt_root" "$end_ns")
 loop_later=""
 [ -n "$next_start" ] && loop_later=$(ms "$end_ns" "$next_start")

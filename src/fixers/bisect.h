@@ -10,7 +10,7 @@
 //   of changed paths must not move while it works: otherwise kAborted
 //   (invariant 12). Nothing is ever written to the user's work tree, index or
 //   refs: every measurement runs in ONE persistent linked worktree,
-//   layout::worktree_path(repo, "bisect") in the git directory (git name
+//   layout::worktree_path(repo, "bisect"), outside the work tree (git name
 //   "phoenix-bisect"), created on first use, reused (cleaned, moved
 //   incrementally) afterwards, recreated when found damaged. Ignored files
 //   there (build outputs) survive between runs on purpose, so builds stay

@@ -233,7 +233,7 @@ struct Target {
   std::string label() const { return push_label(refs, commit); }
 };
 
-// The hook's own persistent worktree, in the git directory
+// The hook's own persistent worktree, outside the work tree
 // (layout::worktree_path), where
 // a pushed commit that is not a clean HEAD is measured: moved to that
 // commit by an incremental checkout (only files that differ are written),

@@ -137,7 +137,7 @@ struct PrePushOptions {
 // - Each distinct commit is measured once with the checks `hook.checks`
 //   (default: all): in place when it is HEAD and the work tree is clean
 //   (untracked files under .phoenix/ and incidents/ aside), otherwise in the
-//   hook's persistent worktree in the git directory (layout/layout.h),
+//   hook's persistent worktree outside the work tree (layout/layout.h),
 //   moved to the commit by an incremental checkout and cleaned before use
 //   (untracked files removed, ignored build outputs kept), recreated when
 //   damaged (gitx/worktree.h), and given the project's environment by

@@ -1,11 +1,16 @@
 #include "layout/layout.h"
 
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
+#include <mutex>
+#include <set>
 #include <system_error>
 
 #include "gitx/repo.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/hash.h"
 #include "util/path.h"
 #include "util/text.h"
 
@@ -52,7 +57,73 @@ std::string ensure_state_dir(const std::string& root) {
   return dir;
 }
 
-std::string trees_root(const gitx::Repo& repo) { return util::normalize_path(repo.common_dir()) + "/phoenix"; }
+namespace {
+
+// The file in a tree root that names the repository it belongs to.
+constexpr const char* kOwnerFile = "repository";
+
+// Removes the tree roots of repositories that no longer exist (a deleted
+// clone, a test's temporary repository): only folders whose owner file
+// names a git directory that is gone. Sandboxes may have lost their write
+// bits to an agent; they are given back first.
+void prune_orphans(const fs::path& base, const std::string& keep) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(base, ec)) {
+    if (!e.is_directory(ec) || e.path().string() == keep) continue;
+    const fs::path owner = e.path() / kOwnerFile;
+    if (!fs::is_regular_file(owner, ec)) continue;
+    std::string common;
+    try {
+      common = util::trim(util::read_file(owner.string()));
+    } catch (const Error&) {
+      continue;
+    }
+    if (common.empty() || fs::exists(common, ec)) continue;
+    for (auto it = fs::recursive_directory_iterator(e.path(), fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+      if (it->is_directory(ec) && !it->is_symlink(ec)) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(e.path(), ec);
+  }
+}
+
+std::string env_dir(const char* name) {
+  const char* v = std::getenv(name);
+  return v && v[0] == '/' ? std::string(v) : std::string();
+}
+
+}  // namespace
+
+std::string trees_root(const gitx::Repo& repo) {
+  const std::string common = util::normalize_path(repo.common_dir());
+  const std::string top = repo.workdir().empty() ? "" : util::normalize_path(repo.workdir());
+  std::string base = env_dir("PHOENIX_TREES_DIR");
+  if (base.empty() && !env_dir("XDG_CACHE_HOME").empty()) base = env_dir("XDG_CACHE_HOME") + "/phoenix/trees";
+  if (base.empty() && !env_dir("HOME").empty()) base = env_dir("HOME") + "/.cache/phoenix/trees";
+  if (!base.empty()) base = util::normalize_path(base);
+  // Never inside the work tree (nor the repository): there a test runner
+  // that walks the project would find the copies of the code.
+  if (base.empty() || (!top.empty() && util::same_or_inside(base, top)) || util::same_or_inside(base, common))
+    return common + "/phoenix";
+  std::string name = fs::path(top.empty() ? fs::path(common).parent_path() : fs::path(top)).filename().string();
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  const std::string root = base + "/" + (name.empty() ? "repo" : name) + "-" + util::sha256_hex(common).substr(0, 12);
+
+  // Once per process: claim the folder for this repository and clear away
+  // those of repositories that are gone.
+  static std::mutex mu;
+  static std::set<std::string> claimed;
+  std::lock_guard<std::mutex> g(mu);
+  if (claimed.insert(root).second) {
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    if (ec) throw Error("cannot create " + root + ": " + ec.message());
+    const std::string owner = root + "/" + kOwnerFile;
+    if (!fs::exists(owner, ec)) util::write_file_atomic(owner, common + "\n");
+    prune_orphans(base, root);
+  }
+  return root;
+}
 std::string worktree_path(const gitx::Repo& repo, const std::string& name) {
   return trees_root(repo) + "/worktrees/" + name;
 }

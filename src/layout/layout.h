@@ -9,14 +9,20 @@
 //   journal.sqlite trace.jsonl lock loop.lock loop-state.json loop-run.json
 //   ESCALATED STOP    run files (DESIGN.md "Files in a user's repository")
 //
-// Outside the work tree, in the repository's git directory (git keeps its
-// own worktree records there, and no project tool looks inside it):
-//   <common git dir>/phoenix/worktrees/<name>   the persistent worktrees of
-//                     the loop ("loop-…"), bisect ("bisect"), the pre-push
-//                     hook ("hook") and init's fresh tree ("init")
-//   <common git dir>/phoenix/sandboxes/         fixers' sandboxes
-//   <common git dir>/phoenix/setup/<name>.json  each Phoenix tree's setup
-//                     stamp (engine of setup/setup.h)
+// Outside the work tree, where no project tool looks (not even inside .git:
+// node's test runner walks it): one folder per repository,
+// ${PHOENIX_TREES_DIR:-${XDG_CACHE_HOME:-~/.cache}/phoenix/trees}/<name>-<id>,
+// <id> from the path of its git directory, holding
+//   repository        the git directory it belongs to; a folder whose
+//                     repository is gone is removed by the next Phoenix
+//                     run that makes a tree
+//   worktrees/<name>  the persistent worktrees of the loop ("loop-…"),
+//                     bisect ("bisect"), the pre-push hook ("phoenix-hook-…")
+//                     and init's fresh tree ("init")
+//   sandboxes/        fixers' sandboxes
+//   setup/<name>.json each tree's setup stamp (setup/setup.h)
+// Without a usable HOME (or when that place lies inside the repository)
+// the folder is <common git dir>/phoenix.
 // Earlier versions kept worktrees and sandboxes under .phoenix/ in the work
 // tree, where test runners that search the whole tree (vitest, jest,
 // pytest) found their copies of the code; migrate_legacy_trees() removes
@@ -55,7 +61,9 @@ std::string ensure_state_dir(const std::string& root);
 // The text of .phoenix/.gitignore.
 const std::string& state_gitignore();
 
-// <common git dir>/phoenix: Phoenix's trees and their stamps.
+// The folder of Phoenix's trees for this repository (see above), created
+// and claimed on first use in a process. Throws phoenix::Error naming it
+// when it cannot be created.
 std::string trees_root(const gitx::Repo& repo);
 std::string worktree_path(const gitx::Repo& repo, const std::string& name);
 std::string sandboxes_dir(const gitx::Repo& repo);

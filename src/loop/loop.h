@@ -3,7 +3,7 @@
 // One loop per repository (an flock on .phoenix/loop.lock naming its pid;
 // the kernel drops it when the holder dies, so a stale lock is simply taken).
 // The loop works on its own branch (default phoenix/loop-YYYYMMDD) in its own
-// worktree <git dir>/phoenix/worktrees/loop-<branch tail> (layout/layout.h),
+// worktree layout::worktree_path(repo, "loop-<branch tail>"), outside the work tree,
 // set up by phoenix.json's setup steps; the user's checkout and
 // branch are never touched. The worktree's HEAD is detached (gitx makes
 // detached worktrees) and the branch ref is moved to it after every commit

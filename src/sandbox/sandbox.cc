@@ -1090,7 +1090,7 @@ void Sandbox::remove() noexcept {
     std::error_code ec;
     fs::remove_all(dir_, ec);
   } catch (...) {
-    // A destructor must not throw; a leftover folder under <git dir>/phoenix/sandboxes
+    // A destructor must not throw; a leftover folder under layout::sandboxes_dir
     // is harmless and the next `phoenix recover` can remove it.
   }
   dir_.clear();

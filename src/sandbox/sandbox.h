@@ -19,7 +19,7 @@
 // and ones leading outside are skipped.
 //
 // Layout (one folder per sandbox under `base_dir`, normally
-// <git dir>/phoenix/sandboxes, layout/layout.h):
+// layout::sandboxes_dir, outside the work tree):
 //   sandbox-XXXXXX/work/      path(): the agent's working directory, a fresh
 //                             git repository (branch "main") whose one
 //                             commit is the baseline, and whose objects are

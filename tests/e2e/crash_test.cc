@@ -20,6 +20,9 @@
 #include "test_util.h"
 #include "util/json.h"
 #include "util/text.h"
+#include "gitx/repo.h"
+#include "layout/layout.h"
+#include "util/path.h"
 
 namespace phoenix::test {
 namespace {
@@ -129,8 +132,8 @@ class Crash : public ::testing::Test {
       CliRun v = run_phoenix(repo, {"trace", "verify"});
       EXPECT_EQ(v.code, 0) << v.out;
     }
-    if (fs::exists(repo + "/.git/phoenix/sandboxes"))
-      EXPECT_TRUE(fs::is_empty(repo + "/.git/phoenix/sandboxes")) << "a killed fixer's sandbox was left behind";
+    const std::string sandboxes = layout::sandboxes_dir(gitx::Repo::open(repo));
+    if (fs::exists(sandboxes)) EXPECT_TRUE(fs::is_empty(sandboxes)) << "a killed fixer's sandbox was left behind";
     for (const auto& dir : {repo + "/.phoenix", repo + "/incidents"}) {
       if (!fs::exists(dir)) continue;
       for (const auto& e : fs::directory_iterator(dir))

@@ -12,6 +12,9 @@
 #include "util/json.h"
 #include "util/lock.h"
 #include "util/text.h"
+#include "gitx/repo.h"
+#include "layout/layout.h"
+#include "util/path.h"
 
 namespace phoenix::test {
 namespace {
@@ -73,7 +76,7 @@ class HookE2E : public ::testing::Test {
     return commit_all(where.empty() ? repo : where, msg);
   }
   // No worktree is left behind but the hook's one persistent worktree
-  // (.git/phoenix/worktrees/phoenix-hook-…), registered once, and nothing
+  // (layout::worktree_path, phoenix-hook-…), registered once, and nothing
   // of Phoenix's trees inside the work tree.
   void expect_no_worktrees_left(const std::string& where = "") {
     std::string w = where.empty() ? repo : where;
@@ -81,8 +84,9 @@ class HookE2E : public ::testing::Test {
     EXPECT_LE(count(g({"worktree", "list"}, w), "\n"), 1u) << g({"worktree", "list"}, w);
     std::error_code ec;
     EXPECT_FALSE(fs::exists(w + "/.phoenix/worktrees")) << "a tree of Phoenix's inside the work tree";
-    if (fs::exists(repo + "/.git/phoenix/worktrees"))
-      for (const auto& e : fs::directory_iterator(repo + "/.git/phoenix/worktrees", ec))
+    const std::string trees = layout::trees_root(gitx::Repo::open(repo)) + "/worktrees";
+    if (fs::exists(trees))
+      for (const auto& e : fs::directory_iterator(trees, ec))
         if (e.path().filename().string().rfind("phoenix-hook-", 0) != 0) ADD_FAILURE() << "left behind: " << e.path();
   }
 

@@ -16,6 +16,9 @@
 #include "util/error.h"
 #include "util/json.h"
 #include "util/text.h"
+#include "gitx/repo.h"
+#include "layout/layout.h"
+#include "util/path.h"
 
 // The tasks file and --until, without processes.
 namespace phoenix::loop {
@@ -94,7 +97,9 @@ class LoopTest : public ::testing::Test {
   }
 
   Json state() { return Json::parse(read(repo + "/.phoenix/loop-state.json")); }
-  std::string wt_file(const std::string& rel) { return read(repo + "/.git/phoenix/worktrees/loop-test/" + rel); }
+  std::string wt_file(const std::string& rel) {
+    return read(layout::worktree_path(gitx::Repo::open(repo), "loop-test") + "/" + rel);
+  }
   std::vector<std::string> subjects(const std::string& range) {
     return util::split_lines(git(repo, {"log", "--format=%s", range}));
   }

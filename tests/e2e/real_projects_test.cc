@@ -24,6 +24,8 @@
 #include <filesystem>
 
 #include "config/config.h"
+#include "gitx/repo.h"
+#include "layout/layout.h"
 #include "real_projects.h"
 #include "test_util.h"
 #include "util/json.h"
@@ -115,11 +117,7 @@ class RealProjects : public ::testing::Test {
   std::vector<std::string> staged() { return util::split_lines(util::trim(git(repo, {"diff", "--cached", "--name-only"}))); }
 
   // The folder where Phoenix keeps its own worktrees (src/layout/layout.h).
-  std::string phoenix_worktrees() {
-    std::string common = g({"rev-parse", "--git-common-dir"});
-    if (!fs::path(common).is_absolute()) common = repo + "/" + common;
-    return fs::weakly_canonical(common).string() + "/phoenix/worktrees/";
-  }
+  std::string phoenix_worktrees() { return layout::trees_root(gitx::Repo::open(repo)) + "/worktrees/"; }
 
   // Each run of the scripted agent, in order.
   std::vector<Json> agent_runs() {

@@ -15,6 +15,8 @@
 #include "test_util.h"
 #include "util/error.h"
 #include "util/subprocess.h"
+#include "layout/layout.h"
+#include "util/path.h"
 
 namespace fs = std::filesystem;
 
@@ -116,7 +118,7 @@ Request make_request(const std::string& root, const std::string& known_good) {
   return r;
 }
 
-std::string wt_path(const std::string& root) { return root + "/.git/phoenix/worktrees/bisect"; }
+std::string wt_path(const std::string& root) { return layout::worktree_path(gitx::Repo::open(root), "bisect"); }
 
 // Every file of the work tree (not .git, not .phoenix) with its bytes.
 std::map<std::string, std::string> tree_files(const std::string& root) {
@@ -482,7 +484,7 @@ TEST(BisectFixer, NoKnownGoodIsNothing) {
   EXPECT_EQ(p.detail, "no known-good commit to bisect from");
   EXPECT_EQ(p.check_runs, 0);
   EXPECT_FALSE(fs::exists(root + "/.phoenix/worktrees"));
-  EXPECT_FALSE(fs::exists(root + "/.git/phoenix/worktrees"));
+  EXPECT_FALSE(fs::exists(wt_path(root)));
 }
 
 TEST(BisectFixer, KnownGoodThatIsHeadOrNotAnAncestorIsNothing) {

@@ -10,6 +10,7 @@
 #include "layout/layout.h"
 #include "test_util.h"
 #include "util/json.h"
+#include "util/path.h"
 
 namespace fs = std::filesystem;
 using namespace phoenix;
@@ -136,10 +137,35 @@ TEST(Layout, TreesLiveInTheGitDirectoryAndTheStateFolderIgnoresItself) {
   test::write(repo, "a.txt", "a\n");
   test::commit_all(repo, "init");
   gitx::Repo r = gitx::Repo::open(repo);
-  const std::string git_dir = fs::canonical(repo + "/.git").string();
-  EXPECT_EQ(layout::worktree_path(r, "bisect"), git_dir + "/phoenix/worktrees/bisect");
-  EXPECT_EQ(layout::sandboxes_dir(r), git_dir + "/phoenix/sandboxes");
-  EXPECT_EQ(layout::setup_stamp(r, "hook"), git_dir + "/phoenix/setup/hook.json");
+  // Outside the work tree and the git directory: node's test runner walks
+  // .git too. One folder per repository, named for it, owned by it.
+  const std::string root = layout::trees_root(r);
+  const std::string top = fs::canonical(repo).string();
+  EXPECT_FALSE(util::same_or_inside(root, top)) << root;
+  EXPECT_EQ(fs::path(root).filename().string().rfind("repo-", 0), 0u) << root;
+  EXPECT_EQ(test::read(root + "/repository"), top + "/.git\n");
+  EXPECT_EQ(layout::worktree_path(r, "bisect"), root + "/worktrees/bisect");
+  EXPECT_EQ(layout::sandboxes_dir(r), root + "/sandboxes");
+  EXPECT_EQ(layout::setup_stamp(r, "hook"), root + "/setup/hook.json");
+
+  // The folder of a repository that is gone is cleared by the next claim.
+  {
+    ScopedTempDir other;
+    std::string gone = test::init_repo(other / "gone");
+    test::write(gone, "a.txt", "a\n");
+    test::commit_all(gone, "init");
+    const std::string trees = fs::path(root).parent_path().string();
+    const std::string stale = trees + "/gone-000000000000";
+    fs::create_directories(stale + "/worktrees/bisect");
+    test::write(stale, "repository", other / "gone/.git-that-was\n");
+    const std::string alive = trees + "/alive-000000000000";
+    fs::create_directories(alive + "/worktrees/x");
+    test::write(alive, "repository", repo + "/.git\n");
+    layout::trees_root(gitx::Repo::open(gone));  // a first claim in this process prunes
+    EXPECT_FALSE(fs::exists(stale));
+    EXPECT_TRUE(fs::exists(alive));
+    fs::remove_all(alive);
+  }
 
   layout::ensure_state_dir(repo);
   test::write(repo, ".phoenix/trace.jsonl", "{}\n");
