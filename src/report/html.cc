@@ -219,7 +219,7 @@ std::string timeline_svg(const Night& n, int W) {
   long long t0 = n.start_ms, t1 = std::max(n.end_ms, n.start_ms + 1000);
   double span = static_cast<double>(t1 - t0), px = W - left - right;
   auto x_of = [&](long long t) { return left + px * static_cast<double>(std::clamp(t, t0, t1) - t0) / span; };
-  std::string s = "<svg id=\"timeline-svg\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + std::to_string(W) + " " +
+  std::string s = "<svg id=\"timeline-svg\" viewBox=\"0 0 " + std::to_string(W) + " " +
                   std::to_string(H) + "\" width=\"100%\" role=\"img\" aria-label=\"timeline of the night\">\n";
   for (int i = 0; i < L; ++i) {
     int y = top + i * lane_h;

@@ -150,7 +150,11 @@ Night read_night(const std::string& trace_text, long long since_ms, const Facts&
              "iteration " + std::to_string(d.value("iteration", 0))};
       n.marks.push_back(m);
     } else if (e.event == "loop.wait") {
-      Wait w{e.t, d.value("wait_ms", 0LL), str(d, "status"), str(d, "detail")};
+      // The first words of what the CLI said ("rate limit"), not its whole JSON.
+      std::string detail = str(d, "detail");
+      detail = detail.substr(0, std::min(detail.find(": "), detail.find('\n')));
+      if (detail.size() > 60) detail = detail.substr(0, 57) + "...";
+      Wait w{e.t, d.value("wait_ms", 0LL), str(d, "status"), detail};
       n.waits.push_back(w);
       n.marks.push_back({"wait", w.at_ms, w.at_ms + w.wait_ms, false, w.status + ": waited " + duration(w.wait_ms)});
     } else if (e.event == "loop.measure") {

@@ -28,6 +28,9 @@
 #include "util/json.h"
 #include "util/subprocess.h"
 #include "util/text.h"
+#include "gitx/repo.h"
+#include "layout/layout.h"
+#include "util/path.h"
 
 #ifdef PHOENIX_LOOP_BIN
 
@@ -265,7 +268,7 @@ TEST_F(LoopNight, IterationTimeoutKillsTheAgentsWholeTree) {
   ASSERT_EQ(agent.size(), 1u);
   EXPECT_EQ(agent[0]["data"]["status"], "timeout");
   // Its half-work is dropped, not committed.
-  EXPECT_FALSE(fs::exists(repo + "/.git/phoenix/worktrees/loop-test/half.txt"));
+  EXPECT_FALSE(fs::exists(layout::worktree_path(gitx::Repo::open(repo), "loop-test") + "/half.txt"));
   EXPECT_EQ(rev("phoenix/loop-test"), head);
   EXPECT_EQ(state()["phase"], "stopped");
 }
@@ -468,8 +471,9 @@ TEST_F(LoopOvernight, EndsWithTheRightCodeIncidentsStateAndReport) {
   EXPECT_EQ(j["heals"], 1);
   EXPECT_TRUE(j["cost_usd"].is_null());
   CliRun human = run_phoenix(repo, {"report"});
-  EXPECT_NE(human.out.find("healed   nobreak by harness"), std::string::npos) << human.out;
-  EXPECT_NE(human.out.find(incident), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("  nobreak by harness, 1 attempt, "), std::string::npos) << human.out;
+  const std::string shown = "incidents/" + fs::path(incident).filename().string();
+  EXPECT_NE(human.out.find(shown), std::string::npos) << "the note by its path in the repository\n" << human.out;
 }
 
 TEST_F(LoopOvernight, HtmlReportIsSelfContainedAndChromiumShowsTheIncident) {
@@ -493,8 +497,8 @@ TEST_F(LoopOvernight, HtmlReportIsSelfContainedAndChromiumShowsTheIncident) {
   CliRun rep = run_phoenix(repo, {"report", "--html", html_path});
   ASSERT_EQ(rep.code, 0) << rep.out;
   std::string html = read(html_path);
-  EXPECT_NE(html.find(incident), std::string::npos);
-  EXPECT_NE(html.find("## Failure signatures"), std::string::npos) << "the note itself is on the page";
+  EXPECT_NE(html.find("incidents/" + fs::path(incident).filename().string()), std::string::npos);
+  EXPECT_NE(html.find("<h4>Failure signatures</h4>"), std::string::npos) << "the note itself is on the page, rendered";
   EXPECT_NE(html.find("data:image/png;base64,"), std::string::npos) << "the diff image is inline";
   EXPECT_EQ(html.find("src=\"diff-chart.png"), std::string::npos);
   EXPECT_EQ(html.find("http://"), std::string::npos) << "nothing fetched from elsewhere";
