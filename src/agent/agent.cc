@@ -801,8 +801,8 @@ long long wait_ms(const Classification& c, int waits_so_far, long long left_ms) 
     std::uniform_real_distribution<double> jitter(0.0, 0.10);
     wait = std::max<long long>(1000, c.retry_after_ms + static_cast<long long>(c.retry_after_ms * jitter(rng)));
   } else {
-    const long long base = std::min<long long>(2000LL << std::min(waits_so_far, 8), 300'000);
-    std::uniform_real_distribution<double> jitter(0.75, 1.25);
+    const long long base = std::min<long long>(1000LL << std::min(waits_so_far, 9), 300'000);
+    std::uniform_real_distribution<double> jitter(0.80, 1.20);
     wait = static_cast<long long>(base * jitter(rng));
   }
   if (left_ms > 0) wait = std::min(wait, left_ms);

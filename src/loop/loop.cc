@@ -648,7 +648,7 @@ struct Loop {
         ++rate_waits;
         rate_waited_ms += wait;
         const long long until = util::now_ms() + wait;
-        say("harness " + a.cls.detail + ": waiting " + std::to_string((wait + 999) / 1000) + " s (until " +
+        say("harness " + a.cls.detail + ": waiting " + std::to_string(std::max<long long>(1, (wait + 500) / 1000)) + " s (until " +
             local_hhmm(until) + ")");
         trace.append("loop.wait", {{"status", agent::status_name(a.cls.status)}, {"wait_ms", wait},
                                    {"waited_ms", rate_waited_ms}, {"until", iso8601(until)}, {"detail", a.cls.detail}});

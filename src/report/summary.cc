@@ -56,8 +56,11 @@ Json summary_json(const std::string& trace_text, long long since) {
       } else {
         ++uncosted;
       }
-    } else if (ev == "proposal" && d.value("model_calls", 0) > 0) {
-      model_calls += d.value("model_calls", 0);
+    } else if (ev == "proposal" && d.contains("model_calls") && d["model_calls"].is_number_integer()) {
+      model_calls += d["model_calls"].get<int>();
+    } else if (ev == "proposal" && d.contains("model_calls") && d["model_calls"].is_null()) {
+      // The CLI reported no count: one run of it, as a loop iteration counts.
+      ++model_calls;
       if (d.contains("cost_usd") && d["cost_usd"].is_number()) {
         cost += d["cost_usd"].get<double>();
         ++costed;

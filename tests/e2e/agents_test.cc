@@ -82,6 +82,9 @@ class Agents : public ::testing::Test {
     repo = init_repo(tmp / "repo");
     write(repo, "src/calc.cc", "int add(int a, int b) { return a - b; }\n");
     write(repo, ".gitignore", ".phoenix/\nincidents/\n");
+    // Whole lines, so that codex's apply_patch needs no look at the tree.
+    write(tmp / "model", "edit.json",
+          R"({"file":"src/calc.cc","old":"int add(int a, int b) { return a - b; }","new":"int add(int a, int b) { return a + b; }"})");
   }
 
   void require(const std::string& cli) {
@@ -342,6 +345,12 @@ TEST_F(Agents, ClaudeDoesALoopTask) {
   require("claude");
   write(repo, "TASKS.md", "# Tasks\n\n- [ ] make add() add\n");
   configure("claude", server->url(), Json::object(), Json{{"tasks", "TASKS.md"}, {"heartbeat_s", 0.2}});
+  // Green at the baseline (the task is new work, not a red check): the
+  // check guards against a marker the agent never writes.
+  Json cfg = Json::parse(read(repo + "/phoenix.json"));
+  cfg["checks"][0]["pattern"] = "BROKEN";
+  write(repo, "phoenix.json", cfg.dump(2));
+  commit_all(repo, "the check is green");
   auto r = run({PHOENIX_LOOP_BIN, "--branch", "phoenix/loop-agents"}, repo, {}, 300);
   EXPECT_EQ(r.exit_code, 0) << r.output << "\n" << server->log();
   std::string fixed = util::trim(git(repo, {"show", "phoenix/loop-agents:src/calc.cc"}));

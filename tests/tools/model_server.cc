@@ -249,6 +249,10 @@ void responses(int fd, const Json& req, const std::string& body) {
       old_line = text.substr(b, end - b);
       new_line = old_line;
       new_line.replace(at - b, e.old_text.size(), e.new_text);
+    } else {
+      // The tree is not readable from here: edit.json holds whole lines.
+      old_line = e.old_text;
+      new_line = e.new_text;
     }
     patch = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: " + e.file + "\n@@\n-" + old_line + "\n+" + new_line +
             "\n*** End Patch\nEOF\n";

@@ -930,10 +930,10 @@ TEST(AgentWaits, BackoffWithJitterOrTheResetTime) {
   Classification c;
   for (int i = 0; i < 20; ++i) {
     long long w0 = wait_ms(c, 0), w3 = wait_ms(c, 3);
-    EXPECT_GE(w0, 1500);
-    EXPECT_LE(w0, 2500);
-    EXPECT_GE(w3, 12'000);
-    EXPECT_LE(w3, 20'000);
+    EXPECT_GE(w0, 800);
+    EXPECT_LE(w0, 1200);
+    EXPECT_GE(w3, 6'400);
+    EXPECT_LE(w3, 9'600);
   }
   EXPECT_LE(wait_ms(c, 30), 375'000);
   c.retry_after_ms = 3'600'000;
