@@ -794,16 +794,16 @@ Classification classify_run(const RunFacts& f, long long now_ms) {
 
 long long wait_ms(const Classification& c, int waits_so_far, long long left_ms) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
-  long long wait;
+  // Backoff: 1 s doubling per waiting run in a row, at most 5 min, ±20 %.
+  const long long base = std::min<long long>(1000LL << std::min(waits_so_far, 9), 300'000);
+  std::uniform_real_distribution<double> spread(0.80, 1.20);
+  long long wait = static_cast<long long>(base * spread(rng));
   if (c.retry_after_ms > 0) {
     // What the CLI asked for (a reset time), plus up to 10 % so that many
-    // waiting runs do not all come back in the same second.
+    // waiting runs do not all come back in the same second; never less
+    // than the backoff of a provider that keeps refusing.
     std::uniform_real_distribution<double> jitter(0.0, 0.10);
-    wait = std::max<long long>(1000, c.retry_after_ms + static_cast<long long>(c.retry_after_ms * jitter(rng)));
-  } else {
-    const long long base = std::min<long long>(1000LL << std::min(waits_so_far, 9), 300'000);
-    std::uniform_real_distribution<double> jitter(0.80, 1.20);
-    wait = static_cast<long long>(base * jitter(rng));
+    wait = std::max(wait, c.retry_after_ms + static_cast<long long>(c.retry_after_ms * jitter(rng)));
   }
   if (left_ms > 0) wait = std::min(wait, left_ms);
   return std::max<long long>(wait, 1);

@@ -236,9 +236,9 @@ std::string first_error_line(std::string_view output, std::string_view prompt = 
 // --- waits -------------------------------------------------------------------
 
 // How long to wait before the next try after `waits_so_far` waiting runs in
-// a row: the CLI's own retry time when it gave one (plus up to 10 % jitter,
-// at least 1 s), else exponential backoff from 1 s (doubling, capped at
-// 5 min) with ±20 % jitter. Never more than `left_ms` when that is positive.
+// a row: exponential backoff from 1 s (doubling, capped at 5 min) with
+// ±20 % jitter, or the CLI's own retry time (plus up to 10 % jitter) when
+// it gave a longer one. Never more than `left_ms` when that is positive.
 long long wait_ms(const Classification& c, int waits_so_far, long long left_ms = 0);
 
 // --- prompt ------------------------------------------------------------------
