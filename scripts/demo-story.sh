@@ -98,11 +98,11 @@ sed -i 's/t \* 9 \/ 10/t * 8 \/ 10/' src/price.c; git commit -qam "tweak the bul
 echo "/* totals */" > src/total.c; git add -A; git commit -qm "totals (feature)"
 git --no-pager log --oneline -4
 
-say "phoenix run: detect -> bisect (no model at all; its worktree in .git/phoenix/ is configured by the setup step, then each step builds) -> propose the culprit's revert -> verify fresh -> heal."
+say "phoenix run: detect -> bisect (no model at all; its worktree, outside the work tree, is configured by the setup step, then each step builds) -> propose the culprit's revert -> verify fresh -> heal."
 run phoenix run --explain
 git --no-pager log --oneline -2
 echo "Bisect measured in a worktree of its own, outside the work tree where no test runner looks, set up once by the setup step:"
-run ls .git/phoenix/worktrees
+run git worktree list
 git status --short
 
 say "A new feature with a bug in it, and the test that catches it."
