@@ -506,7 +506,7 @@ struct Journal::Impl {
         "verify_ms, model_calls, cost_usd) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
     Use u(*this, s);
     u.text(1, e.signature).text(2, e.patch_hash).text(3, e.check).text(4, e.failure_type).text(5, e.patch);
-    u.text(6, util::Json(e.files).dump()).text(7, e.fixer);
+    u.text(6, util::canonical(util::Json(e.files))).text(7, e.fixer);
     u.opt_int(8, e.duration_ms).opt_int(9, e.verify_ms).opt_int(10, e.model_calls).opt_real(11, e.cost_usd);
     u.step("write it");
     return sqlite3_last_insert_rowid(db.get());
