@@ -36,7 +36,8 @@ size_t columns(const std::string& s) {
 std::string number_text(const OJ& v) {
   if (v.is_number_float()) {
     double d = v.get<double>();
-    if (d == static_cast<double>(static_cast<long long>(d)) && d > -1e15 && d < 1e15)
+    // The range first: casting a double outside long long's is undefined.
+    if (d > -1e15 && d < 1e15 && d == static_cast<double>(static_cast<long long>(d)))
       return std::to_string(static_cast<long long>(d));
   }
   std::string s = v.dump();
