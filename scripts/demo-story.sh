@@ -131,4 +131,27 @@ run phoenix journal
 say "What was kept: the trace of every step, verified."
 run phoenix trace verify
 
+say "Overnight: phoenix-loop gives the agent one task per fresh run, verifies every iteration, heals within a budget, and escalates what it cannot heal."
+cat > TASKS.md <<'MD'
+# Tonight
+
+- [ ] receipts: print the total on the receipt
+- [ ] pricing: round every price down to whole dollars
+MD
+# The scripted agent again: the receipts task goes well; the rounding breaks
+# the 10% discount test, and its attempts to fix that fail.
+script="unless-prompt 'Fix a failing check' if-prompt 'receipts:' append src/receipt.c '/* prints the total */\\\\n'; unless-prompt 'Fix a failing check' if-prompt 'pricing:' replace src/price.c 'return t' 'return t / 100 * 100'; if-prompt 'Fix a failing check' replace src/price.c 't / 100 * 100' 't / 50 * 50'; print-json-cost 0.05 4"
+sed -i "s|\"PHOENIX_AGENT_SCRIPT\": \"[^\"]*\"|\"PHOENIX_AGENT_SCRIPT\": \"$script\"|" phoenix.json
+sed -i '0,/^{$/s||{\n  "loop": { "tasks": "TASKS.md", "on_escalate": "stop" },|' phoenix.json
+git add -A && git commit -qm "tonight's tasks"
+run phoenix-loop --branch phoenix/loop-demo
+run git --no-pager log --oneline -4 phoenix/loop-demo
+ls incidents/
+
+say "The morning: the night's story, read back from the trace (the terminal report; --md for a chat, --html for one page)."
+run phoenix report
+morning="${PHOENIX_DEMO_REPORT:-${TMPDIR:-/tmp}/phoenix-demo-morning.html}"
+phoenix report --html "$morning" >/dev/null
+echo "The morning page of this run: $morning (one file: open it in a browser, or on a phone)"
+
 printf '\nDone. HEALED always meant: the check that found the problem passed on a fresh run.\n'

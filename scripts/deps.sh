@@ -8,7 +8,7 @@ PACKAGES=(
   libgit2-dev libboost-program-options-dev libboost-filesystem-dev libboost-dev
   nlohmann-json3-dev libsqlite3-dev libssl-dev libstb-dev zlib1g-dev libcmark-gfm-dev
   libgtest-dev libgmock-dev sqlite3
-  clang libclang-rt-14-dev ccache chromium
+  clang libclang-rt-14-dev ccache chromium tidy
   python3-yaml python3-pytest
 )
 

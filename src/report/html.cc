@@ -75,7 +75,7 @@ std::string diff_html(const std::string& diff) {
     else if (line.rfind("@@", 0) == 0) cls = "hunk";
     else if (!line.empty() && line[0] == '+') cls = "add";
     else if (!line.empty() && line[0] == '-') cls = "del";
-    h += std::string("<span class=\"") + cls + "\">" + html_escape(line) + "</span>\n";
+    h += line.empty() || !*cls ? html_escape(line) + "\n" : std::string("<span class=\"") + cls + "\">" + html_escape(line) + "</span>\n";
   }
   return h + "</code></pre>\n";
 }
@@ -98,7 +98,7 @@ std::string evidence_html(const std::string& text, const std::vector<std::string
     }
     bool failing = line.find("FAIL") != std::string::npos || line.find("Error") != std::string::npos ||
                    line.find("error:") != std::string::npos;
-    h += failing ? "<span class=\"fail\">" + e + "</span>\n" : e + "\n";
+    h += failing && !e.empty() ? "<span class=\"fail\">" + e + "</span>\n" : e + "\n";
   }
   return h + "</code></pre>\n";
 }
@@ -211,15 +211,19 @@ std::string num(double v) {
 
 }  // namespace
 
-std::string timeline_svg(const Night& n, int W) {
+std::string timeline_svg(const Night& n, int W, const std::string& id) {
   const char* lanes[] = {"iteration", "check", "heal", "wait", "escalation"};
   const char* names[] = {n.loop ? "iterations" : "runs", "checks", "heals", "waits", "escalation"};
-  const int L = 5, left = 110, right = 20, top = 10, lane_h = 34, axis = 30;
+  // Narrow (a phone): the same drawing with a smaller label column and
+  // fewer ticks, so that its text keeps its size instead of shrinking.
+  const bool narrow = W < 600;
+  const int L = 5, left = narrow ? 78 : 110, right = narrow ? 12 : 20, top = 10, lane_h = 34, axis = 30;
+  const long long max_ticks = narrow ? 4 : 8;
   const int H = top + L * lane_h + axis;
   long long t0 = n.start_ms, t1 = std::max(n.end_ms, n.start_ms + 1000);
   double span = static_cast<double>(t1 - t0), px = W - left - right;
   auto x_of = [&](long long t) { return left + px * static_cast<double>(std::clamp(t, t0, t1) - t0) / span; };
-  std::string s = "<svg id=\"timeline-svg\" viewBox=\"0 0 " + std::to_string(W) + " " +
+  std::string s = "<svg id=\"" + id + "\" class=\"timeline " + (narrow ? "narrow" : "wide") + "\" viewBox=\"0 0 " + std::to_string(W) + " " +
                   std::to_string(H) + "\" width=\"100%\" role=\"img\" aria-label=\"timeline of the night\">\n";
   for (int i = 0; i < L; ++i) {
     int y = top + i * lane_h;
@@ -232,13 +236,14 @@ std::string timeline_svg(const Night& n, int W) {
   const long long steps[] = {1000, 5000, 10'000, 30'000, 60'000, 300'000, 600'000, 900'000, 1'800'000, 3'600'000, 7'200'000, 10'800'000};
   long long step = steps[11];
   for (long long st : steps)
-    if ((t1 - t0) / st <= 8) {
+    if ((t1 - t0) / st <= max_ticks) {
       step = st;
       break;
     }
   int ay = top + L * lane_h;
   for (long long t = (t0 / step + 1) * step; t < t1; t += step) {
     double x = x_of(t);
+    if (x > W - right - (narrow ? 26 : 30)) break;  // its label would be cut at the edge
     s += "<line class=\"tick\" x1=\"" + num(x) + "\" y1=\"" + std::to_string(top) + "\" x2=\"" + num(x) + "\" y2=\"" +
          std::to_string(ay + 4) + "\"/><text class=\"tick-label\" x=\"" + num(x) + "\" y=\"" + std::to_string(ay + 20) +
          "\" text-anchor=\"middle\">" + tick_label(t, step) + "</text>\n";
@@ -269,7 +274,7 @@ const char* kStyle = R"(
 :root{--fg:#1d2125;--dim:#5b636b;--ok:#1a7f37;--bad:#d0181c;--warn:#9a6700;--line:#d0d7de;--bg2:#f6f8fa}
 *{box-sizing:border-box}
 body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:#fff}
-main{max-width:60rem;margin:0 auto;padding:1rem}
+main{max-width:60rem;margin:0 auto;padding:1rem;overflow-wrap:break-word}
 h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.2rem;border-bottom:1px solid var(--line);padding-bottom:.2rem;margin-top:2rem}
 .period{color:var(--dim);margin:0}
 .verdict{font-size:1.25rem;font-weight:600;padding:.8rem 1rem;border-left:.4rem solid var(--ok);background:var(--bg2);margin:1rem 0}
@@ -299,8 +304,27 @@ pre.evidence .fail{color:var(--bad)}mark.test{background:#fff8c5;color:#82071e;f
 .pictures img{width:100%;height:auto;border:1px solid var(--line);image-rendering:pixelated}
 .pictures figcaption{text-align:center;color:var(--dim)}
 footer{margin:2rem 0 1rem;padding-top:.6rem;border-top:1px solid var(--line)}
-@media (max-width:40rem){main{padding:.6rem}.verdict{font-size:1.1rem}td,th{padding:.25rem .35rem}}
+svg.timeline{display:block}svg.timeline.narrow{display:none}
+@media (max-width:40rem){main{padding:.6rem}.verdict{font-size:1.1rem}
+svg.timeline.wide{display:none}svg.timeline.narrow{display:block}
+table,tbody,tr,td{display:block;width:100%}thead{display:none}
+tr{border-bottom:1px solid var(--line);padding:.35rem 0}
+td{border:0;padding:.05rem 0 .05rem 6.5rem;position:relative;overflow-wrap:anywhere}
+td::before{content:attr(data-label);color:var(--dim);font-weight:400;position:absolute;left:0}}
 )";
+
+// `x` (the shared words quote check names so) as <code>x</code>.
+std::string code_spans(const std::string& escaped) {
+  std::string out;
+  size_t at = 0;
+  for (size_t open = escaped.find('`'); open != std::string::npos; open = escaped.find('`', at)) {
+    size_t close = escaped.find('`', open + 1);
+    if (close == std::string::npos) break;
+    out += escaped.substr(at, open - at) + "<code>" + escaped.substr(open + 1, close - open - 1) + "</code>";
+    at = close + 1;
+  }
+  return out + escaped.substr(at);
+}
 
 std::string dash() { return "<span class=\"dash\">" + std::string(kDash) + "</span>"; }
 
@@ -315,27 +339,27 @@ std::string href(const std::string& from_dir, const std::string& target_abs, con
 }  // namespace
 
 std::string html(const Night& n, const std::string& out_dir) {
-  std::string title = n.loop ? "Phoenix: the night on " + n.branch : "Phoenix: the runs";
-  std::string period = n.start_ms ? local_time(n.start_ms) + " to " + local_time(n.end_ms) + " (" + duration(n.end_ms - n.start_ms) + ")"
-                                  : "no events";
+  const std::string title = report::title(n);
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
                   html_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<main>\n";
-  h += "<header>\n<h1>" + html_escape(title) + "</h1>\n<p class=\"period\">" + html_escape(period) + "</p>\n";
+  h += "<header>\n<h1>" + html_escape(title) + "</h1>\n<p class=\"period\">" + html_escape(period(n)) + "</p>\n";
   h += "<p id=\"verdict\" class=\"verdict" + std::string(n.escalations.empty() ? "" : " escalated") + "\">" + html_escape(verdict(n)) +
        "</p>\n</header>\n";
   h += "<section id=\"needs\" class=\"needs\">\n<h2>Needs a person first</h2>\n<ol>\n";
-  for (const auto& line : needs_person(n)) h += "<li>" + html_escape(line) + "</li>\n";
+  for (const auto& line : needs_person(n)) h += "<li>" + code_spans(html_escape(line)) + "</li>\n";
   h += "</ol>\n</section>\n";
 
   h += "<section id=\"timeline\">\n<h2>Timeline</h2>\n";
   if (n.marks.empty()) h += "<p>" + dash() + "</p>\n";
   else {
-    h += timeline_svg(n);
+    h += timeline_svg(n, 1000, "timeline-svg") + timeline_svg(n, 420, "timeline-svg-narrow");
     h += "<p class=\"legend\">Time runs left to right (" + html_escape(utc_offset(n.start_ms)) + "): " +
-         std::to_string(n.iterations) + " agent iterations, " + std::to_string(n.heals.size()) + " heals, " +
-         std::to_string(n.waits.size()) + " rate-limit waits, " + std::to_string(n.escalations.size()) +
-         " escalations. Hover a mark for its time.</p>\n";
+         (n.loop ? plural(n.iterations, "agent iteration", "agent iterations") : plural(n.runs, "run", "runs")) + ", " +
+         plural(static_cast<long long>(n.heals.size()), "heal", "heals") + ", " +
+         plural(static_cast<long long>(n.waits.size()), "rate-limit wait", "rate-limit waits") + ", " +
+         plural(static_cast<long long>(n.escalations.size()), "escalation", "escalations") +
+         ". Hover over or tap a mark for its time.</p>\n";
   }
   h += "</section>\n";
 
@@ -351,9 +375,10 @@ std::string html(const Night& n, const std::string& out_dir) {
         outcome += " (<a href=\"#" + html_escape(t.incident) + "\">note</a>)";
       std::string cost = t.cost_usd ? html_escape(money(t.cost_usd)) + (t.cost_why.empty() ? "" : " <small>(+ " + html_escape(t.cost_why) + ")</small>")
                                     : dash() + " <small>" + html_escape(t.cost_why) + "</small>";
-      h += "<tr><td>" + html_escape(t.title) + "</td><td class=\"outcome-" + t.outcome + "\">" + outcome + "</td><td>" +
-           (commits.empty() ? dash() : commits) + "</td><td>" + duration(t.end_ms - t.start_ms) + "</td><td>" +
-           std::to_string(t.turns) + "</td><td>" + cost + "</td></tr>\n";
+      h += "<tr><td data-label=\"task\">" + html_escape(t.title) + "</td><td data-label=\"outcome\" class=\"outcome-" + t.outcome +
+           "\">" + outcome + "</td><td data-label=\"commits\">" + (commits.empty() ? dash() : commits) +
+           "</td><td data-label=\"duration\">" + duration(t.end_ms - t.start_ms) + "</td><td data-label=\"turns\">" +
+           std::to_string(t.turns) + "</td><td data-label=\"cost\">" + cost + "</td></tr>\n";
     }
     h += "</tbody></table></div>\n";
   }
@@ -364,9 +389,10 @@ std::string html(const Night& n, const std::string& out_dir) {
   else {
     h += "<div class=\"scroll\"><table>\n<thead><tr><th>at</th><th>check</th><th>fixer</th><th>attempts</th><th>duration</th><th>replayed</th><th>fix</th></tr></thead>\n<tbody>\n";
     for (const auto& x : n.heals)
-      h += "<tr><td>" + clock(x.end_ms) + "</td><td><code>" + html_escape(x.check) + "</code></td><td>" + html_escape(x.fixer) +
-           "</td><td>" + std::to_string(x.attempts) + "</td><td>" + duration(x.end_ms - x.start_ms) + "</td><td>" +
-           (x.replayed ? "from the journal" : "no") + "</td><td>" +
+      h += "<tr><td data-label=\"at\">" + clock(x.end_ms) + "</td><td data-label=\"check\"><code>" + html_escape(x.check) +
+           "</code></td><td data-label=\"fixer\">" + html_escape(x.fixer) + "</td><td data-label=\"attempts\">" +
+           std::to_string(x.attempts) + "</td><td data-label=\"duration\">" + duration(x.end_ms - x.start_ms) +
+           "</td><td data-label=\"replayed\">" + (x.replayed ? "from the journal" : "no") + "</td><td data-label=\"fix\">" +
            (x.commit.empty() ? dash() : "<code title=\"" + x.commit + "\">" + short_sha(x.commit) + "</code>") + "</td></tr>\n";
     h += "</tbody></table></div>\n";
   }
@@ -396,12 +422,7 @@ std::string html(const Night& n, const std::string& out_dir) {
   }
   h += "</section>\n";
 
-  h += "<section id=\"totals\">\n<h2>Totals</h2>\n<p>" + std::to_string(n.iterations) + " iterations, " +
-       duration(n.end_ms - n.start_ms) + ", " +
-       (n.cost_usd ? html_escape(money(n.cost_usd)) +
-                         (n.runs_without_cost ? " (+ " + std::to_string(n.runs_without_cost) + " run(s) that reported no cost)" : "")
-                   : std::string(n.agent_runs ? "cost unknown (no agent run reported one)" : "no cost (no agent run)")) +
-       "</p>\n</section>\n";
+  h += "<section id=\"totals\">\n<h2>Totals</h2>\n<p>" + html_escape(totals(n)) + "</p>\n</section>\n";
   h += "<footer>Next: <code>" + html_escape(next_command(n)) + "</code></footer>\n</main>\n</body>\n</html>\n";
   return h;
 }

@@ -303,11 +303,11 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   return s;
 }
 
+}  // namespace
+
 std::string plural(long long k, const std::string& one, const std::string& many) {
   return std::to_string(k) + " " + (k == 1 ? one : many);
 }
-
-}  // namespace
 
 std::string verdict(const Night& n) {
   if (n.start_ms == 0) return "Nothing happened in this period: the trace holds no events since then.";
@@ -347,14 +347,23 @@ std::vector<std::string> needs_person(const Night& n) {
     else if (!it->abandoned.empty() && it->abandoned != it->rolled_back_to) s += "; the abandoned head is " + short_sha(it->abandoned);
     v.push_back(s + ".");
   }
-  if (!n.baseline_red.empty())
-    v.push_back("Red before the first iteration (not the agent's doing): " + join(n.baseline_red, ", ") + ".");
+  // Red before the first iteration (not the agent's doing), and not healed
+  // since: a baseline the loop healed is one of the heals, nothing to do.
+  std::vector<std::string> still_red;
+  for (const auto& c : n.baseline_red) {
+    bool healed = false;
+    for (const auto& h : n.heals) healed = healed || h.check == c;
+    if (!healed) still_red.push_back(c);
+  }
+  if (!still_red.empty())
+    v.push_back("Red before the first iteration (not the agent's doing): " + join(still_red, ", ") + ".");
   if (n.loop && !n.running && n.end_phase != "complete" && n.end_phase != "escalated" && !n.end_why.empty())
     v.push_back("The loop stopped: " + n.end_why + ".");
   if (v.empty()) {
     if (n.loop && n.running) v.push_back("Nothing yet: the loop is still running.");
     else if (n.start_ms == 0) v.push_back("Nothing.");
-    else v.push_back("Nothing: review the loop's commits and merge them.");
+    else if (n.loop) v.push_back("Nothing: review the loop's commits and merge them.");
+    else v.push_back("Nothing: every run ended green or healed; the fixes are commits on your branch.");
   }
   return v;
 }
@@ -363,7 +372,27 @@ std::string next_command(const Night& n) {
   if (n.loop && n.running) return "phoenix status --watch";
   if (!n.escalations.empty()) return "phoenix report --html night.html";
   if (n.loop && !n.branch.empty()) return "git log --oneline " + n.branch;
-  return "phoenix status";
+  if (n.loop) return "phoenix status";
+  for (auto it = n.heals.rbegin(); it != n.heals.rend(); ++it)
+    if (!it->commit.empty()) return "git show --stat " + short_sha(it->commit);
+  return "phoenix journal";
+}
+
+std::string period(const Night& n) {
+  if (n.start_ms == 0) return "no events";
+  std::string end = local_time(n.end_ms);
+  if (end.substr(0, 10) == local_time(n.start_ms).substr(0, 10)) end = clock(n.end_ms);
+  return local_time(n.start_ms) + " to " + end + " (" + duration(n.end_ms - n.start_ms) + ")";
+}
+
+std::string title(const Night& n) { return n.loop ? "Phoenix: the night on " + n.branch : "Phoenix: the runs"; }
+
+std::string totals(const Night& n) {
+  std::string cost = money(n.cost_usd);
+  if (!n.cost_usd) cost = n.agent_runs ? "cost unknown (no agent run reported one)" : "no cost (no agent run)";
+  else if (n.runs_without_cost) cost += " (+ " + std::to_string(n.runs_without_cost) + " run(s) that reported no cost)";
+  const std::string what = n.loop ? plural(n.iterations, "iteration", "iterations") : plural(n.runs, "run", "runs");
+  return what + ", " + duration(n.end_ms - n.start_ms) + ", " + cost;
 }
 
 // --- units ---------------------------------------------------------------

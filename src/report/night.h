@@ -108,6 +108,9 @@ Night read_night(const std::string& trace_text, long long since_ms, const Facts&
 std::string verdict(const Night& n);
 std::vector<std::string> needs_person(const Night& n);  // most urgent first; never empty
 std::string next_command(const Night& n);
+std::string title(const Night& n);                      // "Phoenix: the night on phoenix/loop-…"
+std::string period(const Night& n);                     // "2026-12-02 01:00 +01:00 to 03:12 (2 h 12 min)"
+std::string totals(const Night& n);                     // "4 iterations, 2 h 13 min, $0.42"
 
 // --- human units -----------------------------------------------------------
 std::string duration(long long ms);           // "840 ms", "12 s", "4 min 12 s", "2 h 13 min"
@@ -116,6 +119,7 @@ std::string local_time(long long ms);         // "2026-12-02 03:12 +01:00"
 std::string utc_offset(long long ms);         // "+01:00"
 std::string money(const std::optional<double>& usd);  // "$0.42", "—" when unknown
 std::string short_sha(const std::string& sha);        // 7 hex
+std::string plural(long long k, const std::string& one, const std::string& many);  // "1 heal", "2 heals"
 constexpr const char* kDash = "—";
 
 }  // namespace phoenix::report

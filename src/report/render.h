@@ -16,7 +16,7 @@ std::string markdown(const Night& n);
 std::string html(const Night& n, const std::string& out_dir = "");
 
 // Pieces the HTML page is made of (tested on their own).
-std::string timeline_svg(const Night& n, int width = 1000);
+std::string timeline_svg(const Night& n, int width = 1000, const std::string& id = "timeline-svg");
 std::string render_commonmark(const std::string& markdown);  // cmark-gfm, unsafe HTML escaped
 std::string html_escape(const std::string& s);
 

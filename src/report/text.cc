@@ -44,27 +44,10 @@ std::string cost_text(const Task& t) {
 }
 
 std::string heal_text(const Heal& h) {
-  return "by " + h.fixer + ", " + std::to_string(h.attempts) + (h.attempts == 1 ? " attempt" : " attempts") + ", " +
-         duration(h.end_ms - h.start_ms) + (h.replayed ? ", replayed from the journal" : "") +
+  return (h.replayed ? "replayed from the journal" : "by " + h.fixer) + ", " + std::to_string(h.attempts) +
+         (h.attempts == 1 ? " attempt" : " attempts") + ", " + duration(h.end_ms - h.start_ms) +
          (h.commit.empty() ? "" : ", fix " + short_sha(h.commit));
 }
-
-std::string totals_text(const Night& n) {
-  std::string cost = money(n.cost_usd);
-  if (!n.cost_usd) cost = n.agent_runs ? "cost unknown (no agent run reported one)" : "no cost (no agent run)";
-  else if (n.runs_without_cost) cost += " (+ " + std::to_string(n.runs_without_cost) + " run(s) that reported no cost)";
-  return std::to_string(n.iterations) + (n.iterations == 1 ? " iteration" : " iterations") + ", " +
-         duration(n.end_ms - n.start_ms) + ", " + cost;
-}
-
-std::string period(const Night& n) {
-  if (n.start_ms == 0) return "no events";
-  std::string end = local_time(n.end_ms);
-  if (end.substr(0, 10) == local_time(n.start_ms).substr(0, 10)) end = clock(n.end_ms);
-  return local_time(n.start_ms) + " to " + end + " (" + duration(n.end_ms - n.start_ms) + ")";
-}
-
-std::string title(const Night& n) { return n.loop ? "Phoenix: the night on " + n.branch : "Phoenix: the runs"; }
 
 std::string md_cell(const std::string& s) {
   std::string o;
@@ -138,7 +121,7 @@ std::string terminal(const Night& n, bool color, int width) {
     s += wrap(t, width, "  " + paint(color, "31", clock(x.at_ms)) + "  ", 9);
   }
   s += head("Totals");
-  s += wrap(totals_text(n), width, "  ", 2);
+  s += wrap(totals(n), width, "  ", 2);
   s += "\nNext: " + paint(color, "1", next_command(n)) + "\n";
   return s;
 }
@@ -180,7 +163,7 @@ std::string markdown(const Night& n) {
     if (!x.abandoned_ref.empty()) s += "; abandoned work in `" + x.abandoned_ref + "`";
     s += "\n";
   }
-  s += "\n## Totals\n\n" + totals_text(n) + "\n\nNext: `" + next_command(n) + "`\n";
+  s += "\n## Totals\n\n" + totals(n) + "\n\nNext: `" + next_command(n) + "`\n";
   return s;
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "image/image.h"
 #include "test_util.h"
 #include "util/json.h"
 #include "util/subprocess.h"
@@ -54,30 +55,50 @@ class ReportNight : public ::testing::Test {
     tmp = new ScopedTempDir();
     repo = init_repo(*tmp / "repo");
     write(repo, "src.txt", "fine\n");
-    write(repo, "other.txt", "fine\n");
-    write(repo, ".gitignore", ".phoenix/\n");
+    write(repo, ".gitignore", ".phoenix/*\n!.phoenix/baselines/\n");
+    // The chart the visual check photographs (a copy of a picture in the
+    // tree), its approved baseline, and the picture the last task paints.
+    image::Image blue{48, 32, {}}, red{48, 32, {}};
+    for (int i = 0; i < 48 * 32; ++i) {
+      blue.rgba.insert(blue.rgba.end(), {40, 90, 200, 255});
+      red.rgba.insert(red.rgba.end(), {i % 48 < 24 ? std::uint8_t(40) : std::uint8_t(220), 90, 60, 255});
+    }
+    fs::create_directories(repo + "/.phoenix/baselines");
+    fs::create_directories(repo + "/assets");
+    image::write_png(repo + "/chart.png", blue);
+    image::write_png(repo + "/.phoenix/baselines/chart.png", blue);
+    image::write_png(repo + "/assets/red.png", red);
     write(repo, "TASKS.md",
           "# Tonight\n\n- [ ] easy: add a line\n- [ ] healable: add a feature\n- [ ] easy: add another line\n"
-          "- [ ] unfixable: touch other\n");
+          "- [ ] unfixable: recolour the chart\n");
     std::string counter = *tmp / "limit-counter";
     std::string script = "first 1 " + counter + " rate-limit 1;"
                          "if-prompt \"" + kTaskIs + "easy\" append work.txt 'x\\n';"
                          "if-prompt \"" + kTaskIs + "healable\" write src.txt 'BROKEN\\n';"
                          "if-prompt \"" + kTaskIs + "healable\" write feature.txt 'feature\\n';"
-                         "if-prompt \"" + kTaskIs + "unfixable\" write other.txt 'BROKEN\\n';"
-                         "if-prompt \"" + kHealPrompt + "\" if-prompt \"Check: `nobreak`\" write src.txt 'fine\\n'";
+                         "if-prompt \"" + kTaskIs + "unfixable\" copy assets/red.png chart.png";
     Json cfg = {{"checks",
                  {{{"id", "nobreak"}, {"kind", "regex_in_file"}, {"target", "src.txt"}, {"pattern", "BROKEN"},
                    {"expect", "absent"}, {"editable", {"src.txt"}}},
-                  {{"id", "other"}, {"kind", "regex_in_file"}, {"target", "other.txt"}, {"pattern", "BROKEN"},
-                   {"expect", "absent"}, {"editable", {"other.txt"}}}}},
-                {"fixers", {"harness"}},
+                  {{"id", "chart"}, {"kind", "visual"}, {"target", "chart.png"}, {"screenshot", {"cp", "chart.png", "{out}"}},
+                   {"editable", {"chart.png"}}}}},
+                {"fixers", {"journal", "bisect", "harness"}},
                 {"harness", {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
                              {"timeout_s", 60},
                              {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}},
                 {"loop", {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.05}, {"no_progress_limit", 3}, {"on_escalate", "stop"}}}};
     write(repo, "phoenix.json", cfg.dump(2));
     commit_all(repo, "initial");
+    run_phoenix(repo, {"run"});  // green: the first commit is known-good
+    // Before the night, a change of the user's breaks `nobreak`: the loop's
+    // baseline is red, and bisect finds and reverts it. The healable task
+    // breaks it the same way again: the journal replays that fix.
+    write(repo, "notes.txt", "a note\n");
+    commit_all(repo, "notes");
+    write(repo, "src.txt", "BROKEN\n");
+    commit_all(repo, "a change that breaks nobreak");
+    write(repo, "more.txt", "more\n");
+    commit_all(repo, "more");
     auto r = run({PHOENIX_LOOP_BIN, "--branch", "phoenix/loop-test"}, repo, {}, 180);
     night = {r.exit_code, r.output};
   }
@@ -103,7 +124,7 @@ class ReportNight : public ::testing::Test {
   }
 
   static std::string verdict() {
-    return "3 of 4 tasks done, 1 healed by harness, 1 escalated at " + at("incident") +
+    return "3 of 4 tasks done, 1 healed by bisect, 1 replayed from the journal, 1 escalated at " + at("incident") +
            ": the loop stopped; known-good is " + util::trim(git(repo, {"rev-parse", "--short=7", "refs/phoenix/known-good"})) + ".";
   }
 };
@@ -129,16 +150,23 @@ TEST_F(ReportNight, TerminalReportLineByLine) {
   for (; i < lines.size() && !lines[i].empty(); ++i) v += (v.empty() ? "" : " ") + lines[i];
   EXPECT_EQ(v, verdict());
   expect_in_order(lines,
-                  {"Needs a person first", "  1. Read " + note() + ": `other` on \"unfixable: touch other\"",
-                   "Tasks", "  done      easy: add a line", "            1 commit ", "  healed    healable: add a feature",
-                   "            1 commit ", "  done      easy: add another line", "  escalated unfixable: touch other",
-                   "Heals", "Rate-limit waits", "  " + at("loop.wait") + "  rate-limited, waited ",
-                   "Escalations", "  " + at("incident") + "  other: ", "Totals", "  4 iterations, ",
+                  {"Needs a person first", "  1. Read " + note() + ": `chart` on \"unfixable: recolour the",
+                   "     chart\" escalated (no fixer has anything more to propose); the abandoned",
+                   "Tasks", "  done      easy: add a line", "            2 commits ", "  healed    healable: add a feature",
+                   "            1 commit ", "  done      easy: add another line", "  escalated unfixable: recolour the chart",
+                   "Heals", "Rate-limit waits", "  " + at("loop.wait") + "  rate-limited, waited ", "Escalations", "  " + at("incident") + "  chart: ",
+                   "Totals", "  4 iterations, ",
                    "Next: phoenix report --html night.html"},
                   r.out);
-  bool heal_line = false;
-  for (const auto& l : lines) heal_line |= l.find("  nobreak by harness, 1 attempt, ") != std::string::npos;
-  EXPECT_TRUE(heal_line) << r.out;
+  bool bisect = false, replayed = false;
+  for (const auto& l : lines) {
+    bisect |= l.find("  nobreak by bisect, 1 attempt, ") == 7;
+    replayed |= l.find("  nobreak replayed from the journal, 1 attempt, ") == 7;
+  }
+  EXPECT_TRUE(bisect) << r.out;
+  EXPECT_TRUE(replayed) << r.out;
+  // The baseline the loop healed needs nobody.
+  EXPECT_EQ(r.out.find("Red before the first iteration"), std::string::npos) << r.out;
   EXPECT_EQ(lines.back(), "Next: phoenix report --html night.html");
   for (const auto& l : lines) EXPECT_LE(columns(l), 80u) << l;
   EXPECT_EQ(r.out.find(repo), std::string::npos) << "paths relative to the repository:\n" << r.out;
@@ -156,16 +184,17 @@ TEST_F(ReportNight, MarkdownLineByLine) {
   EXPECT_EQ(lines[0], "# Phoenix: the night on phoenix/loop-test");
   EXPECT_EQ(lines[4], "**" + verdict() + "**");
   expect_in_order(lines,
-                  {"## Needs a person first", "1. Read " + note() + ": `other` on \"unfixable: touch other\" escalated",
+                  {"## Needs a person first", "1. Read " + note() + ": `chart` on \"unfixable: recolour the chart\" escalated",
                    "## Tasks", "| task | outcome | commits | duration | turns | cost |", "|---|---|---|---|---|---|",
                    "| easy: add a line | done | ", "| healable: add a feature | healed | ", "| easy: add another line | done | ",
-                   "| unfixable: touch other | escalated ([note](" + note() + ")) | — | ", "## Heals",
+                   "| unfixable: recolour the chart | escalated ([note](" + note() + ")) | — | ", "## Heals",
                    "| at | check | fixer | attempts | duration | replayed | fix |", "|---|---|---|---|---|---|---|",
                    "| ", "## Rate-limit waits",
-                   "- " + at("loop.wait") + ": rate-limited, waited ", "## Escalations", "- " + at("incident") + ": `other`: ",
+                   "- " + at("loop.wait") + ": rate-limited, waited ", "## Escalations", "- " + at("incident") + ": `chart`: ",
                    "## Totals", "4 iterations, ", "Next: `phoenix report --html night.html`"},
                   r.out);
-  EXPECT_NE(r.out.find(" | `nobreak` | harness | 1 | "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" | `nobreak` | bisect | 1 | "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" | `nobreak` | journal | 1 | "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find(repo), std::string::npos) << r.out;
 }
 
@@ -174,6 +203,8 @@ TEST_F(ReportNight, MarkdownLineByLine) {
 struct Shown {
   int scroll_width = -1, svg_width = -1, iteration_marks = -1, heading_h3 = -1, heading_h4 = -1;
   std::string verdict;
+  std::string over;  // the first element past the window's right edge, if any
+  std::vector<std::string> pictures;  // the incident's pictures that loaded: "alt@top"
   bool ok = false;
   std::string raw;
 };
@@ -186,10 +217,18 @@ Shown render(const std::string& chromium, const std::string& html_path, int widt
       // body is held to the width under test instead.
       "<script>window.addEventListener('load',()=>{document.body.style.width='" + std::to_string(width) + "px';"
       "const v=document.getElementById('verdict');"
-      "const s=document.getElementById('timeline-svg').getBoundingClientRect();"
+      "const tl=[...document.querySelectorAll('svg.timeline')].find(e=>e.getBoundingClientRect().width>0);"
+      "const s=tl.getBoundingClientRect();"
+      // The innermost element whose content spills out of its own box
+      // (a scrolling container, a table's or a diff's, may be wider).
+      "const over=[...document.querySelectorAll('main *')].reverse().find(e=>e.scrollWidth>e.clientWidth+1&&"
+      "getComputedStyle(e).overflowX==='visible'&&!e.closest('.scroll,pre')&&!(e instanceof SVGElement));"
       "const r=v.getBoundingClientRect();"
       "document.body.setAttribute('data-probe',JSON.stringify({scroll:Math.max(document.body.scrollWidth,document.querySelector('main').scrollWidth),"
-      "svg:Math.round(s.width),marks:document.querySelectorAll('#timeline-svg [data-kind=iteration]').length,"
+      "svg:Math.round(s.width),marks:tl.querySelectorAll('[data-kind=iteration]').length,"
+      "over:over?over.tagName+'.'+over.className+' '+over.scrollWidth+' px in '+over.clientWidth+': '+over.textContent.slice(0,60):'',"
+      "pics:[...document.querySelectorAll('article.incident .pictures img')].filter(i=>i.complete&&i.naturalWidth>0).map(i=>"
+      "i.alt+'@'+Math.round(i.getBoundingClientRect().top)),"
       "h3:document.querySelectorAll('article.incident h3').length,h4:document.querySelectorAll('article.incident h4').length,"
       "verdict:(r.width>0&&r.height>0)?v.innerText:''}));});</script>";
   size_t end = page.rfind("</body>");
@@ -219,6 +258,8 @@ Shown render(const std::string& chromium, const std::string& html_path, int widt
   s.heading_h3 = v["h3"];
   s.heading_h4 = v["h4"];
   s.verdict = v["verdict"];
+  s.over = v["over"];
+  for (const auto& p : v["pics"]) s.pictures.push_back(p.get<std::string>());
   s.ok = true;
   return s;
 }
@@ -234,7 +275,7 @@ TEST_F(ReportNight, HtmlPageInChromiumAt1200And400Pixels) {
   EXPECT_EQ(h.find(repo + "/"), std::string::npos) << "paths relative to the repository";
   size_t iterations = 0;
   for (size_t at = h.find("data-kind=\"iteration\""); at != std::string::npos; at = h.find("data-kind=\"iteration\"", at + 1)) ++iterations;
-  EXPECT_EQ(iterations, 4u) << "one mark per iteration";
+  EXPECT_EQ(iterations, 8u) << "one mark per iteration, in the wide drawing and the phone's";
 
   const std::string chromium = "/usr/bin/chromium";
   if (!fs::exists(chromium)) GTEST_SKIP() << "no " << chromium << " (Debian package chromium): the page was not rendered";
@@ -247,8 +288,13 @@ TEST_F(ReportNight, HtmlPageInChromiumAt1200And400Pixels) {
     EXPECT_EQ(s.iteration_marks, 4) << width << " px";
     EXPECT_EQ(s.heading_h3, 1) << "the note's title is a heading at " << width << " px";
     EXPECT_GE(s.heading_h4, 7) << "the note's sections are headings at " << width << " px";
-    // Not yet at 400 px: something on the page is 443 px wide there (to be found and fixed).
-    if (width >= 1200) EXPECT_LE(s.scroll_width, width) << "nothing wider than the window at " << width << " px";
+    // The visual check's three pictures, drawn (inline data), side by side
+    // on a wide window: one row, the same top.
+    ASSERT_EQ(s.pictures.size(), 3u) << width << " px: " << s.raw.substr(0, 400);
+    if (width >= 1200)
+      for (const auto& p : s.pictures) EXPECT_EQ(p.substr(p.find('@')), s.pictures[0].substr(s.pictures[0].find('@'))) << p;
+    EXPECT_LE(s.scroll_width, width) << "nothing wider than the window at " << width << " px";
+    EXPECT_EQ(s.over, "") << "past the right edge at " << width << " px";
     EXPECT_GT(s.svg_width, width / 2) << "the timeline spans the page at " << width << " px";
     EXPECT_LE(s.svg_width, width);
   }
@@ -262,6 +308,19 @@ TEST_F(ReportNight, HtmlPageInChromiumAt1200And400Pixels) {
   po.env = {{"HOME", work}};
   util::run_process(po);
   EXPECT_TRUE(fs::exists(shot));
+}
+
+// Debian's HTML validator at hand (HTML Tidy, which knows HTML5 and inline
+// SVG) finds neither an error nor a warning in the page.
+TEST_F(ReportNight, HtmlPassesTidy) {
+  ASSERT_EQ(night.code, 2) << night.out;
+  if (!fs::exists("/usr/bin/tidy")) GTEST_SKIP() << "no /usr/bin/tidy (Debian package tidy): the page was not validated";
+  std::string html_path = *tmp / "tidy.html";
+  CliRun r = run_phoenix(repo, {"report", "--html", html_path}, 60, kUtc);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto t = run({"/usr/bin/tidy", "-errors", "-quiet", html_path}, tmp->path(), {}, 60);
+  EXPECT_EQ(t.exit_code, 0) << "0: no warnings, 1: warnings, 2: errors\n" << t.output;
+  EXPECT_EQ(util::trim(t.output), "");
 }
 
 }  // namespace

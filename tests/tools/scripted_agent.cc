@@ -18,6 +18,7 @@
 //   nothing                      do nothing
 //   write FILE TEXT              create/overwrite (folders made)
 //   append FILE TEXT
+//   copy FROM TO                 a file's bytes (a picture, say); exit 6 when FROM cannot be read
 //   write-binary FILE N          N bytes including NULs
 //   write-named FILE TEXT        write, with "\n" and "\xHH" escapes in FILE too
 //   many-files DIR N             N empty files DIR/f0 .. DIR/f<N-1>
@@ -238,6 +239,14 @@ int run(int argc, char** argv) {
     } else if (op == "append") {
       need(2);
       write_file(w[1], unescape(w[2]), true);
+    } else if (op == "copy") {
+      need(2);
+      std::ifstream in(w[1], std::ios::binary);
+      if (!in) {
+        std::cerr << "scripted_agent: cannot read " << w[1] << "\n";
+        std::exit(6);
+      }
+      write_file(w[2], std::string(std::istreambuf_iterator<char>(in), {}));
     } else if (op == "write-binary") {
       need(2);
       std::string bytes;
