@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <optional>
 
+#include "engine/journal_sink.h"
 #include "fixers/factory.h"
 #include "fixers/journal_fixer.h"
 #include "journal/journal.h"
-#include "journal/sink.h"
 
 namespace phoenix::engine {
 
@@ -30,7 +30,7 @@ RunResult run_session(const std::string& root, const config::Config& cfg, Sessio
   // without it, and a dry run verifies nothing it could record.
   const bool record = !options.no_journal && !options.run.dry_run;
   std::optional<journal::Journal> jr;
-  std::optional<journal::JournalSink> sink;
+  std::optional<JournalSink> sink;
   if (use_journal || record) {
     layout::ensure_state_dir(root);
     jr.emplace(journal::Journal::open(layout::journal_file(root)));

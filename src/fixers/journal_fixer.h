@@ -3,7 +3,7 @@
 // It is always a first guess, never a verdict: the engine checkpoints,
 // guards, applies and re-measures a replayed patch exactly like a fresh
 // proposal, so a stale patch costs one check run, never correctness. The
-// outcome comes back through journal::JournalSink (a replay that heals is
+// outcome comes back through engine::JournalSink (a replay that heals is
 // counted; one that fails is demoted and not offered again).
 //
 // propose() offers the verified patches stored for

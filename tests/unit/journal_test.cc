@@ -14,11 +14,11 @@
 #include <thread>
 
 #include "engine/cycle.h"
+#include "engine/journal_sink.h"
 #include "engine/signature.h"
 #include "fixers/journal_fixer.h"
 #include "gitx/repo.h"
 #include "journal/share.h"
-#include "journal/sink.h"
 #include "test_util.h"
 #include "util/error.h"
 #include "util/hash.h"
@@ -857,7 +857,7 @@ class JournalReplay : public ::testing::Test {
     fx.push_back(std::move(counting));
     trace::Trace t(root + "/.phoenix/trace.jsonl");
     std::vector<std::string> warnings;
-    JournalSink sink(*journal, [&](const std::string& w) { warnings.push_back(w); });
+    engine::JournalSink sink(*journal, [&](const std::string& w) { warnings.push_back(w); });
     engine::Engine e(root, cfg, opt, checks, std::move(fx), t, nullptr, &sink);
     engine::RunResult r = e.run();
     EXPECT_TRUE(warnings.empty()) << warnings.front();

@@ -13,9 +13,8 @@
 //             demoted (whoever proposed it: the same patch measured failing
 //             is stale either way), so the next run tries the next fixer.
 //
-// Note on layering: this is the journal's side of engine::OutcomeSink, so
-// this header (only) includes engine/cycle.h; journal.h and share.h do not
-// depend on the engine.
+// It lives in the engine because it is the engine's OutcomeSink: the arrow
+// points down (engine -> journal), and journal/ knows nothing of the engine.
 #pragma once
 
 #include <functional>
@@ -24,9 +23,9 @@
 #include "engine/cycle.h"
 #include "journal/journal.h"
 
-namespace phoenix::journal {
+namespace phoenix::engine {
 
-class JournalSink : public engine::OutcomeSink {
+class JournalSink : public OutcomeSink {
  public:
   // Called with one line when the journal cannot record an outcome (locked
   // too long, damaged meanwhile): a heal that was measured stays a heal, so
@@ -34,14 +33,14 @@ class JournalSink : public engine::OutcomeSink {
   // Default: "phoenix: warning: ..." on stderr.
   using WarnFn = std::function<void(const std::string&)>;
 
-  explicit JournalSink(Journal& journal, WarnFn warn = {});
+  explicit JournalSink(journal::Journal& journal, WarnFn warn = {});
 
   void healed(const fixers::Failure& failure, const fixers::Proposal& proposal, long long verify_ms) override;
   void failed(const fixers::Failure& failure, const fixers::Proposal& proposal, const std::string& why) override;
 
  private:
-  Journal& journal_;
+  journal::Journal& journal_;
   WarnFn warn_;
 };
 
-}  // namespace phoenix::journal
+}  // namespace phoenix::engine

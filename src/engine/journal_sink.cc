@@ -1,28 +1,28 @@
-#include "journal/sink.h"
+#include "engine/journal_sink.h"
 
 #include <iostream>
 
 #include "util/error.h"
 
-namespace phoenix::journal {
+namespace phoenix::engine {
 
 namespace {
 constexpr const char* kJournalFixer = "journal";
 }
 
-JournalSink::JournalSink(Journal& journal, WarnFn warn) : journal_(journal), warn_(std::move(warn)) {
+JournalSink::JournalSink(journal::Journal& journal, WarnFn warn) : journal_(journal), warn_(std::move(warn)) {
   if (!warn_) warn_ = [](const std::string& line) { std::cerr << "phoenix: warning: " << line << "\n"; };
 }
 
 void JournalSink::healed(const fixers::Failure& failure, const fixers::Proposal& proposal, long long verify_ms) {
   try {
     if (proposal.fixer == kJournalFixer) {
-      if (!journal_.record_replay(failure.issue_signature, patch_hash(proposal.patch)))
+      if (!journal_.record_replay(failure.issue_signature, journal::patch_hash(proposal.patch)))
         warn_("journal: the replayed fix for " + failure.issue_signature.substr(0, 12) +
               " was forgotten meanwhile; its replay is not counted");
       return;
     }
-    HealedFix fix;
+    journal::HealedFix fix;
     fix.signature = failure.issue_signature;
     fix.check = failure.check.id;
     fix.failure_type = failure.failure_type;
@@ -42,10 +42,10 @@ void JournalSink::healed(const fixers::Failure& failure, const fixers::Proposal&
 void JournalSink::failed(const fixers::Failure& failure, const fixers::Proposal& proposal, const std::string& why) {
   if (proposal.patch.empty()) return;
   try {
-    journal_.record_failed(failure.issue_signature, patch_hash(proposal.patch), why);
+    journal_.record_failed(failure.issue_signature, journal::patch_hash(proposal.patch), why);
   } catch (const Error& e) {
     warn_(std::string("journal: a failed replay was not recorded (it may be tried again): ") + e.what());
   }
 }
 
-}  // namespace phoenix::journal
+}  // namespace phoenix::engine
