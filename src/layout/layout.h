@@ -1,13 +1,7 @@
 // layout: every path Phoenix owns in a user's repository, in one place.
 //
-// In the work tree, one folder: `.phoenix/` (kStateDir). What is there:
-//   .gitignore        written by Phoenix (ensure_state_dir): ignores every
-//                     run file and itself, so a plain `git add -A` commits
-//                     none of them and `git status` shows none of them;
-//                     contracts/ and baselines/ stay committable
-//   contracts/ baselines/   approved contract shapes and visual baselines
-//   journal.sqlite trace.jsonl lock loop.lock loop-state.json loop-run.json
-//   ESCALATED STOP    run files (DESIGN.md "Files in a user's repository")
+// In the work tree, one folder, `.phoenix/`, and the incident notes: their
+// names are in layout/paths.h (included here), which knows nothing of git.
 //
 // Outside the work tree, where no project tool looks (not even inside .git:
 // node's test runner walks it): one folder per repository,
@@ -32,34 +26,13 @@
 #include <string>
 #include <vector>
 
+#include "layout/paths.h"
+
 namespace phoenix::gitx {
 class Repo;
 }
 
 namespace phoenix::layout {
-
-// ".phoenix" and ".phoenix/" (repository-relative).
-inline constexpr const char* kStateDirName = ".phoenix";
-
-// Untracked paths that never make a tree dirty and survive every reset:
-// Phoenix's own state and the incident notes it writes.
-const std::vector<std::string>& keep_prefixes();
-
-// <root>/.phoenix and the files in it.
-std::string state_dir(const std::string& root);
-std::string lock_file(const std::string& root);         // .phoenix/lock
-std::string loop_lock_file(const std::string& root);    // .phoenix/loop.lock
-std::string trace_file(const std::string& root);        // .phoenix/trace.jsonl
-std::string journal_file(const std::string& root);      // .phoenix/journal.sqlite
-std::string escalated_flag(const std::string& root);    // .phoenix/ESCALATED
-std::string incidents_dir(const std::string& root);     // incidents/
-
-// Creates <root>/.phoenix when missing and writes its .gitignore when that
-// is missing (never overwrites one the user edited). Returns state_dir().
-// Throws phoenix::Error naming the path when it cannot be written.
-std::string ensure_state_dir(const std::string& root);
-// The text of .phoenix/.gitignore.
-const std::string& state_gitignore();
 
 // The folder of Phoenix's trees for this repository (see above), created
 // and claimed on first use in a process. Throws phoenix::Error naming it
