@@ -17,69 +17,10 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/normalize.h"     // normalize()
+#include "engine/test_runners.h"  // extract_failing_tests()
+
 namespace phoenix::engine {
-
-// Names of the failing tests found in a test runner's output, deduplicated
-// and sorted. ANSI colour codes are ignored. Recognised formats:
-//   GoogleTest   "[  FAILED  ] Suite.Name (0 ms)"             -> "Suite.Name"
-//   CTest        "The following tests FAILED:" / "  1 - name (Failed)" and
-//                "1/3 Test #1: name ....***Failed"             -> "name"
-//   pytest       "FAILED path::test - msg", "ERROR path::test", "-v" lines
-//                "path::test FAILED"                          -> "path::test";
-//                only when none of those is present, the "___ test ___"
-//                section headers                              -> "test"
-//   node --test  TAP "not ok N - name" (TODO/SKIP directives ignored) and the
-//                spec reporter's "✖ name (1.2ms)"; nested tests are named
-//                "suite > name" and a suite that failed only because a child
-//                did is not listed on its own
-//   jest/vitest  "● Suite › name" -> "Suite › name"; vitest's
-//                "FAIL  file > suite > name" -> "file > suite > name";
-//                jest's "● Test suite failed to run" -> the file of the
-//                preceding "FAIL file" line; "✕ name" / "× name" only when
-//                none of those is present (verbose-only listings)
-//   go test      "--- FAIL: TestName (0.00s)"; a parent test is dropped when
-//                one of its subtests "TestName/sub" is listed
-//   cargo test   "test path::name ... FAILED", "---- path::name stdout ----"
-//                and the "failures:" name list
-//   Maven        "name(Class)  Time elapsed ... <<< FAILURE!" (Surefire 2) and
-//                "Class.name -- Time elapsed ... <<< ERROR!" (Surefire 3)
-//                                                             -> "Class.name"
-//   JUnit XML    <testcase name=".." classname=".."> holding a <failure> or
-//                <error> -> "classname.name" (just "name" when the classname
-//                is empty or equal to the name)
-std::vector<std::string> extract_failing_tests(std::string_view output);
-
-// Rewrites what differs between two runs of the same failure into fixed
-// placeholders; the result is stable text that ends in '\n' (or is empty).
-//   - ANSI escape sequences (CSI, OSC, two-byte escapes) are removed; a
-//     carriage return keeps only what was written after it (progress lines).
-//   - Timestamps and dates -> "<time>" / "<date>": ISO 8601 (with 'T' or ' ',
-//     fractions, zones, and file-name-safe "T02-21-32"), "2026/12/01",
-//     "Dec  1" / "Tue Dec  1" / "01 Dec 2026", bare "02:18:07", epoch seconds
-//     or milliseconds of this era (10/13/16/19 digits starting 15..19).
-//   - Durations -> "<dur>": a number with a unit (ns, us, µs, ms, s, sec,
-//     second(s), min, minute(s)), Go's "1m2.5s", and the unit-less values of
-//     time="…" attributes and "duration_ms" fields.
-//   - Addresses "0x" + 6 or more hex digits -> "0x<addr>"; Java identity
-//     hashes "Object@1b6d3586" -> "Object@<hash>".
-//   - Pids: "pid 1234" / "PID: 1234" / "pid=1234" -> "pid <pid>" etc.;
-//     "[1234]" (3-7 digits in brackets) -> "[<pid>]"; Rust's thread id in
-//     "thread 'name' (7520)" -> "(<pid>)".
-//   - Temporary paths under /tmp, /var/tmp, /var/folders, /private/tmp,
-//     /private/var/folders, /dev/shm or $TMPDIR -> "<tmp>/" + the last path
-//     component (itself "<rand>" when it looks generated), or just "<tmp>"
-//     for a lone generated entry: everything between is run-specific.
-//     Elsewhere, a path component with a mkdtemp-like segment
-//     ("build-Xk29aQ") has that segment replaced by "<rand>".
-//   - UUIDs -> "<uuid>"; hex ids of 8+ chars mixing digits and letters (git
-//     and build hashes) -> "<hex>"; digit runs of 12+ -> "<n>".
-//   - Ports after 127.0.0.1, localhost, 0.0.0.0, [::1], [::] -> ":<port>".
-//   - Phoenix's own "[... N bytes omitted ...]" truncation marker loses N.
-//   - Trailing whitespace is removed; runs of blank lines become one blank
-//     line; leading and trailing blank lines are dropped.
-// Ordinary numbers ("expected 5, got 4", "3 tests") are kept: they are
-// usually the failure itself.
-std::string normalize(std::string_view text);
 
 // The lines of (already normalized) output that describe a failure, as used
 // by issue_signature: sorted and deduplicated, each ending in '\n'.
