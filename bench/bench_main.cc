@@ -18,7 +18,7 @@
 #include "fixers/noop.h"
 #include "gitx/repo.h"
 #include "journal/journal.h"
-#include "journal/sink.h"
+#include "engine/journal_sink.h"
 #include "trace/trace.h"
 #include "util/error.h"
 #include "util/hash.h"
@@ -144,7 +144,7 @@ int journal_replay(long n) {
       std::vector<std::unique_ptr<fixers::Fixer>> fx;
       fx.push_back(std::make_unique<fixers::JournalFixer>(j));
       fx.push_back(std::make_unique<fixers::NoopFixer>());
-      journal::JournalSink sink(j);
+      engine::JournalSink sink(j);
       trace::Trace t(root + "/.phoenix/trace.jsonl");
       engine::Engine e(root, cfg, opt, check, std::move(fx), t, nullptr, &sink);
       engine::RunResult res = e.run();
