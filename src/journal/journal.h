@@ -23,27 +23,20 @@
 //   or recreated: every operation throws
 //   Error("journal PATH is damaged: WHY; run with --no-journal, or move it aside").
 //
-// Sharing (journal/share.h) works on per-origin tallies: each journal file
-// has an origin id (random, made once), and every count lives in a row of
-// its origin. A total is the sum over origins; merging takes, per origin,
-// the larger of each count (counts of one origin only grow). So pulling the
-// same entries twice, or pulling back what one pushed, never double counts,
-// and nobody's counts are lost (a grow-only counter per origin).
-//
-// Times are milliseconds since the epoch. Verdicts are ordered by time: an
-// entry is verified while its newest success (over every origin) is newer
-// than its newest failure. Local events on one entry get strictly increasing
-// times even within one millisecond, so a failure recorded right after a
-// success always wins, and the other way round.
+// What an entry is, its per-origin tallies, and how two journals' views of
+// one entry merge: journal/entry.h (no SQLite). Local events on one entry
+// get strictly increasing times even within one millisecond, so a failure
+// recorded right after a success always wins, and the other way round.
 //
 // A Journal is move-only and used by one thread at a time.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "journal/entry.h"
 
 namespace phoenix::journal {
 
@@ -57,51 +50,6 @@ struct OpenOptions {
   // false: a missing file throws Error("... does not exist") instead of
   // being created (for commands that only read).
   bool create = true;
-};
-
-// The counts one journal (origin) contributed to an entry. Only grow.
-struct Tally {
-  long long attempts = 0;      // times the patch was tried for the signature
-  long long successes = 0;     // measured green (first heal and replays)
-  long long failures = 0;      // measured red, rejected, or no longer applying
-  long long replays = 0;       // successes that came from the journal itself
-  long long first_seen = 0;    // ms since epoch; 0 = never
-  long long last_seen = 0;
-  long long last_verified = 0;
-  long long last_failed = 0;
-  std::string last_failure;    // why it failed at last_failed
-};
-
-// One remembered fix: one patch for one issue signature.
-struct Entry {
-  // identity
-  std::string signature;       // issue signature (64 hex)
-  std::string patch_hash;      // sha256 hex of `patch`
-  // the fix as first measured (kept from the first journal that had it)
-  std::string check;           // check id
-  std::string failure_type;    // unit, e2e, ...
-  std::string patch;           // git's unified diff, applies with gitx::Repo::apply_patch
-  std::vector<std::string> files;
-  std::string fixer;           // who first proposed it (never "journal")
-  std::optional<long long> duration_ms;  // that fixer's time: what one replay saves
-  std::optional<long long> verify_ms;    // the verifying re-run
-  std::optional<long long> model_calls;  // of the original fix; null when unknown
-  std::optional<double> cost_usd;        // of the original fix; null when unknown, never 0 for unknown
-  // totals over every origin (see Tally); recompute() derives them
-  bool verified = false;
-  long long attempts = 0, successes = 0, failures = 0, replays = 0;
-  long long first_seen = 0, last_seen = 0, last_verified = 0, last_failed = 0;
-  std::string last_failure;
-  // per origin id; filled by Journal::export_entries() and share::parse()
-  std::map<std::string, Tally> tallies;
-
-  // Sets the totals above from `tallies`.
-  void recompute();
-  // What the replays saved: replays x the original fix's cost. The model
-  // calls and dollars are null when the original's are unknown.
-  long long saved_ms() const { return replays * duration_ms.value_or(0); }
-  std::optional<long long> saved_model_calls() const;
-  std::optional<double> saved_cost_usd() const;
 };
 
 // A measured heal by a fixer other than the journal.
@@ -141,19 +89,6 @@ struct MergeResult {
   long long unchanged = 0;
   long long skipped = 0;    // not verified anywhere and unknown here, or forgotten here
 };
-
-// sha256 hex of a patch: the second half of an entry's identity.
-std::string patch_hash(const std::string& patch);
-
-// Two journals' views of one entry (same signature and patch) as one: per
-// origin the larger counts and newer times; the facts of the original fix
-// from `mine`, with unknown ones taken from `theirs`. Totals recomputed.
-// Commutative in the counts and idempotent: merging the result with
-// either input again changes nothing.
-Entry merge_entries(const Entry& mine, const Entry& theirs);
-
-// "850ms", "12.5s", "4m10s", "2h05m": durations for people.
-std::string format_ms(long long ms);
 
 class Journal {
  public:

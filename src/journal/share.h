@@ -2,15 +2,10 @@
 // machine"): `phoenix journal push|pull [REMOTE]` over refs/phoenix/journal,
 // with no server beyond the remote the team already has.
 //
-// The ref names a commit whose tree holds one file, journal.jsonl:
-//   line 1   {"format":"phoenix-journal","version":1,"entries":N}
-//   then N   one entry per line, sorted by (signature, patch_hash):
-//            {"signature","patch_hash","check","failure_type","fixer","files",
-//             "patch","duration_ms","verify_ms","model_calls","cost_usd",
-//             "tallies":{"<origin id>":{"attempts","successes","failures",
-//             "replays","first_seen","last_seen","last_verified",
-//             "last_failed","last_failure"}}}
-// Counts travel per origin (see journal.h), so merging is idempotent: a
+// The ref names a commit whose tree holds one file, journal.jsonl, in the
+// format of journal/share_format.h.
+//
+// Counts travel per origin (see entry.h), so merging is idempotent: a
 // second pull of the same ref, or pulling back what one pushed, changes
 // nothing, and each side's counts survive.
 //
@@ -30,26 +25,13 @@
 #include <vector>
 
 #include "journal/journal.h"
+#include "journal/share_format.h"
 
 namespace phoenix::journal {
 
-inline constexpr int kShareVersion = 1;
 inline constexpr const char* kShareRef = "refs/phoenix/journal";
 // Where a fetched remote journal is kept while it is read and merged.
 inline constexpr const char* kShareRemoteRef = "refs/phoenix/journal-remote";
-inline constexpr const char* kShareFile = "journal.jsonl";
-
-// The file's bytes for `entries` (sorted as above; the order given does
-// not matter).
-std::string serialize(std::vector<Entry> entries);
-
-// Parses and validates the whole file before anything is merged: every
-// line JSON, the header's format and version, every required field with
-// its type, signatures and hashes 64 hex, the patch hash matching the
-// patch, the patch a patch (libgit2 parses it), no entry twice, the entry
-// count matching. The first problem throws
-// Error("WHERE: line N: WHAT"); a newer version says so.
-std::vector<Entry> parse(const std::string& text, const std::string& where);
 
 struct PushResult {
   bool pushed = false;        // false: the remote already had everything, or
