@@ -187,6 +187,45 @@ LimitKind limit_kind_of(std::string_view l) {
   return LimitKind::kNone;
 }
 
+// Where in `l` (lower case) the words of `kind` are, npos when nowhere.
+size_t limit_words_at(std::string_view l, LimitKind kind) {
+  size_t at = std::string_view::npos;
+  auto earliest = [&](const std::vector<std::string_view>& phrases) {
+    for (auto p : phrases) at = std::min(at, l.find(p));
+  };
+  if (kind == LimitKind::kQuota) {
+    earliest(kQuotaPhrases);
+    at = std::min(at, l.find("quota"));
+  } else if (kind == LimitKind::kRateLimit) {
+    earliest(kRatePhrases);
+    at = std::min({at, l.find("quota"), l.find("429")});
+  } else if (kind == LimitKind::kUnreachable) {
+    earliest(kUnreachablePhrases);
+    for (const char* c : {"500", "502", "503", "504", "529"}) at = std::min(at, l.find(c));
+  }
+  return at;
+}
+
+// A line of a CLI's own log (logfmt: `timestamp=... level=ERROR ...
+// message="stream error" ... error.error="AI_APICallError: Overloaded"`, as
+// opencode prints with --print-logs): only its error value speaks of the
+// model; other log lines (a failed fetch of a model catalogue) do not.
+// nullopt for a line that is not such a log line.
+std::optional<std::string> log_line_error(std::string_view line) {
+  if (!util::starts_with(line, "timestamp=") || !contains(line, " level=")) return std::nullopt;
+  for (std::string_view key : {" error.error=\"", " error=\""}) {
+    size_t at = line.find(key);
+    if (at == std::string_view::npos) continue;
+    std::string value;
+    for (size_t i = at + key.size(); i < line.size() && line[i] != '"'; ++i) {
+      if (line[i] == '\\' && i + 1 < line.size()) ++i;
+      value += line[i];
+    }
+    return value;
+  }
+  return std::string();
+}
+
 double unit_ms(const std::string& unit) {
   if (unit.empty()) return 1000;
   if (unit == "ms" || util::starts_with(unit, "milli")) return 1;
@@ -241,6 +280,11 @@ const std::vector<HarnessPreset>& presets() {
       {"opencode",
        {"opencode",
         "run",                               // opencode 1.18.33: non-interactive run
+        // opencode 1.18.33 retries a refused connection, a 5xx, a 429
+        // without Retry-After and exhausted credit inside itself, forever,
+        // printing nothing on stdout: its log on stderr is the only place
+        // that names the cause ("stream error ... AI_APICallError: ...").
+        "--print-logs", "--log-level", "WARN",
         "--format", "json",                  // opencode 1.18.33: raw JSON events
         "{prompt}"},                         // opencode 1.18.33: the message is the positional argument
        PromptVia::kArgument,
@@ -620,6 +664,7 @@ LimitHit find_limit(std::string_view output, const AgentReport& report, std::str
   auto take = [&](std::string_view text) {
     for (const std::string& l : util::split_lines(text)) {
       std::string t = util::trim(l);
+      if (std::optional<std::string> e = log_line_error(t)) t = util::trim(*e);
       if (t.size() > kErrorTextBytes) t.resize(kErrorTextBytes);
       std::string low = lower(t);
       if (t.empty() || echoed.count(low)) continue;
@@ -637,7 +682,14 @@ LimitHit find_limit(std::string_view output, const AgentReport& report, std::str
     for (const Said& s : said) {
       if (limit_kind(s.lower) == want) {
         hit.kind = want;
-        hit.line = one_line(s.text);
+        // A long line (a stack, a JSON body) is cut around the words
+        // that said so: the cause is what the one-line message names.
+        size_t at = limit_words_at(s.lower, want);
+        const size_t kBefore = 60;
+        if (s.text.size() > 200 && at != std::string::npos && at > kBefore)
+          hit.line = "…" + one_line(std::string_view(s.text).substr(at - kBefore));
+        else
+          hit.line = one_line(s.text);
         break;
       }
     }

@@ -63,7 +63,7 @@ TEST(HarnessPresets, TableIsTheOneFromHarnessesMd) {
   EXPECT_EQ(aider->via, PromptVia::kFile);
   const HarnessPreset* opencode = find_preset("opencode");
   ASSERT_NE(opencode, nullptr);
-  EXPECT_EQ(opencode->argv, (std::vector<std::string>{"opencode", "run", "--format", "json", "{prompt}"}));
+  EXPECT_EQ(opencode->argv, (std::vector<std::string>{"opencode", "run", "--print-logs", "--log-level", "WARN", "--format", "json", "{prompt}"}));
   EXPECT_EQ(opencode->via, PromptVia::kArgument);
   EXPECT_EQ(opencode->env.at("OPENCODE_PERMISSION"), R"({"*":"allow"})");
   const HarnessPreset* gemini = find_preset("gemini");
@@ -344,6 +344,40 @@ TEST(HarnessClassify, EchoedPromptLinesAreNotTheCliSpeaking) {
   EXPECT_EQ(classify_run(f, kNow).status, Status::kCrashed) << "'429' is only a status next to status words";
 }
 
+// opencode 1.18.33 with --print-logs: the cause is the error value of its
+// "stream error" log line; its failed fetch of the model catalogue (offline
+// machines) is no word about the model. gemini 0.61.0 prints a long line
+// whose cause comes last: it is cut around the cause.
+TEST(HarnessClassify, LogLinesAndLongLinesNameTheCause) {
+  RunFacts f;
+  f.program = "opencode";
+  f.timed_out = true;
+  f.timeout_s = 14;
+  f.exit_code = 128 + SIGKILL;
+  const std::string catalogue =
+      R"x(timestamp=2026-12-02T07:31:58.835Z level=ERROR run=00b96e96 message="Failed to fetch models.dev" )x"
+      R"x(cause="Cause([Fail(HttpClientError: Transport error (cause: Error: Unable to connect. Is the computer able to access the url?))])")x";
+  f.output = catalogue + "\n";
+  EXPECT_EQ(classify_run(f, kNow).status, Status::kTimeout) << "the catalogue is not the model";
+  f.output = catalogue + "\n" +
+             R"(timestamp=2026-12-02T07:32:02.655Z level=ERROR run=00b96e96 message="stream error" providerID=fake )"
+             R"(modelID=test-model session.id=ses_1 small=false agent=build mode=primary error.error="AI_APICallError: Overloaded")" "\n";
+  Classification c = classify_run(f, kNow);
+  EXPECT_EQ(c.status, Status::kUnreachable) << c.detail;
+  EXPECT_EQ(c.first_error, "AI_APICallError: Overloaded");
+
+  f = {};
+  f.program = "gemini";
+  f.exit_code = 1;
+  f.output = "Error when talking to Gemini API Full report available at: /tmp/gemini-client-error-Turn.run-sendMessageStream-"
+             "2026-12-02T07-29-11-709Z.json _ApiError: {\"error\":{\"code\":400,\"message\":\"Your credit balance is too low "
+             "to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.\",\"status\":"
+             "\"INVALID_ARGUMENT\"}}\n";
+  c = classify_run(f, kNow);
+  EXPECT_EQ(c.status, Status::kQuota) << c.detail;
+  EXPECT_TRUE(contains(c.first_error, "Your credit balance is too low")) << c.first_error;
+}
+
 TEST(HarnessClassify, UnavailableTimeoutCrashedNothingProposed) {
   RunFacts f;
   f.program = "claude";
@@ -591,7 +625,8 @@ TEST_F(HarnessRun, OpencodePresetGetsThePromptAsArgumentAndItsPermissionEnv) {
   Proposal p = run(kFix, "opencode");
   EXPECT_EQ(p.status, Status::kProposed) << p.detail;
   Json rec = only_record();
-  EXPECT_EQ(args(rec), (std::vector<std::string>{"run", "--format", "json", rendered_prompt()}));
+  EXPECT_EQ(args(rec), (std::vector<std::string>{"run", "--print-logs", "--log-level", "WARN", "--format", "json",
+                                                 rendered_prompt()}));
   EXPECT_EQ(rec["env"]["OPENCODE_PERMISSION"], R"({"*":"allow"})");
   EXPECT_EQ(rec["stdin"], "");
 }
@@ -610,8 +645,8 @@ TEST_F(HarnessRun, LongPromptsForArgumentPresetsGoThroughAFile) {
   EXPECT_EQ(p.status, Status::kNothing) << p.detail;
   Json rec = only_record();
   const std::vector<std::string> a = args(rec);
-  ASSERT_EQ(a.size(), 4u);
-  EXPECT_EQ(a[3], long_prompt_instruction(rec["cwd"].get<std::string>() + "/.phoenix-prompt.md"));
+  ASSERT_EQ(a.size(), 7u);
+  EXPECT_EQ(a[6], long_prompt_instruction(rec["cwd"].get<std::string>() + "/.phoenix-prompt.md"));
   EXPECT_TRUE(contains(p.log, "END OF EVIDENCE")) << "the agent could read the whole prompt from the file";
   EXPECT_TRUE(contains(p.log, "too long for an argument"));
 }
