@@ -3,25 +3,22 @@
 // (hooks/pre-push.in) runs it as `phoenix-hook pre-push [REMOTE URL]` when
 // it lies beside the phoenix binary the shim records.
 //
-// It handles one case itself: every pushed commit is the checked-out HEAD,
-// the tree is clean, phoenix.json loads, the hook's checks are all
-// command_exit and all pass. It then prints what `phoenix hook run pre-push`
-// prints and exits 0. In every other case — no phoenix.json, a config error,
-// deletions only, another commit, a dirty tree, a red check, PHOENIX_SKIP,
-// a held lock, anything it does not expect — it replaces itself (exec, no
-// child) with `phoenix hook run pre-push` with the same arguments, the same
-// environment and the same stdin, having printed nothing, so the verdict,
-// output and exit code are the full hook's. A red check is thus run again
-// by the full hook: checks stop at the first red one here.
+// It handles one case itself (hook::run_green, hook/green.h): every pushed
+// commit is the checked-out HEAD, the tree is clean, phoenix.json loads, the
+// hook's checks are all command_exit and all pass. It then prints what
+// `phoenix hook run pre-push` prints and exits 0. In every other case — no
+// phoenix.json, a config error, deletions only, another commit, a dirty
+// tree, a red check, PHOENIX_SKIP, a held lock, anything it does not expect
+// — it replaces itself (exec, no child) with `phoenix hook run pre-push`
+// with the same arguments, the same environment and the same stdin, having
+// printed nothing, so the verdict, output and exit code are the full hook's.
+// A red check is thus run again by the full hook: checks stop at the first
+// red one here.
 //
 // It links only phoenix_lite: no libgit2, OpenSSL, SQLite or Boost library.
-#include <fcntl.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -29,19 +26,14 @@
 #include <iostream>
 #include <iterator>
 #include <optional>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
-#include "checks/check.h"
-#include "config/config.h"
-#include "hook/hook.h"
+#include "hook/green.h"
+#include "hook/pushed_refs.h"
 #include "util/error.h"
-#include "util/lock.h"
 #include "util/subprocess.h"
-#include "util/term.h"
 
 namespace {
 
@@ -52,7 +44,7 @@ using namespace phoenix;
 // changes it for the checks, and the full hook must get it unchanged.
 struct SavedEnv {
   std::vector<std::pair<std::string, std::optional<std::string>>> vars;
-  void save(std::initializer_list<const char*> names) {
+  void save(const std::vector<const char*>& names) {
     for (const char* n : names) {
       const char* v = std::getenv(n);
       vars.emplace_back(n, v ? std::optional<std::string>(v) : std::nullopt);
@@ -99,123 +91,6 @@ struct SavedEnv {
   fail("phoenix-hook: cannot run " + full + ": " + std::strerror(errno) + " (reinstall Phoenix, or run 'phoenix hook install')");
 }
 
-// The green path, or nullopt to hand over to the full hook. Prints nothing
-// before it knows the push is green (or interrupted, or out of time: what
-// the full hook would print at that point, as it would).
-//
-// `git status` and the checks run at the same time: Phoenix's one question
-// to git then costs nothing beside a check that takes longer than git does.
-// The moment git's answer is anything but "the pushed commit is a clean
-// HEAD", the check still running is stopped (its process group killed)
-// and the full hook takes over; a check's result counts only once git has
-// said yes.
-std::optional<int> green(const std::vector<hook::PushedRef>& refs, const std::string& root) {
-  const auto start = std::chrono::steady_clock::now();
-  config::Config cfg;
-  try {
-    cfg = config::load(root, false);
-  } catch (const Error&) {
-    return std::nullopt;  // the full hook says why, the same way
-  }
-  if (cfg.path.empty() || hook::commits_to_measure(refs).empty()) return std::nullopt;
-  std::vector<checks::CheckSpec> selected;
-  if (cfg.hook.checks.empty()) selected = cfg.checks;
-  else
-    for (const auto& id : cfg.hook.checks) selected.push_back(*cfg.find(id));  // ids validated by config::load
-  if (selected.empty()) return std::nullopt;
-  for (const auto& spec : selected)
-    if (spec.kind != "command_exit") return std::nullopt;
-
-  std::optional<util::FileLock> lock;
-  try {
-    lock.emplace(root + "/.phoenix/lock", 0, "this repository");
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-  hook::forget_git_location_env();  // before any thread: the environment is shared
-
-  // Readable once git has answered anything but a clean HEAD being pushed.
-  const int not_green = ::eventfd(0, EFD_CLOEXEC);
-  if (not_green < 0) return std::nullopt;
-  std::optional<hook::HeadState> st;
-  std::vector<const hook::PushedRef*> pushing;
-  bool head_green = false;
-  std::thread status([&] {
-    try {
-      st = hook::head_state_from_git(root);
-      head_green = st && st->clean && !st->head.empty();
-      for (const auto& r : refs) {
-        if (r.deletion()) continue;
-        if (!head_green || r.local_sha != st->head) {
-          head_green = false;
-          break;
-        }
-        pushing.push_back(&r);
-      }
-    } catch (const std::exception&) {
-      head_green = false;
-    }
-    if (!head_green) {
-      const uint64_t one = 1;
-      (void)!::write(not_green, &one, sizeof one);
-    }
-  });
-  struct Joined {
-    std::thread& t;
-    int fd;
-    ~Joined() {
-      if (t.joinable()) t.join();
-      ::close(fd);
-    }
-  } joined{status, not_green};
-
-  const auto deadline = start + std::chrono::duration<double>(cfg.hook.timeout_s);
-  std::vector<checks::SenseResult> results;
-  std::optional<std::string> out_of_time;
-  for (const auto& spec : selected) {
-    double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) {
-      out_of_time = spec.id;
-      break;
-    }
-    checks::CheckSpec capped = spec;
-    capped.timeout_s = std::min(spec.timeout_s, left);
-    checks::SenseResult r = checks::sense_command_exit(capped, root, not_green);
-    const bool red = !r.ok;
-    results.push_back(std::move(r));
-    if (red) break;
-  }
-  status.join();
-  // Ctrl-C blocks the push whatever git said: handing over would run the
-  // checks again.
-  const bool interrupted = util::interrupted_signal() != 0 ||
-                           std::any_of(results.begin(), results.end(), [](const auto& r) { return r.interrupted; });
-  if (!head_green && !interrupted) return std::nullopt;  // another commit, a dirty tree, git could not say
-
-  // The green lines before the first red (or interrupted) check, as the
-  // full hook would have printed them before stopping there.
-  const std::string where = head_green ? hook::push_label(pushing, st->head) : std::string();
-  const bool color = util::term::color_enabled(2);
-  std::ostringstream out;
-  if (head_green)
-    for (const auto& r : results) {
-      if (!r.ok) break;
-      hook::print_result(out, color, r, where);
-    }
-  if (interrupted) {
-    std::cerr << out.str() << "phoenix: interrupted; push blocked\n";
-    return kExitInterrupted;
-  }
-  if (!results.empty() && !results.back().ok) return std::nullopt;  // red: the full hook blocks or heals
-  if (out_of_time) {
-    std::cerr << out.str() << "phoenix: hook.timeout_s (" << cfg.hook.timeout_s << " s) ran out before " << *out_of_time
-              << " in " << where << "; push blocked\n";
-    return kExitRed;
-  }
-  std::cerr << out.str();
-  return kExitOk;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -225,8 +100,7 @@ int main(int argc, char** argv) {
   if (const char* skip = std::getenv("PHOENIX_SKIP"); skip && std::string(skip) == "1") hand_over(argc, argv, std::nullopt);
   if (::isatty(0) == 1) hand_over(argc, argv, std::nullopt);
   SavedEnv env;
-  env.save({"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-            "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX", "GIT_IMPLICIT_WORK_TREE"});
+  env.save(hook::git_location_env());
   std::optional<std::string> input;
   std::optional<int> code;
   try {
@@ -236,7 +110,7 @@ int main(int argc, char** argv) {
     const std::optional<std::string> root = ec ? std::nullopt : hook::find_work_tree(cwd);
     if (root) {
       input.emplace(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-      code = green(hook::parse_pre_push(*input), *root);
+      code = hook::run_green(hook::parse_pre_push(*input), *root, std::cerr);
     }
   } catch (const std::exception&) {
     code.reset();  // a malformed line, an unexpected error: the full hook's to say

@@ -1,19 +1,24 @@
-// The part of the pre-push hook that the green path needs — git's stdin,
-// `git status`, the result lines — in a translation unit that links no
-// libgit2, OpenSSL or SQLite: the thin binary phoenix-hook
-// (src/cli/main_phoenix_hook.cc) is built from it, config and the
-// command_exit check alone, and `phoenix hook run pre-push` uses the same
-// code, so both say the same.
+// The green path: see hook/green.h. Nothing here may need libgit2, OpenSSL
+// or SQLite: this file is part of phoenix_lite.
+#include "hook/green.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <optional>
+#include <sstream>
+#include <thread>
 
-#include "hook/hook.h"
+#include "config/config.h"
+#include "layout/paths.h"
 #include "util/error.h"
+#include "util/lock.h"
 #include "util/subprocess.h"
+#include "util/term.h"
 #include "util/text.h"
 
 namespace phoenix::hook {
@@ -21,124 +26,15 @@ namespace phoenix::hook {
 namespace fs = std::filesystem;
 
 // ---------------------------------------------------------------------------
-// stdin
+// The parts both hooks use
 
 namespace {
-
-bool is_hex_digit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-
-bool is_sha(std::string_view s) {
-  return (s.size() == 40 || s.size() == 64) && std::all_of(s.begin(), s.end(), is_hex_digit);
-}
-
-bool all_zeros(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c == '0'; }); }
-
-bool has_control(std::string_view s) {
-  return std::any_of(s.begin(), s.end(), [](char c) {
-    auto u = static_cast<unsigned char>(c);
-    return u < 0x20 || u == 0x7f;
-  });
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
-// A line as it can be shown in one line of an error: control bytes and
-// non-ASCII escaped, cut to 80 bytes of input.
-std::string shown(std::string_view line) {
-  std::string out;
-  size_t n = std::min<size_t>(line.size(), 80);
-  for (size_t i = 0; i < n; ++i) {
-    auto u = static_cast<unsigned char>(line[i]);
-    if (u == '"' || u == '\\') {
-      out += '\\';
-      out += static_cast<char>(u);
-    } else if (u < 0x20 || u >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    } else {
-      out += static_cast<char>(u);
-    }
-  }
-  return "\"" + out + "\"" + (line.size() > n ? " (cut; " + std::to_string(line.size()) + " bytes)" : "");
-}
-
-}  // namespace
-
-bool PushedRef::deletion() const { return all_zeros(local_sha); }
-bool PushedRef::creation() const { return all_zeros(remote_sha); }
-
-std::vector<PushedRef> parse_pre_push(std::string_view input) {
-  std::vector<PushedRef> out;
-  size_t pos = 0;
-  size_t number = 0;
-  while (pos < input.size()) {
-    size_t nl = input.find('\n', pos);
-    std::string_view line = input.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    pos = nl == std::string_view::npos ? input.size() : nl + 1;
-    ++number;
-    auto fail = [&](const std::string& why) -> UsageError {
-      return UsageError("pre-push: stdin line " + std::to_string(number) + ": " + why + ": " + shown(line) +
-                        " (git writes \"<local ref> <local sha> <remote ref> <remote sha>\")");
-    };
-    std::vector<std::string_view> fields;
-    size_t start = 0;
-    for (;;) {
-      size_t sp = line.find(' ', start);
-      fields.push_back(line.substr(start, sp == std::string_view::npos ? std::string_view::npos : sp - start));
-      if (sp == std::string_view::npos) break;
-      start = sp + 1;
-    }
-    if (fields.size() != 4) throw fail(std::to_string(fields.size()) + (fields.size() == 1 ? " field" : " fields") + ", not 4");
-    if (fields[0].empty() || fields[2].empty()) throw fail("an empty ref");
-    if (has_control(fields[0]) || has_control(fields[2])) throw fail("a control character in a ref");
-    if (!is_sha(fields[1])) throw fail("the local sha is not 40 or 64 hex digits");
-    if (!is_sha(fields[3])) throw fail("the remote sha is not 40 or 64 hex digits");
-    if (fields[1].size() != fields[3].size()) throw fail("the two shas differ in length");
-    out.push_back({std::string(fields[0]), lower(fields[1]), std::string(fields[2]), lower(fields[3])});
-  }
-  return out;
-}
-
-std::vector<std::string> commits_to_measure(const std::vector<PushedRef>& refs) {
-  std::vector<std::string> out;
-  for (const auto& r : refs)
-    if (!r.deletion() && std::find(out.begin(), out.end(), r.local_sha) == out.end()) out.push_back(r.local_sha);
-  return out;
-}
-
-// ---------------------------------------------------------------------------
-// The green path
-
-const std::vector<std::string> kKeep{".phoenix/", "incidents/"};
-
-namespace {
-
-std::string sha12(const std::string& s) { return s.substr(0, 12); }
 
 std::string paint(bool on, const char* code, const std::string& s) {
   return on ? std::string("\033[") + code + "m" + s + "\033[0m" : s;
 }
 
-// "refs/heads/main" -> "main", "refs/tags/v1" -> "v1"; others as they are.
-std::string short_ref(const std::string& ref) {
-  for (const char* p : {"refs/heads/", "refs/tags/"})
-    if (util::starts_with(ref, p)) return ref.substr(std::string(p).size());
-  return ref;
-}
-
 }  // namespace
-
-std::string push_label(const std::vector<const PushedRef*>& refs, const std::string& commit) {
-  std::string names;
-  for (const auto* r : refs) names += (names.empty() ? "" : ",") + short_ref(r->local_ref);
-  return names + "@" + sha12(commit);
-}
 
 std::optional<std::string> find_work_tree(const std::string& cwd) {
   std::error_code ec;
@@ -149,8 +45,6 @@ std::optional<std::string> find_work_tree(const std::string& cwd) {
   }
 }
 
-// From one `git status --porcelain=v2 --branch -z -unormal` in `root`;
-// nullopt when git cannot say (not installed, fails, output not understood).
 std::optional<HeadState> head_state_from_git(const std::string& root) {
   util::ProcessOptions o;
   o.argv = {"git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal"};
@@ -180,11 +74,12 @@ std::optional<HeadState> head_state_from_git(const std::string& root) {
     } else if (rec[0] == '#') {
       continue;
     } else {
-      // A change. Untracked files under kKeep do not count (Phoenix's own
-      // state); anything else, or anything not understood, is for libgit2
-      // to judge.
+      // A change. Untracked files under keep_prefixes() do not count
+      // (Phoenix's own state); anything else, or anything not understood,
+      // is for libgit2 to judge.
+      const auto& keep = layout::keep_prefixes();
       const bool kept = rec.size() > 2 && rec[0] == '?' &&
-                        std::any_of(kKeep.begin(), kKeep.end(), [&](const std::string& k) { return util::starts_with(rec.substr(2), k); });
+                        std::any_of(keep.begin(), keep.end(), [&](const std::string& k) { return util::starts_with(rec.substr(2), k); });
       if (!kept) st.clean = false;
       if (rec[0] == '2') pos = out.find('\0', pos) == std::string::npos ? out.size() : out.find('\0', pos) + 1;  // the old path
     }
@@ -193,14 +88,42 @@ std::optional<HeadState> head_state_from_git(const std::string& root) {
   return st;
 }
 
-// git exports these to hooks in some set-ups (a push from a linked
-// worktree, `git --git-dir`); a check's own git commands must find the
-// repository of the folder they run in — the hook's worktree included —
-// so Phoenix's children do not inherit them.
+const std::vector<const char*>& git_location_env() {
+  static const std::vector<const char*> names{"GIT_DIR",          "GIT_WORK_TREE",
+                                              "GIT_INDEX_FILE",   "GIT_COMMON_DIR",
+                                              "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+                                              "GIT_PREFIX",       "GIT_IMPLICIT_WORK_TREE"};
+  return names;
+}
+
 void forget_git_location_env() {
-  for (const char* v : {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-                        "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX", "GIT_IMPLICIT_WORK_TREE"})
-    ::unsetenv(v);
+  for (const char* v : git_location_env()) ::unsetenv(v);
+}
+
+std::vector<checks::CheckSpec> hook_checks(const config::Config& cfg) {
+  if (cfg.hook.checks.empty()) return cfg.checks;
+  std::vector<checks::CheckSpec> selected;
+  for (const auto& id : cfg.hook.checks) selected.push_back(*cfg.find(id));  // ids validated by config::load
+  return selected;
+}
+
+std::unique_ptr<util::FileLock> lock_repository(const std::string& root) {
+  return std::make_unique<util::FileLock>(layout::lock_file(root), 0, "this repository");
+}
+
+Deadline::Deadline(std::chrono::steady_clock::time_point start, double timeout_s)
+    : timeout_s_(timeout_s), at_(start + std::chrono::duration<double>(timeout_s)) {}
+
+double Deadline::left_s() const {
+  return std::chrono::duration<double>(at_ - std::chrono::steady_clock::now()).count();
+}
+
+std::optional<checks::CheckSpec> Deadline::cap(const checks::CheckSpec& spec) const {
+  const double left = left_s();
+  if (left <= 0) return std::nullopt;
+  checks::CheckSpec capped = spec;
+  capped.timeout_s = std::min(spec.timeout_s, left);
+  return capped;
 }
 
 void print_result(std::ostream& err, bool color, const checks::SenseResult& r, const std::string& where) {
@@ -211,6 +134,148 @@ void print_result(std::ostream& err, bool color, const checks::SenseResult& r, c
   size_t from = lines.size() > 30 ? lines.size() - 30 : 0;
   if (from > 0) err << paint(color, "2", "     | ... (" + std::to_string(from) + " lines above)") << "\n";
   for (size_t i = from; i < lines.size(); ++i) err << paint(color, "2", "     | ") << lines[i] << "\n";
+}
+
+void print_out_of_time(std::ostream& err, double timeout_s, const std::string& check, const std::string& where) {
+  err << "phoenix: hook.timeout_s (" << timeout_s << " s) ran out before " << check << " in " << where
+      << "; push blocked\n";
+}
+
+void print_interrupted(std::ostream& err) { err << "phoenix: interrupted; push blocked\n"; }
+
+// ---------------------------------------------------------------------------
+// phoenix-hook's run
+
+namespace {
+
+// What `git status` says of the push, asked on a thread of its own while
+// the checks run.
+struct HeadWatch {
+  std::optional<HeadState> st;
+  std::vector<const PushedRef*> pushing;
+  bool green = false;  // every pushed commit is HEAD, on a clean tree
+
+  // Asks git; makes `not_green` readable the moment the answer is anything
+  // but green (which stops the check running in place).
+  void judge(const std::vector<PushedRef>& refs, const std::string& root, int not_green) {
+    try {
+      st = head_state_from_git(root);
+      green = st && st->clean && !st->head.empty();
+      for (const auto& r : refs) {
+        if (r.deletion()) continue;
+        if (!green || r.local_sha != st->head) {
+          green = false;
+          break;
+        }
+        pushing.push_back(&r);
+      }
+    } catch (const std::exception&) {
+      green = false;
+    }
+    if (!green) {
+      const uint64_t one = 1;
+      (void)!::write(not_green, &one, sizeof one);
+    }
+  }
+};
+
+// The checks run in place until the first red one; each is stopped when
+// `cancel_fd` becomes readable.
+struct InPlace {
+  std::vector<checks::SenseResult> results;
+  std::optional<std::string> out_of_time;  // the check hook.timeout_s ran out before
+};
+
+InPlace sense_until_red(const std::vector<checks::CheckSpec>& selected, const std::string& root,
+                        const Deadline& deadline, int cancel_fd) {
+  InPlace ran;
+  for (const auto& spec : selected) {
+    std::optional<checks::CheckSpec> capped = deadline.cap(spec);
+    if (!capped) {
+      ran.out_of_time = spec.id;
+      break;
+    }
+    checks::SenseResult r = checks::sense_command_exit(*capped, root, cancel_fd);
+    const bool red = !r.ok;
+    ran.results.push_back(std::move(r));
+    if (red) break;
+  }
+  return ran;
+}
+
+// The verdict once git has answered and the checks have stopped.
+std::optional<int> conclude(const HeadWatch& git, const InPlace& ran, double timeout_s, std::ostream& err) {
+  // Ctrl-C blocks the push whatever git said: handing over would run the
+  // checks again.
+  const bool interrupted = util::interrupted_signal() != 0 ||
+                           std::any_of(ran.results.begin(), ran.results.end(), [](const auto& r) { return r.interrupted; });
+  if (!git.green && !interrupted) return std::nullopt;  // another commit, a dirty tree, git could not say
+
+  // The green lines before the first red (or interrupted) check, as the
+  // full hook would have printed them before stopping there.
+  const std::string where = git.green ? push_label(git.pushing, git.st->head) : std::string();
+  const bool color = util::term::color_enabled(2);
+  std::ostringstream out;
+  if (git.green)
+    for (const auto& r : ran.results) {
+      if (!r.ok) break;
+      print_result(out, color, r, where);
+    }
+  if (interrupted) {
+    err << out.str();
+    print_interrupted(err);
+    return kExitInterrupted;
+  }
+  if (!ran.results.empty() && !ran.results.back().ok) return std::nullopt;  // red: the full hook blocks or heals
+  err << out.str();
+  if (ran.out_of_time) {
+    print_out_of_time(err, timeout_s, *ran.out_of_time, where);
+    return kExitRed;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::string& root, std::ostream& err) {
+  const auto start = std::chrono::steady_clock::now();
+  config::Config cfg;
+  try {
+    cfg = config::load(root, false);
+  } catch (const Error&) {
+    return std::nullopt;  // the full hook says why, the same way
+  }
+  if (cfg.path.empty() || commits_to_measure(refs).empty()) return std::nullopt;
+  const std::vector<checks::CheckSpec> selected = hook_checks(cfg);
+  if (selected.empty()) return std::nullopt;
+  for (const auto& spec : selected)
+    if (spec.kind != "command_exit") return std::nullopt;
+
+  std::unique_ptr<util::FileLock> lock;
+  try {
+    lock = lock_repository(root);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  forget_git_location_env();  // before any thread: the environment is shared
+
+  // `git status` and the checks at the same time: a check's result counts
+  // only once git has said yes.
+  const int not_green = ::eventfd(0, EFD_CLOEXEC);
+  if (not_green < 0) return std::nullopt;
+  HeadWatch git;
+  std::thread status([&] { git.judge(refs, root, not_green); });
+  struct Joined {
+    std::thread& t;
+    int fd;
+    ~Joined() {
+      if (t.joinable()) t.join();
+      ::close(fd);
+    }
+  } joined{status, not_green};
+  const InPlace ran = sense_until_red(selected, root, Deadline(start, cfg.hook.timeout_s), not_green);
+  status.join();
+  return conclude(git, ran, cfg.hook.timeout_s, err);
 }
 
 }  // namespace phoenix::hook

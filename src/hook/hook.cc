@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 
 #include "checks/check.h"
@@ -223,8 +224,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string sha12(const std::string& s) { return s.substr(0, 12); }
-
 // One commit being pushed: the sha git gave (a tag object for an annotated
 // tag), the commit it names, and the local refs that push it.
 struct Target {
@@ -268,219 +267,278 @@ struct Red {
   checks::SenseResult result;
 };
 
-}  // namespace
+// One `phoenix hook run pre-push`: its steps, and what they hand each other.
+// A step that ends the run returns its exit code; nullopt goes on.
+class PrePush {
+ public:
+  PrePush(const PrePushOptions& opt, const std::vector<PushedRef>& refs, std::ostream& err)
+      : opt_(opt), refs_(refs), err_(err), start_(Clock::now()) {}
 
-int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, std::ostream& err) {
-  const auto start = Clock::now();
-  config::Config cfg;
+  int run() {
+    if (auto code = load_config()) return *code;
+    if (auto code = take_lock()) return *code;
+    forget_git_location_env();
+    read_head();
+    find_targets();
+    for (const auto& t : targets_)
+      if (auto code = measure(t)) return *code;
+    if (reds_.empty()) {
+      // The common case stays cheap: a green push of HEAD in place leaves no
+      // trace entry (an fsynced append on every push); a worktree run does.
+      if (used_worktree_) trace_outcome("green");
+      return kExitOk;
+    }
+    if (cfg_.hook.mode != "heal") return block();
+    return heal();
+  }
+
+ private:
+  std::optional<int> load_config();
+  std::optional<int> take_lock();
+  void read_head();
+  void find_targets();
+  std::optional<int> measure(const Target& t);
+  std::optional<int> enter_worktree(const Target& t, std::string& dir);
+  int block();
+  int heal();
+  int heal_head(int code);
+  bool healable(const Target& t);
+  void trace_outcome(const std::string& outcome);
+
+  gitx::Repo& repo() {
+    if (!repo_) repo_.emplace(gitx::Repo::open(opt_.root));
+    return *repo_;
+  }
+  // Asked only when a pushed commit is HEAD.
+  bool is_clean() {
+    if (!clean_) clean_ = repo().is_clean(layout::keep_prefixes());
+    return *clean_;
+  }
+  std::string blocked_line(const Red& r) const { return r.result.id + " is red in " + r.target->label(); }
+
+  const PrePushOptions& opt_;
+  const std::vector<PushedRef>& refs_;
+  std::ostream& err_;
+  const Clock::time_point start_;
+  config::Config cfg_;
+  std::vector<checks::CheckSpec> selected_;
+  std::optional<Deadline> deadline_;
+  std::unique_ptr<util::FileLock> lock_;
+  std::optional<gitx::Repo> repo_;
+  std::string head_;
+  std::string head_branch_;
+  std::optional<bool> clean_;
+  std::vector<Target> targets_;
+  std::vector<Red> reds_;
+  Json measured_ = Json::array();
+  bool used_worktree_ = false;
+};
+
+std::optional<int> PrePush::load_config() {
   try {
-    cfg = config::load(opt.root, false);
+    cfg_ = config::load(opt_.root, false);
   } catch (const ConfigError& e) {
-    err << "phoenix: error: " << e.what() << "\n"
-        << "phoenix: push blocked until phoenix.json loads ('PHOENIX_SKIP=1 git push' skips the check once)\n";
+    err_ << "phoenix: error: " << e.what() << "\n"
+         << "phoenix: push blocked until phoenix.json loads ('PHOENIX_SKIP=1 git push' skips the check once)\n";
     return kExitConfig;
   }
-  if (cfg.path.empty()) {
-    err << "phoenix: warning: no phoenix.json in " << opt.root << ": nothing measured, push allowed (run 'phoenix init')\n";
+  if (cfg_.path.empty()) {
+    err_ << "phoenix: warning: no phoenix.json in " << opt_.root << ": nothing measured, push allowed (run 'phoenix init')\n";
     return kExitOk;
   }
-  if (commits_to_measure(refs).empty()) return kExitOk;  // only deletions
-
-  std::vector<checks::CheckSpec> selected;
-  if (cfg.hook.checks.empty()) selected = cfg.checks;
-  else
-    for (const auto& id : cfg.hook.checks) selected.push_back(*cfg.find(id));  // ids validated by config::load
-  if (selected.empty()) {
-    err << "phoenix: warning: phoenix.json has no checks: nothing measured, push allowed\n";
+  if (commits_to_measure(refs_).empty()) return kExitOk;  // only deletions
+  selected_ = hook_checks(cfg_);
+  if (selected_.empty()) {
+    err_ << "phoenix: warning: phoenix.json has no checks: nothing measured, push allowed\n";
     return kExitOk;
   }
+  deadline_.emplace(start_, cfg_.hook.timeout_s);
+  return std::nullopt;
+}
 
-  layout::ensure_state_dir(opt.root);
-  const std::string lock_path = layout::lock_file(opt.root);
-  std::optional<util::FileLock> lock;
+std::optional<int> PrePush::take_lock() {
+  layout::ensure_state_dir(opt_.root);
   try {
-    lock.emplace(lock_path, 0, "this repository");
+    lock_ = lock_repository(opt_.root);
   } catch (const Error&) {
-    long pid = util::FileLock::holder_pid(lock_path);
+    long pid = util::FileLock::holder_pid(layout::lock_file(opt_.root));
     if (pid <= 0) throw;  // not a holder: the lock file itself is the problem, and the error says why
-    err << "phoenix: another Phoenix run (pid " << pid << ") holds this repository; push blocked (try again when it "
-        << "ends, or skip once with PHOENIX_SKIP=1)\n";
+    err_ << "phoenix: another Phoenix run (pid " << pid << ") holds this repository; push blocked (try again when it "
+         << "ends, or skip once with PHOENIX_SKIP=1)\n";
     return kExitRed;
   }
+  return std::nullopt;
+}
 
-  forget_git_location_env();
-  // The green path — every pushed commit is HEAD, the tree is clean — is
-  // decided by one `git status`, the scan git itself would make, and
-  // libgit2 (whose start-up alone parses the system's CA bundle) is opened
-  // only when something else is needed.
-  const std::optional<HeadState> fast = head_state_from_git(opt.root);
-  std::optional<gitx::Repo> repo_slot;
-  auto repo = [&]() -> gitx::Repo& {
-    if (!repo_slot) repo_slot.emplace(gitx::Repo::open(opt.root));
-    return *repo_slot;
-  };
-  const std::string head = fast ? fast->head : repo().head_sha();
-  const std::string head_branch = head.empty() ? "" : fast ? fast->branch : repo().head_branch();
-  std::optional<bool> clean;  // asked only when a pushed commit is HEAD
-  if (fast && fast->clean) clean = true;  // a dirty verdict is left to libgit2, which knows kKeep's exact rules
-  auto is_clean = [&] {
-    if (!clean) clean = repo().is_clean(kKeep);
-    return *clean;
-  };
+// The green path — every pushed commit is HEAD, the tree is clean — is
+// decided by one `git status`, the scan git itself would make, and libgit2
+// (whose start-up alone parses the system's CA bundle) is opened only when
+// something else is needed.
+void PrePush::read_head() {
+  const std::optional<HeadState> fast = head_state_from_git(opt_.root);
+  head_ = fast ? fast->head : repo().head_sha();
+  head_branch_ = head_.empty() ? "" : fast ? fast->branch : repo().head_branch();
+  if (fast && fast->clean) clean_ = true;  // a dirty verdict is left to libgit2, which knows keep_prefixes' exact rules
+}
 
-  // Annotated tags name tag objects: measure the commit they point to, once.
-  std::vector<Target> targets;
-  for (const auto& r : refs) {
+// Annotated tags name tag objects: measure the commit they point to, once.
+void PrePush::find_targets() {
+  for (const auto& r : refs_) {
     if (r.deletion()) continue;
     std::string commit;
     try {
-      commit = !head.empty() && r.local_sha == head ? head : repo().resolve(r.local_sha);
+      commit = !head_.empty() && r.local_sha == head_ ? head_ : repo().resolve(r.local_sha);
     } catch (const Error&) {
-      err << "phoenix: " << r.local_ref << " (" << sha12(r.local_sha) << ") does not name a commit: not measured\n";
+      err_ << "phoenix: " << r.local_ref << " (" << sha12(r.local_sha) << ") does not name a commit: not measured\n";
       continue;
     }
-    auto it = std::find_if(targets.begin(), targets.end(), [&](const Target& t) { return t.commit == commit; });
-    if (it == targets.end()) targets.push_back({commit, {&r}});
+    auto it = std::find_if(targets_.begin(), targets_.end(), [&](const Target& t) { return t.commit == commit; });
+    if (it == targets_.end()) targets_.push_back({commit, {&r}});
     else it->refs.push_back(&r);
   }
+}
 
-  const auto deadline = start + std::chrono::duration<double>(cfg.hook.timeout_s);
-  auto remaining_s = [&] { return std::chrono::duration<double>(deadline - Clock::now()).count(); };
-  std::vector<Red> reds;
-  Json measured = Json::array();
-  bool used_worktree = false;
-  for (const auto& t : targets) {
-    const bool in_place = t.commit == head && is_clean();
-    std::string dir = opt.root;
-    if (!in_place) {
-      const std::string name = hook_worktree_name(opt.root);
-      if (!used_worktree)
-        for (const std::string& line : layout::migrate_legacy_trees(repo())) err << "phoenix: " << line << "\n";
-      dir = gitx::prepare_worktree(repo(), name, layout::worktree_path(repo(), name), t.commit).path;
-      used_worktree = true;
-      // The worktree holds tracked files only: the project's setup gives it
-      // the environment the checks need (again only when its inputs changed).
-      setup::Result su = setup::ensure(cfg.setup, dir, layout::setup_stamp(repo(), name), {},
-                                       [&](const config::SetupStep& step) {
-                                         err << "phoenix: setup in the hook's worktree: " << util::join_argv(step.run) << "\n";
-                                       });
-      if (su.interrupted || util::interrupted_signal() != 0) {
-        err << "phoenix: interrupted; push blocked\n";
-        return kExitInterrupted;
-      }
-      if (!su.ok) {
-        err << "phoenix: push blocked: " << su.signal << " (in the worktree of " << t.label() << ")\n";
-        if (!su.evidence.empty()) err << util::trim(su.evidence) << "\n";
-        err << "phoenix: fix the setup steps in phoenix.json, or skip once with PHOENIX_SKIP=1\n";
-        return kExitRed;
-      }
+// Every selected check on one commit: in place when it is a clean HEAD,
+// else in the hook's worktree.
+std::optional<int> PrePush::measure(const Target& t) {
+  const bool in_place = t.commit == head_ && is_clean();
+  std::string dir = opt_.root;
+  if (!in_place)
+    if (auto code = enter_worktree(t, dir)) return code;
+  const std::string where = t.label() + (in_place ? "" : " (in the hook's worktree)");
+  for (const auto& spec : selected_) {
+    std::optional<checks::CheckSpec> capped = deadline_->cap(spec);
+    if (!capped) {
+      print_out_of_time(err_, cfg_.hook.timeout_s, spec.id, t.label());
+      return kExitRed;
     }
-    const std::string where = t.label() + (in_place ? "" : " (in the hook's worktree)");
-    for (const auto& spec : selected) {
-      double left = remaining_s();
-      if (left <= 0) {
-        err << "phoenix: hook.timeout_s (" << cfg.hook.timeout_s << " s) ran out before " << spec.id << " in "
-            << t.label() << "; push blocked\n";
-        return kExitRed;
-      }
-      checks::CheckSpec capped = spec;
-      capped.timeout_s = std::min(spec.timeout_s, left);
-      checks::SenseResult r = checks::sense(capped, dir);
-      if (r.interrupted || util::interrupted_signal() != 0) {
-        err << "phoenix: interrupted; push blocked\n";
-        return kExitInterrupted;
-      }
-      print_result(err, opt.color, r, where);
-      measured.push_back({{"commit", t.commit}, {"check", spec.id}, {"ok", r.ok}, {"signal", r.signal},
-                          {"in_place", in_place}, {"duration_ms", r.duration_ms}});
-      if (!r.ok) reds.push_back({&t, r});
+    checks::SenseResult r = checks::sense(*capped, dir);
+    if (r.interrupted || util::interrupted_signal() != 0) {
+      print_interrupted(err_);
+      return kExitInterrupted;
     }
+    print_result(err_, opt_.color, r, where);
+    measured_.push_back({{"commit", t.commit}, {"check", spec.id}, {"ok", r.ok}, {"signal", r.signal},
+                         {"in_place", in_place}, {"duration_ms", r.duration_ms}});
+    if (!r.ok) reds_.push_back({&t, r});
   }
+  return std::nullopt;
+}
 
-  auto trace_outcome = [&](const std::string& outcome) {
-    if (!opt.trace) return;
-    Json pushed = Json::array();
-    for (const auto& r : refs) pushed.push_back({{"local_ref", r.local_ref}, {"local_sha", r.local_sha}, {"remote_ref", r.remote_ref}});
-    opt.trace().append("hook.pre-push", {{"remote", opt.remote}, {"refs", pushed}, {"measured", measured},
-                                         {"mode", cfg.hook.mode}, {"outcome", outcome}});
-  };
-
-  if (reds.empty()) {
-    // The common case stays cheap: a green push of HEAD in place leaves no
-    // trace entry (an fsynced append on every push); a worktree run does.
-    if (used_worktree) trace_outcome("green");
-    return kExitOk;
+// Moves the hook's worktree to `t` and sets `dir` to it. The worktree holds
+// tracked files only: the project's setup gives it the environment the
+// checks need (again only when its inputs changed).
+std::optional<int> PrePush::enter_worktree(const Target& t, std::string& dir) {
+  const std::string name = hook_worktree_name(opt_.root);
+  if (!used_worktree_)
+    for (const std::string& line : layout::migrate_legacy_trees(repo())) err_ << "phoenix: " << line << "\n";
+  dir = gitx::prepare_worktree(repo(), name, layout::worktree_path(repo(), name), t.commit).path;
+  used_worktree_ = true;
+  setup::Result su = setup::ensure(cfg_.setup, dir, layout::setup_stamp(repo(), name), {},
+                                   [&](const config::SetupStep& step) {
+                                     err_ << "phoenix: setup in the hook's worktree: " << util::join_argv(step.run) << "\n";
+                                   });
+  if (su.interrupted || util::interrupted_signal() != 0) {
+    print_interrupted(err_);
+    return kExitInterrupted;
   }
-
-  auto blocked_line = [&](const Red& r) {
-    return r.result.id + " is red in " + r.target->label();
-  };
-  if (cfg.hook.mode != "heal") {
-    for (const auto& r : reds) err << "phoenix: push blocked: " << blocked_line(r) << "\n";
-    err << "phoenix: fix it and push again ('PHOENIX_SKIP=1 git push' skips the check once)\n";
-    trace_outcome("blocked");
+  if (!su.ok) {
+    err_ << "phoenix: push blocked: " << su.signal << " (in the worktree of " << t.label() << ")\n";
+    if (!su.evidence.empty()) err_ << util::trim(su.evidence) << "\n";
+    err_ << "phoenix: fix the setup steps in phoenix.json, or skip once with PHOENIX_SKIP=1\n";
     return kExitRed;
   }
+  return std::nullopt;
+}
 
-  // heal: only in place, on the branch that is checked out (or a detached
-  // HEAD pushed as HEAD): that is where a fix commit lands for the next push.
-  auto healable = [&](const Target& t) {
-    if (t.commit != head || !is_clean()) return false;
-    return std::any_of(t.refs.begin(), t.refs.end(), [&](const PushedRef* r) {
-      return r->local_ref == "HEAD" || (!head_branch.empty() && r->local_ref == "refs/heads/" + head_branch);
-    });
-  };
-  bool heal_head = false;
+void PrePush::trace_outcome(const std::string& outcome) {
+  if (!opt_.trace) return;
+  Json pushed = Json::array();
+  for (const auto& r : refs_) pushed.push_back({{"local_ref", r.local_ref}, {"local_sha", r.local_sha}, {"remote_ref", r.remote_ref}});
+  opt_.trace().append("hook.pre-push", {{"remote", opt_.remote}, {"refs", pushed}, {"measured", measured_},
+                                        {"mode", cfg_.hook.mode}, {"outcome", outcome}});
+}
+
+// hook.mode "verify": every red check blocks the push.
+int PrePush::block() {
+  for (const auto& r : reds_) err_ << "phoenix: push blocked: " << blocked_line(r) << "\n";
+  err_ << "phoenix: fix it and push again ('PHOENIX_SKIP=1 git push' skips the check once)\n";
+  trace_outcome("blocked");
+  return kExitRed;
+}
+
+// heal: only in place, on the branch that is checked out (or a detached
+// HEAD pushed as HEAD): that is where a fix commit lands for the next push.
+bool PrePush::healable(const Target& t) {
+  if (t.commit != head_ || !is_clean()) return false;
+  return std::any_of(t.refs.begin(), t.refs.end(), [&](const PushedRef* r) {
+    return r->local_ref == "HEAD" || (!head_branch_.empty() && r->local_ref == "refs/heads/" + head_branch_);
+  });
+}
+
+// hook.mode "heal": a red commit that cannot be healed in place blocks;
+// the checked-out one is healed.
+int PrePush::heal() {
+  bool heal_head_commit = false;
   int code = kExitOk;
-  for (const auto& r : reds) {
+  for (const auto& r : reds_) {
     if (healable(*r.target)) {
-      heal_head = true;
+      heal_head_commit = true;
       continue;
     }
-    err << "phoenix: push blocked: " << blocked_line(r) << "; it is not the checked-out branch's commit on a clean "
-        << "tree, so it cannot be healed in place (check it out and push again, or run 'phoenix run' there)\n";
+    err_ << "phoenix: push blocked: " << blocked_line(r) << "; it is not the checked-out branch's commit on a clean "
+         << "tree, so it cannot be healed in place (check it out and push again, or run 'phoenix run' there)\n";
     code = kExitRed;
   }
-  if (!heal_head) {
+  if (!heal_head_commit) {
     trace_outcome("blocked");
     return code;
   }
+  return heal_head(code);
+}
 
-  // Heal the checked-out commit with the repository's own session. The
-  // engine takes the repository lock itself (flock is per open file, so
-  // holding ours would lock it out): ours goes first.
-  lock.reset();
-  config::Config session_cfg = cfg;
-  double left = std::max(1.0, remaining_s());
+// Heals the checked-out commit with the repository's own session. The
+// engine takes the repository lock itself (flock is per open file, so
+// holding ours would lock it out): ours goes first.
+int PrePush::heal_head(int code) {
+  lock_.reset();
+  config::Config session_cfg = cfg_;
+  double left = std::max(1.0, deadline_->left_s());
   for (auto& c : session_cfg.checks) c.timeout_s = std::min(c.timeout_s, left);
   session_cfg.harness.timeout_s = std::min(session_cfg.harness.timeout_s, left);
   engine::SessionOptions so;
-  so.run.templates_dir = opt.templates_dir;
-  so.run.max_wait_s = std::min(cfg.harness.max_wait_s.value_or(config::kDefaultMaxWaitS), left);
-  if (!cfg.hook.checks.empty()) so.run.only = cfg.hook.checks;
-  err << "phoenix: hook.mode is heal: healing " << sha12(head) << " on " << (head_branch.empty() ? "HEAD" : head_branch) << "\n";
+  so.run.templates_dir = opt_.templates_dir;
+  so.run.max_wait_s = std::min(cfg_.harness.max_wait_s.value_or(config::kDefaultMaxWaitS), left);
+  if (!cfg_.hook.checks.empty()) so.run.only = cfg_.hook.checks;
+  err_ << "phoenix: hook.mode is heal: healing " << sha12(head_) << " on " << (head_branch_.empty() ? "HEAD" : head_branch_) << "\n";
   engine::RunResult result =
-      engine::run_session(opt.root, session_cfg, so, opt.trace(), [&](const Json& ev) { print_event(err, ev); });
+      engine::run_session(opt_.root, session_cfg, so, opt_.trace(), [&](const Json& ev) { print_event(err_, ev); });
 
   bool healed_any = false;
   for (const auto& i : result.issues) {
     if (i.state == "HEALED" && !i.fix_commit.empty()) {
-      err << "phoenix: healed " << i.check << " in " << sha12(i.fix_commit) << " — push again\n";
+      err_ << "phoenix: healed " << i.check << " in " << sha12(i.fix_commit) << " — push again\n";
       healed_any = true;
     } else if (i.state == "ESCALATED") {
-      err << "phoenix: " << i.check << " escalated: see " << result.incident << "; push blocked\n";
+      err_ << "phoenix: " << i.check << " escalated: see " << result.incident << "; push blocked\n";
     } else if (i.state == "WAITED_OUT") {
-      err << "phoenix: " << result.waited_out << "; push blocked\n";
+      err_ << "phoenix: " << result.waited_out << "; push blocked\n";
     } else if (i.state != "HEALED") {
-      err << "phoenix: " << i.check << ": " << i.state << "; push blocked\n";
+      err_ << "phoenix: " << i.check << ": " << i.state << "; push blocked\n";
     }
   }
   if (result.exit_code != kExitOk) code = std::max(code, result.exit_code);
   else if (healed_any) code = std::max(code, static_cast<int>(kExitRed));  // the fix is not in what is being pushed
   else if (result.issues.empty())
-    err << "phoenix: a fresh run of every check passes at " << sha12(head) << " (flaky?); push allowed for it\n";
+    err_ << "phoenix: a fresh run of every check passes at " << sha12(head_) << " (flaky?); push allowed for it\n";
   trace_outcome(healed_any ? "healed" : code == kExitOk ? "green on re-run" : "blocked");
   return code;
+}
+
+}  // namespace
+
+int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, std::ostream& err) {
+  return PrePush(opt, refs, err).run();
 }
 
 }  // namespace phoenix::hook

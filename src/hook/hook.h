@@ -9,6 +9,13 @@
 //                  3. exec <recorded phoenix> hook run pre-push REMOTE URL
 //                       └─> run_pre_push(): measure each pushed commit,
 //                           exit 0 lets the push go, anything else blocks
+//
+// (When the thin binary phoenix-hook lies beside phoenix, the shim runs it
+// instead; it decides a green push of a clean HEAD itself with
+// hook/green.h and execs `phoenix hook run pre-push` for anything else.)
+// git's stdin is parsed by hook/pushed_refs.h and the green path's parts
+// are in hook/green.h: both are included here, and are all of the hook
+// that phoenix_lite holds.
 #pragma once
 
 #include <functional>
@@ -19,38 +26,11 @@
 #include <vector>
 
 #include "checks/check.h"
+#include "hook/green.h"
+#include "hook/pushed_refs.h"
 #include "trace/trace.h"
 
 namespace phoenix::hook {
-
-// ---------------------------------------------------------------------------
-// What git writes on the hook's stdin: one line per ref being pushed,
-//   <local ref> SP <local sha> SP <remote ref> SP <remote sha> LF
-// (githooks(5)). A sha is 40 hex digits (64 in a SHA-256 repository); all
-// zeros is "no object": a zero local sha is a deletion (the local ref is then
-// "(delete)"), a zero remote sha a ref the remote does not have yet.
-
-struct PushedRef {
-  std::string local_ref;
-  std::string local_sha;
-  std::string remote_ref;
-  std::string remote_sha;
-  bool deletion() const;  // local sha all zeros
-  bool creation() const;  // remote sha all zeros (a new branch or tag)
-};
-
-// Parses the whole of stdin. A pure function of its input: no I/O, no
-// global state, any byte sequence is acceptable input. Empty input is no
-// refs; the last line may lack its LF. Anything else that is not exactly
-// four single-space-separated fields, with non-empty refs free of control
-// characters and both shas of the same length (40 or 64) in hex (either
-// case; returned lowercase), throws UsageError (exit 64) naming the line by
-// number and showing it (escaped and cut to 80 bytes). Throws nothing else.
-std::vector<PushedRef> parse_pre_push(std::string_view input);
-
-// The distinct local shas to measure, in the order they first appear;
-// deletions left out.
-std::vector<std::string> commits_to_measure(const std::vector<PushedRef>& refs);
 
 // ---------------------------------------------------------------------------
 // Install / uninstall.
@@ -136,7 +116,7 @@ struct PrePushOptions {
 //   another Phoenix run holds it: says so (with its pid), 1.
 // - Each distinct commit is measured once with the checks `hook.checks`
 //   (default: all): in place when it is HEAD and the work tree is clean
-//   (untracked files under .phoenix/ and incidents/ aside), otherwise in the
+//   (untracked files under layout::keep_prefixes() aside), otherwise in the
 //   hook's persistent worktree outside the work tree (layout/layout.h),
 //   moved to the commit by an incremental checkout and cleaned before use
 //   (untracked files removed, ignored build outputs kept), recreated when
@@ -154,45 +134,5 @@ struct PrePushOptions {
 //   checked out cannot be healed in place: blocked as in verify mode, 1.
 // - Interrupted (SIGINT/SIGTERM): 130.
 int run_pre_push(const PrePushOptions& options, const std::vector<PushedRef>& refs, std::ostream& err);
-
-// ---------------------------------------------------------------------------
-// The green path's parts (green.cc), shared by run_pre_push and the thin
-// binary phoenix-hook (src/cli/main_phoenix_hook.cc), which links them
-// without libgit2, OpenSSL or SQLite.
-
-// Untracked files here never make the tree dirty (Phoenix's state, incident
-// notes), as for the engine.
-extern const std::vector<std::string> kKeep;
-
-// HEAD and whether the work tree is clean, as `git status` sees them.
-struct HeadState {
-  std::string head;    // "" while the branch is unborn
-  std::string branch;  // "" when detached
-  bool clean = false;  // no change at all outside kKeep
-};
-// From one `git status --porcelain=v2 --branch -z -uall` in `root`;
-// nullopt when git cannot say (not installed, fails, output not understood).
-std::optional<HeadState> head_state_from_git(const std::string& root);
-
-// git exports these to hooks in some set-ups (a push from a linked
-// worktree, `git --git-dir`); a check's own git commands must find the
-// repository of the folder they run in — the hook's worktree included —
-// so Phoenix's children do not inherit them. Unsets GIT_DIR, GIT_WORK_TREE
-// and the like in this process.
-void forget_git_location_env();
-
-// The work tree `cwd` is in: GIT_WORK_TREE when git set it to a folder,
-// else the nearest folder up from `cwd` with a .git entry (a directory, or
-// the file of a linked worktree or submodule), as git finds it; nullopt
-// outside any. A walk rather than libgit2's discovery: initialising libgit2
-// parses the system's CA bundle.
-std::optional<std::string> find_work_tree(const std::string& cwd);
-
-// "main,v1@3f2c1a9b7d10": the short local refs that push `commit`.
-std::string push_label(const std::vector<const PushedRef*>& refs, const std::string& commit);
-
-// One check's line on the hook's output ("phoenix: ok   unit  exit=0
-// (840 ms)  main@3f2c1a9b7d10"), then the end of its evidence when red.
-void print_result(std::ostream& err, bool color, const checks::SenseResult& r, const std::string& where);
 
 }  // namespace phoenix::hook
