@@ -2,19 +2,24 @@
 // scripts/deps.sh installs them, pinned, into /opt/phoenix-test-tools/agents)
 // talking to a fake model provider of ours on 127.0.0.1
 // (tests/tools/model_server.cc). Each CLI's shipped preset heals a real bug
-// through `phoenix run`; claude heals a task through phoenix-loop; the
-// provider's failures (429, 529, 500, a usage window, exhausted credit, a
-// refused connection) are classified as docs/agents.md says, spend no
-// budget where they must not, and an unreachable model ends the run with
-// exit 1 within harness.max_wait_s. A CLI that is not installed skips its
-// tests, saying so.
+// through `phoenix run` and does one task through phoenix-loop; each
+// failure of the provider (refused, 500, 529, 429, a usage window,
+// exhausted credit) is classified against each CLI as docs/agents.md says,
+// spends no budget where it must not, and ends the run with exit 1 and one
+// line within harness.max_wait_s; phoenix-loop waiting out a usage window
+// shows in loop-state.json and `phoenix status`. A CLI that is not
+// installed skips its tests, saying so (opencode's failure modes also skip
+// unless PHOENIX_TEST_OPENCODE_MODES is set: see kFailCases).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <future>
+#include <regex>
 #include <thread>
 
 #include "test_util.h"
@@ -125,6 +130,9 @@ class Agents : public ::testing::Test {
                  {"share", "disabled"}};
       write(tmp.path(), "opencode.json", oc.dump(2));
       env["OPENCODE_CONFIG"] = tmp / "opencode.json";
+      // No fetch of the model catalogue from models.dev (seconds lost
+      // where the network is out of reach, as in the suite).
+      env["OPENCODE_DISABLE_MODELS_FETCH"] = "1";
       env["XDG_CONFIG_HOME"] = home + "/.config";
       env["XDG_DATA_HOME"] = home + "/.local/share";
       env["XDG_CACHE_HOME"] = home + "/.cache";
@@ -220,133 +228,180 @@ TEST_F(Agents, PresetFlagsAreInEachCliHelp) {
 
 // --- the provider fails ----------------------------------------------------------------
 
-// A mode of the fake provider against claude, with a short max_wait_s.
-struct Outcome {
-  CliRun run;
+// One mode of the fake provider against one CLI, and what Phoenix must make
+// of it. What each CLI does (docs/agents.md, "What each CLI does when the
+// model fails"): claude and codex give up at once with the provider's words
+// (codex keeps reconnecting on a refused connection); gemini retries every
+// mode but exhausted credit inside itself (5 s, 10 s, ... 10 attempts) and
+// opencode every mode, silently but for its log on stderr: Phoenix's
+// timeout_s stops them, and the class comes from what they said until then.
+struct FailCase {
+  std::string cli, mode;
+  std::string status;        // the class every proposal records
+  std::string says;          // the CLI's own words in the one-line message (quota: in the detail)
+  double timeout_s;          // where Phoenix stops a CLI that retries inside itself
+  double max_wait_s;         // below timeout_s: one run, then the run stops
+  bool reads_reset = false;    // the usage window's reset (hours away) was read from what the CLI said
 };
 
-class AgentsFail : public Agents {
+std::ostream& operator<<(std::ostream& os, const FailCase& c) { return os << c.cli << "/" << c.mode; }
+
+// How long a CLI that retries inside itself needs to have said why: gemini
+// prints its first failed attempt 2–6 s after it starts on a busy machine;
+// opencode logs its first "stream error" 4–9 s after it starts, 10–20 s
+// on a machine with a load of 6–8 (a bun binary of 185 MB).
+constexpr double kGeminiTimeout = 8, kOpencodeTimeout = 30;
+
+const std::vector<FailCase> kFailCases = {
+    {"claude", "refused", "unreachable", "API Error: Unable to connect", 30, 3},
+    {"claude", "500", "unreachable", "API Error: 500", 30, 3},
+    {"claude", "529", "unreachable", "529", 30, 3},
+    {"claude", "429", "rate-limited", "429", 30, 3},
+    {"claude", "usage-limit", "rate-limited", "resets 3am (Europe/Berlin)", 30, 3, true},
+    {"claude", "credit", "quota", "redit balance", 30, 3},
+    // codex never gives up on a refused connection ("Reconnecting...
+    // waiting for network"): stopped at its timeout, it is unreachable.
+    {"codex", "refused", "unreachable", "Reconnecting", 4, 3},
+    {"codex", "500", "unreachable", "high demand", 30, 3},
+    {"codex", "529", "unreachable", "529", 30, 3},
+    {"codex", "429", "rate-limited", "429 Too Many Requests", 30, 3},
+    {"codex", "usage-limit", "rate-limited", "usage limit", 30, 3, true},
+    {"codex", "credit", "quota", "billing", 30, 3},
+    {"gemini", "refused", "unreachable", "fetch failed", kGeminiTimeout, 2},
+    {"gemini", "500", "unreachable", "status 500", kGeminiTimeout, 2},
+    {"gemini", "529", "unreachable", "Overloaded", kGeminiTimeout, 2},
+    {"gemini", "429", "rate-limited", "429", kGeminiTimeout, 2},
+    {"gemini", "usage-limit", "rate-limited", "resets 3am (Europe/Berlin)", kGeminiTimeout, 2, true},
+    {"gemini", "credit", "quota", "redit balance", kGeminiTimeout, 2},
+    {"opencode", "refused", "unreachable", "Unable to connect", kOpencodeTimeout, 2},
+    {"opencode", "500", "unreachable", "Internal server error", kOpencodeTimeout, 2},
+    {"opencode", "529", "unreachable", "Overloaded", kOpencodeTimeout, 2},
+    {"opencode", "429", "rate-limited", "Rate limit exceeded", kOpencodeTimeout, 2},
+    {"opencode", "usage-limit", "rate-limited", "resets 3am (Europe/Berlin)", kOpencodeTimeout, 2, true},
+    {"opencode", "credit", "quota", "billing", kOpencodeTimeout, 2},
+};
+
+class AgentsFail : public Agents, public ::testing::WithParamInterface<FailCase> {
  protected:
-  Outcome fail(const std::string& mode, const std::string& cli = "claude", Json extra = Json::object()) {
-    std::string url = server->url();
-    if (mode == "refused") url = "http://127.0.0.1:" + closed_port();
-    else server->set_mode(mode);
-    Json h = {{"max_wait_s", 4}};
-    for (auto& [k, v] : extra.items()) h[k] = v;
-    configure(cli, url, h);
-    CliRun r = run_phoenix(repo, {"run"}, 300);
-    // Nothing was healed, nothing rolled back, the bug is where it was.
-    EXPECT_EQ(read(repo + "/src/calc.cc"), "int add(int a, int b) { return a - b; }\n");
-    return {r};
-  }
-
-  // No attempt was spent: no incident, no REJECTED state, the waits traced.
-  void spent_nothing(const Outcome& o) {
-    EXPECT_FALSE(fs::exists(repo + "/incidents")) << o.run.out;
-    for (const Json& s : trace_events("state")) EXPECT_NE(s["data"].value("state", ""), "REJECTED") << s.dump();
-    EXPECT_FALSE(trace_events("state").empty());
-    bool waited = false;
+  bool has_state(const std::string& state) {
     for (const Json& s : trace_events("state"))
-      waited = waited || s["data"].value("state", "") == "WAITING" || s["data"].value("state", "") == "WAITED_OUT";
-    EXPECT_TRUE(waited) << o.run.out;
+      if (s["data"].value("state", "") == state) return true;
+    return false;
   }
 };
 
-TEST_F(AgentsFail, ConnectionRefusedIsUnreachableAndEndsWithinMaxWait) {
-  require("claude");
-  Outcome o = fail("refused");
-  EXPECT_EQ(o.run.code, 1) << o.run.out;
-  EXPECT_TRUE(contains(o.run.out, "phoenix: harness unreachable for ")) << o.run.out;
-  EXPECT_TRUE(contains(o.run.out, "s: claude: API Error: Unable to connect")) << o.run.out;
-  // Within max_wait_s (4 s): what Phoenix itself chose to wait, as the
-  // trace records it, never passes the bound (no wall-clock assertion).
+// One run of `phoenix run` per case asserts everything the case promises.
+TEST_P(AgentsFail, IsClassifiedAndSpendsNothingItMustNot) {
+  const FailCase& c = GetParam();
+  require(c.cli);
+  if (c.cli == "opencode" && !std::getenv("PHOENIX_TEST_OPENCODE_MODES"))
+    GTEST_SKIP() << "opencode says why the model fails only 10-20 s after it starts on a busy 2-core machine "
+                    "(load 6-8: a 14 s timeout_s was too short in 3 modes of 6), and it never exits by itself: "
+                    "one run per mode costs 30 s; PHOENIX_TEST_OPENCODE_MODES=1 runs them";
+  std::string url = server->url();
+  if (c.mode == "refused") url = "http://127.0.0.1:" + closed_port();
+  else server->set_mode(c.mode);
+  configure(c.cli, url, {{"timeout_s", c.timeout_s}, {"max_wait_s", c.max_wait_s}});
+  CliRun r = run_phoenix(repo, {"run"}, 300);
+  const std::string trace = read(repo + "/.phoenix/trace.jsonl");
+  // Nothing was healed, nothing rolled back, the bug is where it was.
+  EXPECT_EQ(read(repo + "/src/calc.cc"), "int add(int a, int b) { return a - b; }\n");
+  EXPECT_NE(r.code, 0) << r.out;
+
+  // The class, as the trace's proposals record it.
+  auto proposals = trace_events("proposal");
+  ASSERT_FALSE(proposals.empty()) << r.out;
+  for (const Json& p : proposals) {
+    EXPECT_EQ(p["data"].value("status", ""), c.status) << p.dump() << "\n" << r.out;
+    if (c.status == "unreachable")
+      EXPECT_EQ(p["data"]["model_calls"], Json(0)) << "a model that was never reached answered nothing: " << p.dump();
+  }
+  // No attempt was spent: nothing rejected.
+  EXPECT_FALSE(has_state("REJECTED")) << trace;
+
+  if (c.status == "quota") {
+    // Credit is gone: the fixer is asked once and stops for the run.
+    EXPECT_EQ(proposals.size(), 1u) << trace;
+    EXPECT_TRUE(contains(proposals[0]["data"].value("detail", ""), c.says)) << proposals[0].dump();
+    EXPECT_FALSE(has_state("WAITING")) << "waiting does not bring credit back: " << trace;
+    return;
+  }
+
+  // Waited, never failed: no incident, the waits traced, and one line.
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_FALSE(fs::exists(repo + "/incidents")) << r.out;
+  EXPECT_TRUE(has_state("WAITED_OUT")) << trace;
+  // Where the first run left time within max_wait_s, Phoenix waited and
+  // asked again (read from the trace: a busy machine makes runs longer).
+  if (proposals[0]["data"].value("duration_ms", 0LL) < static_cast<long long>(c.max_wait_s * 1000) - 100)
+    EXPECT_TRUE(has_state("WAITING")) << trace;
+  std::string line;
+  for (const std::string& l : util::split_lines(r.out))
+    if (util::starts_with(l, "phoenix: harness ")) line = l;
+  const std::regex one_line("phoenix: harness " + c.status + " for [0-9]+ s: " + c.cli + ": .+");
+  EXPECT_TRUE(std::regex_match(line, one_line)) << "'" << line << "' in:\n" << r.out;
+  EXPECT_TRUE(contains(line, c.says)) << line;
+  // Within max_wait_s: what Phoenix itself chose to wait, as the trace
+  // records it, never passes the bound (no wall-clock assertion).
   long long waited = 0;
   for (const Json& s : trace_events("state"))
     if (s["data"].value("state", "") == "WAITING") waited += s["data"].value("wait_ms", 0LL);
-  EXPECT_LE(waited, 4000) << "max_wait_s is 4: " << o.run.out;
-  spent_nothing(o);
-  for (const Json& p : trace_events("proposal")) {
-    EXPECT_EQ(p["data"].value("status", ""), "unreachable") << p.dump();
-    EXPECT_EQ(p["data"].value("model_calls", -1), 0) << "a model that was never reached answered nothing";
+  EXPECT_LE(waited, static_cast<long long>(c.max_wait_s * 1000)) << trace;
+
+  if (c.reads_reset) {
+    // The reset time was read (hours away, as the proposal says); the wait
+    // is what max_wait_s left of it.
+    bool read_reset = false;
+    for (const Json& p : proposals) {
+      std::string summary = p["data"].value("summary", "");
+      size_t at = summary.find("retry in ");
+      if (at != std::string::npos) read_reset = std::stoll(summary.substr(at + 9)) > 60;
+    }
+    EXPECT_TRUE(read_reset) << trace;
   }
 }
 
-TEST_F(AgentsFail, Http500IsUnreachable) {
-  require("claude");
-  Outcome o = fail("500");
-  EXPECT_EQ(o.run.code, 1) << o.run.out;
-  EXPECT_TRUE(contains(o.run.out, "phoenix: harness unreachable for ")) << o.run.out;
-  EXPECT_TRUE(contains(o.run.out, "API Error: 500")) << o.run.out;
-  spent_nothing(o);
-}
+INSTANTIATE_TEST_SUITE_P(Agents, AgentsFail, ::testing::ValuesIn(kFailCases),
+                         [](const ::testing::TestParamInfo<FailCase>& i) {
+                           std::string n = i.param.cli + "_" + i.param.mode;
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
 
-TEST_F(AgentsFail, Http529OverloadedIsUnreachable) {
-  require("claude");
-  Outcome o = fail("529");
-  EXPECT_EQ(o.run.code, 1) << o.run.out;
-  EXPECT_TRUE(contains(o.run.out, "phoenix: harness unreachable for ")) << o.run.out;
-  EXPECT_TRUE(contains(o.run.out, "529")) << o.run.out;
-  spent_nothing(o);
-}
+// --- aider ---------------------------------------------------------------------------------
 
-TEST_F(AgentsFail, Http429IsRateLimitedAndSpendsNothing) {
-  require("claude");
-  Outcome o = fail("429");
-  EXPECT_EQ(o.run.code, 1) << o.run.out;
-  EXPECT_TRUE(contains(o.run.out, "phoenix: harness rate-limited for ")) << o.run.out;
-  spent_nothing(o);
-  for (const Json& p : trace_events("proposal")) EXPECT_EQ(p["data"].value("status", ""), "rate-limited") << p.dump();
-}
-
-TEST_F(AgentsFail, UsageWindowWaitsTowardsItsReset) {
-  require("claude");
-  Outcome o = fail("usage-limit");
-  EXPECT_EQ(o.run.code, 1) << o.run.out;
-  EXPECT_TRUE(contains(o.run.out, "rate-limited")) << o.run.out;
-  EXPECT_TRUE(contains(o.run.out, "resets 3am (Europe/Berlin)")) << o.run.out;
-  spent_nothing(o);
-  // The reset time was read (hours away, as the proposal says); the wait is
-  // what max_wait_s left of it.
-  bool read_reset = false;
-  for (const Json& p : trace_events("proposal")) {
-    std::string summary = p["data"].value("summary", "");
-    size_t at = summary.find("retry in ");
-    if (at != std::string::npos) read_reset = std::stoll(summary.substr(at + 9)) > 60;
+// aider comes from PyPI, which scripts/deps.sh uses only where it answers:
+// where aider is installed, its preset's flags are in its --help.
+TEST_F(Agents, AiderPresetFlagsAreInItsHelp) {
+  const char* path = std::getenv("PATH");
+  std::string found;
+  std::string dirs = agents_bin() + ":" + (path ? path : "");
+  for (size_t at = 0; at <= dirs.size() && found.empty();) {
+    size_t colon = std::min(dirs.find(':', at), dirs.size());
+    std::string d = dirs.substr(at, colon - at);
+    if (!d.empty() && fs::exists(d + "/aider")) found = d + "/aider";
+    at = colon + 1;
   }
-  EXPECT_TRUE(read_reset) << read(repo + "/.phoenix/trace.jsonl");
-  for (const Json& s : trace_events("state"))
-    if (s["data"].value("state", "") == "WAITING") EXPECT_LE(s["data"].value("wait_ms", 0LL), 4'000) << s.dump();
-}
-
-TEST_F(AgentsFail, CreditTooLowIsQuotaAndStopsTheFixer) {
-  require("claude");
-  Outcome o = fail("credit");
-  EXPECT_NE(o.run.code, 0) << o.run.out;
-  auto proposals = trace_events("proposal");
-  ASSERT_EQ(proposals.size(), 1u) << "the fixer is asked once and stops for the run";
-  EXPECT_EQ(proposals[0]["data"].value("status", ""), "quota");
-  EXPECT_TRUE(contains(proposals[0]["data"].value("detail", ""), "redit balance")) << proposals[0].dump();
-  for (const Json& s : trace_events("state")) EXPECT_NE(s["data"].value("state", ""), "REJECTED") << s.dump();
-}
-
-TEST_F(AgentsFail, CodexReconnectingUntilItsTimeoutIsUnreachable) {
-  require("codex");
-  // codex never gives up on a refused connection ("Reconnecting... waiting
-  // for network"): Phoenix's timeout stops it, and the class is unreachable.
-  Outcome o = fail("refused", "codex", {{"timeout_s", 5}, {"max_wait_s", 3}});
-  EXPECT_EQ(o.run.code, 1) << o.run.out;
-  EXPECT_TRUE(contains(o.run.out, "phoenix: harness unreachable for ")) << o.run.out;
-  EXPECT_TRUE(contains(o.run.out, "codex: ")) << o.run.out;
-  spent_nothing(o);
+  if (found.empty())
+    GTEST_SKIP() << "aider is not installed: it comes from PyPI (aider-chat), and PyPI is not reachable from this "
+                    "machine (scripts/deps.sh installs the npm CLIs only)";
+  auto r = run({found, "--help"}, tmp.path(), {{"HOME", home}}, 60);
+  for (const std::string& f : {"--yes-always", "--no-auto-commits", "--message-file"})
+    EXPECT_TRUE(contains(r.output, f)) << "aider lacks " << f << ":\n" << r.output;
 }
 
 // --- the loop ----------------------------------------------------------------------------
 
 #ifdef PHOENIX_LOOP_BIN
-TEST_F(Agents, ClaudeDoesALoopTask) {
-  require("claude");
+class AgentsLoop : public Agents, public ::testing::WithParamInterface<std::string> {};
+
+// Each CLI's preset does one task of TASKS.md through phoenix-loop.
+TEST_P(AgentsLoop, DoesATask) {
+  const std::string cli = GetParam();
+  require(cli);
   write(repo, "TASKS.md", "# Tasks\n\n- [ ] make add() add\n");
-  configure("claude", server->url(), Json::object(), Json{{"tasks", "TASKS.md"}, {"heartbeat_s", 0.2}});
+  configure(cli, server->url(), Json::object(), Json{{"tasks", "TASKS.md"}, {"heartbeat_s", 0.2}});
   // Green at the baseline (the task is new work, not a red check): the
   // check guards against a marker the agent never writes.
   Json cfg = Json::parse(read(repo + "/phoenix.json"));
@@ -358,6 +413,65 @@ TEST_F(Agents, ClaudeDoesALoopTask) {
   std::string fixed = util::trim(git(repo, {"show", "phoenix/loop-agents:src/calc.cc"}));
   EXPECT_EQ(fixed, "int add(int a, int b) { return a + b; }");
   EXPECT_TRUE(contains(git(repo, {"show", "phoenix/loop-agents:TASKS.md"}), "- [x] make add() add"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Agents, AgentsLoop, ::testing::Values("claude", "codex", "gemini", "opencode"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// While phoenix-loop waits out a usage window a real CLI reported,
+// loop-state.json says until when and why, and `phoenix status` says so.
+TEST_F(Agents, LoopWaitingOutAUsageWindowShowsInStatus) {
+  require("claude");
+  write(repo, "TASKS.md", "# Tasks\n\n- [ ] make add() add\n");
+  server->set_mode("usage-limit");
+  configure("claude", server->url(), Json::object(), Json{{"tasks", "TASKS.md"}, {"heartbeat_s", 0.2}});
+  Json cfg = Json::parse(read(repo + "/phoenix.json"));
+  cfg["checks"][0]["pattern"] = "BROKEN";
+  write(repo, "phoenix.json", cfg.dump(2));
+  commit_all(repo, "the check is green");
+  // The window resets at 3am; --until, a few seconds away, comes first.
+  const long long deadline_ms = (util::now_ms() / 1000 + 8) * 1000;
+  const time_t deadline = static_cast<time_t>(deadline_ms / 1000);
+  struct tm u {};
+  gmtime_r(&deadline, &u);
+  char until[32];
+  std::strftime(until, sizeof until, "%Y-%m-%dT%H:%M:%SZ", &u);
+  auto loop = std::async(std::launch::async, [&] {
+    return run({PHOENIX_LOOP_BIN, "--branch", "phoenix/loop-agents", "--until", until}, repo, {}, 120);
+  });
+  const std::string state_path = repo + "/.phoenix/loop-state.json";
+  Json waiting;
+  std::string status_out;
+  while (loop.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+    if (!fs::exists(state_path)) continue;
+    Json s = Json::parse(read(state_path), nullptr, false);
+    if (!s.is_object() || !s.contains("waiting_until") || !s["waiting_until"].is_string()) continue;
+    waiting = s;
+    status_out = run_phoenix(repo, {"status"}).out;
+    break;
+  }
+  auto r = loop.get();
+  ASSERT_TRUE(waiting.is_object()) << "loop-state.json never said it was waiting:\n" << r.output;
+  EXPECT_EQ(waiting.value("waiting_for", ""), "rate-limited") << waiting.dump();
+  const long long at = util::iso8601_ms(waiting.value("waiting_until", ""));
+  ASSERT_GT(at, 0) << waiting.dump();
+  // Until --until, not 3am: the window's reset was hours away.
+  EXPECT_LE(at, deadline_ms + 1000) << waiting.dump() << " --until " << until;
+  time_t t = static_cast<time_t>(at / 1000);
+  struct tm l {};
+  localtime_r(&t, &l);
+  char hhmm[16];
+  std::strftime(hhmm, sizeof hhmm, "%H:%M", &l);
+  EXPECT_TRUE(contains(status_out, std::string("waiting: rate limit until ") + hhmm)) << status_out;
+  // The loop stopped at --until, spent nothing, and says it no longer waits.
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, std::string("--until ") + until + " reached")) << r.output;
+  Json end = Json::parse(read(state_path));
+  EXPECT_TRUE(end["waiting_until"].is_null()) << end.dump();
+  EXPECT_FALSE(fs::exists(repo + "/incidents")) << r.output;
+  bool traced = false;
+  for (const Json& w : trace_events("loop.wait")) traced = traced || w["data"].value("status", "") == "rate-limited";
+  EXPECT_TRUE(traced) << read(repo + "/.phoenix/trace.jsonl");
 }
 #endif
 

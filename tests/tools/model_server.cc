@@ -17,7 +17,9 @@
 //
 // <dir>/mode, read on every request, switches the answers:
 //   normal | 429 | 529 | 500 | usage-limit (429 "usage limit reached, resets
-//   3am (Europe/Berlin)") | credit (400 "credit balance is too low")
+//   3am (Europe/Berlin)"; to codex, what the ChatGPT backend sends:
+//   usage_limit_reached with resets_at) | credit (400 "credit balance is too
+//   low"; OpenAI-style APIs: 429 insufficient_quota)
 // (to refuse connections, a test stops the server or uses a closed port).
 // Every request is appended to <dir>/requests.log (method, path, body head).
 //
@@ -31,6 +33,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -151,6 +154,13 @@ bool send_error(int fd, const std::string& api) {
     std::string st = status == 429 ? "RESOURCE_EXHAUSTED" : status == 400 ? "INVALID_ARGUMENT" : "INTERNAL";
     if (status == 529) status = 503, st = "UNAVAILABLE";
     body = {{"error", {{"code", status}, {"message", message}, {"status", st}}}};
+  } else if (api == "responses" && m == "usage-limit") {
+    // What the ChatGPT backend sends codex for a usage window: codex 0.171
+    // turns it into "You've hit your usage limit. ... Try again at 3:00 AM."
+    // (a plain 429 it retries and reports as "last status: 429").
+    const long long reset = static_cast<long long>(std::time(nullptr)) + 3 * 3600;
+    body = {{"error", {{"type", "usage_limit_reached"}, {"message", "The usage limit has been reached"},
+                       {"plan_type", "plus"}, {"resets_at", reset}, {"resets_in_seconds", 3 * 3600}}}};
   } else {
     std::string code = m == "credit" ? "insufficient_quota" : m == "429" || m == "usage-limit" ? "rate_limit_exceeded" : "server_error";
     if (m == "credit") status = 429, message = "You exceeded your current quota, please check your plan and billing details.";
