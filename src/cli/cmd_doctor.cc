@@ -2,7 +2,6 @@
 // does not. Every item is measured (a file opened, a program found, a child
 // run), never assumed. Exit 0 only when nothing the configuration needs is
 // missing ("fail" items); "warn" items are worth knowing but block nothing.
-#include <git2.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -70,9 +69,7 @@ void check_git(Report& r) {
   if (g.not_found) r.add("git", "fail", "git is not on PATH (the hook, bisect and the loop's worktrees need it)");
   else if (g.exit_code != 0) r.add("git", "fail", "'git --version' exited " + std::to_string(g.exit_code));
   else r.add("git", "ok", first_line(g.output), {{"version", first_line(g.output)}, {"path", g.executable}});
-  int major = 0, minor = 0, rev = 0;
-  git_libgit2_version(&major, &minor, &rev);
-  std::string v = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(rev);
+  const std::string v = gitx::libgit2_version();
   r.add("libgit2", "ok", "libgit2 " + v, {{"version", v}});
 }
 

@@ -1,6 +1,7 @@
 // libgit2 plumbing shared by the code that talks to libgit2 directly (gitx
 // itself, and the sandbox, which needs a separate git dir): one init, one
-// error helper, one owner per object type. Include only from .cc files.
+// error helper, one owner per object type, and the few reads every such
+// file needs (a fresh index, an oid as hex). Include only from .cc files.
 #pragma once
 
 #include <git2.h>
@@ -46,5 +47,33 @@ using ConfigEntryPtr = Owned<git_config_entry, git_config_entry_free>;
 using RevwalkPtr = Owned<git_revwalk, git_revwalk_free>;
 using RepositoryPtr = Owned<git_repository, git_repository_free>;
 using ConflictIterPtr = Owned<git_index_conflict_iterator, git_index_conflict_iterator_free>;
+using TreeEntryPtr = Owned<git_tree_entry, git_tree_entry_free>;
+using BlobPtr = Owned<git_blob, git_blob_free>;
+using TreeBuilderPtr = Owned<git_treebuilder, git_treebuilder_free>;
+
+// git_buf and git_strarray are structs by value with their own dispose.
+struct Buf {
+  git_buf b = GIT_BUF_INIT;
+  Buf() = default;
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  ~Buf() { git_buf_dispose(&b); }
+  std::string str() const { return b.ptr ? std::string(b.ptr, b.size) : std::string(); }
+};
+
+struct StrArray {
+  git_strarray a{};
+  StrArray() = default;
+  StrArray(const StrArray&) = delete;
+  StrArray& operator=(const StrArray&) = delete;
+  ~StrArray() { git_strarray_dispose(&a); }
+};
+
+// 40 lowercase hex digits.
+std::string oid_hex(const git_oid& oid);
+
+// The repository's index, freshly read: another process (git, an agent)
+// may have rewritten it since we last looked, and libgit2 caches it.
+IndexPtr fresh_index(git_repository* repo);
 
 }  // namespace phoenix::gitx::lg2

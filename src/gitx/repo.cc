@@ -1,120 +1,36 @@
 #include "gitx/repo.h"
 
-#include "gitx/libgit2.h"
-
 #include <git2.h>
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <system_error>
 #include <utility>
 
+#include "gitx/internal.h"
+#include "gitx/libgit2.h"
+#include "gitx/prefix.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
-#include "util/fault.h"
+#include "util/text.h"
 
 namespace fs = std::filesystem;
 
 namespace phoenix::gitx {
-namespace {
 
 // ---------------------------------------------------------------------------
-// libgit2 plumbing: one init, one error helper, one owner per object type.
+// Helpers shared with diff.cc and worktree.cc (internal.h).
 
-using lg2::check;
-using lg2::ensure_init;
-using lg2::last_error_message;
-using namespace lg2;  // the owner types
+namespace internal {
 
-// git_buf and git_strarray are structs by value with their own dispose.
-struct Buf {
-  git_buf b = GIT_BUF_INIT;
-  Buf() = default;
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-  ~Buf() { git_buf_dispose(&b); }
-  std::string str() const { return b.ptr ? std::string(b.ptr, b.size) : std::string(); }
-};
-
-struct StrArray {
-  git_strarray a{};
-  StrArray() = default;
-  StrArray(const StrArray&) = delete;
-  StrArray& operator=(const StrArray&) = delete;
-  ~StrArray() { git_strarray_dispose(&a); }
-};
-
-// ---------------------------------------------------------------------------
-// Small helpers.
-
-std::string to_hex(const git_oid& oid) {
-  char hex[GIT_OID_HEXSZ + 1];
-  git_oid_tostr(hex, sizeof hex, &oid);
-  return hex;
-}
+using namespace lg2;  // the owner types, check()
 
 std::string strip_trailing_slash(const char* p) {
   std::string s = p ? p : "";
   while (s.size() > 1 && s.back() == '/') s.pop_back();
   return s;
-}
-
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
-// See Repo::is_clean for the meaning of a prefix.
-bool under_prefix(std::string_view path, std::string_view prefix) {
-  if (prefix.empty()) return false;
-  if (prefix.back() == '/') return starts_with(path, prefix);
-  return path == prefix ||
-         (path.size() > prefix.size() && starts_with(path, prefix) && path[prefix.size()] == '/');
-}
-
-bool under_any(std::string_view path, const std::vector<std::string>& prefixes) {
-  return std::any_of(prefixes.begin(), prefixes.end(),
-                     [&](const std::string& p) { return under_prefix(path, p); });
-}
-
-// The repository's index, freshly read: another process (git, an agent)
-// may have rewritten it since we last looked, and libgit2 caches it.
-IndexPtr fresh_index(git_repository* repo) {
-  git_index* raw = nullptr;
-  check(git_repository_index(&raw, repo), "open index");
-  IndexPtr index(raw);
-  check(git_index_read(index.get(), /*force=*/1), "read index");
-  return index;
-}
-
-// After files were written behind the index's back (a patch applied to the
-// work tree only), the stat data the index holds for them cannot be
-// trusted: a file rewritten with content of the same size within the same
-// clock tick, reusing the freed inode, keeps every stat field, and once the
-// index file itself is newer, git and libgit2 would take the old content
-// for the new (the heal commit would miss the change). Their sizes are set
-// to 0 in the index, as git does for racily clean entries, so the next
-// status or `add` reads the files again. The staged content is unchanged.
-void smudge_index_entries(git_repository* repo, git_diff* diff) {
-  IndexPtr index = fresh_index(repo);
-  bool changed = false;
-  for (size_t i = 0, n = git_diff_num_deltas(diff); i < n; ++i) {
-    const git_diff_delta* d = git_diff_get_delta(diff, i);
-    for (const char* path : {d->old_file.path, d->new_file.path}) {
-      if (!path) continue;
-      const git_index_entry* e = git_index_get_bypath(index.get(), path, 0);
-      if (!e || e->file_size == 0) continue;
-      git_index_entry copy = *e;
-      copy.file_size = 0;
-      check(git_index_add(index.get(), &copy), "smudge index entry");
-      changed = true;
-    }
-  }
-  if (changed) check(git_index_write(index.get()), "write index");
 }
 
 ObjectPtr revparse(git_repository* repo, const std::string& rev) {
@@ -157,6 +73,18 @@ CommitPtr head_commit(git_repository* repo) {
   check(git_commit_lookup(&c, repo, &oid), "read HEAD commit");
   return CommitPtr(c);
 }
+
+}  // namespace internal
+
+namespace {
+
+using lg2::check;
+using lg2::ensure_init;
+using lg2::fresh_index;
+using lg2::oid_hex;
+using namespace lg2;  // the owner types
+using namespace internal;
+using util::starts_with;
 
 StatusListPtr status_list(git_repository* repo, git_status_show_t show) {
   git_status_options o;
@@ -255,110 +183,7 @@ std::string create_commit(git_repository* repo, const char* update_ref, const gi
   check(git_commit_create(&id, repo, update_ref, sig.get(), sig.get(), nullptr, msg.b.ptr, tree.get(),
                           parent ? 1 : 0, parents),
         "commit");
-  return to_hex(id);
-}
-
-git_diff_options patch_diff_options() {
-  git_diff_options o;
-  check(git_diff_options_init(&o, GIT_DIFF_OPTIONS_VERSION), "diff options");
-  // Binary content as "GIT binary patch" (with full index lines) rather than
-  // "Binary files differ", or the patch could not be applied.
-  o.flags = GIT_DIFF_SHOW_BINARY;
-  return o;
-}
-
-void find_renames(git_diff* diff, bool for_untracked) {
-  git_diff_find_options fo;
-  check(git_diff_find_options_init(&fo, GIT_DIFF_FIND_OPTIONS_VERSION), "rename options");
-  // Explicit flags: the user's diff.renames config must not change what a
-  // patch looks like.
-  fo.flags = GIT_DIFF_FIND_RENAMES | (for_untracked ? GIT_DIFF_FIND_FOR_UNTRACKED : 0);
-  check(git_diff_find_similar(diff, &fo), "detect renames");
-}
-
-std::string diff_to_text(git_diff* diff) {
-  Buf out;
-  check(git_diff_to_buf(&out.b, diff, GIT_DIFF_FORMAT_PATCH), "format patch");
-  return out.str();
-}
-
-DiffPtr diff_trees(git_repository* repo, const git_tree* from, const git_tree* to, bool for_patch) {
-  git_diff_options o = patch_diff_options();
-  if (!for_patch) o.flags = 0;
-  git_diff* d = nullptr;
-  check(git_diff_tree_to_tree(&d, repo, const_cast<git_tree*>(from), const_cast<git_tree*>(to), &o),
-        "diff trees");
-  DiffPtr diff(d);
-  find_renames(diff.get(), false);
-  return diff;
-}
-
-// libgit2 1.5 rejects a file header that ends at its "index" line, which is
-// what git prints for an empty file added or deleted (libgit2 issues #5713,
-// #6778), yet it prints and accepts the same header followed by "---" and
-// "+++" lines. Adding those lets patches made by the git CLI (a harness's own
-// `git diff`, say) parse too; git apply takes either form.
-std::string complete_empty_file_headers(const std::string& patch) {
-  std::string out;
-  out.reserve(patch.size() + 128);
-  std::string diff_line;  // "diff --git X Y" of the header being read
-  bool in_header = false, is_new = false, is_deleted = false, ends_at_index = false;
-  auto finish_header = [&] {
-    if (in_header && ends_at_index) {
-      // For an added or deleted file both names are the same path, so the
-      // two (possibly quoted) names are the halves either side of the middle.
-      std::string_view names = std::string_view(diff_line).substr(11);
-      size_t half = names.size() / 2;
-      if (names.size() % 2 == 1 && names[half] == ' ') {
-        std::string a(names.substr(0, half)), b(names.substr(half + 1));
-        if (!out.empty() && out.back() != '\n') out += '\n';
-        out += "--- " + (is_new ? std::string("/dev/null") : a) + "\n";
-        out += "+++ " + (is_deleted ? std::string("/dev/null") : b) + "\n";
-      }
-    }
-    in_header = false;
-  };
-  for (size_t pos = 0; pos < patch.size();) {
-    size_t nl = patch.find('\n', pos);
-    size_t end = nl == std::string::npos ? patch.size() : nl + 1;
-    std::string_view line(patch.data() + pos, end - pos);
-    if (starts_with(line, "diff --git ")) {
-      finish_header();
-      in_header = true;
-      is_new = is_deleted = ends_at_index = false;
-      diff_line.assign(line.substr(0, line.find_first_of("\r\n")));
-    } else if (in_header) {
-      if (starts_with(line, "--- ") || starts_with(line, "@@ ") || starts_with(line, "GIT binary patch") ||
-          starts_with(line, "Binary files ")) {
-        in_header = false;
-      } else {
-        is_new = is_new || starts_with(line, "new file mode ");
-        is_deleted = is_deleted || starts_with(line, "deleted file mode ");
-        ends_at_index = starts_with(line, "index ");
-      }
-    }
-    out.append(line);
-    pos = end;
-  }
-  finish_header();
-  return out;
-}
-
-DiffPtr parse_patch(const std::string& patch) {
-  ensure_init();
-  const std::string text = complete_empty_file_headers(patch);
-  git_diff* d = nullptr;
-  check(git_diff_from_buffer(&d, text.data(), text.size()), "parse patch");
-  return DiffPtr(d);
-}
-
-git_apply_location_t to_location(ApplyLocation where) {
-  switch (where) {
-    case ApplyLocation::kIndex: return GIT_APPLY_LOCATION_INDEX;
-    case ApplyLocation::kBoth: return GIT_APPLY_LOCATION_BOTH;
-    case ApplyLocation::kWorkdir: break;
-  }
-  return GIT_APPLY_LOCATION_WORKDIR;
+  return oid_hex(id);
 }
 
 // Every path a forced checkout of `target` may have to touch, found without
@@ -433,24 +258,13 @@ void checkout(git_repository* repo, const git_commit* commit, const CheckoutOpti
   else remove_untracked_files(repo, options.keep_prefixes);
 }
 
-void sort_unique(std::vector<std::string>& v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-}
-
-std::vector<std::string> delta_paths(git_diff* diff) {
-  std::vector<std::string> paths;
-  for (size_t i = 0, n = git_diff_num_deltas(diff); i < n; ++i) {
-    const git_diff_delta* d = git_diff_get_delta(diff, i);
-    if (d->old_file.path && d->status != GIT_DELTA_ADDED && d->status != GIT_DELTA_UNTRACKED)
-      paths.emplace_back(d->old_file.path);
-    if (d->new_file.path && d->status != GIT_DELTA_DELETED) paths.emplace_back(d->new_file.path);
-  }
-  sort_unique(paths);
-  return paths;
-}
-
 }  // namespace
+
+std::string libgit2_version() {
+  int major = 0, minor = 0, rev = 0;
+  git_libgit2_version(&major, &minor, &rev);
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(rev);
+}
 
 // ---------------------------------------------------------------------------
 // Opening.
@@ -490,7 +304,7 @@ bool Repo::is_bare() const { return git_repository_is_bare(raw()) == 1; }
 
 std::string Repo::head_sha() const {
   CommitPtr head = head_commit(raw());
-  return head ? to_hex(*git_commit_id(head.get())) : std::string();
+  return head ? oid_hex(*git_commit_id(head.get())) : std::string();
 }
 
 std::string Repo::head_branch() const {
@@ -507,7 +321,7 @@ std::string Repo::head_branch() const {
 }
 
 std::string Repo::resolve(const std::string& rev) const {
-  return to_hex(*git_commit_id(lookup_commit(raw(), rev).get()));
+  return oid_hex(*git_commit_id(lookup_commit(raw(), rev).get()));
 }
 
 std::optional<std::string> Repo::read_ref(const std::string& name) const {
@@ -515,7 +329,7 @@ std::optional<std::string> Repo::read_ref(const std::string& name) const {
   int rc = git_reference_name_to_id(&oid, raw(), name.c_str());
   if (rc == GIT_ENOTFOUND) return std::nullopt;
   check(rc, ("read ref " + name).c_str());
-  return to_hex(oid);
+  return oid_hex(oid);
 }
 
 void Repo::write_ref(const std::string& name, const std::string& rev, const std::string& log_message) {
@@ -557,7 +371,7 @@ std::vector<RefEntry> Repo::list_refs(const std::string& prefix) const {
       continue;
     }
     ReferencePtr resolved(resolved_raw);
-    out.push_back({name, to_hex(*git_reference_target(resolved.get()))});
+    out.push_back({name, oid_hex(*git_reference_target(resolved.get()))});
   }
   std::sort(out.begin(), out.end(), [](const RefEntry& a, const RefEntry& b) { return a.name < b.name; });
   return out;
@@ -729,7 +543,7 @@ std::vector<std::string> Repo::rev_list(const std::string& from_exclusive,
   std::vector<std::string> out;
   git_oid oid;
   int rc;
-  while ((rc = git_revwalk_next(&oid, walk.get())) == 0) out.push_back(to_hex(oid));
+  while ((rc = git_revwalk_next(&oid, walk.get())) == 0) out.push_back(oid_hex(oid));
   if (rc != GIT_ITEROVER) check(rc, "revwalk");
   return out;
 }
@@ -760,204 +574,6 @@ std::vector<std::string> Repo::commit_files(const std::string& rev) const {
   TreePtr tree = commit_tree(c.get());
   DiffPtr diff = diff_trees(raw(), parent_tree.get(), tree.get(), /*for_patch=*/false);
   return delta_paths(diff.get());
-}
-
-// ---------------------------------------------------------------------------
-// Patches.
-
-std::string Repo::diff_patch(const std::string& from, const std::string& to) const {
-  TreePtr a = tree_or_empty(raw(), from);
-  TreePtr b = commit_tree(lookup_commit(raw(), to).get());
-  return diff_to_text(diff_trees(raw(), a.get(), b.get(), /*for_patch=*/true).get());
-}
-
-std::string Repo::diff_workdir_patch(const std::string& base) const {
-  TreePtr a = tree_or_empty(raw(), base);
-  fresh_index(raw());
-  git_diff_options o = patch_diff_options();
-  o.flags |= GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS |
-             GIT_DIFF_SHOW_UNTRACKED_CONTENT;
-  git_diff* d = nullptr;
-  // With the index: staged files (even ones .gitignore would hide) count,
-  // and its stat cache spares hashing every unchanged file.
-  check(git_diff_tree_to_workdir_with_index(&d, raw(), a.get(), &o), "diff work tree");
-  DiffPtr diff(d);
-  find_renames(diff.get(), /*for_untracked=*/true);
-  return diff_to_text(diff.get());
-}
-
-std::vector<std::string> Repo::patch_files(const std::string& patch) {
-  if (patch.empty()) return {};
-  return delta_paths(parse_patch(patch).get());
-}
-
-PatchStats Repo::patch_stats(const std::string& patch) {
-  if (patch.empty()) return {};
-  DiffPtr diff = parse_patch(patch);
-  git_diff_stats* s = nullptr;
-  check(git_diff_get_stats(&s, diff.get()), "patch stats");
-  DiffStatsPtr stats(s);
-  return {git_diff_stats_files_changed(stats.get()), git_diff_stats_insertions(stats.get()),
-          git_diff_stats_deletions(stats.get())};
-}
-
-void Repo::apply_patch(const std::string& patch, ApplyLocation where) {
-  if (patch.empty()) return;
-  DiffPtr diff = parse_patch(patch);
-  fresh_index(raw());
-  PHOENIX_FAULT("mid-apply");
-  check(git_apply(raw(), diff.get(), to_location(where), nullptr), "apply patch");
-  if (where == ApplyLocation::kWorkdir) smudge_index_entries(raw(), diff.get());
-}
-
-bool Repo::check_patch_applies(const std::string& patch, ApplyLocation where, std::string* why) const {
-  if (patch.empty()) return true;
-  const std::string text = complete_empty_file_headers(patch);
-  git_diff* d = nullptr;
-  int rc = git_diff_from_buffer(&d, text.data(), text.size());
-  DiffPtr diff(d);
-  if (rc >= 0) {
-    fresh_index(raw());
-    git_apply_options ao;
-    check(git_apply_options_init(&ao, GIT_APPLY_OPTIONS_VERSION), "apply options");
-    ao.flags = GIT_APPLY_CHECK;
-    rc = git_apply(raw(), diff.get(), to_location(where), &ao);
-  }
-  if (rc >= 0) return true;
-  if (why) *why = last_error_message(rc);
-  return false;
-}
-
-std::string Repo::revert_patch(const std::string& rev) const {
-  CommitPtr commit = lookup_commit(raw(), rev);
-  CommitPtr head = head_commit(raw());
-  if (!head) throw Error("cannot revert " + rev + ": HEAD has no commit yet");
-  git_merge_options mo;
-  check(git_merge_options_init(&mo, GIT_MERGE_OPTIONS_VERSION), "merge options");
-  unsigned mainline = git_commit_parentcount(commit.get()) > 1 ? 1 : 0;
-  git_index* idx = nullptr;
-  check(git_revert_commit(&idx, raw(), commit.get(), head.get(), mainline, &mo),
-        ("revert " + rev).c_str());
-  IndexPtr index(idx);
-  if (git_index_has_conflicts(index.get())) {
-    git_index_conflict_iterator* it_raw = nullptr;
-    check(git_index_conflict_iterator_new(&it_raw, index.get()), "list conflicts");
-    ConflictIterPtr it(it_raw);
-    std::vector<std::string> paths;
-    const git_index_entry *anc, *ours, *theirs;
-    while (git_index_conflict_next(&anc, &ours, &theirs, it.get()) == 0) {
-      const git_index_entry* any = ours ? ours : theirs ? theirs : anc;
-      if (any) paths.emplace_back(any->path);
-    }
-    sort_unique(paths);
-    std::string list;
-    for (const auto& p : paths) list += (list.empty() ? "" : ", ") + p;
-    throw Error("reverting " + rev + " conflicts with HEAD in: " + list);
-  }
-  git_oid tree_id;
-  check(git_index_write_tree_to(&tree_id, index.get(), raw()), "write revert tree");
-  git_tree* t = nullptr;
-  check(git_tree_lookup(&t, raw(), &tree_id), "read revert tree");
-  TreePtr reverted(t);
-  TreePtr current = commit_tree(head.get());
-  return diff_to_text(diff_trees(raw(), current.get(), reverted.get(), /*for_patch=*/true).get());
-}
-
-// ---------------------------------------------------------------------------
-// Worktrees.
-
-void Repo::worktree_add(const std::string& name, const std::string& path, const std::string& rev) {
-  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
-    throw Error("invalid worktree name: '" + name + "'", kExitUsage);
-  const fs::path dir = fs::absolute(path).lexically_normal();
-  const fs::path admin = fs::path(common_dir()) / "worktrees" / name;
-  std::error_code ec;
-  // libgit2 creates both with O_EXCL-like mkdirs and does not clean up after
-  // itself; checking first lets the failure path below delete only what
-  // this call created.
-  if (fs::exists(dir, ec)) throw Error("worktree path already exists: " + dir.string());
-  if (fs::exists(admin, ec)) throw Error("worktree already exists: " + name);
-  CommitPtr commit = lookup_commit(raw(), rev);
-  const git_oid* oid = git_commit_id(commit.get());
-
-  // git_worktree_add insists on a branch; give it a throwaway one at `rev`
-  // (so its checkout is already the right tree), then detach and drop it.
-  // Named by process and call, not by `name`: worktree names need not be
-  // valid ref names, and two Repos may add worktrees at once.
-  static std::atomic<unsigned> calls{0};
-  const std::string temp_branch = "refs/heads/phoenix-tmp/worktree-" + std::to_string(::getpid()) + "-" +
-                                  std::to_string(calls++);
-  git_reference* ref_raw = nullptr;
-  check(git_reference_create(&ref_raw, raw(), temp_branch.c_str(), oid, 1, "phoenix: worktree add"),
-        "create temporary branch");
-  ReferencePtr ref(ref_raw);
-  auto drop_temp_branch = [&] {
-    git_reference* r = nullptr;
-    if (git_reference_lookup(&r, raw(), temp_branch.c_str()) == 0) {
-      git_reference_delete(r);
-      git_reference_free(r);
-    }
-  };
-  try {
-    git_worktree_add_options wo;
-    check(git_worktree_add_options_init(&wo, GIT_WORKTREE_ADD_OPTIONS_VERSION), "worktree options");
-    wo.ref = ref.get();
-    wo.checkout_options.checkout_strategy = GIT_CHECKOUT_FORCE;
-    git_worktree* wt_raw = nullptr;
-    check(git_worktree_add(&wt_raw, raw(), name.c_str(), dir.c_str(), &wo), ("worktree add " + name).c_str());
-    WorktreePtr wt(wt_raw);
-    git_repository* sub_raw = nullptr;
-    check(git_repository_open_from_worktree(&sub_raw, wt.get()), "open new worktree");
-    RepositoryPtr sub(sub_raw);
-    check(git_repository_set_head_detached(sub.get(), oid), "detach worktree HEAD");
-  } catch (...) {
-    fs::remove_all(dir, ec);
-    fs::remove_all(admin, ec);
-    drop_temp_branch();
-    throw;
-  }
-  ref.reset();
-  drop_temp_branch();
-}
-
-bool Repo::worktree_remove(const std::string& name) {
-  // libgit2 reports a missing worktree as a bare -1 without a message.
-  std::error_code ec;
-  if (name.empty() || !fs::is_directory(fs::path(common_dir()) / "worktrees" / name, ec)) return false;
-  git_worktree* wt_raw = nullptr;
-  int rc = git_worktree_lookup(&wt_raw, raw(), name.c_str());
-  if (rc == GIT_ENOTFOUND) return false;
-  check(rc, ("find worktree " + name).c_str());
-  WorktreePtr wt(wt_raw);
-  git_worktree_prune_options po;
-  check(git_worktree_prune_options_init(&po, GIT_WORKTREE_PRUNE_OPTIONS_VERSION), "prune options");
-  // VALID: prune even a healthy worktree; WORKING_TREE: delete its folder
-  // when it still exists (libgit2 skips that step when it is gone).
-  po.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_WORKING_TREE;
-  check(git_worktree_prune(wt.get(), &po), ("remove worktree " + name).c_str());
-  return true;
-}
-
-std::vector<WorktreeInfo> Repo::worktree_list() const {
-  StrArray names;
-  check(git_worktree_list(&names.a, raw()), "list worktrees");
-  std::vector<WorktreeInfo> out;
-  for (size_t i = 0; i < names.a.count; ++i) {
-    git_worktree* wt_raw = nullptr;
-    if (git_worktree_lookup(&wt_raw, raw(), names.a.strings[i]) < 0) {
-      git_error_clear();  // half-written admin folder: not a worktree
-      continue;
-    }
-    WorktreePtr wt(wt_raw);
-    WorktreeInfo info;
-    info.name = names.a.strings[i];
-    info.path = strip_trailing_slash(git_worktree_path(wt.get()));
-    info.valid = git_worktree_validate(wt.get()) == 0;
-    if (!info.valid) git_error_clear();
-    info.locked = git_worktree_is_locked(nullptr, wt.get()) > 0;
-    out.push_back(std::move(info));
-  }
-  return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -1016,12 +632,12 @@ void Repo::restore_paths(const std::string& rev, const std::vector<std::string>&
       continue;
     }
     check(rc, "find path in tree");
-    std::unique_ptr<git_tree_entry, void (*)(git_tree_entry*)> entry(raw, git_tree_entry_free);
+    TreeEntryPtr entry(raw);
     git_filemode_t mode = git_tree_entry_filemode(entry.get());
     if (mode == GIT_FILEMODE_TREE || mode == GIT_FILEMODE_COMMIT) continue;
     git_blob* blob_raw = nullptr;
     check(git_blob_lookup(&blob_raw, repo_.get(), git_tree_entry_id(entry.get())), "read blob");
-    std::unique_ptr<git_blob, void (*)(git_blob*)> blob(blob_raw, git_blob_free);
+    BlobPtr blob(blob_raw);
     std::string content(static_cast<const char*>(git_blob_rawcontent(blob.get())),
                         static_cast<size_t>(git_blob_rawsize(blob.get())));
     std::error_code ec;
@@ -1052,7 +668,7 @@ std::string Repo::write_blob_commit(const std::string& ref, const std::string& f
   check(git_blob_create_from_buffer(&blob, raw(), content.data(), content.size()), "write blob");
   git_treebuilder* tb_raw = nullptr;
   check(git_treebuilder_new(&tb_raw, raw(), nullptr), "build tree");
-  std::unique_ptr<git_treebuilder, void (*)(git_treebuilder*)> tb(tb_raw, git_treebuilder_free);
+  TreeBuilderPtr tb(tb_raw);
   check(git_treebuilder_insert(nullptr, tb.get(), filename.c_str(), &blob, GIT_FILEMODE_BLOB), "build tree");
   git_oid tree_id;
   check(git_treebuilder_write(&tree_id, tb.get()), "write tree");
@@ -1077,7 +693,7 @@ std::string Repo::write_blob_commit(const std::string& ref, const std::string& f
   check(git_commit_create(&id, raw(), nullptr, sig.get(), sig.get(), nullptr, msg.b.ptr, tree.get(), parent_ptrs.size(),
                           parent_ptrs.data()),
         "commit");
-  std::string sha = to_hex(id);
+  std::string sha = oid_hex(id);
   write_ref(ref, sha, message.substr(0, message.find('\n')));
   return sha;
 }
@@ -1089,11 +705,11 @@ std::optional<std::string> Repo::read_blob_at(const std::string& rev, const std:
   int rc = git_tree_entry_bypath(&raw_entry, tree.get(), path.c_str());
   if (rc == GIT_ENOTFOUND) return std::nullopt;
   check(rc, "find path in tree");
-  std::unique_ptr<git_tree_entry, void (*)(git_tree_entry*)> entry(raw_entry, git_tree_entry_free);
+  TreeEntryPtr entry(raw_entry);
   if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) return std::nullopt;
   git_blob* blob_raw = nullptr;
   check(git_blob_lookup(&blob_raw, raw(), git_tree_entry_id(entry.get())), "read blob");
-  std::unique_ptr<git_blob, void (*)(git_blob*)> blob(blob_raw, git_blob_free);
+  BlobPtr blob(blob_raw);
   return std::string(static_cast<const char*>(git_blob_rawcontent(blob.get())),
                      static_cast<size_t>(git_blob_rawsize(blob.get())));
 }

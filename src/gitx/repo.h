@@ -91,6 +91,10 @@ struct CheckoutOptions {
   std::vector<std::string> keep_prefixes;
 };
 
+// The version of the libgit2 Phoenix runs with, "MAJOR.MINOR.REV" (what
+// `phoenix doctor` reports).
+std::string libgit2_version();
+
 class Repo {
  public:
   // The repository containing `start_dir` (searching upwards, not across

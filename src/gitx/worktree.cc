@@ -1,8 +1,15 @@
 #include "gitx/worktree.h"
 
+#include <git2.h>
+
+#include <unistd.h>
+
+#include <atomic>
 #include <filesystem>
 #include <optional>
 
+#include "gitx/internal.h"
+#include "gitx/libgit2.h"
 #include "util/error.h"
 #include "util/path.h"
 #include "util/text.h"
@@ -125,6 +132,108 @@ PersistentWorktree prepare_worktree(Repo& repo, const std::string& name, const s
   fs::create_directories(fs::path(out.path).parent_path(), ec);
   if (ec) throw Error("cannot create " + fs::path(out.path).parent_path().string() + ": " + ec.message());
   repo.worktree_add(name, out.path, sha);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Repo's worktree members (repo.h): add, remove, list.
+
+using lg2::check;
+using namespace lg2;  // the owner types
+using internal::lookup_commit;
+using internal::strip_trailing_slash;
+
+void Repo::worktree_add(const std::string& name, const std::string& path, const std::string& rev) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+    throw Error("invalid worktree name: '" + name + "'", kExitUsage);
+  const fs::path dir = fs::absolute(path).lexically_normal();
+  const fs::path admin = fs::path(common_dir()) / "worktrees" / name;
+  std::error_code ec;
+  // libgit2 creates both with O_EXCL-like mkdirs and does not clean up after
+  // itself; checking first lets the failure path below delete only what
+  // this call created.
+  if (fs::exists(dir, ec)) throw Error("worktree path already exists: " + dir.string());
+  if (fs::exists(admin, ec)) throw Error("worktree already exists: " + name);
+  CommitPtr commit = lookup_commit(raw(), rev);
+  const git_oid* oid = git_commit_id(commit.get());
+
+  // git_worktree_add insists on a branch; give it a throwaway one at `rev`
+  // (so its checkout is already the right tree), then detach and drop it.
+  // Named by process and call, not by `name`: worktree names need not be
+  // valid ref names, and two Repos may add worktrees at once.
+  static std::atomic<unsigned> calls{0};
+  const std::string temp_branch = "refs/heads/phoenix-tmp/worktree-" + std::to_string(::getpid()) + "-" +
+                                  std::to_string(calls++);
+  git_reference* ref_raw = nullptr;
+  check(git_reference_create(&ref_raw, raw(), temp_branch.c_str(), oid, 1, "phoenix: worktree add"),
+        "create temporary branch");
+  ReferencePtr ref(ref_raw);
+  auto drop_temp_branch = [&] {
+    git_reference* r = nullptr;
+    if (git_reference_lookup(&r, raw(), temp_branch.c_str()) == 0) {
+      git_reference_delete(r);
+      git_reference_free(r);
+    }
+  };
+  try {
+    git_worktree_add_options wo;
+    check(git_worktree_add_options_init(&wo, GIT_WORKTREE_ADD_OPTIONS_VERSION), "worktree options");
+    wo.ref = ref.get();
+    wo.checkout_options.checkout_strategy = GIT_CHECKOUT_FORCE;
+    git_worktree* wt_raw = nullptr;
+    check(git_worktree_add(&wt_raw, raw(), name.c_str(), dir.c_str(), &wo), ("worktree add " + name).c_str());
+    WorktreePtr wt(wt_raw);
+    git_repository* sub_raw = nullptr;
+    check(git_repository_open_from_worktree(&sub_raw, wt.get()), "open new worktree");
+    RepositoryPtr sub(sub_raw);
+    check(git_repository_set_head_detached(sub.get(), oid), "detach worktree HEAD");
+  } catch (...) {
+    fs::remove_all(dir, ec);
+    fs::remove_all(admin, ec);
+    drop_temp_branch();
+    throw;
+  }
+  ref.reset();
+  drop_temp_branch();
+}
+
+bool Repo::worktree_remove(const std::string& name) {
+  // libgit2 reports a missing worktree as a bare -1 without a message.
+  std::error_code ec;
+  if (name.empty() || !fs::is_directory(fs::path(common_dir()) / "worktrees" / name, ec)) return false;
+  git_worktree* wt_raw = nullptr;
+  int rc = git_worktree_lookup(&wt_raw, raw(), name.c_str());
+  if (rc == GIT_ENOTFOUND) return false;
+  check(rc, ("find worktree " + name).c_str());
+  WorktreePtr wt(wt_raw);
+  git_worktree_prune_options po;
+  check(git_worktree_prune_options_init(&po, GIT_WORKTREE_PRUNE_OPTIONS_VERSION), "prune options");
+  // VALID: prune even a healthy worktree; WORKING_TREE: delete its folder
+  // when it still exists (libgit2 skips that step when it is gone).
+  po.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_WORKING_TREE;
+  check(git_worktree_prune(wt.get(), &po), ("remove worktree " + name).c_str());
+  return true;
+}
+
+std::vector<WorktreeInfo> Repo::worktree_list() const {
+  StrArray names;
+  check(git_worktree_list(&names.a, raw()), "list worktrees");
+  std::vector<WorktreeInfo> out;
+  for (size_t i = 0; i < names.a.count; ++i) {
+    git_worktree* wt_raw = nullptr;
+    if (git_worktree_lookup(&wt_raw, raw(), names.a.strings[i]) < 0) {
+      git_error_clear();  // half-written admin folder: not a worktree
+      continue;
+    }
+    WorktreePtr wt(wt_raw);
+    WorktreeInfo info;
+    info.name = names.a.strings[i];
+    info.path = strip_trailing_slash(git_worktree_path(wt.get()));
+    info.valid = git_worktree_validate(wt.get()) == 0;
+    if (!info.valid) git_error_clear();
+    info.locked = git_worktree_is_locked(nullptr, wt.get()) > 0;
+    out.push_back(std::move(info));
+  }
   return out;
 }
 

@@ -1,0 +1,32 @@
+// What gitx's own files (repo.cc, diff.cc, worktree.cc) share beyond the
+// libgit2 plumbing: reading revisions, trees and diffs. Not for use outside
+// gitx; include only from .cc files.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gitx/libgit2.h"
+
+namespace phoenix::gitx::internal {
+
+// A directory path as libgit2 gives it, without its trailing '/' ("" for null).
+std::string strip_trailing_slash(const char* p);
+
+// The object `rev` names; unknown or ambiguous revisions throw
+// Error(..., kExitUsage) as repo.h describes.
+lg2::ObjectPtr revparse(git_repository* repo, const std::string& rev);
+// The commit `rev` names (tags peeled); "not a commit: REV" otherwise.
+lg2::CommitPtr lookup_commit(git_repository* repo, const std::string& rev);
+lg2::TreePtr commit_tree(const git_commit* commit);
+// The tree of `rev`, or null (libgit2's empty tree) for "".
+lg2::TreePtr tree_or_empty(git_repository* repo, const std::string& rev);
+// HEAD's commit, or null while unborn.
+lg2::CommitPtr head_commit(git_repository* repo);
+
+// Tree to tree, renames detected; for_patch adds binary content.
+lg2::DiffPtr diff_trees(git_repository* repo, const git_tree* from, const git_tree* to, bool for_patch);
+// Every path a diff touches (old and new names), sorted, unique.
+std::vector<std::string> delta_paths(git_diff* diff);
+
+}  // namespace phoenix::gitx::internal
