@@ -181,6 +181,10 @@ class Sandbox {
                           const std::vector<std::string>& carry_globs, git_repository* real);
   static void create_overlay(Sandbox& sb, const std::string& top, const std::string& base,
                              const std::vector<std::string>& carry_globs, git_repository* real);
+  // "" when an overlay sandbox can be made in `dir` over `top`, else why not.
+  static std::string why_no_overlay(const std::string& top, const std::string& dir);
+  // Removes what a failed create_overlay() left, so create_copy() can start.
+  void drop_overlay_attempt();
   std::string read_overlay_patch() const;
 
   Kind kind_ = Kind::kCopy;
