@@ -242,7 +242,7 @@ Proposal BisectFixer::search(const Request& request, bool* memoize) {
     // change; everything else is, and must not move while we work.
     const std::string root = util::normalize_path(request.repo_root.empty() ? repo.workdir() : request.repo_root);
     const std::string phoenix_dir = util::normalize_path(request.phoenix_dir.empty() ? root + "/.phoenix" : request.phoenix_dir);
-    std::vector<std::string> ignore{std::string(gitx::kStateDir)};
+    std::vector<std::string> ignore{std::string(layout::kStateDirName) + "/"};
     if (util::same_or_inside(phoenix_dir, root) && phoenix_dir != root)
       ignore.push_back(phoenix_dir.substr(root.size() + 1) + "/");
     const std::vector<std::string> before = changed_paths(repo, ignore);
