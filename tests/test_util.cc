@@ -80,6 +80,15 @@ std::string commit_all(const std::string& repo, const std::string& msg) {
   return sha;
 }
 
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string rev_parse(const std::string& repo, const std::string& rev) { return trim(git(repo, {"rev-parse", rev})); }
+
+std::string porcelain(const std::string& repo) { return git(repo, {"status", "--porcelain", "-uall"}); }
+
 CliRun run_phoenix(const std::string& cwd, std::vector<std::string> args, double timeout_s,
                    const std::vector<std::pair<std::string, std::string>>& env) {
   args.insert(args.begin(), phoenix_bin());

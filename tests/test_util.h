@@ -54,6 +54,15 @@ std::string read(const std::string& path);
 // `git add -A && git commit -m msg` in repo; returns the new HEAD sha.
 std::string commit_all(const std::string& repo, const std::string& msg);
 
+// `s` without trailing newlines, carriage returns and spaces: a command's
+// one line of output.
+std::string trim(std::string s);
+// `git rev-parse REV` in repo: the full sha.
+std::string rev_parse(const std::string& repo, const std::string& rev);
+// `git status --porcelain -uall` in repo: one line per file, untracked
+// folders expanded.
+std::string porcelain(const std::string& repo);
+
 // Runs the built phoenix binary in `cwd`: exit code and stdout+stderr.
 struct CliRun {
   int code;

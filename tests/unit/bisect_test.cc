@@ -25,14 +25,10 @@ namespace {
 
 using test::git;
 using test::init_repo;
+using test::trim;
 using test::read;
 using test::ScopedTempDir;
 using test::write;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 int ceil_log2(size_t n) {
   int k = 0;
@@ -112,7 +108,7 @@ Request make_request(const std::string& root, const std::string& known_good) {
   r.failure.result = checks::sense(r.failure.check, root);
   EXPECT_FALSE(r.failure.result.ok) << "the check should be red in the user's tree";
   r.failure.failure_type = "unit";
-  r.head = trim(git(root, {"rev-parse", "HEAD"}));
+  r.head = test::rev_parse(root, "HEAD");
   r.known_good = known_good;
   r.timeout_s = 120;
   return r;
@@ -333,7 +329,7 @@ TEST(BisectFixer, LeavesTheUsersCheckoutByteForByteUntouched) {
   EXPECT_EQ(read(root + "/.git/HEAD"), head_before);
   EXPECT_EQ(git(root, {"for-each-ref"}), refs_before);
   // Exactly the expected local state (the worktree lives in ignored .phoenix/).
-  EXPECT_EQ(git(root, {"status", "--porcelain", "-uall"}), " M counter.txt\nA  staged.txt\n?? notes/untracked.txt\n");
+  EXPECT_EQ(test::porcelain(root), " M counter.txt\nA  staged.txt\n?? notes/untracked.txt\n");
   // The measurements happened in the worktree.
   EXPECT_TRUE(fs::exists(wt_path(root) + "/.git"));
 }

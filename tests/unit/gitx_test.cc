@@ -22,14 +22,12 @@ namespace {
 using test::commit_all;
 using test::git;
 using test::init_repo;
+using test::porcelain;
+using test::rev_parse;
+using test::trim;
 using test::read;
 using test::ScopedTempDir;
 using test::write;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 std::vector<std::string> lines(const std::string& s) {
   std::vector<std::string> out;
@@ -38,13 +36,6 @@ std::vector<std::string> lines(const std::string& s) {
     if (!l.empty()) out.push_back(l);
   return out;
 }
-
-std::string rev_parse(const std::string& repo, const std::string& rev) {
-  return trim(git(repo, {"rev-parse", rev}));
-}
-
-// `git status --porcelain -uall`: one line per file, untracked folders expanded.
-std::string porcelain(const std::string& repo) { return git(repo, {"status", "--porcelain", "-uall"}); }
 
 // A clone of `src` whose work tree and HEAD are at `rev` (detached).
 std::string clone_at(const std::string& src, const std::string& dst, const std::string& rev) {

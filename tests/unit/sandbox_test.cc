@@ -22,14 +22,10 @@ namespace {
 using test::commit_all;
 using test::git;
 using test::init_repo;
+using test::trim;
 using test::read;
 using test::ScopedTempDir;
 using test::write;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
@@ -469,7 +465,7 @@ TEST_P(SandboxTest, CreatingASandboxLeavesTheRealRepositoryAlone) {
   const std::string head = commit_all(repo, "init");
   write(repo, "a.txt", "dirty\n");
   const RepoFingerprint before = fingerprint_repo(repo);
-  const std::string status = git(repo, {"status", "--porcelain", "-uall"});
+  const std::string status = test::porcelain(repo);
   {
     Sandbox sb = make();
     sb_write(sb, "a.txt", "agent\n");
@@ -477,8 +473,8 @@ TEST_P(SandboxTest, CreatingASandboxLeavesTheRealRepositoryAlone) {
     EXPECT_EQ(gitx::Repo::patch_files(sb.read_patch()), (std::vector<std::string>{"a.txt"}));
   }
   EXPECT_EQ(read(repo + "/a.txt"), "dirty\n");
-  EXPECT_EQ(git(repo, {"status", "--porcelain", "-uall"}), status);
-  EXPECT_EQ(trim(git(repo, {"rev-parse", "HEAD"})), head);
+  EXPECT_EQ(test::porcelain(repo), status);
+  EXPECT_EQ(test::rev_parse(repo, "HEAD"), head);
   EXPECT_EQ(fingerprint_changes(before, fingerprint_repo(repo)), std::vector<std::string>{});
 }
 
