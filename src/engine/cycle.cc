@@ -130,6 +130,21 @@ struct Engine::Impl {
 
   RunResult run();
   IssueOutcome heal(const checks::CheckSpec& check, const checks::SenseResult& red, RunResult& result);
+  // The steps of heal(), in order.
+  struct Heal;
+  struct Applied;
+  fixers::Failure describe_failure(const checks::CheckSpec& check, const checks::SenseResult& red);
+  std::string stop_reason(const Heal& h) const;
+  IssueOutcome give_up(Heal& h, const std::string& stop, RunResult& result);
+  fixers::Proposal propose(Heal& h, fixers::Fixer& fixer, std::string& pre_propose);
+  bool no_patch(Heal& h, const fixers::Proposal& p, const std::string& head_before, const std::string& pre_propose,
+                RunResult& result);
+  bool wait_for_model(Heal& h, const fixers::Proposal& p, RunResult& result);
+  bool passes_guards(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig);
+  Applied apply_and_verify(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig);
+  void healed(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig, const Applied& a);
+  void record_failure(Heal& h, const std::string& fixer, const std::string& outcome, const std::string& attempt_sig,
+                      const fixers::Proposal* p, const std::string& evidence);
   void escalate(const fixers::Failure& f, const std::vector<IncidentAttempt>& attempts, const std::string& last_diff,
                 const std::string& why, RunResult& result);
 };
@@ -227,25 +242,13 @@ RunResult Engine::Impl::run() {
   return result;
 }
 
-IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::SenseResult& red, RunResult& result) {
+// One issue's heal: the failure, the budget, and what was tried so far.
+struct Engine::Impl::Heal {
+  const checks::CheckSpec& check;
+  const checks::SenseResult& red;
   IssueOutcome out;
-  out.check = check.id;
   fixers::Failure failure;
-  failure.check = check;
-  failure.result = red;
-  failure.failure_type = check.type;
-  failure.issue_signature = issue_signature(check.id, red.output);
-  failure.failing_tests = extract_failing_tests(red.output);
-  out.issue_signature = failure.issue_signature;
-  if (!failure.failing_tests.empty()) {
-    std::string names;
-    for (const auto& t : failure.failing_tests) names += (names.empty() ? "" : ", ") + t;
-    explain("failing tests in " + check.id + ": " + names);
-  }
-
-  int budget = cfg.budgets.count(check.type) ? cfg.budgets.at(check.type) : 3;
-  explain("check " + check.id + ": failure type " + check.type + ", budget " + std::to_string(budget) +
-          " attempts (session cap " + std::to_string(cfg.session_cap) + ", used " + std::to_string(session_retries) + ")");
+  int budget = 3;
   std::vector<IncidentAttempt> attempts;
   std::vector<fixers::EarlierAttempt> earlier;
   std::set<std::string> tried;  // attempt signatures
@@ -253,225 +256,309 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
   size_t fixer_index = 0;
   int rate_waits = 0;
   long long rate_waited_ms = 0;
+};
 
-  auto record_failure = [&](const std::string& fixer, const std::string& outcome, const std::string& attempt_sig,
-                            const fixers::Proposal* p, const std::string& evidence) {
-    ++out.attempts;
-    ++session_retries;
-    ++consecutive_failed;
-    attempts.push_back({out.attempts, fixer, outcome, attempt_sig});
-    earlier.push_back({fixer, p ? p->patch : "", p ? p->files : std::vector<std::string>{}, outcome, evidence});
-    if (p && outcomes) outcomes->failed(failure, *p, outcome);
-  };
+// What a proposal that came back with a patch turned out to be.
+struct Engine::Impl::Applied {
+  bool healed = false;
+  std::string outcome;           // why not, when not healed
+  checks::SenseResult again;     // the fresh measurement
+  long long verify_ms = 0;
+};
+
+IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::SenseResult& red, RunResult& result) {
+  Heal h{check, red, {}, describe_failure(check, red), 3, {}, {}, {}, {}, 0, 0, 0};
+  h.out.check = check.id;
+  h.out.issue_signature = h.failure.issue_signature;
+  h.budget = cfg.budgets.count(check.type) ? cfg.budgets.at(check.type) : 3;
+  explain("check " + check.id + ": failure type " + check.type + ", budget " + std::to_string(h.budget) +
+          " attempts (session cap " + std::to_string(cfg.session_cap) + ", used " + std::to_string(session_retries) + ")");
 
   // health: a failing health check is rolled back at once, never patched.
   if (check.type == "health") {
-    escalate(failure, attempts, "", "a health check failed: immediate rollback (no automatic fix for health)", result);
-    out.state = "ESCALATED";
-    return out;
+    escalate(h.failure, h.attempts, "", "a health check failed: immediate rollback (no automatic fix for health)", result);
+    h.out.state = "ESCALATED";
+    return h.out;
   }
 
   for (;;) {
     if (util::interrupted_signal() != 0) throw Error("interrupted", kExitInterrupted);
-    std::string stop;
-    if (out.attempts >= budget) stop = "budget of " + std::to_string(budget) + " for " + check.type + " spent";
-    else if (session_retries >= cfg.session_cap) stop = "session cap of " + std::to_string(cfg.session_cap) + " attempts reached";
-    else if (cfg.circuit_breaker > 0 && consecutive_failed >= cfg.circuit_breaker)
-      stop = "circuit breaker: " + std::to_string(consecutive_failed) + " consecutive failed heals";
-    else if (fixer_index >= fixers.size()) stop = "no fixer has anything more to propose";
-    if (!stop.empty()) {
-      explain("escalate " + check.id + ": " + stop);
-      if (opt.dry_run) {
-        out.state = "RED";
-        state(check.id, "RED", {{"why", stop}});
-        return out;
-      }
-      escalate(failure, attempts, last_diff, stop, result);
-      out.state = "ESCALATED";
-      return out;
+    if (std::string stop = stop_reason(h); !stop.empty()) return give_up(h, stop, result);
+    fixers::Fixer& fixer = *fixers[h.fixer_index];
+    std::string head_before = repo->head_sha();
+    std::string pre_propose;
+    fixers::Proposal p = propose(h, fixer, pre_propose);
+    if (p.status != fixers::Status::kProposed) {
+      if (!no_patch(h, p, head_before, pre_propose, result)) return h.out;
+      continue;
     }
-    fixers::Fixer& fixer = *fixers[fixer_index];
-    state(check.id, "PROPOSING", {{"fixer", fixer.name()}, {"attempt", out.attempts + 1}});
-    fixers::Request req;
-    req.repo_root = root;
-    req.phoenix_dir = root + "/.phoenix";
-    req.templates_dir = opt.templates_dir;
-    req.config = &cfg;
-    req.failure = failure;
-    req.earlier = earlier;
-    req.head = repo->head_sha();
-    req.known_good = repo->read_ref(kKnownGoodRef).value_or("");
-    req.timeout_s = cfg.harness.timeout_s;
-    req.explain = opt.explain;
-    // Invariant 12: the user's repository is not touched while a fixer
-    // works. On a tree with uncommitted work, keep a checkpoint first so a
-    // fixer that writes into it anyway can be undone exactly.
-    std::string pre_propose = dirty0 ? checkpoint("running fixer " + fixer.name()) : "";
-    fixers::Proposal p = fixer.propose(req);
-    p.fixer = fixer.name();
-    if (p.model_calls) out.model_calls = out.model_calls.value_or(0) + *p.model_calls;
-    trace.append("proposal", {{"check", check.id}, {"fixer", p.fixer}, {"status", fixers::status_name(p.status)},
-                              {"files", p.files}, {"summary", p.summary}, {"detail", p.detail},
-                              {"model_calls", p.model_calls ? Json(*p.model_calls) : Json(nullptr)}, {"cost_usd", p.cost_usd ? Json(*p.cost_usd) : Json(nullptr)},
-                              {"check_runs", p.check_runs}, {"duration_ms", p.duration_ms}});
-    switch (p.status) {
-      case fixers::Status::kNothing:
-      case fixers::Status::kUnavailable:
-      case fixers::Status::kQuota:
-        explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) + (p.detail.empty() ? "" : " (" + p.detail + ")") +
-                "; next fixer");
-        state(check.id, "NO_PROPOSAL", {{"fixer", p.fixer}, {"status", fixers::status_name(p.status)}, {"detail", p.detail}});
-        ++fixer_index;
-        continue;
-      case fixers::Status::kRateLimited:
-      case fixers::Status::kUnreachable: {
-        // Not a failed heal: wait (backoff with jitter, or until the reset
-        // time the CLI printed) without spending the budget or a strike,
-        // for at most max_wait_s in all.
-        rate_waited_ms += p.duration_ms;  // a CLI that retries inside itself waits too
-        const long long max_ms = static_cast<long long>(opt.max_wait_s * 1000);
-        const long long left = max_ms - rate_waited_ms;
-        agent::Classification c;
-        c.retry_after_ms = p.retry_after_ms;
-        long long wait = left > 0 ? agent::wait_ms(c, rate_waits, left) : 0;
-        if (left <= 0) {
-          const bool limited = p.status == fixers::Status::kRateLimited;
-          std::string prog = p.summary;
-          // "harness claude: unreachable" -> "claude"
-          if (util::starts_with(prog, "harness ")) prog = prog.substr(8);
-          if (auto colon = prog.find(':'); colon != std::string::npos) prog = prog.substr(0, colon);
-          std::string cause = p.first_error.empty() ? p.detail : p.first_error;
-          result.waited_out = std::string("harness ") + (limited ? "rate-limited" : "unreachable") + " for " +
-                              std::to_string((rate_waited_ms + 500) / 1000) + " s: " + prog + ": " + cause;
-          for (char& ch : result.waited_out)
-            if (ch == '\n' || ch == '\r') ch = ' ';
-          explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) + " past max_wait_s; the run stops");
-          state(check.id, "WAITED_OUT", {{"fixer", p.fixer}, {"waited_ms", rate_waited_ms}, {"detail", p.detail}});
-          out.state = "WAITED_OUT";
-          return out;
-        }
-        state(check.id, "WAITING", {{"fixer", p.fixer}, {"status", fixers::status_name(p.status)}, {"wait_ms", wait},
-                                    {"waited_ms", rate_waited_ms}, {"detail", p.detail}});
-        ++rate_waits;
-        rate_waited_ms += wait;
-        if (!interruptible_sleep_ms(wait)) throw Error("interrupted", kExitInterrupted);
-        continue;
-      }
-      case fixers::Status::kTimeout:
-      case fixers::Status::kCrashed:
-        record_failure(p.fixer, std::string(fixers::status_name(p.status)) + (p.detail.empty() ? "" : ": " + p.detail), "",
-                       nullptr, p.log);
-        state(check.id, "REJECTED", {{"fixer", p.fixer}, {"why", fixers::status_name(p.status)}});
-        continue;
-      case fixers::Status::kAborted:
-        // The real repository changed while the fixer worked (invariant 12):
-        // the attempt is void, and the repository goes back to how it was.
-        restore_after_intrusion(req.head, pre_propose);
-        record_failure(p.fixer, "aborted: " + p.detail, "", nullptr, p.log);
-        state(check.id, "REJECTED", {{"fixer", p.fixer}, {"why", "aborted: " + p.detail}});
-        continue;
-      case fixers::Status::kProposed:
-        break;
-    }
-
     PatchFacts facts = patch_facts(p.patch);
     if (p.files.empty()) p.files = facts.files;
-    std::string attempt_sig = attempt_signature(failure.issue_signature, facts.files);
-    if (tried.count(attempt_sig)) {
-      explain("attempt signature " + short_sha(attempt_sig) + " was tried before: that path stops; next fixer");
-      state(check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", "repeat"}, {"why", "the same fix was tried before"}});
-      ++fixer_index;
-      continue;
-    }
-    // A journal replay is a stored first guess, not a fix of this run: it never
-    // repeats itself (the journal skips what it offered), and a stale one must
-    // not block a fresh fix that touches the same files.
-    if (p.fixer != "journal") tried.insert(attempt_sig);
-    GuardVerdict v = check_patch(facts, check, cfg, root);
-    if (!v.ok) {
-      explain("guard " + v.guard + " rejects the proposal of " + p.fixer + ": " + v.reason);
-      record_failure(p.fixer, "rejected (" + v.guard + "): " + v.reason, attempt_sig, &p, "");
-      last_diff = p.patch;
-      state(check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", v.guard}, {"why", v.reason}});
-      continue;
-    }
+    const std::string attempt_sig = attempt_signature(h.failure.issue_signature, facts.files);
+    if (!passes_guards(h, p, facts, attempt_sig)) continue;
     if (opt.dry_run) {
       // Invariant 7: the dry run ends here, with nothing written.
       state(check.id, "PROPOSED", {{"fixer", p.fixer}, {"files", facts.files}, {"summary", p.summary}});
-      out.state = "PROPOSED";
-      out.fixer = p.fixer;
-      out.patch = p.patch;
-      return out;
+      h.out.state = "PROPOSED";
+      h.out.fixer = p.fixer;
+      h.out.patch = p.patch;
+      return h.out;
     }
-
-    // APPLYING
-    state(check.id, "APPLYING", {{"fixer", p.fixer}, {"files", facts.files}, {"summary", p.summary}});
-    std::string head_before = repo->head_sha();
-    std::string why_not;
-    if (!repo->check_patch_applies(p.patch, gitx::ApplyLocation::kWorkdir, &why_not)) {
-      record_failure(p.fixer, "does not apply: " + why_not, attempt_sig, &p, why_not);
-      state(check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", "apply"}, {"why", why_not}});
-      continue;
+    Applied a = apply_and_verify(h, p, facts, attempt_sig);
+    if (a.healed) {
+      healed(h, p, facts, attempt_sig, a);
+      return h.out;
     }
-    std::string cp = checkpoint("applying a patch from " + p.fixer + " for " + check.id);
-    try {
-      repo->apply_patch(p.patch, gitx::ApplyLocation::kWorkdir);
-    } catch (const Error& e) {
-      undo_patch(cp, head_before, facts.files);
-      record_failure(p.fixer, std::string("does not apply: ") + e.what(), attempt_sig, &p, e.what());
-      state(check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", "apply"}, {"why", e.what()}});
-      continue;
-    }
-    PHOENIX_FAULT("after-apply");
-
-    // VERIFYING: a fresh run of the check that found the problem decides.
-    state(check.id, "VERIFYING", {{"fixer", p.fixer}});
-    auto vstart = Clock::now();
-    checks::SenseResult again = measure(check);
-    long long verify_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - vstart).count();
-    std::string regression;
-    if (again.ok) {
-      // The fix must not turn another green check red.
-      for (size_t k = 0; k < selected.size() && regression.empty(); ++k) {
-        if (selected[k].id == check.id || !green[k]) continue;
-        checks::SenseResult other = measure(selected[k]);
-        if (!other.ok) regression = selected[k].id + " turned red (" + other.signal + ")";
-      }
-    }
-    if (again.interrupted) {
-      undo_patch(cp, head_before, facts.files);
-      throw Error("interrupted while verifying " + check.id, kExitInterrupted);
-    }
-    if (again.ok && regression.empty()) {
-      out.state = "HEALED";
-      out.fixer = p.fixer;
-      out.patch = p.patch;
-      out.attempts += 1;
-      consecutive_failed = 0;
-      if (!dirty0) {
-        std::string msg = "phoenix: heal " + check.id + " (" + p.fixer + ")\n\n" + (p.summary.empty() ? "" : p.summary + "\n\n") +
-                          "Check: " + check.id + " (" + check.type + ")\nSignal before: " + red.signal +
-                          "\nSignal after: " + again.signal + "\nIssue-Signature: " + failure.issue_signature +
-                          "\nAttempt-Signature: " + attempt_sig + "\n";
-        // The patch's files only: the user's untracked files stay out of it.
-        out.fix_commit = repo->commit_tracked_and(facts.files, msg, opt.author_name, opt.author_email);
-      }
-      if (outcomes) outcomes->healed(failure, p, verify_ms);
-      state(check.id, "HEALED", {{"fixer", p.fixer}, {"signal", again.signal}, {"commit", out.fix_commit},
-                                 {"attempts", out.attempts},
-                                 {"uncommitted", dirty0}});
-      explain(dirty0 ? "healed; the fix stays uncommitted because the work tree had your own changes"
-                     : "healed; fix commit " + short_sha(out.fix_commit));
-      return out;
-    }
-    std::string outcome = again.ok ? "regression: " + regression : "red: " + again.signal;
-    undo_patch(cp, head_before, facts.files);
-    last_diff = p.patch;
-    record_failure(p.fixer, outcome, attempt_sig, &p, again.evidence);
-    state(check.id, "REJECTED", {{"fixer", p.fixer}, {"why", outcome}});
-    explain("verification failed (" + outcome + "); restored the checkpoint; " + std::to_string(budget - out.attempts) +
-            " attempts left in the budget");
+    if (!a.outcome.empty())
+      explain("verification failed (" + a.outcome + "); restored the checkpoint; " + std::to_string(h.budget - h.out.attempts) +
+              " attempts left in the budget");
   }
+}
+
+fixers::Failure Engine::Impl::describe_failure(const checks::CheckSpec& check, const checks::SenseResult& red) {
+  fixers::Failure failure;
+  failure.check = check;
+  failure.result = red;
+  failure.failure_type = check.type;
+  failure.issue_signature = issue_signature(check.id, red.output);
+  failure.failing_tests = extract_failing_tests(red.output);
+  if (!failure.failing_tests.empty()) {
+    std::string names;
+    for (const auto& t : failure.failing_tests) names += (names.empty() ? "" : ", ") + t;
+    explain("failing tests in " + check.id + ": " + names);
+  }
+  return failure;
+}
+
+void Engine::Impl::record_failure(Heal& h, const std::string& fixer, const std::string& outcome,
+                                  const std::string& attempt_sig, const fixers::Proposal* p, const std::string& evidence) {
+  ++h.out.attempts;
+  ++session_retries;
+  ++consecutive_failed;
+  h.attempts.push_back({h.out.attempts, fixer, outcome, attempt_sig});
+  h.earlier.push_back({fixer, p ? p->patch : "", p ? p->files : std::vector<std::string>{}, outcome, evidence});
+  if (p && outcomes) outcomes->failed(h.failure, *p, outcome);
+}
+
+// Why this issue's heal stops here, or "" to go on.
+std::string Engine::Impl::stop_reason(const Heal& h) const {
+  if (h.out.attempts >= h.budget) return "budget of " + std::to_string(h.budget) + " for " + h.check.type + " spent";
+  if (session_retries >= cfg.session_cap) return "session cap of " + std::to_string(cfg.session_cap) + " attempts reached";
+  if (cfg.circuit_breaker > 0 && consecutive_failed >= cfg.circuit_breaker)
+    return "circuit breaker: " + std::to_string(consecutive_failed) + " consecutive failed heals";
+  if (h.fixer_index >= fixers.size()) return "no fixer has anything more to propose";
+  return "";
+}
+
+IssueOutcome Engine::Impl::give_up(Heal& h, const std::string& stop, RunResult& result) {
+  explain("escalate " + h.check.id + ": " + stop);
+  if (opt.dry_run) {
+    h.out.state = "RED";
+    state(h.check.id, "RED", {{"why", stop}});
+    return h.out;
+  }
+  escalate(h.failure, h.attempts, h.last_diff, stop, result);
+  h.out.state = "ESCALATED";
+  return h.out;
+}
+
+// PROPOSING: one fixer is asked, and what it answered is traced.
+fixers::Proposal Engine::Impl::propose(Heal& h, fixers::Fixer& fixer, std::string& pre_propose) {
+  state(h.check.id, "PROPOSING", {{"fixer", fixer.name()}, {"attempt", h.out.attempts + 1}});
+  fixers::Request req;
+  req.repo_root = root;
+  req.phoenix_dir = layout::state_dir(root);
+  req.templates_dir = opt.templates_dir;
+  req.config = &cfg;
+  req.failure = h.failure;
+  req.earlier = h.earlier;
+  req.head = repo->head_sha();
+  req.known_good = repo->read_ref(kKnownGoodRef).value_or("");
+  req.timeout_s = cfg.harness.timeout_s;
+  req.explain = opt.explain;
+  // Invariant 12: the user's repository is not touched while a fixer
+  // works. On a tree with uncommitted work, keep a checkpoint first so a
+  // fixer that writes into it anyway can be undone exactly.
+  pre_propose = dirty0 ? checkpoint("running fixer " + fixer.name()) : "";
+  fixers::Proposal p = fixer.propose(req);
+  p.fixer = fixer.name();
+  if (p.model_calls) h.out.model_calls = h.out.model_calls.value_or(0) + *p.model_calls;
+  trace.append("proposal", {{"check", h.check.id}, {"fixer", p.fixer}, {"status", fixers::status_name(p.status)},
+                            {"files", p.files}, {"summary", p.summary}, {"detail", p.detail},
+                            {"model_calls", p.model_calls ? Json(*p.model_calls) : Json(nullptr)},
+                            {"cost_usd", p.cost_usd ? Json(*p.cost_usd) : Json(nullptr)},
+                            {"check_runs", p.check_runs}, {"duration_ms", p.duration_ms}});
+  return p;
+}
+
+// A proposal without a patch: next fixer, a wait, or a failed attempt.
+// False when the issue's heal ends here (waited out).
+bool Engine::Impl::no_patch(Heal& h, const fixers::Proposal& p, const std::string& head_before,
+                            const std::string& pre_propose, RunResult& result) {
+  const std::string& id = h.check.id;
+  switch (p.status) {
+    case fixers::Status::kNothing:
+    case fixers::Status::kUnavailable:
+    case fixers::Status::kQuota:
+      explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) + (p.detail.empty() ? "" : " (" + p.detail + ")") +
+              "; next fixer");
+      state(id, "NO_PROPOSAL", {{"fixer", p.fixer}, {"status", fixers::status_name(p.status)}, {"detail", p.detail}});
+      ++h.fixer_index;
+      return true;
+    case fixers::Status::kRateLimited:
+    case fixers::Status::kUnreachable:
+      return wait_for_model(h, p, result);
+    case fixers::Status::kTimeout:
+    case fixers::Status::kCrashed:
+      record_failure(h, p.fixer, std::string(fixers::status_name(p.status)) + (p.detail.empty() ? "" : ": " + p.detail), "",
+                     nullptr, p.log);
+      state(id, "REJECTED", {{"fixer", p.fixer}, {"why", fixers::status_name(p.status)}});
+      return true;
+    case fixers::Status::kAborted:
+      // The real repository changed while the fixer worked (invariant 12):
+      // the attempt is void, and the repository goes back to how it was.
+      restore_after_intrusion(head_before, pre_propose);
+      record_failure(h, p.fixer, "aborted: " + p.detail, "", nullptr, p.log);
+      state(id, "REJECTED", {{"fixer", p.fixer}, {"why", "aborted: " + p.detail}});
+      return true;
+    case fixers::Status::kProposed:
+      break;
+  }
+  return true;
+}
+
+// Not a failed heal: wait (backoff with jitter, or until the reset time the
+// CLI printed) without spending the budget or a strike, for at most
+// max_wait_s in all. False when that is spent: the run stops (WAITED_OUT).
+bool Engine::Impl::wait_for_model(Heal& h, const fixers::Proposal& p, RunResult& result) {
+  h.rate_waited_ms += p.duration_ms;  // a CLI that retries inside itself waits too
+  const long long max_ms = static_cast<long long>(opt.max_wait_s * 1000);
+  const long long left = max_ms - h.rate_waited_ms;
+  if (left <= 0) {
+    const bool limited = p.status == fixers::Status::kRateLimited;
+    std::string prog = p.summary;
+    // "harness claude: unreachable" -> "claude"
+    if (util::starts_with(prog, "harness ")) prog = prog.substr(8);
+    if (auto colon = prog.find(':'); colon != std::string::npos) prog = prog.substr(0, colon);
+    std::string cause = p.first_error.empty() ? p.detail : p.first_error;
+    result.waited_out = std::string("harness ") + (limited ? "rate-limited" : "unreachable") + " for " +
+                        std::to_string((h.rate_waited_ms + 500) / 1000) + " s: " + prog + ": " + cause;
+    for (char& ch : result.waited_out)
+      if (ch == '\n' || ch == '\r') ch = ' ';
+    explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) + " past max_wait_s; the run stops");
+    state(h.check.id, "WAITED_OUT", {{"fixer", p.fixer}, {"waited_ms", h.rate_waited_ms}, {"detail", p.detail}});
+    h.out.state = "WAITED_OUT";
+    return false;
+  }
+  agent::Classification c;
+  c.retry_after_ms = p.retry_after_ms;
+  const long long wait = agent::wait_ms(c, h.rate_waits, left);
+  state(h.check.id, "WAITING", {{"fixer", p.fixer}, {"status", fixers::status_name(p.status)}, {"wait_ms", wait},
+                                {"waited_ms", h.rate_waited_ms}, {"detail", p.detail}});
+  ++h.rate_waits;
+  h.rate_waited_ms += wait;
+  if (!interruptible_sleep_ms(wait)) throw Error("interrupted", kExitInterrupted);
+  return true;
+}
+
+// The guards: a repeat of an earlier attempt, and check_patch's rules.
+bool Engine::Impl::passes_guards(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig) {
+  if (h.tried.count(attempt_sig)) {
+    explain("attempt signature " + short_sha(attempt_sig) + " was tried before: that path stops; next fixer");
+    state(h.check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", "repeat"}, {"why", "the same fix was tried before"}});
+    ++h.fixer_index;
+    return false;
+  }
+  // A journal replay is a stored first guess, not a fix of this run: it never
+  // repeats itself (the journal skips what it offered), and a stale one must
+  // not block a fresh fix that touches the same files.
+  if (p.fixer != "journal") h.tried.insert(attempt_sig);
+  GuardVerdict v = check_patch(facts, h.check, cfg, root);
+  if (v.ok) return true;
+  explain("guard " + v.guard + " rejects the proposal of " + p.fixer + ": " + v.reason);
+  record_failure(h, p.fixer, "rejected (" + v.guard + "): " + v.reason, attempt_sig, &p, "");
+  h.last_diff = p.patch;
+  state(h.check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", v.guard}, {"why", v.reason}});
+  return false;
+}
+
+// APPLYING, then VERIFYING: a fresh run of the check that found the problem
+// decides, and no other green check may turn red. Anything short of that
+// is undone byte for byte.
+Engine::Impl::Applied Engine::Impl::apply_and_verify(Heal& h, const fixers::Proposal& p, const PatchFacts& facts,
+                                                     const std::string& attempt_sig) {
+  const std::string& id = h.check.id;
+  Applied a;
+  state(id, "APPLYING", {{"fixer", p.fixer}, {"files", facts.files}, {"summary", p.summary}});
+  const std::string head_before = repo->head_sha();
+  std::string why_not;
+  if (!repo->check_patch_applies(p.patch, gitx::ApplyLocation::kWorkdir, &why_not)) {
+    record_failure(h, p.fixer, "does not apply: " + why_not, attempt_sig, &p, why_not);
+    state(id, "REJECTED", {{"fixer", p.fixer}, {"guard", "apply"}, {"why", why_not}});
+    return a;
+  }
+  const std::string cp = checkpoint("applying a patch from " + p.fixer + " for " + id);
+  try {
+    repo->apply_patch(p.patch, gitx::ApplyLocation::kWorkdir);
+  } catch (const Error& e) {
+    undo_patch(cp, head_before, facts.files);
+    record_failure(h, p.fixer, std::string("does not apply: ") + e.what(), attempt_sig, &p, e.what());
+    state(id, "REJECTED", {{"fixer", p.fixer}, {"guard", "apply"}, {"why", e.what()}});
+    return a;
+  }
+  PHOENIX_FAULT("after-apply");
+
+  state(id, "VERIFYING", {{"fixer", p.fixer}});
+  auto vstart = Clock::now();
+  a.again = measure(h.check);
+  a.verify_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - vstart).count();
+  std::string regression;
+  if (a.again.ok) {
+    // The fix must not turn another green check red.
+    for (size_t k = 0; k < selected.size() && regression.empty(); ++k) {
+      if (selected[k].id == id || !green[k]) continue;
+      checks::SenseResult other = measure(selected[k]);
+      if (!other.ok) regression = selected[k].id + " turned red (" + other.signal + ")";
+    }
+  }
+  if (a.again.interrupted) {
+    undo_patch(cp, head_before, facts.files);
+    throw Error("interrupted while verifying " + id, kExitInterrupted);
+  }
+  if (a.again.ok && regression.empty()) {
+    a.healed = true;
+    return a;
+  }
+  a.outcome = a.again.ok ? "regression: " + regression : "red: " + a.again.signal;
+  undo_patch(cp, head_before, facts.files);
+  h.last_diff = p.patch;
+  record_failure(h, p.fixer, a.outcome, attempt_sig, &p, a.again.evidence);
+  state(id, "REJECTED", {{"fixer", p.fixer}, {"why", a.outcome}});
+  return a;
+}
+
+// HEALED: the fix is committed (on a clean tree), recorded, and said.
+void Engine::Impl::healed(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig,
+                          const Applied& a) {
+  const checks::CheckSpec& check = h.check;
+  h.out.state = "HEALED";
+  h.out.fixer = p.fixer;
+  h.out.patch = p.patch;
+  h.out.attempts += 1;
+  consecutive_failed = 0;
+  if (!dirty0) {
+    std::string msg = "phoenix: heal " + check.id + " (" + p.fixer + ")\n\n" + (p.summary.empty() ? "" : p.summary + "\n\n") +
+                      "Check: " + check.id + " (" + check.type + ")\nSignal before: " + h.red.signal +
+                      "\nSignal after: " + a.again.signal + "\nIssue-Signature: " + h.failure.issue_signature +
+                      "\nAttempt-Signature: " + attempt_sig + "\n";
+    // The patch's files only: the user's untracked files stay out of it.
+    h.out.fix_commit = repo->commit_tracked_and(facts.files, msg, opt.author_name, opt.author_email);
+  }
+  if (outcomes) outcomes->healed(h.failure, p, a.verify_ms);
+  state(check.id, "HEALED", {{"fixer", p.fixer}, {"signal", a.again.signal}, {"commit", h.out.fix_commit},
+                             {"attempts", h.out.attempts}, {"uncommitted", dirty0}});
+  explain(dirty0 ? "healed; the fix stays uncommitted because the work tree had your own changes"
+                 : "healed; fix commit " + short_sha(h.out.fix_commit));
 }
 
 void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<IncidentAttempt>& attempts,

@@ -127,6 +127,99 @@ void remove_stale_sandboxes(const std::string& dir, std::vector<std::string>& ac
 
 }  // namespace
 
+namespace {
+
+// Lock files a killed libgit2 call left behind would block every later
+// write; no Phoenix run is alive (the caller's lock says so).
+void remove_stale_locks(const gitx::Repo& repo, std::vector<std::string>& actions) {
+  std::error_code ec;
+  for (const std::string& stale : {repo.git_dir() + "/index.lock", repo.git_dir() + "/HEAD.lock"})
+    if (fs::remove(stale, ec)) actions.push_back("removed " + stale + " left by the interrupted run");
+  for (const std::string& dir : {repo.common_dir() + "/refs/phoenix", repo.common_dir() + "/refs/heads"})
+    if (fs::is_directory(dir, ec))
+      for (const auto& e : fs::recursive_directory_iterator(dir, ec))
+        if (e.path().extension() == ".lock" && fs::remove(e.path(), ec))
+          actions.push_back("removed " + e.path().string() + " left by the interrupted run");
+}
+
+// The interrupted run's work tree back to its pre-run state, or its
+// verified heal commit kept. Nothing is lost: what the tree and HEAD hold
+// now stays reachable. Returns the commit the repository is left at.
+std::string restore_interrupted(gitx::Repo& repo, const Interrupted& in, const std::string& where, Json& done,
+                                std::vector<std::string>& actions) {
+  const std::string head = repo.head_sha();
+  const std::string stamp = util::compact_utc(true);
+  const bool healed_head =
+      head != in.head0 && !in.head0.empty() && repo.is_clean(kKeep) && !in.dirty0 && heal_commits_on(where, in.head0);
+  if (healed_head) {
+    actions.push_back("kept the verified heal commit " + head.substr(0, 12) + " of an interrupted run");
+    return head;
+  }
+  if (in.checkpoint.empty()) return in.head0;
+  std::vector<std::string> changed = changed_since(repo, in.checkpoint);
+  if (head == in.head0 && changed.empty()) return in.head0;
+  if (!changed.empty()) {
+    std::string wip = repo.snapshot_workdir("phoenix: work tree of an interrupted run", "phoenix", "phoenix@localhost", true);
+    repo.write_ref(std::string(kAbandonedPrefix) + stamp + "-recover", wip, "phoenix recover: interrupted run's work tree");
+    done["abandoned_worktree"] = wip;
+  }
+  if (head != in.head0) {
+    repo.write_ref(std::string(kAbandonedPrefix) + stamp + "-recover-head", head, "phoenix recover: interrupted run's HEAD");
+    done["abandoned_head"] = head;
+  }
+  if (!in.dirty0) {
+    repo.reset_hard(in.head0, true, kKeep);
+  } else {
+    if (head != in.head0) repo.reset_hard(in.head0, false, kKeep);
+    repo.restore_paths(in.checkpoint, changed_since(repo, in.checkpoint));
+  }
+  done["restored_to"] = in.dirty0 ? in.checkpoint : in.head0;
+  actions.push_back("restored the work tree of an interrupted run to its pre-run state (" + in.head0.substr(0, 12) +
+                    (in.dirty0 ? " plus the uncommitted changes it had" : "") + "); what was there is kept under " +
+                    std::string(kAbandonedPrefix) + stamp + "-recover*");
+  return in.head0;
+}
+
+// An escalation cut short: its rollback is the restore above; its note is
+// completed (or written, when the kill came first).
+void complete_escalation(const Interrupted& in, const std::string& where, const std::string& target, Json& done,
+                         std::vector<std::string>& actions) {
+  if (in.incident.empty() || in.rolled_back || !util::path_exists(in.incident)) return;
+  std::string note = util::read_file(in.incident);
+  if (note.find("\n## State: ") == std::string::npos) {
+    Incident inc;
+    inc.check_id = "(unknown)";
+    inc.failure_type = "(unknown)";
+    inc.why_escalated = "the run was killed while writing this note; the trace (seq " + std::to_string(in.seq) +
+                        " onwards) holds what happened";
+    inc.rolled_back_to = target;
+    util::write_file_atomic(in.incident, render_incident(inc));
+  } else {
+    set_incident_state(in.incident, "rolled back to " + target + " (by phoenix recover after an interrupted rollback)");
+  }
+  util::write_file_atomic(where + "/.phoenix/ESCALATED", in.incident + "\n");
+  done["incident"] = in.incident;
+  actions.push_back("completed the escalation of an interrupted run: " + in.incident);
+}
+
+// An incident note claimed but never written (killed between the two).
+void fill_empty_notes(const std::string& root, std::vector<std::string>& actions) {
+  std::error_code ec;
+  if (!fs::is_directory(root + "/incidents", ec)) return;
+  for (const auto& e : fs::directory_iterator(root + "/incidents", ec)) {
+    if (e.path().extension() != ".md" || !e.is_regular_file(ec) || e.file_size(ec) != 0) continue;
+    Incident inc;
+    inc.check_id = "(unknown)";
+    inc.failure_type = "(unknown)";
+    inc.why_escalated = "the run was killed while writing this note; the trace holds what happened";
+    inc.not_rolled_back_why = "see the trace";
+    util::write_file_atomic(e.path().string(), render_incident(inc));
+    actions.push_back("wrote an incident note that a crash had left empty: " + e.path().string());
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> recover(const std::string& root, trace::Trace& trace) {
   std::vector<std::string> actions;
   // Nothing here runs beside a live run: it owns the repository.
@@ -152,85 +245,15 @@ std::vector<std::string> recover(const std::string& root, trace::Trace& trace) {
     std::optional<util::FileLock> lock;
     if (where != root) lock.emplace(where + "/.phoenix/lock", 0, "the work tree " + where);
     gitx::Repo repo = gitx::Repo::open(where);
-    // Lock files a killed libgit2 call left behind would block every later
-    // write; no Phoenix run is alive (the lock above says so).
-    std::error_code ec;
-    for (const std::string& stale : {repo.git_dir() + "/index.lock", repo.git_dir() + "/HEAD.lock"})
-      if (fs::remove(stale, ec)) actions.push_back("removed " + stale + " left by the interrupted run");
-    for (const std::string& dir : {repo.common_dir() + "/refs/phoenix", repo.common_dir() + "/refs/heads"})
-      if (fs::is_directory(dir, ec))
-        for (const auto& e : fs::recursive_directory_iterator(dir, ec))
-          if (e.path().extension() == ".lock" && fs::remove(e.path(), ec))
-            actions.push_back("removed " + e.path().string() + " left by the interrupted run");
-    std::string head = repo.head_sha();
-    std::string stamp = util::compact_utc(true);
+    remove_stale_locks(repo, actions);
     Json done = {{"run_seq", in.seq}, {"root", where}};
-    std::string target = in.head0;
-    bool healed_head = head != in.head0 && !in.head0.empty() && repo.is_clean(kKeep) && !in.dirty0 &&
-                       heal_commits_on(where, in.head0);
-    if (!in.checkpoint.empty() && !healed_head) {
-      std::vector<std::string> changed = changed_since(repo, in.checkpoint);
-      if (head != in.head0 || !changed.empty()) {
-        // Nothing is lost: what the tree and HEAD hold now stays reachable.
-        if (!changed.empty()) {
-          std::string wip = repo.snapshot_workdir("phoenix: work tree of an interrupted run", "phoenix", "phoenix@localhost", true);
-          repo.write_ref(std::string(kAbandonedPrefix) + stamp + "-recover", wip, "phoenix recover: interrupted run's work tree");
-          done["abandoned_worktree"] = wip;
-        }
-        if (head != in.head0) {
-          repo.write_ref(std::string(kAbandonedPrefix) + stamp + "-recover-head", head, "phoenix recover: interrupted run's HEAD");
-          done["abandoned_head"] = head;
-        }
-        if (!in.dirty0) {
-          repo.reset_hard(in.head0, true, kKeep);
-        } else {
-          if (head != in.head0) repo.reset_hard(in.head0, false, kKeep);
-          repo.restore_paths(in.checkpoint, changed_since(repo, in.checkpoint));
-        }
-        done["restored_to"] = in.dirty0 ? in.checkpoint : in.head0;
-        actions.push_back("restored the work tree of an interrupted run to its pre-run state (" + in.head0.substr(0, 12) +
-                          (in.dirty0 ? " plus the uncommitted changes it had" : "") + "); what was there is kept under " +
-                          std::string(kAbandonedPrefix) + stamp + "-recover*");
-      }
-    } else if (healed_head) {
-      target = head;
-      actions.push_back("kept the verified heal commit " + head.substr(0, 12) + " of an interrupted run");
-    }
-    if (!in.incident.empty() && !in.rolled_back && util::path_exists(in.incident)) {
-      // An escalation cut short: its rollback is the restore above.
-      std::string note = util::read_file(in.incident);
-      if (note.find("\n## State: ") == std::string::npos) {
-        Incident inc;
-        inc.check_id = "(unknown)";
-        inc.failure_type = "(unknown)";
-        inc.why_escalated = "the run was killed while writing this note; the trace (seq " + std::to_string(in.seq) +
-                            " onwards) holds what happened";
-        inc.rolled_back_to = target;
-        util::write_file_atomic(in.incident, render_incident(inc));
-      } else {
-        set_incident_state(in.incident, "rolled back to " + target + " (by phoenix recover after an interrupted rollback)");
-      }
-      util::write_file_atomic(where + "/.phoenix/ESCALATED", in.incident + "\n");
-      done["incident"] = in.incident;
-      actions.push_back("completed the escalation of an interrupted run: " + in.incident);
-    }
+    const std::string target = restore_interrupted(repo, in, where, done, actions);
+    complete_escalation(in, where, target, done, actions);
     trace.append("recover", done);
     trace.append("run.end", {{"exit_code", kExitInterrupted}, {"why", "interrupted; recovered by phoenix recover"}});
     if (actions.empty()) actions.push_back("an interrupted run had changed nothing; marked it ended");
   }
-  // An incident note claimed but never written (killed between the two).
-  std::error_code ec;
-  if (fs::is_directory(root + "/incidents", ec))
-    for (const auto& e : fs::directory_iterator(root + "/incidents", ec)) {
-      if (e.path().extension() != ".md" || !e.is_regular_file(ec) || e.file_size(ec) != 0) continue;
-      Incident inc;
-      inc.check_id = "(unknown)";
-      inc.failure_type = "(unknown)";
-      inc.why_escalated = "the run was killed while writing this note; the trace holds what happened";
-      inc.not_rolled_back_why = "see the trace";
-      util::write_file_atomic(e.path().string(), render_incident(inc));
-      actions.push_back("wrote an incident note that a crash had left empty: " + e.path().string());
-    }
+  fill_empty_notes(root, actions);
   if (loop_lock) {
     remove_stray_temps(root + "/.phoenix", actions);
     try {

@@ -269,6 +269,121 @@ std::string first_files(const std::vector<std::string>& files, size_t n = 3) {
   return out;
 }
 
+// The project's environment in the sandbox, so the agent can build and
+// run the tests there too. A setup that fails is noted, not held against
+// the agent: its patch is measured in the real tree either way. Returns the
+// note for the log; *interrupted when a signal came.
+std::string sandbox_setup(const Request& request, sandbox::Sandbox& sb, bool* interrupted) {
+  if (request.config->setup.empty()) return "";
+  setup::Result su = setup::ensure(request.config->setup, sb.path(), "", [&](util::ProcessOptions& po) {
+    po.unset_env = agent::git_location_env();
+    po.env["GIT_CEILING_DIRECTORIES"] = sb.dir();
+    sb.confine(po);
+  });
+  *interrupted = su.interrupted || util::interrupted_signal() != 0;
+  return su.ok ? "# sandbox setup: " + std::to_string(su.duration_ms) + " ms\n"
+               : "# sandbox " + su.signal + " (the agent works without the environment)\n" + su.evidence + "\n";
+}
+
+// How the agent CLI runs: in the sandbox, confined, its whole process
+// group (and any daemon it starts) killed at the timeout.
+util::ProcessOptions agent_process(const Request& request, const config::Harness& h, const Invocation& inv,
+                                   sandbox::Sandbox& sb) {
+  util::ProcessOptions o;
+  o.argv = inv.argv;
+  o.cwd = sb.path();
+  o.env = inv.env;
+  o.env["PHOENIX_SANDBOX"] = "1";
+  o.unset_env = agent::git_location_env();
+  // An agent that deletes the sandbox's .git must not find the user's
+  // repository (the sandboxes live inside it) by searching upwards.
+  o.env["GIT_CEILING_DIRECTORIES"] = sb.dir();
+  o.stdin_data = inv.stdin_data;
+  o.timeout_s = request.timeout_s > 0 ? request.timeout_s : h.timeout_s;
+  o.head_bytes = kLogHeadBytes;
+  o.tail_bytes = kLogTailBytes;
+  // A daemon the agent started (setsid, double fork) dies with the run too.
+  o.kill_strays = true;
+  sb.confine(o);  // an overlay sandbox exists only inside its own mount namespace
+  return o;
+}
+
+// The real repository, watched while the agent runs (invariant 12).
+struct RepoWatch {
+  std::string root;
+  std::vector<std::string> ignore;
+  sandbox::RepoFingerprint before;
+  GitControlFiles control;
+
+  RepoWatch(const std::string& repo_root, const std::string& sandboxes) : root(repo_root) {
+    // Phoenix's own writes during the run land in the sandboxes folder;
+    // leave it out of the fingerprint wherever it is inside the repository.
+    std::error_code ec;
+    const std::string r = fs::weakly_canonical(repo_root, ec).string();
+    const std::string base = fs::weakly_canonical(sandboxes, ec).string();
+    if (util::starts_with(base, r + "/")) ignore.push_back(fs::relative(base, r).generic_string() + "/");
+    before = sandbox::fingerprint_repo(repo_root, ignore);
+    control = git_control_files(repo_root);
+  }
+
+  // What changed; git's hooks and config are put back here (the engine's
+  // restore puts back the work tree and refs), and named first: they are
+  // the worst of it.
+  std::vector<std::string> changes() const {
+    std::vector<std::string> out;
+    try {
+      out = sandbox::fingerprint_changes(before, sandbox::fingerprint_repo(root, ignore));
+    } catch (const Error& e) {
+      out.push_back(std::string("the repository can no longer be read (") + e.what() + ")");
+    }
+    try {
+      std::vector<std::string> put_back;
+      for (const std::string& path : restore_git_control_files(control)) put_back.push_back(path + " (put back as it was)");
+      out.insert(out.begin(), put_back.begin(), put_back.end());
+    } catch (const Error& e) {
+      out.insert(out.begin(), std::string("git's hooks or config changed and cannot be put back (") + e.what() + ")");
+    }
+    return out;
+  }
+};
+
+std::string changes_text(const std::vector<std::string>& changes) {
+  std::string what;
+  for (size_t i = 0; i < changes.size() && i < 10; ++i) what += (i ? "; " : "") + changes[i];
+  if (changes.size() > 10) what += "; and " + std::to_string(changes.size() - 10) + " more";
+  return what;
+}
+
+std::string summary_of(const std::string& program, const Classification& c, const std::vector<std::string>& files) {
+  std::string summary = "harness " + program + ": ";
+  switch (c.status) {
+    case Status::kProposed: return summary + "changed " + first_files(files);
+    case Status::kRateLimited:
+    case Status::kUnreachable:
+      return summary + agent::status_name(c.status) +
+             (c.retry_after_ms > 0 ? ", retry in " + std::to_string((c.retry_after_ms + 999) / 1000) + " s" : "");
+    case Status::kNothing: return summary + "changed nothing";
+    default: return summary + status_name(c.status);
+  }
+}
+
+RunFacts facts_of(const std::string& program, const util::ProcessResult& r, const util::ProcessOptions& o,
+                  const std::string& prompt, size_t changed_files) {
+  RunFacts facts;
+  facts.program = program;
+  facts.not_found = r.not_found;
+  facts.not_executable = r.not_executable;
+  facts.timed_out = r.timed_out;
+  facts.interrupted = r.interrupted;
+  facts.exit_code = r.exit_code;
+  facts.term_signal = r.term_signal;
+  facts.timeout_s = o.timeout_s;
+  facts.output = r.output;
+  facts.prompt = prompt;
+  facts.changed_files = changed_files;
+  return facts;
+}
+
 }  // namespace
 
 Proposal HarnessFixer::propose(const Request& request) {
@@ -302,75 +417,22 @@ Proposal HarnessFixer::propose(const Request& request) {
   }
 
   const std::string prompt = agent::render_prompt(load_prompt_template(request), prompt_values(request));
-  // Sandboxes live in the git directory (layout/layout.h), where no test
+  // Sandboxes live outside the work tree (layout/layout.h), where no test
   // runner of the project finds their copies of the code.
   const std::string sandboxes = layout::sandboxes_dir(gitx::Repo::open(request.repo_root));
   sandbox::Sandbox sb = sandbox::Sandbox::create(request.repo_root, sandboxes, request.config->sandbox_carry,
                                                  sandbox::parse_kind(request.config->sandbox_kind, "sandbox.kind"));
-  // The project's environment, so the agent can build and run the tests
-  // there too. A setup that fails is noted, not held against the agent:
-  // its patch is measured in the real tree either way.
-  std::string setup_note;
-  if (!request.config->setup.empty()) {
-    setup::Result su = setup::ensure(request.config->setup, sb.path(), "", [&](util::ProcessOptions& po) {
-      po.unset_env = agent::git_location_env();
-      po.env["GIT_CEILING_DIRECTORIES"] = sb.dir();
-      sb.confine(po);
-    });
-    if (su.interrupted || util::interrupted_signal() != 0)
-      return done(Status::kCrashed, "interrupted during the sandbox's setup", "harness " + program + ": interrupted");
-    setup_note = su.ok ? "# sandbox setup: " + std::to_string(su.duration_ms) + " ms\n"
-                       : "# sandbox " + su.signal + " (the agent works without the environment)\n" + su.evidence + "\n";
-  }
+  bool interrupted = false;
+  const std::string setup_note = sandbox_setup(request, sb, &interrupted);
+  if (interrupted) return done(Status::kCrashed, "interrupted during the sandbox's setup", "harness " + program + ": interrupted");
   Invocation inv = agent::plan_invocation(h, prompt, [&](const std::string& content) {
     return sb.write_scratch_file("prompt.md", content);
   });
+  const util::ProcessOptions o = agent_process(request, h, inv, sb);
 
-  util::ProcessOptions o;
-  o.argv = inv.argv;
-  o.cwd = sb.path();
-  o.env = inv.env;
-  o.env["PHOENIX_SANDBOX"] = "1";
-  o.unset_env = agent::git_location_env();
-  // An agent that deletes the sandbox's .git must not find the user's
-  // repository (the sandboxes live inside it) by searching upwards.
-  o.env["GIT_CEILING_DIRECTORIES"] = sb.dir();
-  o.stdin_data = inv.stdin_data;
-  o.timeout_s = request.timeout_s > 0 ? request.timeout_s : h.timeout_s;
-  o.head_bytes = kLogHeadBytes;
-  o.tail_bytes = kLogTailBytes;
-  // A daemon the agent started (setsid, double fork) dies with the run too.
-  o.kill_strays = true;
-  sb.confine(o);  // an overlay sandbox exists only inside its own mount namespace
-
-  // Phoenix's own writes during the run land in the sandboxes folder; leave
-  // it out of the fingerprint wherever it is inside the repository.
-  std::vector<std::string> ignore;
-  {
-    std::error_code ec;
-    const std::string root = fs::weakly_canonical(request.repo_root, ec).string();
-    const std::string base = fs::weakly_canonical(sandboxes, ec).string();
-    if (util::starts_with(base, root + "/")) ignore.push_back(fs::relative(base, root).generic_string() + "/");
-  }
-  const sandbox::RepoFingerprint before = sandbox::fingerprint_repo(request.repo_root, ignore);
-  const GitControlFiles control_before = git_control_files(request.repo_root);
+  const RepoWatch watch(request.repo_root, sandboxes);
   const util::ProcessResult r = util::run_process(o);
-  std::vector<std::string> changes;
-  try {
-    changes = sandbox::fingerprint_changes(before, sandbox::fingerprint_repo(request.repo_root, ignore));
-  } catch (const Error& e) {
-    changes.push_back(std::string("the repository can no longer be read (") + e.what() + ")");
-  }
-  // The engine's restore puts back the work tree and refs; git's hooks and
-  // config are put back here. Named first: they are the worst of it.
-  try {
-    std::vector<std::string> put_back;
-    for (const std::string& path : restore_git_control_files(control_before))
-      put_back.push_back(path + " (put back as it was)");
-    changes.insert(changes.begin(), put_back.begin(), put_back.end());
-  } catch (const Error& e) {
-    changes.insert(changes.begin(), std::string("git's hooks or config changed and cannot be put back (") + e.what() + ")");
-  }
+  const std::vector<std::string> changes = watch.changes();
 
   p.exit_code = r.exit_code;
   p.duration_ms = r.duration_ms;
@@ -399,13 +461,9 @@ Proposal HarnessFixer::propose(const Request& request) {
   if (r.not_found || r.not_executable) p.model_calls = 0;
   else p.model_calls = report.model_calls;
 
-  if (!changes.empty()) {
-    std::string what;
-    for (size_t i = 0; i < changes.size() && i < 10; ++i) what += (i ? "; " : "") + changes[i];
-    if (changes.size() > 10) what += "; and " + std::to_string(changes.size() - 10) + " more";
-    return done(Status::kAborted, "the real repository changed while " + program + " ran: " + what + strays,
+  if (!changes.empty())
+    return done(Status::kAborted, "the real repository changed while " + program + " ran: " + changes_text(changes) + strays,
                 "harness " + program + ": aborted, it changed the real repository");
-  }
 
   std::string patch;
   std::vector<std::string> files;
@@ -417,19 +475,7 @@ Proposal HarnessFixer::propose(const Request& request) {
                 "harness " + program + ": sandbox unreadable");
   }
 
-  RunFacts facts;
-  facts.program = program;
-  facts.not_found = r.not_found;
-  facts.not_executable = r.not_executable;
-  facts.timed_out = r.timed_out;
-  facts.interrupted = r.interrupted;
-  facts.exit_code = r.exit_code;
-  facts.term_signal = r.term_signal;
-  facts.timeout_s = o.timeout_s;
-  facts.output = r.output;
-  facts.prompt = prompt;
-  facts.changed_files = files.size();
-  Classification c = agent::classify_run(facts, util::now_ms());
+  Classification c = agent::classify_run(facts_of(program, r, o, prompt, files.size()), util::now_ms());
   p.retry_after_ms = c.retry_after_ms;
   p.first_error = c.first_error;
   if (!(r.not_found || r.not_executable)) p.model_calls = c.model_calls;  // 0 for a model never reached
@@ -437,18 +483,7 @@ Proposal HarnessFixer::propose(const Request& request) {
     p.patch = std::move(patch);
     p.files = std::move(files);
   }
-  std::string summary = "harness " + program + ": ";
-  switch (c.status) {
-    case Status::kProposed: summary += "changed " + first_files(p.files); break;
-    case Status::kRateLimited:
-    case Status::kUnreachable:
-      summary += std::string(agent::status_name(c.status)) +
-                 (c.retry_after_ms > 0 ? ", retry in " + std::to_string((c.retry_after_ms + 999) / 1000) + " s" : "");
-      break;
-    case Status::kNothing: summary += "changed nothing"; break;
-    default: summary += status_name(c.status); break;
-  }
-  return done(c.status, c.detail + strays, summary);
+  return done(c.status, c.detail + strays, summary_of(program, c, p.files));
 }
 
 }  // namespace phoenix::fixers

@@ -546,48 +546,18 @@ struct Loop {
 
   // --- main loop -------------------------------------------------------------
 
+  // What a step decided: an exit code ends the loop; nothing goes on.
+  using Ending = std::optional<int>;
+
   int run() {
     layout::ensure_state_dir(root);
     util::FileLock lock(layout::loop_lock_file(root), 0, "the loop of this repository");
     setup();
     state.start_heartbeat(cfg.loop.heartbeat_s);
-
-    // Baseline: red before the agent started is not the agent's doing.
-    if (!opt.resume) {
-      phase("baseline");
-      Measure m = measure();
-      if (!m.setup_failed.empty()) return setup_stopped(m);
-      if (m.interrupted || util::interrupted_signal()) return interrupted();
-      if (!m.green) {
-        std::string ids = util::join_argv(m.red);
-        trace.append("loop.baseline", {{"red", m.red}, {"mode", cfg.loop.baseline}});
-        say("baseline: red before any task: " + ids + " (loop.baseline = " + cfg.loop.baseline + ")");
-        if (cfg.loop.baseline == "stop") return finish(kExitRed, "stopped", "baseline red: " + ids + "; loop.baseline = stop");
-        if (cfg.loop.baseline == "ignore") {
-          for (const auto& id : m.red) ignored.insert(id);
-          write_run_file();
-        } else {
-          Heal h = heal(m.red);
-          sync_branch("baseline heal");
-          if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
-          if (h.exit_code != kExitOk) return escalated_baseline(h);
-          Measure hm = measure();
-          if (!hm.setup_failed.empty()) return setup_stopped(hm);
-          if (hm.interrupted || util::interrupted_signal()) return interrupted();
-          if (hm.green) bless();
-        }
-      } else {
-        bless();
-      }
-      phase("baseline");
-    }
-
+    if (!opt.resume)
+      if (Ending e = baseline()) return *e;
     while (true) {
-      if (util::interrupted_signal()) return interrupted();
-      if (util::path_exists(stop_path(root))) return finish(kExitRed, "stopped", "stopped: .phoenix/STOP exists");
-      if (opt.deadline_ms && util::now_ms() >= *opt.deadline_ms)
-        return finish(kExitRed, "stopped", "stopped: --until " + opt.deadline_text + " reached");
-
+      if (Ending e = stop_requested()) return *e;
       std::vector<Task> tasks;
       const Task* task = nullptr;
       if (!prompt_mode()) {
@@ -597,174 +567,228 @@ struct Loop {
             task = &t;
             break;
           }
-        if (!task) {
-          if (!skipped.empty())
-            return finish(kExitRed, "stopped", std::to_string(skipped.size()) + " task(s) skipped after escalation; the rest done");
-          Measure m = measure();
-          if (!m.setup_failed.empty()) return setup_stopped(m);
-          if (m.interrupted) return interrupted();
-          if (!m.green) return finish(kExitRed, "stopped", "every task ticked but red: " + util::join_argv(m.red));
-          bless();
-          return finish(kExitOk, "complete", "complete: every task ticked, every check green");
-        }
+        if (!task) return all_ticked();
       }
       if (iteration >= max_iterations)
         return finish(kExitRed, "stopped", "stopped: --max-iterations " + std::to_string(max_iterations) + " reached");
+      if (Ending e = iterate(task, tasks)) return *e;
+    }
+  }
 
-      ++iteration;
-      Json tj = task ? Json{{"id", task->id()}, {"title", task->title}, {"index", task->index}, {"total", tasks.size()}}
-                     : Json{{"id", "prompt"}, {"title", prompt_rel}, {"index", 0}, {"total", 1}};
-      phase("agent", [&](Json& s) {
-        s["task"] = tj;
-        s["retry_count"] = 0;
-      });
-      std::string title = task ? task->title : "iteration " + std::to_string(iteration);
-      say("iteration " + std::to_string(iteration) + ": " + title);
-      std::string prompt = prompt_for(task, tasks);
-      AgentRun a = run_agent(prompt);
-      if (util::interrupted_signal()) return interrupted();
-
-      using agent::Status;
-      if (a.cls.status == Status::kQuota)
-        return finish(kExitRed, "stopped", "stopped: harness " + a.cls.detail + " (credit or billing: waiting will not help)");
-      if (agent::waits(a.cls.status)) {
-        // Not the agent's failure and not "no progress": wait and try again,
-        // until the reset time the CLI printed (plus jitter) or with backoff,
-        // as long as --until (or harness.max_wait_s, when set) allows.
-        --iteration;  // a run the provider refused is not one of the agent's iterations
-        rate_waited_ms += a.duration_ms;
-        // harness.max_wait_s counts every wait in a row; --until is a time.
-        const long long left = cfg.harness.max_wait_s
-                                   ? static_cast<long long>(*cfg.harness.max_wait_s * 1000) - rate_waited_ms
-                                   : static_cast<long long>(max_wait_s() * 1000);
-        const std::string kind = a.cls.status == Status::kRateLimited ? "rate-limited" : "unreachable";
-        if (left <= 0) {
-          std::string cause = a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error;
-          return finish(kExitRed, "stopped",
-                        "harness " + kind + " for " + std::to_string((rate_waited_ms + 500) / 1000) + " s: " +
-                            a.program + ": " + cause);
-        }
-        long long wait = agent::wait_ms(a.cls, rate_waits, left);
-        ++rate_waits;
-        rate_waited_ms += wait;
-        const long long until = util::now_ms() + wait;
-        say("harness " + a.cls.detail + ": waiting " + std::to_string(std::max<long long>(1, (wait + 500) / 1000)) + " s (until " +
-            local_hhmm(until) + ")");
-        trace.append("loop.wait", {{"status", agent::status_name(a.cls.status)}, {"wait_ms", wait},
-                                   {"waited_ms", rate_waited_ms}, {"until", iso8601(until)}, {"detail", a.cls.detail}});
-        phase("waiting", [&](Json& s) {
-          s["waiting_until"] = iso8601(until);
-          s["waiting_for"] = kind;
-        });
-        if (!repo->is_clean(kKeep)) repo->reset_hard(repo->head_sha(), true, kKeep);
-        nap(wait);
-        state.update([&](Json& s) {
-          s["waiting_until"] = nullptr;
-          s["waiting_for"] = nullptr;
-        });
-        continue;
-      }
-      rate_waits = 0;
-      rate_waited_ms = 0;
-      if (a.cls.status == Status::kUnavailable)
-        return finish(kExitRed, "failed", "harness unavailable: " + a.cls.detail);
-      if (a.cls.status == Status::kTimeout) {
-        // The runner killed the whole process group; its half-work goes.
-        last_failure = "the agent was stopped at the iteration timeout (" + a.cls.detail + ")";
-        repo->reset_hard(repo->head_sha(), true, kKeep);
-        a.changed = false;
-      }
-
-      if (!a.changed) {
-        ++no_progress;
-        trace.append("loop.no_change", {{"iteration", iteration}, {"in_a_row", no_progress}});
-        if (prompt_mode() && promised(a.output, prompt)) {
-          // The agent says it is done: only the checks can agree.
-          Measure m = measure();
-          if (!m.setup_failed.empty()) return setup_stopped(m);
-          if (m.interrupted) return interrupted();
-          if (m.green) {
-            bless();
-            return finish(kExitOk, "complete", "complete: the agent promised and every check is green");
-          }
-          last_failure = "you said COMPLETE but these checks are red: " + util::join_argv(m.red);
-        }
-        if (no_progress >= cfg.loop.no_progress_limit)
-          return finish(kExitRed, "stopped", "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
-        continue;
-      }
-      no_progress = 0;
-
-      if (task) {
-        std::string path = wt + "/" + tasks_rel;
-        util::write_file_atomic(path, tick_task(util::read_file(path), task->line));
-      }
-      phase("checking");
-      Measure m = measure();
-      if (!m.setup_failed.empty()) return setup_stopped(m);
-      if (m.interrupted || util::interrupted_signal()) return interrupted();
-      if (m.green) {
-        phase("committing");
-        repo->commit_all("phoenix-loop: " + title, "phoenix", "phoenix@localhost", true);
-        sync_branch("task done");
-        bless();
-        escalations_in_row = 0;
-        last_failure.clear();
-        trace.append("loop.task_done", {{"iteration", iteration}, {"task", tj}, {"head", repo->head_sha()}});
-        phase("committing");
-        if (prompt_mode() && promised(a.output, prompt))
-          return finish(kExitOk, "complete", "complete: the agent promised and every check is green");
-        continue;
-      }
-
-      // Red: keep the attempt as a commit so the inner cycle starts clean
-      // and a rollback keeps it under refs/phoenix/abandoned/.
-      last_failure = "red after iteration " + std::to_string(iteration) + ": " + util::join_argv(m.red);
-      for (const auto& r : m.results)
-        if (!r.ok) last_failure += "\n  " + r.id + ": " + r.signal;
-      repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true);
-      sync_branch("attempt");
-      Heal h = heal(m.red);
-      sync_branch(h.exit_code == kExitOk ? "healed" : "rolled back");
-      if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
-      if (h.exit_code == kExitOk) {
-        // Healed: the tick is in the healed HEAD. Bless it only on a green
-        // measurement of every check, so a later rollback keeps this task.
+  // Baseline: red before the agent started is not the agent's doing.
+  Ending baseline() {
+    phase("baseline");
+    Measure m = measure();
+    if (!m.setup_failed.empty()) return setup_stopped(m);
+    if (m.interrupted || util::interrupted_signal()) return interrupted();
+    if (!m.green) {
+      std::string ids = util::join_argv(m.red);
+      trace.append("loop.baseline", {{"red", m.red}, {"mode", cfg.loop.baseline}});
+      say("baseline: red before any task: " + ids + " (loop.baseline = " + cfg.loop.baseline + ")");
+      if (cfg.loop.baseline == "stop") return finish(kExitRed, "stopped", "baseline red: " + ids + "; loop.baseline = stop");
+      if (cfg.loop.baseline == "ignore") {
+        for (const auto& id : m.red) ignored.insert(id);
+        write_run_file();
+      } else {
+        Heal h = heal(m.red);
+        sync_branch("baseline heal");
+        if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
+        if (h.exit_code != kExitOk) return escalated_baseline(h);
         Measure hm = measure();
         if (!hm.setup_failed.empty()) return setup_stopped(hm);
         if (hm.interrupted || util::interrupted_signal()) return interrupted();
         if (hm.green) bless();
-        escalations_in_row = 0;
-        last_failure.clear();
-        trace.append("loop.task_done", {{"iteration", iteration}, {"task", tj}, {"head", repo->head_sha()}, {"healed", true}});
-        phase("committing");
-        continue;
       }
-      if (!h.incident.empty()) {
-        last_incident = h.incident;
-        util::write_file_atomic(root + "/.phoenix/ESCALATED", h.incident + "\n");
-        phase("escalated", [&](Json& s) { s["last_incident"] = h.incident; });
-        notify("escalated", h.incident);
-        ++escalations_in_row;
-        if (cfg.loop.on_escalate == "stop")
-          return finish(kExitEscalated, "escalated", "escalated: see " + h.incident);
-        if (task) {
-          skipped.insert(task->index);
-          write_run_file();
-          trace.append("loop.task_skipped", {{"iteration", iteration}, {"task", tj}, {"incident", h.incident}});
-        }
-        say("escalated: " + h.incident + "; skipping the task (loop.on_escalate = skip)");
-        if (escalations_in_row >= cfg.circuit_breaker)
-          return finish(kExitEscalated, "escalated", "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");
-      } else {
-        // Red but not healed and no incident (e.g. a guard blocked it): back
-        // to known-good so the next iteration starts green.
-        if (auto kg = repo->read_ref(engine::kKnownGoodRef)) repo->reset_hard(*kg, true, kKeep);
-        sync_branch("rolled back");
-      }
-      if (session_retries >= cfg.session_cap)
-        return finish(kExitEscalated, "escalated", "loop-wide retry cap: " + std::to_string(session_retries) + " heal attempts");
+    } else {
+      bless();
     }
+    phase("baseline");
+    return std::nullopt;
+  }
+
+  Ending stop_requested() {
+    if (util::interrupted_signal()) return interrupted();
+    if (util::path_exists(stop_path(root))) return finish(kExitRed, "stopped", "stopped: .phoenix/STOP exists");
+    if (opt.deadline_ms && util::now_ms() >= *opt.deadline_ms)
+      return finish(kExitRed, "stopped", "stopped: --until " + opt.deadline_text + " reached");
+    return std::nullopt;
+  }
+
+  // No task left to do.
+  int all_ticked() {
+    if (!skipped.empty())
+      return finish(kExitRed, "stopped", std::to_string(skipped.size()) + " task(s) skipped after escalation; the rest done");
+    Measure m = measure();
+    if (!m.setup_failed.empty()) return setup_stopped(m);
+    if (m.interrupted) return interrupted();
+    if (!m.green) return finish(kExitRed, "stopped", "every task ticked but red: " + util::join_argv(m.red));
+    bless();
+    return finish(kExitOk, "complete", "complete: every task ticked, every check green");
+  }
+
+  // One iteration: the agent's fresh run, then the checks decide.
+  Ending iterate(const Task* task, const std::vector<Task>& tasks) {
+    ++iteration;
+    Json tj = task ? Json{{"id", task->id()}, {"title", task->title}, {"index", task->index}, {"total", tasks.size()}}
+                   : Json{{"id", "prompt"}, {"title", prompt_rel}, {"index", 0}, {"total", 1}};
+    phase("agent", [&](Json& s) {
+      s["task"] = tj;
+      s["retry_count"] = 0;
+    });
+    std::string title = task ? task->title : "iteration " + std::to_string(iteration);
+    say("iteration " + std::to_string(iteration) + ": " + title);
+    std::string prompt = prompt_for(task, tasks);
+    AgentRun a = run_agent(prompt);
+    if (util::interrupted_signal()) return interrupted();
+
+    using agent::Status;
+    if (a.cls.status == Status::kQuota)
+      return finish(kExitRed, "stopped", "stopped: harness " + a.cls.detail + " (credit or billing: waiting will not help)");
+    if (agent::waits(a.cls.status)) return wait_for_model(a);
+    rate_waits = 0;
+    rate_waited_ms = 0;
+    if (a.cls.status == Status::kUnavailable)
+      return finish(kExitRed, "failed", "harness unavailable: " + a.cls.detail);
+    if (a.cls.status == Status::kTimeout) {
+      // The runner killed the whole process group; its half-work goes.
+      last_failure = "the agent was stopped at the iteration timeout (" + a.cls.detail + ")";
+      repo->reset_hard(repo->head_sha(), true, kKeep);
+      a.changed = false;
+    }
+    if (!a.changed) return no_change(a, prompt);
+    no_progress = 0;
+
+    if (task) {
+      std::string path = wt + "/" + tasks_rel;
+      util::write_file_atomic(path, tick_task(util::read_file(path), task->line));
+    }
+    phase("checking");
+    Measure m = measure();
+    if (!m.setup_failed.empty()) return setup_stopped(m);
+    if (m.interrupted || util::interrupted_signal()) return interrupted();
+    if (m.green) {
+      phase("committing");
+      repo->commit_all("phoenix-loop: " + title, "phoenix", "phoenix@localhost", true);
+      sync_branch("task done");
+      bless();
+      escalations_in_row = 0;
+      last_failure.clear();
+      trace.append("loop.task_done", {{"iteration", iteration}, {"task", tj}, {"head", repo->head_sha()}});
+      phase("committing");
+      if (prompt_mode() && promised(a.output, prompt))
+        return finish(kExitOk, "complete", "complete: the agent promised and every check is green");
+      return std::nullopt;
+    }
+    return on_red(m, task, tj, title);
+  }
+
+  // Not the agent's failure and not "no progress": wait and try again,
+  // until the reset time the CLI printed (plus jitter) or with backoff,
+  // as long as --until (or harness.max_wait_s, when set) allows.
+  Ending wait_for_model(const AgentRun& a) {
+    --iteration;  // a run the provider refused is not one of the agent's iterations
+    rate_waited_ms += a.duration_ms;
+    // harness.max_wait_s counts every wait in a row; --until is a time.
+    const long long left = cfg.harness.max_wait_s
+                               ? static_cast<long long>(*cfg.harness.max_wait_s * 1000) - rate_waited_ms
+                               : static_cast<long long>(max_wait_s() * 1000);
+    const std::string kind = a.cls.status == agent::Status::kRateLimited ? "rate-limited" : "unreachable";
+    if (left <= 0) {
+      std::string cause = a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error;
+      return finish(kExitRed, "stopped",
+                    "harness " + kind + " for " + std::to_string((rate_waited_ms + 500) / 1000) + " s: " + a.program + ": " +
+                        cause);
+    }
+    long long wait = agent::wait_ms(a.cls, rate_waits, left);
+    ++rate_waits;
+    rate_waited_ms += wait;
+    const long long until = util::now_ms() + wait;
+    say("harness " + a.cls.detail + ": waiting " + std::to_string(std::max<long long>(1, (wait + 500) / 1000)) + " s (until " +
+        local_hhmm(until) + ")");
+    trace.append("loop.wait", {{"status", agent::status_name(a.cls.status)}, {"wait_ms", wait},
+                               {"waited_ms", rate_waited_ms}, {"until", iso8601(until)}, {"detail", a.cls.detail}});
+    phase("waiting", [&](Json& s) {
+      s["waiting_until"] = iso8601(until);
+      s["waiting_for"] = kind;
+    });
+    if (!repo->is_clean(kKeep)) repo->reset_hard(repo->head_sha(), true, kKeep);
+    nap(wait);
+    state.update([&](Json& s) {
+      s["waiting_until"] = nullptr;
+      s["waiting_for"] = nullptr;
+    });
+    return std::nullopt;
+  }
+
+  // The agent changed nothing.
+  Ending no_change(const AgentRun& a, const std::string& prompt) {
+    ++no_progress;
+    trace.append("loop.no_change", {{"iteration", iteration}, {"in_a_row", no_progress}});
+    if (prompt_mode() && promised(a.output, prompt)) {
+      // The agent says it is done: only the checks can agree.
+      Measure m = measure();
+      if (!m.setup_failed.empty()) return setup_stopped(m);
+      if (m.interrupted) return interrupted();
+      if (m.green) {
+        bless();
+        return finish(kExitOk, "complete", "complete: the agent promised and every check is green");
+      }
+      last_failure = "you said COMPLETE but these checks are red: " + util::join_argv(m.red);
+    }
+    if (no_progress >= cfg.loop.no_progress_limit)
+      return finish(kExitRed, "stopped", "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
+    return std::nullopt;
+  }
+
+  // Red after the agent's run: keep the attempt as a commit so the inner
+  // cycle starts clean and a rollback keeps it under refs/phoenix/abandoned/;
+  // then heal, or escalate.
+  Ending on_red(const Measure& m, const Task* task, const Json& tj, const std::string& title) {
+    last_failure = "red after iteration " + std::to_string(iteration) + ": " + util::join_argv(m.red);
+    for (const auto& r : m.results)
+      if (!r.ok) last_failure += "\n  " + r.id + ": " + r.signal;
+    repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true);
+    sync_branch("attempt");
+    Heal h = heal(m.red);
+    sync_branch(h.exit_code == kExitOk ? "healed" : "rolled back");
+    if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
+    if (h.exit_code == kExitOk) {
+      // Healed: the tick is in the healed HEAD. Bless it only on a green
+      // measurement of every check, so a later rollback keeps this task.
+      Measure hm = measure();
+      if (!hm.setup_failed.empty()) return setup_stopped(hm);
+      if (hm.interrupted || util::interrupted_signal()) return interrupted();
+      if (hm.green) bless();
+      escalations_in_row = 0;
+      last_failure.clear();
+      trace.append("loop.task_done", {{"iteration", iteration}, {"task", tj}, {"head", repo->head_sha()}, {"healed", true}});
+      phase("committing");
+      return std::nullopt;
+    }
+    if (!h.incident.empty()) {
+      last_incident = h.incident;
+      util::write_file_atomic(root + "/.phoenix/ESCALATED", h.incident + "\n");
+      phase("escalated", [&](Json& s) { s["last_incident"] = h.incident; });
+      notify("escalated", h.incident);
+      ++escalations_in_row;
+      if (cfg.loop.on_escalate == "stop") return finish(kExitEscalated, "escalated", "escalated: see " + h.incident);
+      if (task) {
+        skipped.insert(task->index);
+        write_run_file();
+        trace.append("loop.task_skipped", {{"iteration", iteration}, {"task", tj}, {"incident", h.incident}});
+      }
+      say("escalated: " + h.incident + "; skipping the task (loop.on_escalate = skip)");
+      if (escalations_in_row >= cfg.circuit_breaker)
+        return finish(kExitEscalated, "escalated", "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");
+    } else {
+      // Red but not healed and no incident (e.g. a guard blocked it): back
+      // to known-good so the next iteration starts green.
+      if (auto kg = repo->read_ref(engine::kKnownGoodRef)) repo->reset_hard(*kg, true, kKeep);
+      sync_branch("rolled back");
+    }
+    if (session_retries >= cfg.session_cap)
+      return finish(kExitEscalated, "escalated", "loop-wide retry cap: " + std::to_string(session_retries) + " heal attempts");
+    return std::nullopt;
   }
 
   int escalated_baseline(const Heal& h) {

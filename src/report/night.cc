@@ -84,19 +84,28 @@ long long last_loop_start(const std::string& trace_text) {
   return last;
 }
 
-Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts) {
+namespace {
+
+// Reads the events in order; each kind of event has its own step.
+struct NightReader {
+  const Facts& facts;
   Night n;
-  n.since_ms = since_ms;
-  n.known_good = facts.known_good;
-  std::vector<Event> evs = parse(trace_text, since_ms);
-  Pending pend;
-  std::map<std::string, Json> detected;     // check -> DETECTED data
+  Pending pend;                              // the task in progress
+  std::map<std::string, Json> detected;      // check -> DETECTED data
   std::map<std::string, long long> detected_at;
   double cost = 0;
   bool costed = false;
   std::set<std::string> finished_titles;
   long long run_start = -1;
-  for (const auto& e : evs) {
+
+  void add_cost(const Json& d) {
+    double c = d["cost_usd"].get<double>();
+    cost += c;
+    costed = true;
+    pend.cost = pend.cost.value_or(0) + c;
+  }
+
+  void read(const Event& e) {
     const Json& d = e.data;
     if (n.start_ms == 0) n.start_ms = e.t;
     n.end_ms = std::max(n.end_ms, e.t);
@@ -114,90 +123,119 @@ Night read_night(const std::string& trace_text, long long since_ms, const Facts&
       if (d.contains("red") && d["red"].is_array())
         for (const auto& r : d["red"])
           if (r.is_string()) n.baseline_red.push_back(r.get<std::string>());
-    } else if (e.event == "run.start") {
-      if (!n.loop) {
-        ++n.runs;
-        run_start = e.t;
-      }
-    } else if (e.event == "run.end") {
-      // Outside a loop each run is a mark of its own (inside, the iterations are).
-      if (!n.loop && run_start >= 0) {
-        int code = d.value("exit_code", 0);
-        n.marks.push_back({"run", run_start, e.t, code == 0, "phoenix run: exit " + std::to_string(code)});
-      }
-      run_start = -1;
+    } else if (e.event == "run.start" || e.event == "run.end") {
+      run(e);
     } else if (e.event == "loop.agent") {
-      long long dur = d.value("duration_ms", 0LL);
-      std::string status = str(d, "status");
-      bool refused = status == "rate-limited" || status == "unreachable";
-      ++n.agent_runs;
-      if (d.contains("cost_usd") && d["cost_usd"].is_number()) {
-        double c = d["cost_usd"].get<double>();
-        cost += c;
-        costed = true;
-        pend.cost = pend.cost.value_or(0) + c;
-      } else {
-        ++n.runs_without_cost;
-        ++pend.uncosted;
-      }
-      if (d.contains("model_calls") && d["model_calls"].is_number_integer())
-        pend.calls = pend.calls.value_or(0) + d["model_calls"].get<long long>();
-      if (refused) continue;  // a wait follows; not one of the agent's iterations
-      ++n.iterations;
-      if (pend.turns == 0) pend.start_ms = e.t - dur;
-      ++pend.turns;
-      Mark m{"iteration", e.t - dur, e.t, status == "ok" || status.empty() || d.value("changed", false),
-             "iteration " + std::to_string(d.value("iteration", 0))};
-      n.marks.push_back(m);
+      agent(e);
     } else if (e.event == "loop.wait") {
-      // The first words of what the CLI said ("rate limit"), not its whole JSON.
-      std::string detail = str(d, "detail");
-      detail = detail.substr(0, std::min(detail.find(": "), detail.find('\n')));
-      if (detail.size() > 60) detail = detail.substr(0, 57) + "...";
-      Wait w{e.t, d.value("wait_ms", 0LL), str(d, "status"), detail};
-      n.waits.push_back(w);
-      n.marks.push_back({"wait", w.at_ms, w.at_ms + w.wait_ms, false, w.status + ": waited " + duration(w.wait_ms)});
+      wait(e);
     } else if (e.event == "loop.measure") {
-      bool ok = true;
-      std::string red;
-      if (d.contains("checks") && d["checks"].is_array())
-        for (const auto& c : d["checks"])
-          if (!c.value("ok", true)) {
-            ok = false;
-            red += (red.empty() ? "" : ", ") + c.value("id", std::string());
-          }
-      n.marks.push_back({"check", e.t, e.t, ok, ok ? "checks green" : "red: " + red});
+      measure(e);
     } else if (e.event == "proposal") {
       if (d.contains("cost_usd") && d["cost_usd"].is_number()) {
-        double c = d["cost_usd"].get<double>();
-        cost += c;
-        costed = true;
-        pend.cost = pend.cost.value_or(0) + c;
+        add_cost(d);
       } else if (d.value("model_calls", Json()).is_number_integer() && d["model_calls"].get<long long>() > 0) {
         ++n.runs_without_cost;
         ++pend.uncosted;
       }
     } else if (e.event == "state") {
-      std::string st = str(d, "state"), check = str(d, "check");
-      if (st == "DETECTED") {
-        detected[check] = d;
-        detected_at[check] = e.t;
-      } else if (st == "HEALED") {
-        Heal h;
-        h.check = check;
-        h.fixer = str(d, "fixer");
-        h.attempts = d.value("attempts", 0);
-        h.replayed = h.fixer == "journal";
-        h.start_ms = detected_at.count(check) ? detected_at[check] : e.t;
-        h.end_ms = e.t;
-        h.commit = str(d, "commit");
-        h.signature = detected.count(check) ? str(detected[check], "signature") : "";
-        n.heals.push_back(h);
-        if (!h.commit.empty()) pend.commits.push_back(h.commit);
-        n.marks.push_back({"heal", h.start_ms, h.end_ms, true,
-                           check + " healed by " + h.fixer + (h.replayed ? " (replayed)" : "")});
+      state(e);
+    } else if (e.event == "incident" || e.event == "loop.incident" || e.event == "rollback") {
+      escalation(e);
+    } else if (e.event == "known-good") {
+      if (n.known_good.empty()) n.known_good = str(d, "commit");
+    } else if (e.event == "loop.task_done" || e.event == "loop.task_skipped") {
+      task(e);
+    }
+  }
+
+  // Outside a loop each run is a mark of its own (inside, the iterations are).
+  void run(const Event& e) {
+    if (e.event == "run.start") {
+      if (!n.loop) {
+        ++n.runs;
+        run_start = e.t;
       }
-    } else if (e.event == "incident") {
+      return;
+    }
+    if (!n.loop && run_start >= 0) {
+      int code = e.data.value("exit_code", 0);
+      n.marks.push_back({"run", run_start, e.t, code == 0, "phoenix run: exit " + std::to_string(code)});
+    }
+    run_start = -1;
+  }
+
+  void agent(const Event& e) {
+    const Json& d = e.data;
+    long long dur = d.value("duration_ms", 0LL);
+    std::string status = str(d, "status");
+    bool refused = status == "rate-limited" || status == "unreachable";
+    ++n.agent_runs;
+    if (d.contains("cost_usd") && d["cost_usd"].is_number()) {
+      add_cost(d);
+    } else {
+      ++n.runs_without_cost;
+      ++pend.uncosted;
+    }
+    if (d.contains("model_calls") && d["model_calls"].is_number_integer())
+      pend.calls = pend.calls.value_or(0) + d["model_calls"].get<long long>();
+    if (refused) return;  // a wait follows; not one of the agent's iterations
+    ++n.iterations;
+    if (pend.turns == 0) pend.start_ms = e.t - dur;
+    ++pend.turns;
+    n.marks.push_back({"iteration", e.t - dur, e.t, status == "ok" || status.empty() || d.value("changed", false),
+                       "iteration " + std::to_string(d.value("iteration", 0))});
+  }
+
+  void wait(const Event& e) {
+    const Json& d = e.data;
+    // The first words of what the CLI said ("rate limit"), not its whole JSON.
+    std::string detail = str(d, "detail");
+    detail = detail.substr(0, std::min(detail.find(": "), detail.find('\n')));
+    if (detail.size() > 60) detail = detail.substr(0, 57) + "...";
+    Wait w{e.t, d.value("wait_ms", 0LL), str(d, "status"), detail};
+    n.waits.push_back(w);
+    n.marks.push_back({"wait", w.at_ms, w.at_ms + w.wait_ms, false, w.status + ": waited " + duration(w.wait_ms)});
+  }
+
+  void measure(const Event& e) {
+    const Json& d = e.data;
+    bool ok = true;
+    std::string red;
+    if (d.contains("checks") && d["checks"].is_array())
+      for (const auto& c : d["checks"])
+        if (!c.value("ok", true)) {
+          ok = false;
+          red += (red.empty() ? "" : ", ") + c.value("id", std::string());
+        }
+    n.marks.push_back({"check", e.t, e.t, ok, ok ? "checks green" : "red: " + red});
+  }
+
+  void state(const Event& e) {
+    const Json& d = e.data;
+    std::string st = str(d, "state"), check = str(d, "check");
+    if (st == "DETECTED") {
+      detected[check] = d;
+      detected_at[check] = e.t;
+    } else if (st == "HEALED") {
+      Heal h;
+      h.check = check;
+      h.fixer = str(d, "fixer");
+      h.attempts = d.value("attempts", 0);
+      h.replayed = h.fixer == "journal";
+      h.start_ms = detected_at.count(check) ? detected_at[check] : e.t;
+      h.end_ms = e.t;
+      h.commit = str(d, "commit");
+      h.signature = detected.count(check) ? str(detected[check], "signature") : "";
+      n.heals.push_back(h);
+      if (!h.commit.empty()) pend.commits.push_back(h.commit);
+      n.marks.push_back({"heal", h.start_ms, h.end_ms, true, check + " healed by " + h.fixer + (h.replayed ? " (replayed)" : "")});
+    }
+  }
+
+  void escalation(const Event& e) {
+    const Json& d = e.data;
+    if (e.event == "incident") {
       Escalation x;
       x.at_ms = e.t;
       x.check = str(d, "check");
@@ -213,79 +251,96 @@ Night read_night(const std::string& trace_text, long long since_ms, const Facts&
           x.incident_abs = str(d, "path");
           x.incident = relative(x.incident_abs, facts.root);
         }
-    } else if (e.event == "rollback") {
-      if (!n.escalations.empty() && n.escalations.back().rolled_back_to.empty()) {
-        Escalation& x = n.escalations.back();
-        x.rolled_back_to = str(d, "to");
-        x.abandoned = str(d, "abandoned");
-        auto it = facts.abandoned_refs.find(x.abandoned);
-        if (it != facts.abandoned_refs.end()) x.abandoned_ref = it->second;
-      }
-    } else if (e.event == "known-good") {
-      if (n.known_good.empty()) n.known_good = str(d, "commit");
-    } else if (e.event == "loop.task_done" || e.event == "loop.task_skipped") {
-      const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
-      Task t;
-      t.id = tj.value("id", std::string());
-      t.title = tj.value("title", std::string());
-      t.index = tj.value("index", 0);
-      if (tj.contains("total") && tj["total"].is_number_integer()) n.tasks_total = tj["total"].get<int>();
-      t.start_ms = pend.turns ? pend.start_ms : e.t;
-      t.end_ms = e.t;
-      t.turns = pend.turns;
-      t.model_calls = pend.calls;
-      t.cost_usd = pend.cost;
-      if (pend.uncosted && pend.cost)
-        t.cost_why = std::to_string(pend.uncosted) + " run(s) reported no cost";
-      else if (!pend.cost)
-        t.cost_why = pend.turns ? "the agent CLI reported no cost" : "no agent run";
-      if (e.event == "loop.task_done") {
-        t.outcome = d.value("healed", false) ? "healed" : "done";
-        t.commits = pend.commits;
-        std::string head = str(d, "head");
-        if (!head.empty() && std::find(t.commits.begin(), t.commits.end(), head) == t.commits.end()) t.commits.push_back(head);
-      } else {
-        t.outcome = "skipped";
-        t.incident = relative(str(d, "incident"), facts.root);
-        for (auto& x : n.escalations)
-          if (x.incident == t.incident) x.task = t.title;
-      }
-      finished_titles.insert(t.title);
-      n.tasks.push_back(t);
-      pend.clear();
+    } else if (!n.escalations.empty() && n.escalations.back().rolled_back_to.empty()) {  // rollback
+      Escalation& x = n.escalations.back();
+      x.rolled_back_to = str(d, "to");
+      x.abandoned = str(d, "abandoned");
+      auto it = facts.abandoned_refs.find(x.abandoned);
+      if (it != facts.abandoned_refs.end()) x.abandoned_ref = it->second;
     }
   }
-  if (costed) n.cost_usd = cost;
-  for (auto& x : n.escalations)
-    if (x.incident_abs.empty()) x.incident_abs = x.incident;
-  // The loop stopped at an escalation: the task it was on has no event of
-  // its own; the tasks file on the loop branch names it.
-  if (n.loop && n.end_phase == "escalated" && !n.escalations.empty()) {
-    Escalation& x = n.escalations.back();
-    x.stopped_loop = true;
-    std::string title;
-    int total = 0;
-    if (facts.tasks_at && !n.branch.empty() && !n.tasks_file.empty())
-      title = first_open(facts.tasks_at(n.branch, n.tasks_file), finished_titles, &total);
-    if (n.tasks_total == 0) n.tasks_total = total;
-    if (x.task.empty()) x.task = title;
-    Task t;
-    t.title = title.empty() ? "(the task in progress)" : title;
-    t.outcome = "escalated";
-    t.start_ms = pend.turns ? pend.start_ms : x.at_ms;
-    t.end_ms = x.at_ms;
+
+  // What the runs since the last task cost, and why not when unknown.
+  void costs_into(Task& t) const {
     t.turns = pend.turns;
     t.model_calls = pend.calls;
     t.cost_usd = pend.cost;
-    if (!pend.cost) t.cost_why = pend.turns ? "the agent CLI reported no cost" : "no agent run";
-    t.incident = x.incident;
-    n.tasks.push_back(t);
-  } else if (n.loop && n.tasks_total == 0 && facts.tasks_at && !n.branch.empty() && !n.tasks_file.empty()) {
-    first_open(facts.tasks_at(n.branch, n.tasks_file), finished_titles, &n.tasks_total);
+    if (pend.uncosted && pend.cost)
+      t.cost_why = std::to_string(pend.uncosted) + " run(s) reported no cost";
+    else if (!pend.cost)
+      t.cost_why = pend.turns ? "the agent CLI reported no cost" : "no agent run";
   }
-  if (n.tasks_total < static_cast<int>(n.tasks.size())) n.tasks_total = static_cast<int>(n.tasks.size());
-  std::stable_sort(n.marks.begin(), n.marks.end(), [](const Mark& a, const Mark& b) { return a.at_ms < b.at_ms; });
-  return n;
+
+  void task(const Event& e) {
+    const Json& d = e.data;
+    const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
+    Task t;
+    t.id = tj.value("id", std::string());
+    t.title = tj.value("title", std::string());
+    t.index = tj.value("index", 0);
+    if (tj.contains("total") && tj["total"].is_number_integer()) n.tasks_total = tj["total"].get<int>();
+    t.start_ms = pend.turns ? pend.start_ms : e.t;
+    t.end_ms = e.t;
+    costs_into(t);
+    if (e.event == "loop.task_done") {
+      t.outcome = d.value("healed", false) ? "healed" : "done";
+      t.commits = pend.commits;
+      std::string head = str(d, "head");
+      if (!head.empty() && std::find(t.commits.begin(), t.commits.end(), head) == t.commits.end()) t.commits.push_back(head);
+    } else {
+      t.outcome = "skipped";
+      t.incident = relative(str(d, "incident"), facts.root);
+      for (auto& x : n.escalations)
+        if (x.incident == t.incident) x.task = t.title;
+    }
+    finished_titles.insert(t.title);
+    n.tasks.push_back(t);
+    pend.clear();
+  }
+
+  // After the last event: the task an escalation stopped the loop on has
+  // no event of its own; the tasks file on the loop branch names it.
+  Night finish() {
+    if (costed) n.cost_usd = cost;
+    for (auto& x : n.escalations)
+      if (x.incident_abs.empty()) x.incident_abs = x.incident;
+    if (n.loop && n.end_phase == "escalated" && !n.escalations.empty()) {
+      Escalation& x = n.escalations.back();
+      x.stopped_loop = true;
+      std::string title;
+      int total = 0;
+      if (facts.tasks_at && !n.branch.empty() && !n.tasks_file.empty())
+        title = first_open(facts.tasks_at(n.branch, n.tasks_file), finished_titles, &total);
+      if (n.tasks_total == 0) n.tasks_total = total;
+      if (x.task.empty()) x.task = title;
+      Task t;
+      t.title = title.empty() ? "(the task in progress)" : title;
+      t.outcome = "escalated";
+      t.start_ms = pend.turns ? pend.start_ms : x.at_ms;
+      t.end_ms = x.at_ms;
+      t.turns = pend.turns;
+      t.model_calls = pend.calls;
+      t.cost_usd = pend.cost;
+      if (!pend.cost) t.cost_why = pend.turns ? "the agent CLI reported no cost" : "no agent run";
+      t.incident = x.incident;
+      n.tasks.push_back(t);
+    } else if (n.loop && n.tasks_total == 0 && facts.tasks_at && !n.branch.empty() && !n.tasks_file.empty()) {
+      first_open(facts.tasks_at(n.branch, n.tasks_file), finished_titles, &n.tasks_total);
+    }
+    if (n.tasks_total < static_cast<int>(n.tasks.size())) n.tasks_total = static_cast<int>(n.tasks.size());
+    std::stable_sort(n.marks.begin(), n.marks.end(), [](const Mark& a, const Mark& b) { return a.at_ms < b.at_ms; });
+    return std::move(n);
+  }
+};
+
+}  // namespace
+
+Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts) {
+  NightReader r{facts, {}, {}, {}, {}, 0, false, {}, -1};
+  r.n.since_ms = since_ms;
+  r.n.known_good = facts.known_good;
+  for (const auto& e : parse(trace_text, since_ms)) r.read(e);
+  return r.finish();
 }
 
 // --- words ---------------------------------------------------------------
