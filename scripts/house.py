@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""The figures of docs/architecture.md, read off src/: the longest functions
+and the #include arrows that point upward (against the layer order named in
+LAYERS below, which docs/architecture.md draws).
+
+  scripts/house.py [--top N]     exit 1 when an arrow points upward
+"""
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SRC = os.path.join(HERE, "src")
+
+# Lowest first. A folder may include its own headers and those of any
+# folder below it, never one above; folders on one line are peers and
+# do not include one another.
+LAYERS = [
+    ["util"],
+    ["gitx", "image", "trace", "snapshot"],
+    ["checks"],
+    ["config"],
+    ["agent", "journal", "layout", "setup", "sandbox"],
+    ["fixers"],
+    ["engine"],
+    ["hook", "loop", "report"],
+    ["cli"],
+]
+RANK = {folder: i for i, row in enumerate(LAYERS) for folder in row}
+
+
+def strip(text):
+    """Comments, string and char literals blanked (newlines kept)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("\n" * text.count("\n", i, j))
+            i = j
+        elif text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            m = re.match(r'R"([^(\s]*)\(', text[i:])
+            if not m:
+                out.append(c)
+                i += 1
+                continue
+            end = text.find(")" + m.group(1) + '"', i)
+            j = n if end < 0 else end + len(m.group(1)) + 2
+            out.append('""' + "\n" * text.count("\n", i, j))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+SIG = re.compile(r"\)\s*(const\s*)?(noexcept\s*)?(override\s*)?(final\s*)?(->\s*[\w:<>,\s\*&]+)?$")
+INIT = re.compile(r"\)\s*:\s*[\w:]+[({]")  # a constructor's initialiser list
+
+
+def functions(path):
+    text = strip(open(path, encoding="utf-8", errors="replace").read())
+    stack = []  # for each open brace: ("fn", name, line) or ("scope", None, line)
+    head = ""   # text since the last ; { or } at this level
+    line = 1
+    results = []
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if ch == "{":
+            inside_fn = any(k == "fn" for k, _, _ in stack)
+            h = " ".join(head.split())
+            if not inside_fn and (SIG.search(h) or INIT.search(h)) and "(" in h and not re.search(r"\b(namespace|class|struct|enum|union)\b[^()]*$", h):
+                m = re.search(r"([~\w:]+(?:operator\W+)?)\s*\((?!.*\)\s*\()", h) or re.search(r"([~\w:]+)\s*\(", h)
+                stack.append(("fn", m.group(1) if m else "?", line))
+            else:
+                stack.append(("scope", None, line))
+            head = ""
+        elif ch == "}":
+            if stack:
+                kind, name, start = stack.pop()
+                if kind == "fn":
+                    results.append((line - start + 1, name, start))
+            head = ""
+        elif ch == ";":
+            head = ""
+        else:
+            head += ch
+    return results
+
+
+def main():
+    top = 10
+    if "--top" in sys.argv:
+        top = int(sys.argv[sys.argv.index("--top") + 1])
+    fns, up = [], []
+    for root, _, files in os.walk(SRC):
+        for f in sorted(files):
+            if not f.endswith((".cc", ".h")):
+                continue
+            p = os.path.join(root, f)
+            rel = os.path.relpath(p, SRC)
+            folder = rel.split(os.sep)[0]
+            if f.endswith(".cc"):
+                for length, name, start in functions(p):
+                    fns.append((length, f"{rel}:{start}", name))
+            for n, l in enumerate(open(p, encoding="utf-8", errors="replace"), 1):
+                m = re.match(r'\s*#\s*include\s+"([\w]+)/', l)
+                if not m or m.group(1) == folder or folder not in RANK or m.group(1) not in RANK:
+                    continue
+                if RANK[m.group(1)] >= RANK[folder]:
+                    up.append(f"{rel}:{n}: {folder} includes {l.split('include', 1)[1].strip()} "
+                              f"({m.group(1)} is {'a peer' if RANK[m.group(1)] == RANK[folder] else 'above'})")
+    fns.sort(reverse=True)
+    print(f"the {top} longest functions in src/ (lines, from the opening brace's line to the closing one's):")
+    for length, where, name in fns[:top]:
+        print(f"  {length:4d}  {name}  {where}")
+    print(f"functions over 100 lines: {sum(1 for f in fns if f[0] > 100)} of {len(fns)}")
+    unknown = sorted({d for d in os.listdir(SRC) if os.path.isdir(os.path.join(SRC, d)) and d not in RANK})
+    if unknown:
+        print("folders not in the layer order: " + ", ".join(unknown))
+    print(f"include arrows pointing upward or sideways: {len(up)}")
+    for u in up:
+        print("  " + u)
+    return 1 if up or unknown else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
