@@ -881,4 +881,21 @@ std::string render_prompt(std::string_view tmpl, const std::map<std::string, std
   return out;
 }
 
+RunFacts run_facts(const std::string& program, const util::ProcessResult& r, double timeout_s, const std::string& prompt,
+                   size_t changed_files) {
+  RunFacts f;
+  f.program = program;
+  f.not_found = r.not_found;
+  f.not_executable = r.not_executable;
+  f.timed_out = r.timed_out;
+  f.interrupted = r.interrupted;
+  f.exit_code = r.exit_code;
+  f.term_signal = r.term_signal;
+  f.timeout_s = timeout_s;
+  f.output = r.output;
+  f.prompt = prompt;
+  f.changed_files = changed_files;
+  return f;
+}
+
 }  // namespace phoenix::agent

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "util/subprocess.h"
 
 namespace phoenix::agent {
 
@@ -213,6 +214,10 @@ struct RunFacts {
   std::string prompt;          // to ignore echoes
   size_t changed_files = 0;    // paths the sandbox patch touches
 };
+
+// The facts of a finished run of the CLI (util::run_process's result).
+RunFacts run_facts(const std::string& program, const util::ProcessResult& r, double timeout_s, const std::string& prompt,
+                   size_t changed_files);
 
 struct Classification {
   Status status = Status::kNothing;

@@ -367,23 +367,6 @@ std::string summary_of(const std::string& program, const Classification& c, cons
   }
 }
 
-RunFacts facts_of(const std::string& program, const util::ProcessResult& r, const util::ProcessOptions& o,
-                  const std::string& prompt, size_t changed_files) {
-  RunFacts facts;
-  facts.program = program;
-  facts.not_found = r.not_found;
-  facts.not_executable = r.not_executable;
-  facts.timed_out = r.timed_out;
-  facts.interrupted = r.interrupted;
-  facts.exit_code = r.exit_code;
-  facts.term_signal = r.term_signal;
-  facts.timeout_s = o.timeout_s;
-  facts.output = r.output;
-  facts.prompt = prompt;
-  facts.changed_files = changed_files;
-  return facts;
-}
-
 }  // namespace
 
 Proposal HarnessFixer::propose(const Request& request) {
@@ -475,7 +458,7 @@ Proposal HarnessFixer::propose(const Request& request) {
                 "harness " + program + ": sandbox unreadable");
   }
 
-  Classification c = agent::classify_run(facts_of(program, r, o, prompt, files.size()), util::now_ms());
+  Classification c = agent::classify_run(agent::run_facts(program, r, o.timeout_s, prompt, files.size()), util::now_ms());
   p.retry_after_ms = c.retry_after_ms;
   p.first_error = c.first_error;
   if (!(r.not_found || r.not_executable)) p.model_calls = c.model_calls;  // 0 for a model never reached

@@ -484,19 +484,8 @@ struct Loop {
     std::vector<std::string> own = kKeep;
     own.push_back(prompt_mode() ? prompt_rel : tasks_rel);
     a.changed = !repo->is_clean(own);
-    agent::RunFacts f;
-    f.program = agent::program_name(inv.argv);
-    a.program = f.program;
-    f.not_found = r.not_found;
-    f.not_executable = r.not_executable;
-    f.timed_out = r.timed_out;
-    f.interrupted = r.interrupted;
-    f.exit_code = r.exit_code;
-    f.term_signal = r.term_signal;
-    f.timeout_s = po.timeout_s;
-    f.output = r.output;
-    f.prompt = prompt;
-    f.changed_files = a.changed ? 1 : 0;
+    a.program = agent::program_name(inv.argv);
+    const agent::RunFacts f = agent::run_facts(a.program, r, po.timeout_s, prompt, a.changed ? 1 : 0);
     a.cls = agent::classify_run(f, util::now_ms());
     Json ev{{"iteration", iteration}, {"exit_code", r.exit_code}, {"status", agent::status_name(a.cls.status)},
             {"detail", a.cls.detail}, {"changed", a.changed}, {"duration_ms", r.duration_ms},
