@@ -45,6 +45,12 @@ util::ProcessResult run(const std::vector<std::string>& argv, const std::string&
 std::string git(const std::string& repo, const std::vector<std::string>& args);
 
 // `git init` + a user identity in `dir`; returns dir.
+// What the scripted agent's if-prompt guards look for: the loop's prompt
+// puts the task right after this line (templates/prompt-task.md); only the
+// heal harness's prompt says the second (templates/prompt.md).
+inline const std::string kTaskIs = "then stop:\\n\\n";
+inline const std::string kHealPrompt = "Fix a failing check";
+
 std::string init_repo(const std::string& dir);
 
 // Writes `content` to dir/rel, creating folders.

@@ -40,10 +40,6 @@ namespace {
 namespace fs = std::filesystem;
 using util::Json;
 
-// The loop's prompt puts the task right after this line (templates/prompt-task.md).
-const std::string kTaskIs = "then stop:\\n\\n";
-// Only the heal harness's prompt says this (templates/prompt.md).
-const std::string kHealPrompt = "Fix a failing check";
 
 // True once `pid` has exited (gone, or a zombie nobody reaped yet); waits
 // up to 10 s for the kernel to finish delivering a kill.

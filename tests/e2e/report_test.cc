@@ -23,8 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using util::Json;
 
-const std::string kTaskIs = "then stop:\\n\\n";
-const std::string kHealPrompt = "Fix a failing check";
 const std::vector<std::pair<std::string, std::string>> kUtc = {{"TZ", "UTC"}, {"NO_COLOR", "1"}};
 
 size_t columns(const std::string& line) {
