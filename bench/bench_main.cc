@@ -31,9 +31,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since_us(Clock::time_point t0) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-}
+double since_us(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -130,8 +128,9 @@ int journal_replay(long n) {
     }
     double fill_s = since_us(t_fill) / 1e6;
 
-    config::Config cfg = config::parse(
-        R"({"checks":[{"id":"value","kind":"command_exit","target":["true"],"editable":["value.txt"]}]})", "phoenix.json");
+    config::Config cfg =
+        config::parse(R"({"checks":[{"id":"value","kind":"command_exit","target":["true"],"editable":["value.txt"]}]})",
+                      "phoenix.json");
     engine::RunOptions opt;
     const int rounds = 15;
     std::vector<double> engine_us;
@@ -162,9 +161,10 @@ int journal_replay(long n) {
       if (hits.empty() || !j.record_replay(sig, hits[0].patch_hash)) throw Error("the entry went missing");
       journal_us.push_back(since_us(t0));
     }
-    std::printf("journal-replay: %ld entries (filled in %.1f s): replay overhead beyond the two check runs %.2f ms "
-                "(median of %d runs); journal lookup+record %.0f us (median of %zu)\n",
-                n, fill_s, median(engine_us) / 1000, rounds, median(journal_us), journal_us.size());
+    std::printf(
+        "journal-replay: %ld entries (filled in %.1f s): replay overhead beyond the two check runs %.2f ms "
+        "(median of %d runs); journal lookup+record %.0f us (median of %zu)\n",
+        n, fill_s, median(engine_us) / 1000, rounds, median(journal_us), journal_us.size());
     std::printf("entries=%ld overhead_us=%.0f journal_us=%.0f\n", n, median(engine_us), median(journal_us));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "phoenix_bench: journal-replay: %s\n", e.what());
@@ -188,10 +188,10 @@ int main(int argc, char** argv) {
     std::ofstream out(argv[3], std::ios::binary | std::ios::trunc);
     std::string prev, hash;
     for (long i = 1; i <= n; ++i) {
-      out << trace::format_entry(static_cast<uint64_t>(i), "sense",
-                                 {{"check", "unit"}, {"ok", i % 7 != 0}, {"signal", i % 7 ? "exit=0" : "exit=1"},
-                                  {"duration_ms", i % 1000}},
-                                 prev, &hash);
+      out << trace::format_entry(
+          static_cast<uint64_t>(i), "sense",
+          {{"check", "unit"}, {"ok", i % 7 != 0}, {"signal", i % 7 ? "exit=0" : "exit=1"}, {"duration_ms", i % 1000}},
+          prev, &hash);
       prev = hash;
     }
     return 0;

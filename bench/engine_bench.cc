@@ -99,8 +99,9 @@ int main(int argc, char** argv) {
     (void)repo.is_clean({".phoenix/"});
     status_total += ms_since(t1);
   }
-  std::printf("engine overhead per heal cycle, %d files: %.1f ms (checks excluded); one libgit2 status pass: %.1f ms; ratio %.1fx\n",
-              files, engine_total / rounds, status_total / rounds, (engine_total / rounds) / (status_total / rounds));
+  std::printf(
+      "engine overhead per heal cycle, %d files: %.1f ms (checks excluded); one libgit2 status pass: %.1f ms; ratio %.1fx\n",
+      files, engine_total / rounds, status_total / rounds, (engine_total / rounds) / (status_total / rounds));
   fs::remove_all(dir);
   return 0;
 }

@@ -60,11 +60,14 @@ std::string make_repo(const std::string& dir, int tasks) {
   std::string agent = "[\"/bin/sh\", \"-c\", \"echo x >> work.txt\"]";
   put(dir + "/phoenix.json",
       "{ \"checks\": [ { \"id\": \"ok\", \"kind\": \"command_exit\", \"target\": [\"true\"] } ],\n"
-      "  \"harness\": { \"command\": " + agent + " },\n"
-      "  \"fixers\": [\"noop\"],\n"
-      "  \"loop\": { \"tasks\": \"TASKS.md\", \"max_iterations\": 100000 } }\n");
+      "  \"harness\": { \"command\": " +
+          agent +
+          " },\n"
+          "  \"fixers\": [\"noop\"],\n"
+          "  \"loop\": { \"tasks\": \"TASKS.md\", \"max_iterations\": 100000 } }\n");
   must({"git", "-C", dir, "add", "-A"}, dir);
-  must({"git", "-C", dir, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-q", "-m", "init"}, dir);
+  must({"git", "-C", dir, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-q", "-m", "init"},
+       dir);
   return dir;
 }
 
@@ -116,10 +119,10 @@ int main(int argc, char** argv) {
 
   double base = baseline_ms(work + "/five-hundred", 100);
   std::printf("baseline: agent + check started directly: %.2f ms per iteration\n", base);
-  std::printf("1-task file:   %.2f ms per loop of 1 iteration (setup included)   overhead %.2f ms   ratio %.1fx\n", small_ms,
-              small_ms - base, small_ms / base);
-  std::printf("500-task file: %.2f ms per iteration over %d iterations            overhead %.2f ms   ratio %.1fx\n", big_ms,
-              iterations, big_ms - base, big_ms / base);
+  std::printf("1-task file:   %.2f ms per loop of 1 iteration (setup included)   overhead %.2f ms   ratio %.1fx\n",
+              small_ms, small_ms - base, small_ms / base);
+  std::printf("500-task file: %.2f ms per iteration over %d iterations            overhead %.2f ms   ratio %.1fx\n",
+              big_ms, iterations, big_ms - base, big_ms / base);
   fs::remove_all(work);
   return 0;
 }

@@ -63,7 +63,8 @@ util::ProcessResult sh(const std::string& script, const std::string& cwd, bool m
 const char* kCheck = "! grep -q BAD bisect/state.txt";
 
 void line(const char* what, double ms, double base_ms, const char* base_what, double cpu = -1, double base_cpu = -1) {
-  std::printf("%-34s %9.0f ms   %-28s %9.0f ms   ratio %.3fx", what, ms, base_what, base_ms, base_ms > 0 ? ms / base_ms : 0);
+  std::printf("%-34s %9.0f ms   %-28s %9.0f ms   ratio %.3fx", what, ms, base_what, base_ms,
+              base_ms > 0 ? ms / base_ms : 0);
   if (cpu >= 0) std::printf("   cpu %.0f ms vs %.0f ms", cpu, base_cpu);
   std::printf("\n");
   std::fflush(stdout);
@@ -111,8 +112,8 @@ int main(int argc, char** argv) {
     t = Clock::now();
     const std::string patch = sb.read_patch();
     const double patch_ms = ms_since(t);
-    std::printf("%-34s %9.1f ms   (one confined process: %.1f ms; patch %zu bytes)\n", "patch read back, overlay:", patch_ms,
-                run_ms, patch.size());
+    std::printf("%-34s %9.1f ms   (one confined process: %.1f ms; patch %zu bytes)\n",
+                "patch read back, overlay:", patch_ms, run_ms, patch.size());
   }
   if (with_copy) {
     t = Clock::now();
@@ -165,10 +166,12 @@ int main(int argc, char** argv) {
                               wt, false);
   const double git_bisect = ms_since(t), git_bisect_cpu = c.since();
   int git_runs = 0;
-  for (size_t at = gb.output.find("running"); at != std::string::npos; at = gb.output.find("running", at + 1)) ++git_runs;
-  std::printf("%-34s %9.0f ms   %-28s %9.0f ms   ratio %.3fx   cpu %.0f ms vs %.0f ms   check runs %d vs %d (%zu commits)\n",
-              "bisect, phoenix:", phx_bisect, "git bisect run:", git_bisect, git_bisect > 0 ? phx_bisect / git_bisect : 0,
-              phx_bisect_cpu, git_bisect_cpu, runs, git_runs, b.range_size);
+  for (size_t at = gb.output.find("running"); at != std::string::npos; at = gb.output.find("running", at + 1))
+    ++git_runs;
+  std::printf(
+      "%-34s %9.0f ms   %-28s %9.0f ms   ratio %.3fx   cpu %.0f ms vs %.0f ms   check runs %d vs %d (%zu commits)\n",
+      "bisect, phoenix:", phx_bisect, "git bisect run:", git_bisect, git_bisect > 0 ? phx_bisect / git_bisect : 0,
+      phx_bisect_cpu, git_bisect_cpu, runs, git_runs, b.range_size);
   if (b.verdict != fixers::BisectResult::Verdict::kFound) std::printf("  (warning: bisect found nothing)\n");
   else std::printf("  culprit at position %zu of %zu\n", b.culprit_position, b.range_size);
 

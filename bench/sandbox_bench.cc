@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
   if (sizes.empty()) sizes = {1000, 10000};
   for (int n : sizes) {
-    fs::path dir = fs::temp_directory_path() / ("phoenix-bench-sandbox-" + std::to_string(::getpid()) + "-" + std::to_string(n));
+    fs::path dir =
+        fs::temp_directory_path() / ("phoenix-bench-sandbox-" + std::to_string(::getpid()) + "-" + std::to_string(n));
     fs::path repo = dir / "repo";
     int per_folder = 250;
     for (int i = 0; i < n; ++i) {
@@ -52,12 +53,14 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     {
       // The copying sandbox (bench/perf_bench.cc measures both kinds).
-      auto sb = sandbox::Sandbox::create(repo.string(), (repo / ".phoenix/sandboxes").string(), {}, sandbox::Kind::kCopy);
+      auto sb =
+          sandbox::Sandbox::create(repo.string(), (repo / ".phoenix/sandboxes").string(), {}, sandbox::Kind::kCopy);
       double ready = ms_since(t0);
       auto t1 = Clock::now();
       must({"git", "worktree", "add", "-q", "--detach", (dir / "wt").string()}, repo.string());
       double wt = ms_since(t1);
-      std::printf("copying sandbox ready, %6d files: %8.0f ms   git worktree add: %8.0f ms   ratio %.2fx\n", n, ready, wt, ready / wt);
+      std::printf("copying sandbox ready, %6d files: %8.0f ms   git worktree add: %8.0f ms   ratio %.2fx\n", n, ready,
+                  wt, ready / wt);
     }
     fs::remove_all(dir);
   }

@@ -23,9 +23,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 void put(image::Image& img, int x, int y, std::uint32_t rgb, double cover = 1) {
   if (x < 0 || y < 0 || x >= img.width || y >= img.height || cover <= 0) return;
@@ -62,8 +60,8 @@ image::Image chart(int w, int h, double shift, bool regress) {
   const double thick = 2.5 * s;
   for (int k = 0; k < 3; ++k)
     for (int x = left + 1; x < w - int(40 * s); ++x) {
-      const double cy = top + (base - top) * (0.3 + 0.15 * k) +
-                        (base - top) * 0.12 * std::sin(x / (90.0 * s) + k) + shift * s;
+      const double cy =
+          top + (base - top) * (0.3 + 0.15 * k) + (base - top) * 0.12 * std::sin(x / (90.0 * s) + k) + shift * s;
       for (int y = int(cy - thick) - 2; y <= int(cy + thick) + 2; ++y)
         put(img, x, y, palette[(k + 3) % 6], std::clamp(thick / 2 + 0.5 - std::fabs(y + 0.5 - cy), 0.0, 1.0));
     }
@@ -89,8 +87,8 @@ int compare(const std::string& a, const std::string& b, const std::string& out, 
   image::write_png(out, r.diff);
   const double enc = ms_since(t2);
   std::printf("differing=%lld total=%lld\n", r.differing, r.total);
-  std::fprintf(stderr, "phoenix phases: decode both %.1f ms, compare %.1f ms, encode+write diff %.1f ms\n",
-               decode, cmp, enc);
+  std::fprintf(stderr, "phoenix phases: decode both %.1f ms, compare %.1f ms, encode+write diff %.1f ms\n", decode, cmp,
+               enc);
   return 0;
 }
 

@@ -38,8 +38,7 @@ class ScopedTempDir {
 
 // Runs argv in `cwd` and returns the result (output is stdout+stderr).
 util::ProcessResult run(const std::vector<std::string>& argv, const std::string& cwd = "",
-                        const std::vector<std::pair<std::string, std::string>>& env = {},
-                        double timeout_s = 120);
+                        const std::vector<std::pair<std::string, std::string>>& env = {}, double timeout_s = 120);
 
 // Runs git in `repo`; fails the current test (ADD_FAILURE) when it exits non-zero.
 std::string git(const std::string& repo, const std::vector<std::string>& args);

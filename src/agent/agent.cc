@@ -110,19 +110,20 @@ std::optional<ClaudeResult> claude_from(const Json& j) {
 
 // Words of exhausted credit or billing: waiting will not help.
 const std::vector<std::string_view> kQuotaPhrases{
-    "insufficient_quota",          // OpenAI, sent with HTTP 429
-    "credit balance is too low",   // Anthropic "Your credit balance is too low to access the Anthropic API"
+    "insufficient_quota",         // OpenAI, sent with HTTP 429
+    "credit balance is too low",  // Anthropic "Your credit balance is too low to access the Anthropic API"
     "credit balance too low",
-    "billing",                     // "check your plan and billing details"
-    "payment required",            // HTTP 402
-    "out of credits", "exceeded your current quota",
+    "billing",           // "check your plan and billing details"
+    "payment required",  // HTTP 402
+    "out of credits",
+    "exceeded your current quota",
 };
 
 // Words of a rate limit or a usage window: wait (until the reset) and retry.
 const std::vector<std::string_view> kRatePhrases{
-    "rate limit", "rate_limit", "ratelimit", "rate-limit", "too many requests",
-    "usage limit",         // Claude "Claude AI usage limit reached|<epoch>", codex "You've hit your usage limit"
-    "5-hour limit",        "five-hour limit", "5 hour limit", "weekly limit", "session limit",
+    "rate limit",         "rate_limit",      "ratelimit",    "rate-limit",   "too many requests",
+    "usage limit",  // Claude "Claude AI usage limit reached|<epoch>", codex "You've hit your usage limit"
+    "5-hour limit",       "five-hour limit", "5 hour limit", "weekly limit", "session limit",
     "hit your limit",      // Claude "You've hit your limit · resets 7pm"
     "resource_exhausted",  // Google's 429 status name
 };
@@ -130,21 +131,53 @@ const std::vector<std::string_view> kRatePhrases{
 // Words of a model that cannot be reached (network, DNS, TLS, the server's
 // own 5xx): wait and retry.
 const std::vector<std::string_view> kUnreachablePhrases{
-    "connection refused", "econnrefused", "connectionrefused", "unable to connect", "could not connect",
-    "failed to connect", "cannot connect", "connection error", "connection reset", "econnreset",
-    "socket hang up", "network error", "networkerror", "fetch failed", "network is unreachable",
-    "enetunreach", "ehostunreach", "no route to host",
-    "reconnecting", "waiting for network",  // codex "Reconnecting... 1/5 (stream disconnected ...)"
-    "stream disconnected", "error sending request",
-    "could not resolve", "enotfound", "getaddrinfo", "name resolution", "dns error", "eai_again",
-    "certificate", "tls handshake", "ssl handshake", "ssl error", "tls error",
-    "overloaded",          // Anthropic 529 overloaded_error
-    "internal server error", "bad gateway", "service unavailable", "gateway timeout", "server error",
-    "api_error",           // Anthropic's 500 error type
-    "etimedout", "connect timeout", "timed out connecting",
-    "high demand",         // codex 0.171.0 on HTTP 500: "We're currently experiencing high demand, ..."
-    "server-side issue",   // claude 2.1.197 on 500/529: "This is a server-side issue, usually temporary"
-    "server had an error", "temporarily unavailable",
+    "connection refused",
+    "econnrefused",
+    "connectionrefused",
+    "unable to connect",
+    "could not connect",
+    "failed to connect",
+    "cannot connect",
+    "connection error",
+    "connection reset",
+    "econnreset",
+    "socket hang up",
+    "network error",
+    "networkerror",
+    "fetch failed",
+    "network is unreachable",
+    "enetunreach",
+    "ehostunreach",
+    "no route to host",
+    "reconnecting",
+    "waiting for network",  // codex "Reconnecting... 1/5 (stream disconnected ...)"
+    "stream disconnected",
+    "error sending request",
+    "could not resolve",
+    "enotfound",
+    "getaddrinfo",
+    "name resolution",
+    "dns error",
+    "eai_again",
+    "certificate",
+    "tls handshake",
+    "ssl handshake",
+    "ssl error",
+    "tls error",
+    "overloaded",  // Anthropic 529 overloaded_error
+    "internal server error",
+    "bad gateway",
+    "service unavailable",
+    "gateway timeout",
+    "server error",
+    "api_error",  // Anthropic's 500 error type
+    "etimedout",
+    "connect timeout",
+    "timed out connecting",
+    "high demand",        // codex 0.171.0 on HTTP 500: "We're currently experiencing high demand, ..."
+    "server-side issue",  // claude 2.1.197 on 500/529: "This is a server-side issue, usually temporary"
+    "server had an error",
+    "temporarily unavailable",
 };
 
 // `code` as an HTTP status: a number of its own right after a word that
@@ -248,10 +281,10 @@ const std::vector<HarnessPreset>& presets() {
   static const std::vector<HarnessPreset> table{
       {"claude",
        {"claude",
-        "-p",                                // claude 2.1.197: print mode, one run without a UI
-        "--output-format", "json",           // claude 2.1.197: one JSON result (is_error, num_turns, total_cost_usd)
-        "--permission-mode", "acceptEdits"}, // claude 2.1.197: edits are accepted without asking
-       PromptVia::kStdin,                    // claude 2.1.197: -p without an argument reads the prompt from stdin
+        "-p",                                 // claude 2.1.197: print mode, one run without a UI
+        "--output-format", "json",            // claude 2.1.197: one JSON result (is_error, num_turns, total_cost_usd)
+        "--permission-mode", "acceptEdits"},  // claude 2.1.197: edits are accepted without asking
+       PromptVia::kStdin,                     // claude 2.1.197: -p without an argument reads the prompt from stdin
        {},
        "npm @anthropic-ai/claude-code",
        "2.1.197"},
@@ -260,10 +293,10 @@ const std::vector<HarnessPreset>& presets() {
       // harness.command: it also stops the agent from running the tests.
       {"codex",
        {"codex",
-        "exec",                              // codex 0.171.0: non-interactive run
-        "--sandbox", "workspace-write",      // codex 0.171.0: may write in its working directory (--full-auto is gone)
-        "--json",                            // codex 0.171.0: JSON-lines events on stdout
-        "-"},                                // codex 0.171.0: "-" reads the prompt from stdin
+        "exec",                          // codex 0.171.0: non-interactive run
+        "--sandbox", "workspace-write",  // codex 0.171.0: may write in its working directory (--full-auto is gone)
+        "--json",                        // codex 0.171.0: JSON-lines events on stdout
+        "-"},                            // codex 0.171.0: "-" reads the prompt from stdin
        PromptVia::kStdin,
        {},
        "npm @openai/codex",
@@ -279,24 +312,22 @@ const std::vector<HarnessPreset>& presets() {
        "0.86 (from its sources; not run in the suite)"},
       {"opencode",
        {"opencode",
-        "run",                               // opencode 1.18.33: non-interactive run
+        "run",  // opencode 1.18.33: non-interactive run
         // opencode 1.18.33 retries a refused connection, a 5xx, a 429
         // without Retry-After and exhausted credit inside itself, forever,
         // printing nothing on stdout: its log on stderr is the only place
         // that names the cause ("stream error ... AI_APICallError: ...").
-        "--print-logs", "--log-level", "WARN",
-        "--format", "json",                  // opencode 1.18.33: raw JSON events
-        "{prompt}"},                         // opencode 1.18.33: the message is the positional argument
+        "--print-logs", "--log-level", "WARN", "--format", "json",  // opencode 1.18.33: raw JSON events
+        "{prompt}"},  // opencode 1.18.33: the message is the positional argument
        PromptVia::kArgument,
        {{"OPENCODE_PERMISSION", R"({"*":"allow"})"}},  // opencode 1.18.33: every tool allowed without asking
        "npm opencode-ai",
        "1.18.33"},
       {"gemini",
-       {"gemini",
-        "--approval-mode", "yolo",           // gemini 0.61.0: approve every tool call (older releases: --yolo)
-        "--skip-trust",                      // gemini 0.61.0: a sandbox is no trusted folder (else exit 55)
-        "-o", "stream-json",                 // gemini 0.61.0: JSON-lines events
-        "-p", "{prompt}"},                   // gemini 0.61.0: headless run with this prompt
+       {"gemini", "--approval-mode", "yolo",  // gemini 0.61.0: approve every tool call (older releases: --yolo)
+        "--skip-trust",                       // gemini 0.61.0: a sandbox is no trusted folder (else exit 55)
+        "-o", "stream-json",                  // gemini 0.61.0: JSON-lines events
+        "-p", "{prompt}"},                    // gemini 0.61.0: headless run with this prompt
        PromptVia::kArgument,
        {{"GEMINI_CLI_TRUST_WORKSPACE", "true"}},  // gemini 0.61.0: the same trust, for releases without --skip-trust
        "npm @google/gemini-cli",
@@ -327,10 +358,15 @@ const char* status_name(Status s) {
 }
 
 const std::vector<std::string>& git_location_env() {
-  static const std::vector<std::string> names{
-      "GIT_DIR",          "GIT_WORK_TREE",          "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-      "GIT_COMMON_DIR",   "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX", "GIT_NAMESPACE",
-      "GIT_CEILING_DIRECTORIES"};
+  static const std::vector<std::string> names{"GIT_DIR",
+                                              "GIT_WORK_TREE",
+                                              "GIT_INDEX_FILE",
+                                              "GIT_OBJECT_DIRECTORY",
+                                              "GIT_COMMON_DIR",
+                                              "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+                                              "GIT_PREFIX",
+                                              "GIT_NAMESPACE",
+                                              "GIT_CEILING_DIRECTORIES"};
   return names;
 }
 
@@ -411,8 +447,8 @@ Invocation plan_invocation(const config::Harness& harness, const std::string& pr
   inv.via = wants_file ? PromptVia::kFile : wants_arg ? PromptVia::kArgument : PromptVia::kStdin;
   if (wants_file || too_long) inv.prompt_file = write_prompt_file(prompt);
   inv.long_prompt_in_file = too_long;
-  inv.argv = substitute_placeholders(argv, too_long ? long_prompt_instruction(inv.prompt_file) : prompt,
-                                     inv.prompt_file);
+  inv.argv =
+      substitute_placeholders(argv, too_long ? long_prompt_instruction(inv.prompt_file) : prompt, inv.prompt_file);
   if (!wants_file && !wants_arg) inv.stdin_data = prompt;
   return inv;
 }
@@ -470,9 +506,11 @@ AgentReport parse_agent_report(std::string_view output) {
         ++codex_turns;
         codex_last_failed = true;
         auto e = j.find("error");
-        if (e != j.end()) add_error(e->is_object() && e->contains("message") ? json_text((*e)["message"]) : json_text(*e));
+        if (e != j.end())
+          add_error(e->is_object() && e->contains("message") ? json_text((*e)["message"]) : json_text(*e));
       }
-    } else if (j.contains("part") && (type == "step_start" || type == "step_finish" || type == "text" || type == "tool_use")) {
+    } else if (j.contains("part") &&
+               (type == "step_start" || type == "step_finish" || type == "text" || type == "tool_use")) {
       opencode = true;
       if (type == "step_finish") {
         ++opencode_steps;
@@ -512,7 +550,8 @@ AgentReport parse_agent_report(std::string_view output) {
     // A limit message arrives as is_error with subtype "success": the
     // subtype is worth naming only when it says something.
     const bool say_subtype = !c->subtype.empty() && c->subtype != "success";
-    if (c->is_error) add_error(c->result.empty() ? c->subtype : c->result + (say_subtype ? " (" + c->subtype + ")" : ""));
+    if (c->is_error)
+      add_error(c->result.empty() ? c->subtype : c->result + (say_subtype ? " (" + c->subtype + ")" : ""));
     rep.model_calls = c->num_turns;
     rep.message = one_line(c->result, 500);
   } else if (codex) {
@@ -598,14 +637,15 @@ std::optional<long long> retry_after_ms_or_throw(std::string_view text_in, long 
 
   static const std::regex after_ms(R"(retry[-_ ]?after[-_ ]?ms["']?\s*[:=]?\s*(\d+))", kSyntax);
   if (std::regex_search(text, m, after_ms)) return to_ms(std::stod(m[1].str()));
-  static const std::regex after(std::string(R"(retry[-_ ]?after["']?\s*[:=]?\s*(\d+(?:\.\d+)?)\s*)") + "(?:" + kUnit + ")?",
-                                kSyntax);
+  static const std::regex after(
+      std::string(R"(retry[-_ ]?after["']?\s*[:=]?\s*(\d+(?:\.\d+)?)\s*)") + "(?:" + kUnit + ")?", kSyntax);
   if (std::regex_search(text, m, after)) return to_ms(std::stod(m[1].str()) * unit_ms(m[2].str()));
   static const std::regex delay(R"(retrydelay["']?\s*[:=]\s*["']?(\d+(?:\.\d+)?)s)", kSyntax);
   if (std::regex_search(text, m, delay)) return to_ms(std::stod(m[1].str()) * 1000);
-  static const std::regex again(std::string(R"((?:try again|retry|retrying|resets?|available again|available) in\s+((?:\d+(?:\.\d+)?\s*)") + kUnit +
-                                    R"(\s*)+))",
-                                kSyntax);
+  static const std::regex again(
+      std::string(R"((?:try again|retry|retrying|resets?|available again|available) in\s+((?:\d+(?:\.\d+)?\s*)") +
+          kUnit + R"(\s*)+))",
+      kSyntax);
   if (std::regex_search(text, m, again)) return to_ms(duration(m[1].str()));
   static const std::regex epoch(R"((?:limit reached\||resets?_?at["']?\s*[:=]?\s*)(\d{10,13})(?!\d))", kSyntax);
   if (std::regex_search(text, m, epoch)) {
@@ -615,8 +655,9 @@ std::optional<long long> retry_after_ms_or_throw(std::string_view text_in, long 
   }
   // A wall-clock time: "try again at 14:05", "resets 3am (Europe/Berlin)",
   // "resets at 7:30 pm". An hour alone needs am/pm.
-  static const std::regex clock(R"((?:try again|retry|resets?|reset|available again|available)(?: at)?\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?)",
-                                kSyntax);
+  static const std::regex clock(
+      R"((?:try again|retry|resets?|reset|available again|available)(?: at)?\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?)",
+      kSyntax);
   if (std::regex_search(text, m, clock) && (m[2].matched || m[3].matched)) {
     int hour = std::stoi(m[1].str());
     int minute = m[2].matched ? std::stoi(m[2].str()) : 0;
@@ -688,8 +729,7 @@ LimitHit find_limit(std::string_view output, const AgentReport& report, std::str
         const size_t kBefore = 60;
         if (s.text.size() > 200 && at != std::string::npos && at > kBefore)
           hit.line = "…" + one_line(std::string_view(s.text).substr(at - kBefore));
-        else
-          hit.line = one_line(s.text);
+        else hit.line = one_line(s.text);
         break;
       }
     }
@@ -754,7 +794,8 @@ Classification classify_run(const RunFacts& f, long long now_ms) {
   c.model_calls = rep.model_calls;
   const std::string& prog = f.program;
   const bool changed = f.changed_files > 0;
-  const std::string discarded = changed ? "; " + plural(f.changed_files, "changed file", "changed files") + " discarded" : "";
+  const std::string discarded =
+      changed ? "; " + plural(f.changed_files, "changed file", "changed files") + " discarded" : "";
 
   if (f.not_found) {
     c.status = Status::kUnavailable;
@@ -771,7 +812,8 @@ Classification classify_run(const RunFacts& f, long long now_ms) {
     c.detail = prog + " was stopped: Phoenix was interrupted" + discarded;
     return c;
   }
-  c.first_error = rep.error_texts.empty() ? first_error_line(f.output, f.prompt) : one_line(rep.error_texts.front(), 300);
+  c.first_error =
+      rep.error_texts.empty() ? first_error_line(f.output, f.prompt) : one_line(rep.error_texts.front(), 300);
 
   // Quota, rate limit, unreachable: read when the run failed, changed
   // nothing or was stopped at its timeout (a CLI that retries a 429 or a
@@ -881,8 +923,8 @@ std::string render_prompt(std::string_view tmpl, const std::map<std::string, std
   return out;
 }
 
-RunFacts run_facts(const std::string& program, const util::ProcessResult& r, double timeout_s, const std::string& prompt,
-                   size_t changed_files) {
+RunFacts run_facts(const std::string& program, const util::ProcessResult& r, double timeout_s,
+                   const std::string& prompt, size_t changed_files) {
   RunFacts f;
   f.program = program;
   f.not_found = r.not_found;

@@ -47,15 +47,15 @@ namespace phoenix::agent {
 
 // The outcome of asking a fixer (for the harness: of one agent run).
 enum class Status {
-  kProposed,      // a patch to try
-  kNothing,       // this fixer has nothing (more) to offer
-  kUnavailable,   // not installed / not configured
-  kRateLimited,   // wait (retry_after_ms); spends no budget and no strike
-  kUnreachable,   // the model could not be reached: wait like kRateLimited
-  kQuota,         // credit or billing exhausted: stop using this fixer for the run
-  kTimeout,       // killed at its timeout
-  kCrashed,       // exited abnormally without a usable result
-  kAborted        // the real repository changed while it worked (invariant 12)
+  kProposed,     // a patch to try
+  kNothing,      // this fixer has nothing (more) to offer
+  kUnavailable,  // not installed / not configured
+  kRateLimited,  // wait (retry_after_ms); spends no budget and no strike
+  kUnreachable,  // the model could not be reached: wait like kRateLimited
+  kQuota,        // credit or billing exhausted: stop using this fixer for the run
+  kTimeout,      // killed at its timeout
+  kCrashed,      // exited abnormally without a usable result
+  kAborted       // the real repository changed while it worked (invariant 12)
 };
 
 const char* status_name(Status s);
@@ -79,8 +79,8 @@ struct HarnessPreset {
   PromptVia via = PromptVia::kStdin;
   // Added to the environment (harness.env overrides them).
   std::map<std::string, std::string> env;
-  std::string package;   // where it comes from ("npm @openai/codex", "PyPI aider-chat")
-  std::string checked;   // the CLI version the flags were checked against
+  std::string package;  // where it comes from ("npm @openai/codex", "PyPI aider-chat")
+  std::string checked;  // the CLI version the flags were checked against
 };
 
 // The one table (claude, codex, aider, opencode, gemini); the source of
@@ -119,11 +119,11 @@ std::vector<std::string> substitute_placeholders(const std::vector<std::string>&
 // What to run for one prompt.
 struct Invocation {
   std::vector<std::string> argv;
-  std::optional<std::string> stdin_data;      // the prompt, for kStdin
-  std::map<std::string, std::string> env;     // preset env, then harness.env
+  std::optional<std::string> stdin_data;   // the prompt, for kStdin
+  std::map<std::string, std::string> env;  // preset env, then harness.env
   PromptVia via = PromptVia::kStdin;
-  std::string prompt_file;                    // "" when no file was written
-  bool long_prompt_in_file = false;           // {prompt} was replaced by an instruction
+  std::string prompt_file;           // "" when no file was written
+  bool long_prompt_in_file = false;  // {prompt} was replaced by an instruction
 };
 
 // Builds the invocation for `harness`: its `command` when given (a custom
@@ -157,14 +157,14 @@ std::optional<ClaudeResult> parse_claude_result(std::string_view output);
 // (turn.completed / turn.failed / error); opencode's (step_finish with
 // part.cost / error); gemini's stream-json (result with status / error).
 struct AgentReport {
-  std::string format;                // "claude-json", "codex-jsonl", "opencode-jsonl", "gemini-stream-json", "" (text)
-  std::optional<bool> is_error;      // the CLI's own verdict, when it gave one
-  std::optional<double> cost_usd;    // reported cost; null when none reported
-  std::optional<int> turns;          // claude num_turns; codex turns; opencode steps
+  std::string format;              // "claude-json", "codex-jsonl", "opencode-jsonl", "gemini-stream-json", "" (text)
+  std::optional<bool> is_error;    // the CLI's own verdict, when it gave one
+  std::optional<double> cost_usd;  // reported cost; null when none reported
+  std::optional<int> turns;        // claude num_turns; codex turns; opencode steps
   // Requests the CLI says it made to the model: claude's num_turns, codex's
   // turns, opencode's steps, gemini's stats; null when it reports none.
   std::optional<int> model_calls;
-  std::string message;               // claude's result text or the last error message (bounded)
+  std::string message;  // claude's result text or the last error message (bounded)
   // Error texts from the JSON (claude's result when is_error, error events,
   // "error" objects): the only JSON content read for limits.
   std::vector<std::string> error_texts;
@@ -202,32 +202,32 @@ inline constexpr long long kDefaultRetryAfterMs = 60'000;
 
 // The facts of one finished run that classification looks at.
 struct RunFacts {
-  std::string program;         // for messages ("claude")
+  std::string program;  // for messages ("claude")
   bool not_found = false;
   bool not_executable = false;
   bool timed_out = false;
   bool interrupted = false;
-  int exit_code = 0;           // shell-like: 128+N for a signal
+  int exit_code = 0;  // shell-like: 128+N for a signal
   int term_signal = 0;
   double timeout_s = 0;
-  std::string output;          // bounded stdout+stderr
-  std::string prompt;          // to ignore echoes
-  size_t changed_files = 0;    // paths the sandbox patch touches
+  std::string output;        // bounded stdout+stderr
+  std::string prompt;        // to ignore echoes
+  size_t changed_files = 0;  // paths the sandbox patch touches
 };
 
 // The facts of a finished run of the CLI (util::run_process's result).
-RunFacts run_facts(const std::string& program, const util::ProcessResult& r, double timeout_s, const std::string& prompt,
-                   size_t changed_files);
+RunFacts run_facts(const std::string& program, const util::ProcessResult& r, double timeout_s,
+                   const std::string& prompt, size_t changed_files);
 
 struct Classification {
   Status status = Status::kNothing;
   std::string detail;
-  long long retry_after_ms = 0;          // for the waiting classes: what the CLI asked for, else 0
-  bool retry_after_from_cli = false;     // the CLI named the time (a reset time): wait exactly that
-  std::string first_error;               // the CLI's first error line (bounded), "" when none
+  long long retry_after_ms = 0;       // for the waiting classes: what the CLI asked for, else 0
+  bool retry_after_from_cli = false;  // the CLI named the time (a reset time): wait exactly that
+  std::string first_error;            // the CLI's first error line (bounded), "" when none
   std::optional<double> cost_usd;
   std::optional<int> turns;
-  std::optional<int> model_calls;        // the CLI's own count; null when it reports none
+  std::optional<int> model_calls;  // the CLI's own count; null when it reports none
 };
 
 // The rules at the top of this file, minus kAborted (which needs the

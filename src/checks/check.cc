@@ -60,7 +60,8 @@ SenseResult sense_regex(const CheckSpec& c, const std::string& root) {
     ++lineno;
     if (std::regex_search(line, re)) {
       ++matches;
-      if (matches <= 5) shown += c.path + ":" + std::to_string(lineno) + ": " + util::to_valid_utf8(line.substr(0, 200)) + "\n";
+      if (matches <= 5)
+        shown += c.path + ":" + std::to_string(lineno) + ": " + util::to_valid_utf8(line.substr(0, 200)) + "\n";
     }
   }
   bool present = matches > 0;
@@ -100,7 +101,8 @@ bool boot_server(const CheckSpec& spec, const std::string& root, std::unique_ptr
   return false;
 }
 
-Missing missing_recording(const CheckSpec& spec, const std::string& root, const std::string& rel, std::string* where_known) {
+Missing missing_recording(const CheckSpec& spec, const std::string& root, const std::string& rel,
+                          std::string* where_known) {
   if (!spec.record) return Missing::kRecordNever;
   try {
     gitx::Repo repo = gitx::Repo::open(root);

@@ -18,36 +18,36 @@ const std::vector<std::string>& failure_types();
 
 struct CheckSpec {
   std::string id;
-  std::string kind;           // command_exit | file_sha256 | regex_in_file | contract | visual
-  std::string type;           // failure type
+  std::string kind;  // command_exit | file_sha256 | regex_in_file | contract | visual
+  std::string type;  // failure type
   // command_exit
   std::vector<std::string> argv;
   int expect_exit = 0;
   double timeout_s = 600;
-  std::string cwd;            // relative to the repository root
+  std::string cwd;  // relative to the repository root
   // file_sha256 / regex_in_file
   std::string path;
   std::string expect_sha256;  // lowercase hex
   std::string pattern;
   bool expect_present = false;
   // contract / visual (path holds the URL too, for display)
-  std::string url;                    // http:// URL of the JSON or the PNG (or the page to screenshot)
+  std::string url;  // http:// URL of the JSON or the PNG (or the page to screenshot)
   std::string method = "GET";
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
-  bool strict = false;                // contract: an added field is a drift too
-  bool record = true;                 // "record": "auto" (default) or "never"
+  bool strict = false;                  // contract: an added field is a drift too
+  bool record = true;                   // "record": "auto" (default) or "never"
   std::vector<std::string> screenshot;  // visual: argv with {out} (and {url})
-  double tolerance = 0.1;             // visual: per-pixel YIQ distance, 0..1
-  double max_ratio = 0.001;           // visual: share of differing pixels allowed
-  bool ignore_anti_aliasing = true;   // visual: anti-aliased pixels do not count
+  double tolerance = 0.1;               // visual: per-pixel YIQ distance, 0..1
+  double max_ratio = 0.001;             // visual: share of differing pixels allowed
+  bool ignore_anti_aliasing = true;     // visual: anti-aliased pixels do not count
   bool has_server = false;
   ServerSpec server;
   // healing
   std::vector<std::string> editable;  // globs a fix may touch
   std::vector<std::string> tests;     // the check's own test files
   bool protect_tests = true;
-  util::Json raw;             // the object as given
+  util::Json raw;  // the object as given
 };
 
 // Validates one check object. `where` names it in errors
@@ -60,16 +60,16 @@ CheckSpec parse_check_text(const std::string& text);
 // A file a measurement produced as evidence (a visual check's expected,
 // actual and diff pictures); the incident writer puts it beside the note.
 struct Artifact {
-  std::string name;   // "diff.png"
+  std::string name;  // "diff.png"
   std::string bytes;
 };
 
 struct SenseResult {
   std::string id;
   bool ok = false;
-  std::string signal;     // short: "exit=1", "absent", "sha256 mismatch"
-  std::string evidence;   // bounded proof: output tail, diff, matching lines
-  std::string output;     // bounded raw output (for failure signatures)
+  std::string signal;    // short: "exit=1", "absent", "sha256 mismatch"
+  std::string evidence;  // bounded proof: output tail, diff, matching lines
+  std::string output;    // bounded raw output (for failure signatures)
   long long duration_ms = 0;
   bool interrupted = false;
   std::vector<Artifact> artifacts;

@@ -32,7 +32,8 @@ SenseResult run_command(const CheckSpec& c, const std::string& root, int cancel_
   r.output = util::to_valid_utf8(p.output);
   if (p.not_found) {
     r.signal = "not found: " + c.argv[0];
-    r.evidence = "no executable '" + c.argv[0] + "' (looked in " + (c.argv[0].find('/') == std::string::npos ? "PATH" : o.cwd) + ")";
+    r.evidence = "no executable '" + c.argv[0] + "' (looked in " +
+                 (c.argv[0].find('/') == std::string::npos ? "PATH" : o.cwd) + ")";
     return r;
   }
   if (p.not_executable) {
@@ -73,7 +74,8 @@ SenseResult run_command(const CheckSpec& c, const std::string& root, int cancel_
 SenseResult finish_sense(SenseResult r, const CheckSpec& spec, std::chrono::steady_clock::time_point start) {
   r.id = spec.id;
   if (r.duration_ms == 0)
-    r.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    r.duration_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   if (r.output.empty()) r.output = r.evidence;
   // Secret values of the environment never reach evidence, signatures or notes.
   r.output = util::redact_secrets(r.output);

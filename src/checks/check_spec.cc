@@ -15,7 +15,7 @@ namespace phoenix::checks {
 using util::Json;
 
 const std::vector<std::string>& failure_types() {
-  static const std::vector<std::string> types{"unit",   "e2e",    "build",  "lint",    "migration",
+  static const std::vector<std::string> types{"unit",   "e2e",    "build",    "lint",  "migration",
                                               "deploy", "visual", "contract", "health"};
   return types;
 }
@@ -38,7 +38,6 @@ std::vector<std::string> keys_for(const std::string& kind) {
   if (kind == "regex_in_file") k.push_back("pattern");
   return k;
 }
-
 
 std::string type_name(const Json& j) {
   if (j.is_string()) return "a string";
@@ -73,7 +72,8 @@ double positive(const Json& j, const std::string& key, const std::string& w, dou
 double unit_interval(const Json& j, const std::string& key, const std::string& w, double dflt) {
   if (!j.contains(key)) return dflt;
   if (!j[key].is_number() || j[key].get<double>() < 0 || j[key].get<double>() > 1)
-    throw ConfigError(w + "." + key + ": must be a number from 0 to 1, not " + (j[key].is_number() ? j[key].dump() : type_name(j[key])));
+    throw ConfigError(w + "." + key + ": must be a number from 0 to 1, not " +
+                      (j[key].is_number() ? j[key].dump() : type_name(j[key])));
   return j[key].get<double>();
 }
 
@@ -102,7 +102,8 @@ void parse_http_check(const Json& j, const std::string& w, CheckSpec& c) {
   if (j.contains("server")) {
     const Json& s = j["server"];
     const std::string sw = w + ".server";
-    if (!s.is_object()) throw ConfigError(sw + ": must be an object {run, ready_url, ready_timeout_s}, not " + type_name(s));
+    if (!s.is_object())
+      throw ConfigError(sw + ": must be an object {run, ready_url, ready_timeout_s}, not " + type_name(s));
     util::reject_unknown_keys(s, {"run", "ready_url", "ready_timeout_s"}, sw);
     if (!s.contains("run")) throw ConfigError(sw + ": missing 'run' (the argv that starts the server)");
     if (s["run"].is_string()) c.server.run = util::split_words(s["run"].get<std::string>());
@@ -110,7 +111,8 @@ void parse_http_check(const Json& j, const std::string& w, CheckSpec& c) {
     else throw ConfigError(sw + ".run: must be an argv array or a command string, not " + type_name(s["run"]));
     if (c.server.run.empty() || c.server.run[0].empty()) throw ConfigError(sw + ".run: the command is empty");
     if (!s.contains("ready_url") || !s["ready_url"].is_string())
-      throw ConfigError(sw + ".ready_url: missing or not a string (the http:// URL that answers 2xx once the server is up)");
+      throw ConfigError(sw +
+                        ".ready_url: missing or not a string (the http:// URL that answers 2xx once the server is up)");
     c.server.ready_url = s["ready_url"].get<std::string>();
     parse_url(c.server.ready_url, sw + ".ready_url");
     c.server.ready_timeout_s = positive(s, "ready_timeout_s", sw, 30);
@@ -120,14 +122,17 @@ void parse_http_check(const Json& j, const std::string& w, CheckSpec& c) {
     if (c.url.empty()) throw ConfigError(w + ": missing 'target'");
     if (j.contains("method")) {
       static const std::vector<std::string> methods{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"};
-      if (!j["method"].is_string() || std::find(methods.begin(), methods.end(), j["method"].get<std::string>()) == methods.end())
-        throw ConfigError(w + ".method: must be one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, not " + j["method"].dump());
+      if (!j["method"].is_string() ||
+          std::find(methods.begin(), methods.end(), j["method"].get<std::string>()) == methods.end())
+        throw ConfigError(w + ".method: must be one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, not " +
+                          j["method"].dump());
       c.method = j["method"].get<std::string>();
     }
     if (j.contains("headers")) {
       if (!j["headers"].is_object()) throw ConfigError(w + ".headers: must be an object of header name -> string");
       for (auto it = j["headers"].begin(); it != j["headers"].end(); ++it) {
-        if (!it.value().is_string()) throw ConfigError(w + ".headers." + it.key() + ": must be a string, not " + type_name(it.value()));
+        if (!it.value().is_string())
+          throw ConfigError(w + ".headers." + it.key() + ": must be a string, not " + type_name(it.value()));
         if (it.key().empty() || it.key().find_first_of(" :\r\n") != std::string::npos ||
             it.value().get<std::string>().find_first_of("\r\n") != std::string::npos)
           throw ConfigError(w + ".headers: invalid header '" + it.key() + "'");
@@ -162,7 +167,8 @@ CheckSpec parse_check(const Json& j, const std::string& where, bool id_required)
   if (!j.is_object()) throw ConfigError(where + ": a check must be a JSON object, not " + type_name(j));
   CheckSpec c;
   c.raw = j;
-  if (!j.contains("kind")) throw ConfigError(where + ": missing 'kind' (one of command_exit, file_sha256, regex_in_file, contract, visual)");
+  if (!j.contains("kind"))
+    throw ConfigError(where + ": missing 'kind' (one of command_exit, file_sha256, regex_in_file, contract, visual)");
   if (!j["kind"].is_string()) throw ConfigError(where + ".kind: must be a string, not " + type_name(j["kind"]));
   c.kind = j["kind"].get<std::string>();
   bool known = false;
@@ -201,7 +207,8 @@ CheckSpec parse_check(const Json& j, const std::string& where, bool id_required)
     }
   }
   if (!j.contains("target") && !(c.kind == "visual" && j.contains("screenshot")))
-    throw ConfigError(w + ": missing 'target'" + std::string(c.kind == "visual" ? " (a PNG URL, or give 'screenshot')" : ""));
+    throw ConfigError(w + ": missing 'target'" +
+                      std::string(c.kind == "visual" ? " (a PNG URL, or give 'screenshot')" : ""));
   const Json target = j.contains("target") ? j["target"] : Json();
   if (j.contains("editable")) c.editable = util::string_array(j["editable"], w + ".editable");
 
@@ -218,7 +225,8 @@ CheckSpec parse_check(const Json& j, const std::string& where, bool id_required)
     if (c.argv.empty() || c.argv[0].empty()) throw ConfigError(w + ".target: the command is empty");
     if (j.contains("expect")) {
       const Json& e = j["expect"];
-      if (!e.is_number_integer()) throw ConfigError(w + ".expect: must be an exit code (integer 0-255), not " + type_name(e));
+      if (!e.is_number_integer())
+        throw ConfigError(w + ".expect: must be an exit code (integer 0-255), not " + type_name(e));
       long long v = e.get<long long>();
       if (v < 0 || v > 255) throw ConfigError(w + ".expect: exit code " + std::to_string(v) + " is outside 0-255");
       c.expect_exit = static_cast<int>(v);
@@ -243,7 +251,8 @@ CheckSpec parse_check(const Json& j, const std::string& where, bool id_required)
     c.path = target.get<std::string>();
     if (c.kind == "file_sha256") {
       if (!j.contains("expect")) throw ConfigError(w + ": missing 'expect' (the file's SHA-256, 64 hex digits)");
-      if (!j["expect"].is_string()) throw ConfigError(w + ".expect: must be a SHA-256 string, not " + type_name(j["expect"]));
+      if (!j["expect"].is_string())
+        throw ConfigError(w + ".expect: must be a SHA-256 string, not " + type_name(j["expect"]));
       std::string e = j["expect"].get<std::string>();
       for (auto& ch : e) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
       if (!is_hex64(e)) throw ConfigError(w + ".expect: '" + j["expect"].get<std::string>() + "' is not 64 hex digits");
@@ -259,10 +268,12 @@ CheckSpec parse_check(const Json& j, const std::string& where, bool id_required)
       }
       std::string e = "absent";
       if (j.contains("expect")) {
-        if (!j["expect"].is_string()) throw ConfigError(w + ".expect: must be \"present\" or \"absent\", not " + type_name(j["expect"]));
+        if (!j["expect"].is_string())
+          throw ConfigError(w + ".expect: must be \"present\" or \"absent\", not " + type_name(j["expect"]));
         e = j["expect"].get<std::string>();
       }
-      if (e != "present" && e != "absent") throw ConfigError(w + ".expect: must be \"present\" or \"absent\", not '" + e + "'");
+      if (e != "present" && e != "absent")
+        throw ConfigError(w + ".expect: must be \"present\" or \"absent\", not '" + e + "'");
       c.expect_present = e == "present";
     }
   }
@@ -273,8 +284,6 @@ CheckSpec parse_check_text(const std::string& text) {
   return parse_check(util::parse_json(text, "--check"), "--check", false);
 }
 
-Json SenseResult::to_json() const {
-  return Json{{"id", id}, {"ok", ok}, {"signal", signal}, {"evidence", evidence}};
-}
+Json SenseResult::to_json() const { return Json{{"id", id}, {"ok", ok}, {"signal", signal}, {"evidence", evidence}}; }
 
 }  // namespace phoenix::checks

@@ -125,8 +125,9 @@ PathType parse_type(const std::string& text, const std::string& where) {
     size_t bar = s.find('|', start);
     std::string one = s.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
     if (!kTypes.count(one))
-      throw ConfigError(where + ": unknown type '" + one + "' in '" + text +
-                        "' (types: array, boolean, null, number, object, string; '|' between them, ' (optional)' after)");
+      throw ConfigError(
+          where + ": unknown type '" + one + "' in '" + text +
+          "' (types: array, boolean, null, number, object, string; '|' between them, ' (optional)' after)");
     t.types.insert(one);
     if (bar == std::string::npos) break;
     start = bar + 1;
@@ -137,7 +138,8 @@ PathType parse_type(const std::string& text, const std::string& where) {
 Json to_json(const Contract& c) {
   Json shape = Json::object();
   for (const auto& [p, t] : c.shape) shape[p] = render(t);
-  return Json{{"version", 1}, {"request", {{"method", c.method}, {"url", c.url}}}, {"status", c.status}, {"shape", shape}};
+  return Json{
+      {"version", 1}, {"request", {{"method", c.method}, {"url", c.url}}}, {"status", c.status}, {"shape", shape}};
 }
 
 Contract from_json(const Json& j, const std::string& where) {
@@ -156,7 +158,8 @@ Contract from_json(const Json& j, const std::string& where) {
   if (!j.contains("shape") || !j["shape"].is_object() || j["shape"].empty())
     throw ConfigError(where + ".shape: missing or not a non-empty object of path -> type");
   for (auto it = j["shape"].begin(); it != j["shape"].end(); ++it) {
-    if (!util::starts_with(it.key(), "$")) throw ConfigError(where + ".shape: path '" + it.key() + "' does not start with '$'");
+    if (!util::starts_with(it.key(), "$"))
+      throw ConfigError(where + ".shape: path '" + it.key() + "' does not start with '$'");
     if (!it.value().is_string()) throw ConfigError(where + ".shape[\"" + it.key() + "\"]: must be a type string");
     c.shape[it.key()] = parse_type(it.value().get<std::string>(), where + ".shape[\"" + it.key() + "\"]");
   }
@@ -193,9 +196,8 @@ std::vector<Drift> diff(const Shape& expected, const Shape& actual, bool strict)
       out.push_back({"field-added", p, "(absent)", render(t)});
     }
   }
-  std::sort(out.begin(), out.end(), [](const Drift& a, const Drift& b) {
-    return std::tie(a.path, a.kind) < std::tie(b.path, b.kind);
-  });
+  std::sort(out.begin(), out.end(),
+            [](const Drift& a, const Drift& b) { return std::tie(a.path, a.kind) < std::tie(b.path, b.kind); });
   return out;
 }
 
@@ -222,7 +224,8 @@ std::string explain(const std::vector<Drift>& drifts, const Shape& expected, con
       break;
     }
     s += "  " + d.kind + (d.path.empty() ? "" : "  " + d.path) + "\n";
-    if (!d.expected.empty() || !d.actual.empty()) s += "    expected: " + d.expected + "\n    actual:   " + d.actual + "\n";
+    if (!d.expected.empty() || !d.actual.empty())
+      s += "    expected: " + d.expected + "\n    actual:   " + d.actual + "\n";
   }
   // The neighbourhood: expected vs actual shape of the drifting paths' parents.
   std::set<std::string> parents;
@@ -274,7 +277,8 @@ SenseResult sense_contract(const CheckSpec& c, const std::string& root) {
     res = http_request(rq);
   } catch (const HttpError& e) {
     r.signal = "unreachable: " + c.method + " " + c.url;
-    r.evidence = std::string(e.what()) + "\n" + (server ? "--- server log (tail) ---\n" + util::to_valid_utf8(server->log_tail()) : "");
+    r.evidence = std::string(e.what()) + "\n" +
+                 (server ? "--- server log (tail) ---\n" + util::to_valid_utf8(server->log_tail()) : "");
     return r;
   }
   if (server) server->stop();
@@ -297,8 +301,8 @@ SenseResult sense_contract(const CheckSpec& c, const std::string& root) {
     Missing m = missing_recording(c, root, rel, &where);
     if (m == Missing::kDeleted) {
       r.signal = "contract deleted: " + rel;
-      r.evidence = rel + " is in git (" + where + ") but missing from the work tree: restore it (git checkout -- " + rel +
-                   "), or commit a new contract to approve a new shape.\n" + request_line + "\n";
+      r.evidence = rel + " is in git (" + where + ") but missing from the work tree: restore it (git checkout -- " +
+                   rel + "), or commit a new contract to approve a new shape.\n" + request_line + "\n";
       return r;
     }
     if (m == Missing::kRecordNever) {
@@ -308,7 +312,8 @@ SenseResult sense_contract(const CheckSpec& c, const std::string& root) {
     }
     if (res.status < 200 || res.status > 299 || !is_json) {
       r.signal = !is_json ? "drift: body is not JSON" : "status " + std::to_string(res.status);
-      r.evidence = "not recording " + rel + ": the first response must be a 2xx JSON body.\n" + request_line + "\n" + body_head();
+      r.evidence = "not recording " + rel + ": the first response must be a 2xx JSON body.\n" + request_line + "\n" +
+                   body_head();
       return r;
     }
     contract::Contract k;

@@ -59,7 +59,9 @@ HttpResponse http_request(const HttpRequest& rq) {
   };
 
   stream.expires_after(ms(rq.connect_timeout_s));
-  ec = run([&](auto handler) { stream.async_connect(endpoints, [handler](beast::error_code e, const tcp::endpoint&) mutable { handler(e); }); });
+  ec = run([&](auto handler) {
+    stream.async_connect(endpoints, [handler](beast::error_code e, const tcp::endpoint&) mutable { handler(e); });
+  });
   if (ec) {
     if (ec == beast::error::timeout)
       throw HttpError(what + ": connect timed out after " + secs(rq.connect_timeout_s) + "s");
@@ -80,14 +82,18 @@ HttpResponse http_request(const HttpRequest& rq) {
   }
 
   stream.expires_after(ms(rq.read_timeout_s));
-  ec = run([&](auto handler) { http::async_write(stream, req, [handler](beast::error_code e, size_t) mutable { handler(e); }); });
+  ec = run([&](auto handler) {
+    http::async_write(stream, req, [handler](beast::error_code e, size_t) mutable { handler(e); });
+  });
   if (ec) throw HttpError(what + ": sending the request failed: " + describe(ec));
 
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(rq.max_body_bytes);
   parser.header_limit(64 * 1024);
-  ec = run([&](auto handler) { http::async_read(stream, buffer, parser, [handler](beast::error_code e, size_t) mutable { handler(e); }); });
+  ec = run([&](auto handler) {
+    http::async_read(stream, buffer, parser, [handler](beast::error_code e, size_t) mutable { handler(e); });
+  });
   if (ec) {
     if (ec == beast::error::timeout)
       throw HttpError(what + ": no complete response within " + secs(rq.read_timeout_s) + "s");

@@ -23,8 +23,8 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   double connect_timeout_s = 5;
-  double read_timeout_s = 30;           // for sending the request and reading the whole response
-  size_t max_body_bytes = 256u << 20;   // larger bodies are an error, not a truncation
+  double read_timeout_s = 30;          // for sending the request and reading the whole response
+  size_t max_body_bytes = 256u << 20;  // larger bodies are an error, not a truncation
 };
 
 struct HttpResponse {

@@ -33,7 +33,8 @@ Server::Server(const ServerSpec& spec, const std::string& cwd) : spec_(spec) {
   if (port_accepts(ready.host, ready.port)) {
     signal_ = "port taken: " + ready.host + ":" + ready.port;
     evidence_ = "before starting `" + cmd + "`, something already accepts connections on " + ready.host + ":" +
-                ready.port + ".\nPhoenix boots the server fresh for every measurement; stop the process that holds the port.";
+                ready.port +
+                ".\nPhoenix boots the server fresh for every measurement; stop the process that holds the port.";
     return;
   }
   util::ProcessOptions o;
@@ -64,9 +65,9 @@ Server::Server(const ServerSpec& spec, const std::string& cwd) : spec_(spec) {
     if (!proc_->running()) {
       util::ProcessResult r = proc_->wait();
       signal_ = "server exited early: exit=" + std::to_string(r.exit_code);
-      evidence_ = with_log("`" + cmd + "` exited with " + std::to_string(r.exit_code) + " before " + spec.ready_url +
-                               " answered",
-                           r.output.substr(r.output.size() > 4096 ? r.output.size() - 4096 : 0));
+      evidence_ = with_log(
+          "`" + cmd + "` exited with " + std::to_string(r.exit_code) + " before " + spec.ready_url + " answered",
+          r.output.substr(r.output.size() > 4096 ? r.output.size() - 4096 : 0));
       return;
     }
     try {
@@ -81,9 +82,7 @@ Server::Server(const ServerSpec& spec, const std::string& cwd) : spec_(spec) {
         return;
       }
       last_try = "answered " + std::to_string(res.status);
-    } catch (const HttpError& e) {
-      last_try = e.what();
-    }
+    } catch (const HttpError& e) { last_try = e.what(); }
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -12,8 +12,8 @@
 namespace phoenix::checks {
 
 struct ServerSpec {
-  std::vector<std::string> run;   // argv, started in the repository's work tree
-  std::string ready_url;          // http://host:port/path answering 2xx once ready
+  std::vector<std::string> run;  // argv, started in the repository's work tree
+  std::string ready_url;         // http://host:port/path answering 2xx once ready
   double ready_timeout_s = 30;
 };
 

@@ -10,8 +10,7 @@ namespace phoenix::checks {
 Url parse_url(const std::string& url, const std::string& where) {
   if (util::starts_with(url, "https://"))
     throw ConfigError(where + ": '" + url + "': https is not supported; use a plain http:// URL (a local server)");
-  if (!util::starts_with(url, "http://"))
-    throw ConfigError(where + ": '" + url + "' is not an http:// URL");
+  if (!util::starts_with(url, "http://")) throw ConfigError(where + ": '" + url + "' is not an http:// URL");
   std::string rest = url.substr(7);
   size_t slash = rest.find('/');
   std::string authority = slash == std::string::npos ? rest : rest.substr(0, slash);

@@ -31,7 +31,8 @@ struct TempDir {
   std::string path;
   TempDir() {
     std::string tmpl = (fs::temp_directory_path() / "phoenix-shot-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw_errno("cannot create a folder for a screenshot in " + fs::temp_directory_path().string());
+    if (!::mkdtemp(tmpl.data()))
+      throw_errno("cannot create a folder for a screenshot in " + fs::temp_directory_path().string());
     path = tmpl;
   }
   ~TempDir() {
@@ -41,12 +42,14 @@ struct TempDir {
 };
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
   return s;
 }
 
 // The picture to judge, or false with r filled in.
-bool take_picture(const CheckSpec& c, const std::string& root, std::string& bytes, std::string& source, SenseResult& r) {
+bool take_picture(const CheckSpec& c, const std::string& root, std::string& bytes, std::string& source,
+                  SenseResult& r) {
   if (!c.screenshot.empty()) {
     TempDir dir;
     std::string out = dir.path + "/screenshot.png";
@@ -70,7 +73,8 @@ bool take_picture(const CheckSpec& c, const std::string& root, std::string& byte
       return false;
     }
     if (p.timed_out || p.exit_code != 0) {
-      r.signal = p.timed_out ? "screenshot timeout after " + secs(c.timeout_s) + "s" : "screenshot failed: exit=" + std::to_string(p.exit_code);
+      r.signal = p.timed_out ? "screenshot timeout after " + secs(c.timeout_s) + "s"
+                             : "screenshot failed: exit=" + std::to_string(p.exit_code);
       r.evidence = source + "\n--- output (tail) ---\n" + tail;
       return false;
     }
@@ -135,8 +139,8 @@ SenseResult sense_visual(const CheckSpec& c, const std::string& root) {
     Missing m = missing_recording(c, root, rel, &where);
     if (m == Missing::kDeleted) {
       r.signal = "baseline deleted: " + rel;
-      r.evidence = rel + " is in git (" + where + ") but missing from the work tree: restore it (git checkout -- " + rel +
-                   "), or commit a new picture there to approve it.\n";
+      r.evidence = rel + " is in git (" + where + ") but missing from the work tree: restore it (git checkout -- " +
+                   rel + "), or commit a new picture there to approve it.\n";
       r.artifacts.push_back({"actual.png", bytes});
       return r;
     }
@@ -171,13 +175,15 @@ SenseResult sense_visual(const CheckSpec& c, const std::string& root) {
   char pct[64];
   std::snprintf(pct, sizeof pct, "%.2f%%", cmp.ratio * 100);
   if (cmp.size_mismatch) r.signal = "size changed: " + size_of(expected) + " → " + size_of(actual);
-  else r.signal = std::string(r.ok ? "pixels match: " : "pixels differ: ") + pct + " (" + std::to_string(cmp.differing) + " of " +
-                  std::to_string(cmp.total) + ")";
+  else
+    r.signal = std::string(r.ok ? "pixels match: " : "pixels differ: ") + pct + " (" + std::to_string(cmp.differing) +
+               " of " + std::to_string(cmp.total) + ")";
   char limits[128];
   std::snprintf(limits, sizeof limits, "tolerance %g, max_ratio %g, anti-aliasing %s", c.tolerance, c.max_ratio,
                 c.ignore_anti_aliasing ? "ignored" : "counted");
-  r.evidence = "baseline " + rel + " (" + size_of(expected) + ") vs " + source + " (" + size_of(actual) + ")\n" + limits +
-               "\ndiffering pixels: " + std::to_string(cmp.differing) + " of " + std::to_string(cmp.total) + " (" + pct + ")\n";
+  r.evidence = "baseline " + rel + " (" + size_of(expected) + ") vs " + source + " (" + size_of(actual) + ")\n" +
+               limits + "\ndiffering pixels: " + std::to_string(cmp.differing) + " of " + std::to_string(cmp.total) +
+               " (" + pct + ")\n";
   if (!r.ok) {
     r.artifacts.push_back({"expected.png", baseline_bytes});
     r.artifacts.push_back({"actual.png", bytes});

@@ -19,17 +19,23 @@ const std::vector<Command>& commands() {
       {"run", "run [--dry-run] [--only ID,...] [--fixer LIST] [--allow-dirty] [--explain] [--json]",
        "detect, propose, verify, heal: bounded; escalates with an incident note", cmd_run},
       {"config", "config show [--json]", "every effective setting and where it came from", cmd_config},
-      {"sense", "sense [CHECK-ID...] [--check JSON]... [--json]", "run checks once; exit 0 all green, 1 any red", cmd_sense},
-      {"snapshot", "snapshot PATH --check ID|JSON [--json]", "bless a copy of PATH, only if the check passes", cmd_snapshot},
-      {"heal", "heal --strategy rollback|retry ...", "restore a snapshot or retry a check; healed only by a green recheck",
-       cmd_heal},
+      {"sense", "sense [CHECK-ID...] [--check JSON]... [--json]", "run checks once; exit 0 all green, 1 any red",
+       cmd_sense},
+      {"snapshot", "snapshot PATH --check ID|JSON [--json]", "bless a copy of PATH, only if the check passes",
+       cmd_snapshot},
+      {"heal", "heal --strategy rollback|retry ...",
+       "restore a snapshot or retry a check; healed only by a green recheck", cmd_heal},
       {"trace", "trace verify [FILE] [--json]", "check the hash chain of .phoenix/trace.jsonl", cmd_trace},
       {"recover", "recover [--json]", "return an interrupted run to a consistent state", cmd_recover},
-      {"hook", "hook install [--json] | hook uninstall [--json] | hook run pre-push [REMOTE URL]", "the pre-push hook: measure (and heal) what is pushed", cmd_hook},
-      {"journal", "journal [stats|push|pull [REMOTE]] [--forget PREFIX] [--json]", "remembered verified fixes: list, forget, stats, share", cmd_journal},
+      {"hook", "hook install [--json] | hook uninstall [--json] | hook run pre-push [REMOTE URL]",
+       "the pre-push hook: measure (and heal) what is pushed", cmd_hook},
+      {"journal", "journal [stats|push|pull [REMOTE]] [--forget PREFIX] [--json]",
+       "remembered verified fixes: list, forget, stats, share", cmd_journal},
       {"status", "status [--json] [--watch]", "what phoenix-loop is doing, from .phoenix/loop-state.json", cmd_status},
-      {"report", "report [--since WHEN] [--json] [--html FILE]", "what happened: tasks, heals, incidents, time, cost", cmd_report},
-      {"doctor", "doctor [--json]", "what works here and what does not: git, hook, agent CLIs, sandbox, journal, config", cmd_doctor},
+      {"report", "report [--since WHEN] [--json] [--html FILE]", "what happened: tasks, heals, incidents, time, cost",
+       cmd_report},
+      {"doctor", "doctor [--json]",
+       "what works here and what does not: git, hook, agent CLIs, sandbox, journal, config", cmd_doctor},
   };
   return cmds;
 }
@@ -64,7 +70,8 @@ class ErrorsOnly : public std::streambuf {
     if (ch == traits_type::eof()) return 0;
     line_ += static_cast<char>(ch);
     if (ch == '\n') {
-      if (line_.find(": error: ") != std::string::npos) to_->sputn(line_.data(), static_cast<std::streamsize>(line_.size()));
+      if (line_.find(": error: ") != std::string::npos)
+        to_->sputn(line_.data(), static_cast<std::streamsize>(line_.size()));
       line_.clear();
     }
     return ch;
@@ -106,11 +113,9 @@ void print_json(const Context& ctx, const nlohmann::json& j) {
 bool parse_command(const std::string& name, po::options_description desc, const std::vector<std::string>& args,
                    Parsed& out, bool positional_allowed) {
   std::string dir = ".";
-  desc.add_options()
-      ("directory,C", po::value<std::string>(&dir), "run as if started in DIR")
-      ("json", "print data as JSON on stdout")
-      ("quiet,q", "print nothing but errors; the exit code says the result")
-      ("help,h", "show this help");
+  desc.add_options()("directory,C", po::value<std::string>(&dir), "run as if started in DIR")(
+      "json", "print data as JSON on stdout")("quiet,q", "print nothing but errors; the exit code says the result")(
+      "help,h", "show this help");
   // Man pages and completion read the options from here, so they are
   // always the ones --help prints (cli/manual.h).
   if (std::vector<OptionInfo>* sink = describe_sink()) {
@@ -134,15 +139,16 @@ bool parse_command(const std::string& name, po::options_description desc, const 
     std::string opt = e.get_option_name();
     std::string near = util::nearest(opt, long_names(desc));
     throw UsageError(name + ": unknown option " + opt + (near.empty() ? "" : " (did you mean " + near + "?)"));
-  } catch (const po::error& e) {
-    throw UsageError(name + ": " + e.what());
-  }
+  } catch (const po::error& e) { throw UsageError(name + ": " + e.what()); }
   if (out.vm.count("help")) {
     const Command* cmd = nullptr;
     for (const auto& c : commands())
       if (c.name == name || util::starts_with(name, c.name + " ")) cmd = &c;
     // A program of its own (phoenix-loop) is named as it is typed.
-    std::cout << "usage: " << (cmd ? "phoenix " + cmd->synopsis : util::starts_with(name, "phoenix-") ? name + " [options]" : "phoenix " + name)
+    std::cout << "usage: "
+              << (cmd                                   ? "phoenix " + cmd->synopsis
+                  : util::starts_with(name, "phoenix-") ? name + " [options]"
+                                                        : "phoenix " + name)
               << "\n";
     if (cmd) std::cout << "\n" << cmd->summary << "\n";
     std::cout << "\n" << desc << "\n";
@@ -206,7 +212,8 @@ int phoenix_main(int argc, char** argv) {
     std::vector<std::string> names;
     for (const auto& c : commands()) names.push_back(c.name);
     std::string near = util::nearest(name, names);
-    throw UsageError("unknown command '" + name + "'" + (near.empty() ? " (try 'phoenix --help')" : " (did you mean '" + near + "'?)"));
+    throw UsageError("unknown command '" + name + "'" +
+                     (near.empty() ? " (try 'phoenix --help')" : " (did you mean '" + near + "'?)"));
   } catch (const Error& e) {
     std::cerr << "phoenix: error: " << e.what() << "\n";
     return e.exit_code();

@@ -20,8 +20,8 @@ checks::CheckSpec resolve_check(const config::Config& cfg, const std::string& ar
 void print_sense(const Context& ctx, const checks::SenseResult& r, bool to_stderr) {
   std::ostream& out = to_stderr ? std::cerr : std::cout;
   std::string mark = r.ok ? green(ctx, "ok ", to_stderr) : red(ctx, "RED", to_stderr);
-  out << mark << "  " << bold(ctx, r.id, to_stderr) << "  " << r.signal << dim(ctx, "  (" + std::to_string(r.duration_ms) + " ms)", to_stderr)
-      << "\n";
+  out << mark << "  " << bold(ctx, r.id, to_stderr) << "  " << r.signal
+      << dim(ctx, "  (" + std::to_string(r.duration_ms) + " ms)", to_stderr) << "\n";
   if (r.ok || r.evidence.empty()) return;
   // The last 30 lines of evidence are what a person reads first.
   auto lines = util::split_lines(r.evidence);
@@ -31,11 +31,9 @@ void print_sense(const Context& ctx, const checks::SenseResult& r, bool to_stder
 }
 
 void trace_sense(Context& ctx, const checks::CheckSpec& spec, const checks::SenseResult& r) {
-  ctx.trace().append("sense", {{"check", spec.id},
-                               {"kind", spec.kind},
-                               {"ok", r.ok},
-                               {"signal", r.signal},
-                               {"duration_ms", r.duration_ms}});
+  ctx.trace().append(
+      "sense",
+      {{"check", spec.id}, {"kind", spec.kind}, {"ok", r.ok}, {"signal", r.signal}, {"duration_ms", r.duration_ms}});
 }
 
 }  // namespace phoenix::cli

@@ -87,7 +87,10 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
     bool wired = fs::is_regular_file(cfg, ec) && util::read_file(cfg).find("hook run pre-push") != std::string::npos;
     data["installed"] = wired;
     if (wired) r.add("hook", "ok", m->name + " runs 'phoenix hook run pre-push' (" + m->config + ")", data);
-    else r.add("hook", missing_status, m->name + " manages the hooks and " + m->config + " does not call Phoenix; see 'phoenix hook install'", data);
+    else
+      r.add("hook", missing_status,
+            m->name + " manages the hooks and " + m->config + " does not call Phoenix; see 'phoenix hook install'",
+            data);
     return;
   }
   if (!fs::exists(fs::symlink_status(hook, ec))) {
@@ -129,10 +132,13 @@ void check_agents(Report& r, const config::Config* cfg) {
   if (argv.empty() && !cfg->harness.preset.empty())
     if (const auto* p = agent::find_preset(cfg->harness.preset)) argv = p->argv;
   if (argv.empty()) {
-    if (uses_harness) r.add("harness", "warn", "no harness configured: the harness fixer proposes nothing (set \"harness\" in phoenix.json)");
+    if (uses_harness)
+      r.add("harness", "warn",
+            "no harness configured: the harness fixer proposes nothing (set \"harness\" in phoenix.json)");
     return;
   }
-  json data{{"command", argv.front()}, {"preset", cfg->harness.preset.empty() ? json(nullptr) : json(cfg->harness.preset)}};
+  json data{{"command", argv.front()},
+            {"preset", cfg->harness.preset.empty() ? json(nullptr) : json(cfg->harness.preset)}};
   std::string path = argv.front().find('/') == std::string::npos ? util::find_executable(argv.front()) : argv.front();
   if (path.empty() || ::access(path.c_str(), X_OK) != 0) {
     r.add("harness", uses_harness ? "fail" : "warn", argv.front() + " (the configured harness) is not on PATH", data);
@@ -158,7 +164,8 @@ void check_checks(Report& r, const config::Config& cfg, const std::string& root)
       std::string path = exe.find('/') == std::string::npos ? util::find_executable(exe)
                                                             : (fs::path(exe).is_absolute() ? exe : dir + "/" + exe);
       data["program"] = exe;
-      if (path.empty() || ::access(path.c_str(), X_OK) != 0) r.add(name, "fail", exe + " not found (on PATH or in " + dir + ")", data);
+      if (path.empty() || ::access(path.c_str(), X_OK) != 0)
+        r.add(name, "fail", exe + " not found (on PATH or in " + dir + ")", data);
       else r.add(name, "ok", util::join_argv(c.argv), data);
     } else {
       std::string file = root + "/" + c.path;
@@ -189,7 +196,8 @@ void check_journal(Report& r, const std::string& root) {
   std::string path = root + "/.phoenix/journal.sqlite";
   std::error_code ec;
   if (!fs::exists(path, ec)) {
-    r.add("journal", "ok", "none yet (.phoenix/journal.sqlite is created by the first heal)", {{"path", path}, {"exists", false}});
+    r.add("journal", "ok", "none yet (.phoenix/journal.sqlite is created by the first heal)",
+          {{"path", path}, {"exists", false}});
     return;
   }
   try {
@@ -198,9 +206,7 @@ void check_journal(Report& r, const std::string& root) {
     o.busy_timeout_ms = 2000;
     journal::Journal j = journal::Journal::open(path, o);
     r.add("journal", "ok", "opens: " + path, {{"path", path}, {"exists", true}});
-  } catch (const std::exception& e) {
-    r.add("journal", "fail", e.what(), {{"path", path}, {"exists", true}});
-  }
+  } catch (const std::exception& e) { r.add("journal", "fail", e.what(), {{"path", path}, {"exists", true}}); }
 }
 
 }  // namespace
@@ -221,18 +227,19 @@ int cmd_doctor(const std::vector<std::string>& args) {
   } else {
     try {
       gitx::Repo repo = gitx::Repo::discover(p.ctx.root);
-      r.add("repository", "ok", repo.workdir(), {{"workdir", repo.workdir()}, {"git_dir", repo.git_dir()}, {"hooks_dir", repo.hooks_dir()}});
+      r.add("repository", "ok", repo.workdir(),
+            {{"workdir", repo.workdir()}, {"git_dir", repo.git_dir()}, {"hooks_dir", repo.hooks_dir()}});
       try {
         cfg = config::load(p.ctx.root, true);
-        r.add("config", "ok", cfg->path + ": " + std::to_string(cfg->checks.size()) + " check(s)", {{"path", cfg->path}, {"checks", cfg->check_ids()}});
+        r.add("config", "ok", cfg->path + ": " + std::to_string(cfg->checks.size()) + " check(s)",
+              {{"path", cfg->path}, {"checks", cfg->check_ids()}});
       } catch (const Error& e) {
         bool missing = !fs::exists(p.ctx.root + "/phoenix.json", ec);
-        r.add("config", "fail", missing ? "no phoenix.json (run 'phoenix init')" : e.what(), {{"path", p.ctx.root + "/phoenix.json"}});
+        r.add("config", "fail", missing ? "no phoenix.json (run 'phoenix init')" : e.what(),
+              {{"path", p.ctx.root + "/phoenix.json"}});
       }
       check_hook(r, repo, cfg && cfg->raw.is_object() && cfg->raw.contains("hook"));
-    } catch (const std::exception& e) {
-      r.add("repository", "fail", e.what());
-    }
+    } catch (const std::exception& e) { r.add("repository", "fail", e.what()); }
   }
   if (cfg) check_checks(r, *cfg, p.ctx.root);
   check_agents(r, cfg ? &*cfg : nullptr);
@@ -241,7 +248,8 @@ int cmd_doctor(const std::vector<std::string>& args) {
 
   if (p.ctx.json) {
     json items = json::array();
-    for (const auto& i : r.items()) items.push_back({{"name", i.name}, {"status", i.status}, {"detail", i.detail}, {"data", i.data}});
+    for (const auto& i : r.items())
+      items.push_back({{"name", i.name}, {"status", i.status}, {"detail", i.detail}, {"data", i.data}});
     print_json(p.ctx, {{"version", 1}, {"ok", r.ok()}, {"items", items}});
   } else {
     for (const auto& i : r.items()) {
@@ -252,7 +260,8 @@ int cmd_doctor(const std::vector<std::string>& args) {
       else tag = dim(p.ctx, tag);
       std::cout << tag << " " << pad(i.name, 13) << " " << i.detail << "\n";
     }
-    std::cout << (r.ok() ? "everything phoenix.json needs is here\n" : "something phoenix.json needs is missing (fail lines above)\n");
+    std::cout << (r.ok() ? "everything phoenix.json needs is here\n"
+                         : "something phoenix.json needs is missing (fail lines above)\n");
   }
   return r.ok() ? kExitOk : kExitRed;
 }

@@ -65,7 +65,7 @@ void print_event(const Context& ctx, const json& ev) {
   std::string check = ev.value("check", "");
   std::string padded_state = st;
   padded_state.resize(std::max<size_t>(st.size(), 11), ' ');
-  std::string coloured = st == "HEALED" || st == "GREEN" ? green(ctx, padded_state, true)
+  std::string coloured = st == "HEALED" || st == "GREEN"                             ? green(ctx, padded_state, true)
                          : st == "ESCALATED" || st == "REJECTED" || st == "DETECTED" ? red(ctx, padded_state, true)
                                                                                      : bold(ctx, padded_state, true);
   line << check << "  " << coloured;
@@ -73,7 +73,8 @@ void print_event(const Context& ctx, const json& ev) {
   if (ev.contains("fixer")) rest += " fixer=" + ev["fixer"].get<std::string>();
   if (ev.contains("signal")) rest += " " + ev["signal"].get<std::string>();
   if (ev.contains("signature")) rest += " signature " + ev["signature"].get<std::string>();
-  if (ev.contains("summary") && !ev["summary"].get<std::string>().empty()) rest += " — " + ev["summary"].get<std::string>();
+  if (ev.contains("summary") && !ev["summary"].get<std::string>().empty())
+    rest += " — " + ev["summary"].get<std::string>();
   if (ev.contains("guard")) rest += " guard=" + ev["guard"].get<std::string>();
   if (ev.contains("why")) rest += " — " + ev["why"].get<std::string>();
   if (ev.contains("status")) {
@@ -81,7 +82,8 @@ void print_event(const Context& ctx, const json& ev) {
     if (detail.size() > 160) detail = detail.substr(0, 157) + "...";
     rest += " (" + ev["status"].get<std::string>() + (detail.empty() ? "" : ": " + detail) + ")";
   }
-  if (ev.contains("commit") && !ev["commit"].get<std::string>().empty()) rest += " commit " + ev["commit"].get<std::string>().substr(0, 12);
+  if (ev.contains("commit") && !ev["commit"].get<std::string>().empty())
+    rest += " commit " + ev["commit"].get<std::string>().substr(0, 12);
   if (ev.contains("incident")) rest += "\n            incident: " + ev["incident"].get<std::string>();
   std::cerr << "phoenix: " << line.str() << rest << "\n";
 }
@@ -90,15 +92,15 @@ void print_event(const Context& ctx, const json& ev) {
 
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description desc("run options");
-  desc.add_options()
-      ("dry-run", "stop at PROPOSED: write nothing to the repository, spend nothing on a model")
-      ("only", po::value<std::vector<std::string>>()->composing(), "run only these check ids (comma-separated, repeatable)")
-      ("fixer", po::value<std::string>(), "fixers to use, in order (journal,bisect,harness,noop)")
-      ("allow-dirty", "heal even though the work tree has uncommitted changes (they are left alone)")
-      ("rollback", po::value<std::string>(), "on escalation roll back to 'known-good' instead of the pre-run state")
-      ("no-journal", "do not replay remembered fixes (full price)")
-      ("explain", "say why each decision was taken (budget, guard, signature)")
-      ("debug,d", po::value<std::string>(), "'-d explain' is the same as --explain");
+  desc.add_options()("dry-run", "stop at PROPOSED: write nothing to the repository, spend nothing on a model")(
+      "only", po::value<std::vector<std::string>>()->composing(),
+      "run only these check ids (comma-separated, repeatable)")(
+      "fixer", po::value<std::string>(), "fixers to use, in order (journal,bisect,harness,noop)")(
+      "allow-dirty", "heal even though the work tree has uncommitted changes (they are left alone)")(
+      "rollback", po::value<std::string>(), "on escalation roll back to 'known-good' instead of the pre-run state")(
+      "no-journal", "do not replay remembered fixes (full price)")(
+      "explain", "say why each decision was taken (budget, guard, signature)")("debug,d", po::value<std::string>(),
+                                                                               "'-d explain' is the same as --explain");
   Parsed p;
   if (!parse_command("run", desc, args, p, false)) return kExitOk;
   config::Config cfg = config::load(p.ctx.root, true);
@@ -123,7 +125,8 @@ int cmd_run(const std::vector<std::string>& args) {
     for (const auto& id : opt.only)
       if (!cfg.find(id)) {
         std::string near = util::nearest(id, cfg.check_ids());
-        throw UsageError("run: --only " + id + ": no such check in phoenix.json" + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+        throw UsageError("run: --only " + id + ": no such check in phoenix.json" +
+                         (near.empty() ? "" : " (did you mean '" + near + "'?)"));
       }
   }
   engine::SessionOptions so;
@@ -135,12 +138,18 @@ int cmd_run(const std::vector<std::string>& args) {
     if (ctx.json) std::cout << ev.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
     print_event(ctx, ev);
   });
-  json summary = {{"event", "summary"}, {"exit_code", r.exit_code}, {"known_good", r.known_good},
+  json summary = {{"event", "summary"},
+                  {"exit_code", r.exit_code},
+                  {"known_good", r.known_good},
                   {"incident", r.incident.empty() ? json(nullptr) : json(r.incident)}};
   json issues = json::array();
   for (const auto& i : r.issues) {
-    issues.push_back({{"check", i.check}, {"state", i.state}, {"attempts", i.attempts}, {"fixer", i.fixer},
-                      {"commit", i.fix_commit}, {"signature", i.issue_signature},
+    issues.push_back({{"check", i.check},
+                      {"state", i.state},
+                      {"attempts", i.attempts},
+                      {"fixer", i.fixer},
+                      {"commit", i.fix_commit},
+                      {"signature", i.issue_signature},
                       {"model_calls", i.model_calls ? json(*i.model_calls) : json(nullptr)}});
     if (opt.dry_run && i.state == "PROPOSED" && !ctx.json)
       std::cout << "proposed by " << i.fixer << " for " << i.check << " (not applied: --dry-run):\n" << i.patch;
@@ -149,7 +158,9 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!r.waited_out.empty()) summary["waited_out"] = r.waited_out;
   if (ctx.json) std::cout << summary.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   else {
-    if (r.issues.empty()) std::cerr << "phoenix: every check is green" << (r.known_good.empty() ? "" : "; known-good " + r.known_good.substr(0, 12)) << "\n";
+    if (r.issues.empty())
+      std::cerr << "phoenix: every check is green"
+                << (r.known_good.empty() ? "" : "; known-good " + r.known_good.substr(0, 12)) << "\n";
     // The model could not be reached for max_wait_s: one line with the cause.
     if (!r.waited_out.empty()) {
       std::cerr << "phoenix: " << r.waited_out << "\n";
@@ -157,8 +168,11 @@ int cmd_run(const std::vector<std::string>& args) {
     }
     for (const auto& i : r.issues) {
       std::string line = i.check + ": " + i.state;
-      if (i.state == "HEALED") line += " by " + i.fixer + (i.fix_commit.empty() ? " (fix left uncommitted)" : " in " + i.fix_commit.substr(0, 12));
-      if (i.state == "ESCALATED") line += " — see " + r.incident + " (rolled back to " + r.rolled_back_to.substr(0, 12) + ")";
+      if (i.state == "HEALED")
+        line +=
+            " by " + i.fixer + (i.fix_commit.empty() ? " (fix left uncommitted)" : " in " + i.fix_commit.substr(0, 12));
+      if (i.state == "ESCALATED")
+        line += " — see " + r.incident + " (rolled back to " + r.rolled_back_to.substr(0, 12) + ")";
       std::cerr << "phoenix: " << line << "\n";
     }
   }
@@ -198,10 +212,12 @@ int cmd_config(const std::vector<std::string>& args) {
   add("loop.iteration_timeout_s", c.loop.iteration_timeout_s, o("loop"));
   add("loop.on_escalate", c.loop.on_escalate, o("loop"));
   if (p.ctx.json) {
-    print_json(p.ctx, {{"file", c.path.empty() ? json(nullptr) : json(p.ctx.root + "/phoenix.json")}, {"values", rows}});
+    print_json(p.ctx,
+               {{"file", c.path.empty() ? json(nullptr) : json(p.ctx.root + "/phoenix.json")}, {"values", rows}});
     return kExitOk;
   }
-  std::cout << "# " << (c.path.empty() ? std::string("no phoenix.json: defaults") : p.ctx.root + "/phoenix.json") << "\n";
+  std::cout << "# " << (c.path.empty() ? std::string("no phoenix.json: defaults") : p.ctx.root + "/phoenix.json")
+            << "\n";
   for (const auto& r : rows) {
     std::string k = r["key"];
     k.resize(std::max<size_t>(k.size(), 26), ' ');

@@ -63,12 +63,17 @@ int hook_install(Parsed& p) {
     // Their tool owns the hooks and would overwrite (or be bypassed by) a
     // shim of ours: the user adds one entry to its configuration instead.
     if (p.ctx.json) {
-      print_json(p.ctx, {{"action", "delegated"}, {"manager", m->name}, {"config", m->config}, {"snippet", m->snippet},
-                         {"then", m->then.empty() ? json(nullptr) : json(m->then)}, {"hooks_dir", hooks_dir}});
+      print_json(p.ctx, {{"action", "delegated"},
+                         {"manager", m->name},
+                         {"config", m->config},
+                         {"snippet", m->snippet},
+                         {"then", m->then.empty() ? json(nullptr) : json(m->then)},
+                         {"hooks_dir", hooks_dir}});
       return kExitOk;
     }
     std::cout << m->name << " manages this repository's git hooks, so Phoenix does not install its own pre-push hook.\n"
-              << "Add this to " << m->config << (m->name == "husky" ? " (create it if it does not exist)" : "") << ":\n\n";
+              << "Add this to " << m->config << (m->name == "husky" ? " (create it if it does not exist)" : "")
+              << ":\n\n";
     for (const auto& line : util::split_lines(m->snippet)) std::cout << "    " << line << "\n";
     std::cout << "\n";
     if (!m->then.empty()) std::cout << "then run '" << m->then << "'.\n";
@@ -77,14 +82,18 @@ int hook_install(Parsed& p) {
   }
   hook::InstallResult r = hook::install(hooks_dir, hook::render_shim(shim_template(), self));
   if (p.ctx.json) {
-    print_json(p.ctx, {{"action", r.action}, {"hook", r.hook}, {"chained", r.chained.empty() ? json(nullptr) : json(r.chained)},
-                       {"binary", self}, {"hooks_dir", hooks_dir}});
+    print_json(p.ctx, {{"action", r.action},
+                       {"hook", r.hook},
+                       {"chained", r.chained.empty() ? json(nullptr) : json(r.chained)},
+                       {"binary", self},
+                       {"hooks_dir", hooks_dir}});
     return kExitOk;
   }
-  std::cout << (r.action == "unchanged" ? "already installed: " : r.action == "updated" ? "updated: " : "installed: ")
+  std::cout << (r.action == "unchanged" ? "already installed: "
+                : r.action == "updated" ? "updated: "
+                                        : "installed: ")
             << r.hook << "\n  runs " << self << " hook run pre-push on every git push\n";
-  if (!r.chained.empty())
-    std::cout << "  the pre-push hook that was there runs first: " << r.chained << "\n";
+  if (!r.chained.empty()) std::cout << "  the pre-push hook that was there runs first: " << r.chained << "\n";
   std::cout << "  'phoenix hook uninstall' puts back what was there before\n";
   // A core.hooksPath outside the repository (a global ~/.githooks, say)
   // serves other repositories too: say what the hook does there.
@@ -123,8 +132,9 @@ int hook_run(Parsed& p) {
     return kExitOk;
   }
   if (::isatty(0) == 1)
-    throw UsageError("hook run pre-push reads git's ref lines on stdin (\"<local ref> <local sha> <remote ref> "
-                     "<remote sha>\"); git push provides them");
+    throw UsageError(
+        "hook run pre-push reads git's ref lines on stdin (\"<local ref> <local sha> <remote ref> "
+        "<remote sha>\"); git push provides them");
   std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   std::vector<hook::PushedRef> refs = hook::parse_pre_push(input);
   hook::PrePushOptions opt;

@@ -96,8 +96,8 @@ std::string setup_commands(const config::Config& cfg) {
 }
 
 // One line of advice for a check that is red somewhere ("" when green).
-std::string advice(const config::Config& cfg, const checks::SenseResult& work, const std::optional<checks::SenseResult>& fresh,
-                   const FreshTree& f) {
+std::string advice(const config::Config& cfg, const checks::SenseResult& work,
+                   const std::optional<checks::SenseResult>& fresh, const FreshTree& f) {
   bool fresh_ok = fresh && fresh->ok;
   if (work.ok && (fresh_ok || !fresh)) return "";
   auto missing = [](const checks::SenseResult& r) { return util::starts_with(r.signal, "not found: "); };
@@ -106,7 +106,8 @@ std::string advice(const config::Config& cfg, const checks::SenseResult& work, c
   if (fresh && !fresh->ok && missing(*fresh))
     return fresh->signal.substr(11) + " is missing in the fresh tree: add a setup step that makes it to \"setup\"";
   if (!fresh) {
-    if (f.setup_failed) return "fix the failing setup step in phoenix.json first; the work tree is red too: fix what the evidence shows";
+    if (f.setup_failed)
+      return "fix the failing setup step in phoenix.json first; the work tree is red too: fix what the evidence shows";
     return "fix what the evidence shows, or this check's \"target\" in phoenix.json when it is the wrong command";
   }
   if (work.ok && !fresh->ok)
@@ -135,8 +136,9 @@ int measure(const Context& ctx, const config::Config& cfg, json& out) {
                      {"head", f.head.empty() ? json(nullptr) : json(f.head)},
                      {"skipped", f.skipped.empty() ? json(nullptr) : json(f.skipped)}};
   if (f.skipped.empty())
-    fresh_json["setup"] = {{"ok", f.setup.ok}, {"ran", f.setup.ran}, {"signal", f.setup.signal}, {"step", f.setup.step},
-                           {"evidence", f.setup.evidence}, {"duration_ms", f.setup.duration_ms}};
+    fresh_json["setup"] = {
+        {"ok", f.setup.ok},     {"ran", f.setup.ran},           {"signal", f.setup.signal},
+        {"step", f.setup.step}, {"evidence", f.setup.evidence}, {"duration_ms", f.setup.duration_ms}};
   out["fresh_tree"] = fresh_json;
   if (!f.skipped.empty()) {
     if (!ctx.json) std::cout << "  fresh tree: not measured: " << f.skipped << "\n";
@@ -144,13 +146,15 @@ int measure(const Context& ctx, const config::Config& cfg, json& out) {
     return kExitInterrupted;
   } else if (!ctx.json && !cfg.setup.empty()) {
     if (!f.setup.ok) {
-      std::cout << "  setup  " << red(ctx, "failed") << ": " << f.setup.signal << " (" << seconds(f.setup.duration_ms) << ")\n";
+      std::cout << "  setup  " << red(ctx, "failed") << ": " << f.setup.signal << " (" << seconds(f.setup.duration_ms)
+                << ")\n";
       print_tail(ctx, f.setup.evidence, 15);
       std::cout << "         -> fix this step in phoenix.json's \"setup\": it runs in a fresh checkout of HEAD, so "
                    "what it needs must be committed\n";
     } else {
-      std::cout << "  setup  " << (f.setup.ran ? "done (" + seconds(f.setup.duration_ms) + ")"
-                                               : std::string("up to date: its inputs did not change (nothing ran)"))
+      std::cout << "  setup  "
+                << (f.setup.ran ? "done (" + seconds(f.setup.duration_ms) + ")"
+                                : std::string("up to date: its inputs did not change (nothing ran)"))
                 << "\n";
     }
   }
@@ -181,12 +185,14 @@ int measure(const Context& ctx, const config::Config& cfg, json& out) {
                     {"advice", tip.empty() ? json(nullptr) : json(tip)}});
     if (ctx.json) continue;
     auto verdict = [&](const checks::SenseResult& r) {
-      return (r.ok ? green(ctx, "green") : red(ctx, "red")) + " (" + (r.ok ? "" : r.signal + ", ") + seconds(r.duration_ms) + ")";
+      return (r.ok ? green(ctx, "green") : red(ctx, "red")) + " (" + (r.ok ? "" : r.signal + ", ") +
+             seconds(r.duration_ms) + ")";
     };
     std::string id = check.id;
     id.resize(width, ' ');
     std::cout << "  " << bold(ctx, id) << "  work tree: " << verdict(work) << "   fresh tree: "
-              << (fresh ? verdict(*fresh) : std::string(f.setup_failed ? "not measured (setup failed)" : "not measured"))
+              << (fresh ? verdict(*fresh)
+                        : std::string(f.setup_failed ? "not measured (setup failed)" : "not measured"))
               << "\n";
     if (!work.ok) {
       std::cout << "         work tree: " << work.signal << "\n";
@@ -204,7 +210,8 @@ int measure(const Context& ctx, const config::Config& cfg, json& out) {
     if (all_ok && !f.skipped.empty())
       std::cout << green(ctx, "green") << " in the work tree (the fresh tree was not measured: " << f.skipped << ")\n";
     else if (all_ok)
-      std::cout << green(ctx, "green") << ": every check passes in the work tree and in a fresh tree after the setup steps\n";
+      std::cout << green(ctx, "green")
+                << ": every check passes in the work tree and in a fresh tree after the setup steps\n";
     else
       std::cout << red(ctx, "not green") << ": phoenix.json is written and stays; change what the lines above say, "
                 << "then measure again with 'phoenix sense' (or 'phoenix init --force', which rewrites phoenix.json)\n";
@@ -216,10 +223,10 @@ int measure(const Context& ctx, const config::Config& cfg, json& out) {
 
 int cmd_init(const std::vector<std::string>& args) {
   po::options_description desc("init options");
-  desc.add_options()
-      ("force", "overwrite an existing phoenix.json")
-      ("no-measure", "write phoenix.json without measuring its checks (by default every check is run in the work tree "
-                     "and in a fresh tree of HEAD after the setup steps; exit 1 when one is red)");
+  desc.add_options()("force", "overwrite an existing phoenix.json")(
+      "no-measure",
+      "write phoenix.json without measuring its checks (by default every check is run in the work tree "
+      "and in a fresh tree of HEAD after the setup steps; exit 1 when one is red)");
   Parsed p;
   if (!parse_command("init", desc, args, p, false)) return kExitOk;
   if (!p.ctx.in_repo) throw UsageError("init: " + p.ctx.cwd + " is not inside a git repository");
@@ -236,7 +243,8 @@ int cmd_init(const std::vector<std::string>& args) {
   bool gi_changed = false;
   if (gi.find(".phoenix/*") == std::string::npos) {
     if (!gi.empty() && gi.back() != '\n') gi += "\n";
-    gi += "# Phoenix run files (contracts/ and baselines/ stay tracked)\n.phoenix/*\n!.phoenix/contracts/\n!.phoenix/baselines/\n";
+    gi +=
+        "# Phoenix run files (contracts/ and baselines/ stay tracked)\n.phoenix/*\n!.phoenix/contracts/\n!.phoenix/baselines/\n";
     util::write_file_atomic(gi_path, gi);
     gi_changed = true;
   }
@@ -259,7 +267,9 @@ int cmd_init(const std::vector<std::string>& args) {
     std::cout << "wrote " << file << "\n";
     for (const auto& s : cfg.setup)
       std::cout << "  setup: " << util::join_argv(s.run)
-                << (s.inputs.empty() ? std::string("  (once per tree)") : "  (again when " + util::join_argv(s.inputs) + " change)") << "\n";
+                << (s.inputs.empty() ? std::string("  (once per tree)")
+                                     : "  (again when " + util::join_argv(s.inputs) + " change)")
+                << "\n";
     if (!cfg.setup.empty()) std::cout << "    detected from " << d.setup_why << "\n";
     if (d.checks.empty()) std::cout << "  no test command detected: add a check to phoenix.json\n";
     for (const auto& c : d.checks)

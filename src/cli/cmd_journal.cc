@@ -115,8 +115,8 @@ int list(const Parsed& p) {
     std::string files;
     for (const auto& f : e.files) files += (files.empty() ? "" : ",") + f;
     if (files.size() > 60) files = files.substr(0, 57) + "...";
-    rows.push_back({e.signature.substr(0, 12), e.verified ? "verified" : "demoted", e.check, std::to_string(e.successes),
-                    std::to_string(e.replays),
+    rows.push_back({e.signature.substr(0, 12), e.verified ? "verified" : "demoted", e.check,
+                    std::to_string(e.successes), std::to_string(e.replays),
                     e.replays ? saved_text(e.saved_ms(), e.saved_model_calls(), e.saved_cost_usd()) : "-", files});
   }
   std::vector<size_t> width(header.size());
@@ -148,13 +148,14 @@ int forget(Parsed& p, const std::string& prefix) {
   if (!j) throw UsageError("--forget: the journal is empty (" + journal_path(p.ctx) + " does not exist)");
   std::vector<journal::Entry> removed = j->forget(prefix);
   json list = json::array();
-  for (const auto& e : removed) list.push_back({{"signature", e.signature}, {"patch_hash", e.patch_hash}, {"check", e.check}});
+  for (const auto& e : removed)
+    list.push_back({{"signature", e.signature}, {"patch_hash", e.patch_hash}, {"check", e.check}});
   p.ctx.trace().append("journal.forget", {{"signature", removed.front().signature}, {"entries", removed.size()}});
   if (p.ctx.json) {
     print_json(p.ctx, {{"forgotten", list}});
   } else {
-    std::cout << "forgot " << removed.front().signature.substr(0, 12) << " (" << removed.front().check << "): "
-              << removed.size() << (removed.size() == 1 ? " fix" : " fixes") << "\n";
+    std::cout << "forgot " << removed.front().signature.substr(0, 12) << " (" << removed.front().check
+              << "): " << removed.size() << (removed.size() == 1 ? " fix" : " fixes") << "\n";
   }
   return kExitOk;
 }
@@ -194,10 +195,14 @@ int stats(const Parsed& p) {
 int push(Parsed& p, const std::string& remote) {
   journal::Journal j = journal::Journal::open(journal_path(p.ctx));
   journal::PushResult r = journal::push(j, p.ctx.root, remote);
-  p.ctx.trace().append("journal.push", {{"remote", remote}, {"pushed", r.pushed}, {"commit", r.commit}, {"entries", r.entries}});
+  p.ctx.trace().append("journal.push",
+                       {{"remote", remote}, {"pushed", r.pushed}, {"commit", r.commit}, {"entries", r.entries}});
   if (p.ctx.json) {
-    print_json(p.ctx, {{"remote", remote}, {"pushed", r.pushed}, {"commit", r.commit.empty() ? json(nullptr) : json(r.commit)},
-                       {"entries", r.entries}, {"from_remote", r.from_remote}});
+    print_json(p.ctx, {{"remote", remote},
+                       {"pushed", r.pushed},
+                       {"commit", r.commit.empty() ? json(nullptr) : json(r.commit)},
+                       {"entries", r.entries},
+                       {"from_remote", r.from_remote}});
   } else if (!r.pushed && r.commit.empty()) {
     std::cout << "nothing to push: the journal has no verified fix yet\n";
   } else if (!r.pushed) {
@@ -205,7 +210,9 @@ int push(Parsed& p, const std::string& remote) {
   } else {
     std::cout << "pushed " << r.entries << (r.entries == 1 ? " fix" : " fixes") << " to " << remote << " ("
               << journal::kShareRef << " " << r.commit.substr(0, 12) << ")";
-    if (r.from_remote > 0) std::cout << ", " << r.from_remote << " of them only on " << remote << " (kept; 'phoenix journal pull' brings them here)";
+    if (r.from_remote > 0)
+      std::cout << ", " << r.from_remote << " of them only on " << remote
+                << " (kept; 'phoenix journal pull' brings them here)";
     std::cout << "\n";
   }
   return kExitOk;
@@ -214,12 +221,20 @@ int push(Parsed& p, const std::string& remote) {
 int pull(Parsed& p, const std::string& remote) {
   journal::Journal j = journal::Journal::open(journal_path(p.ctx));
   journal::PullResult r = journal::pull(j, p.ctx.root, remote);
-  p.ctx.trace().append("journal.pull", {{"remote", remote}, {"found", r.found}, {"commit", r.commit}, {"added", r.merged.added},
+  p.ctx.trace().append("journal.pull", {{"remote", remote},
+                                        {"found", r.found},
+                                        {"commit", r.commit},
+                                        {"added", r.merged.added},
                                         {"updated", r.merged.updated}});
   if (p.ctx.json) {
-    print_json(p.ctx, {{"remote", remote}, {"found", r.found}, {"commit", r.commit.empty() ? json(nullptr) : json(r.commit)},
-                       {"entries", r.entries}, {"added", r.merged.added}, {"updated", r.merged.updated},
-                       {"unchanged", r.merged.unchanged}, {"skipped", r.merged.skipped}});
+    print_json(p.ctx, {{"remote", remote},
+                       {"found", r.found},
+                       {"commit", r.commit.empty() ? json(nullptr) : json(r.commit)},
+                       {"entries", r.entries},
+                       {"added", r.merged.added},
+                       {"updated", r.merged.updated},
+                       {"unchanged", r.merged.unchanged},
+                       {"skipped", r.merged.skipped}});
   } else if (!r.found) {
     std::cout << remote << " has no journal yet (" << journal::kShareRef << "): nothing to pull\n";
   } else {
@@ -250,7 +265,8 @@ int cmd_journal(const std::vector<std::string>& args) {
   if (p.positional.size() > max_args)
     throw UsageError("journal" + (sub.empty() ? std::string() : " " + sub) + ": unexpected argument '" +
                      p.positional[max_args] + "'");
-  if (p.vm.count("forget") && !sub.empty()) throw UsageError("journal " + sub + ": --forget only goes with 'phoenix journal'");
+  if (p.vm.count("forget") && !sub.empty())
+    throw UsageError("journal " + sub + ": --forget only goes with 'phoenix journal'");
   if (!p.ctx.in_repo) throw UsageError("journal: not inside a git repository (" + p.ctx.cwd + ")");
   if (sub == "stats") return stats(p);
   if (sub == "push" || sub == "pull") {

@@ -55,7 +55,8 @@ int cmd_snapshot(const std::vector<std::string>& args) {
   Parsed p;
   if (!parse_command("snapshot", desc, args, p)) return kExitOk;
   if (p.positional.size() != 1) throw UsageError("snapshot: give exactly one PATH");
-  if (!p.vm.count("check")) throw UsageError("snapshot: --check is required (a snapshot is blessed only while a check passes)");
+  if (!p.vm.count("check"))
+    throw UsageError("snapshot: --check is required (a snapshot is blessed only while a check passes)");
   config::Config cfg = config::load(p.ctx.root, false);
   checks::CheckSpec spec = resolve_check(cfg, p.vm["check"].as<std::string>());
   std::string rel = snapshot::relative_to_root(p.ctx.root, p.ctx.cwd, p.positional[0]);
@@ -75,13 +76,18 @@ int cmd_snapshot(const std::vector<std::string>& args) {
   snapshot::Snapshot s = snapshot::take(p.ctx.root, rel, p.ctx.phoenix_dir() + "/snapshots", spec.id);
   // Keep the check itself beside the snapshot so a later heal can recheck it.
   util::write_file_atomic(p.ctx.phoenix_dir() + "/snapshots/" + s.id + "/check.json", spec.raw.dump(2) + "\n");
-  p.ctx.trace().append("snapshot", {{"path", rel}, {"check", spec.id}, {"blessed", true}, {"snap_id", s.id},
-                                    {"files", s.files}, {"bytes", s.bytes}});
+  p.ctx.trace().append("snapshot", {{"path", rel},
+                                    {"check", spec.id},
+                                    {"blessed", true},
+                                    {"snap_id", s.id},
+                                    {"files", s.files},
+                                    {"bytes", s.bytes}});
   out["blessed"] = true;
   out["snap_id"] = s.id;
   if (p.ctx.json) print_json(p.ctx, out);
-  else std::cout << green(p.ctx, "blessed") << " " << rel << " as " << bold(p.ctx, s.id) << " (" << s.files
-                 << (s.files == 1 ? " file" : " files") << "; check " << spec.id << ": " << r.signal << ")\n";
+  else
+    std::cout << green(p.ctx, "blessed") << " " << rel << " as " << bold(p.ctx, s.id) << " (" << s.files
+              << (s.files == 1 ? " file" : " files") << "; check " << spec.id << ": " << r.signal << ")\n";
   return kExitOk;
 }
 
@@ -101,14 +107,14 @@ checks::CheckSpec recheck_for(const Parsed& p, const config::Config& cfg, const 
 
 int cmd_heal(const std::vector<std::string>& args) {
   po::options_description desc("heal options");
-  desc.add_options()
-      ("strategy", po::value<std::string>(), "rollback (restore a snapshot) or retry (re-run a command)")
-      ("snap", po::value<std::string>(), "rollback: the snapshot id to restore")
-      ("recheck", po::value<std::string>(), "the check that decides 'healed' (an id or JSON; rollback defaults to the snapshot's check)")
-      ("target", po::value<std::string>(), "retry: the command to re-run (a command string or a JSON argv array)")
-      ("check", po::value<std::string>(), "retry: re-run this check instead of --target")
-      ("attempts", po::value<int>()->default_value(engine::kMaxRetryAttempts), "retry: runs at most (1-3)")
-      ("backoff-ms", po::value<long long>()->default_value(500), "retry: first wait; doubles each time, plus jitter");
+  desc.add_options()("strategy", po::value<std::string>(), "rollback (restore a snapshot) or retry (re-run a command)")(
+      "snap", po::value<std::string>(), "rollback: the snapshot id to restore")(
+      "recheck", po::value<std::string>(),
+      "the check that decides 'healed' (an id or JSON; rollback defaults to the snapshot's check)")(
+      "target", po::value<std::string>(), "retry: the command to re-run (a command string or a JSON argv array)")(
+      "check", po::value<std::string>(), "retry: re-run this check instead of --target")(
+      "attempts", po::value<int>()->default_value(engine::kMaxRetryAttempts), "retry: runs at most (1-3)")(
+      "backoff-ms", po::value<long long>()->default_value(500), "retry: first wait; doubles each time, plus jitter");
   Parsed p;
   if (!parse_command("heal", desc, args, p, false)) return kExitOk;
   if (!p.vm.count("strategy")) throw UsageError("heal: --strategy is required (rollback or retry)");
@@ -124,8 +130,12 @@ int cmd_heal(const std::vector<std::string>& args) {
     snapshot::restore(p.ctx.root, snaps, id);
     checks::SenseResult r = checks::sense(recheck, p.ctx.root);
     trace_sense(p.ctx, recheck, r);
-    p.ctx.trace().append("heal", {{"strategy", "rollback"}, {"snap_id", id}, {"path", s.path}, {"recheck", recheck.id},
-                                  {"healed", r.ok}, {"signal", r.signal}});
+    p.ctx.trace().append("heal", {{"strategy", "rollback"},
+                                  {"snap_id", id},
+                                  {"path", s.path},
+                                  {"recheck", recheck.id},
+                                  {"healed", r.ok},
+                                  {"signal", r.signal}});
     out["snap_id"] = id;
     out["path"] = s.path;
     out["healed"] = r.ok;
@@ -153,7 +163,8 @@ int cmd_heal(const std::vector<std::string>& args) {
     }
     int attempts = p.vm["attempts"].as<int>();
     if (attempts < 1 || attempts > engine::kMaxRetryAttempts)
-      throw UsageError("heal: --attempts " + std::to_string(attempts) + " is outside 1-" + std::to_string(engine::kMaxRetryAttempts));
+      throw UsageError("heal: --attempts " + std::to_string(attempts) + " is outside 1-" +
+                       std::to_string(engine::kMaxRetryAttempts));
     long long backoff = p.vm["backoff-ms"].as<long long>();
     if (backoff < 0) throw UsageError("heal: --backoff-ms must be >= 0");
     engine::RetryResult rr = engine::retry_check(spec, p.ctx.root, attempts, backoff);
@@ -167,8 +178,11 @@ int cmd_heal(const std::vector<std::string>& args) {
       healed = r.ok;
       recheck_json = r.to_json();
     }
-    p.ctx.trace().append("heal", {{"strategy", "retry"}, {"check", spec.id}, {"attempts", rr.attempts},
-                                  {"delays_ms", rr.delays_ms}, {"healed", healed}});
+    p.ctx.trace().append("heal", {{"strategy", "retry"},
+                                  {"check", spec.id},
+                                  {"attempts", rr.attempts},
+                                  {"delays_ms", rr.delays_ms},
+                                  {"healed", healed}});
     out["healed"] = healed;
     out["attempts"] = rr.attempts;
     out["delays_ms"] = rr.delays_ms;
@@ -203,11 +217,11 @@ int cmd_trace(const std::vector<std::string>& args) {
     if (!v.ok) j.update({{"kind", v.kind}, {"seq", v.bad_seq}, {"line", v.bad_line}, {"why", v.why}});
     print_json(p.ctx, j);
   } else if (v.ok) {
-    std::cout << "trace ok: " << v.entries << (v.entries == 1 ? " entry" : " entries") << " (" << v.bytes << " bytes) in "
-              << file << "\n";
+    std::cout << "trace ok: " << v.entries << (v.entries == 1 ? " entry" : " entries") << " (" << v.bytes
+              << " bytes) in " << file << "\n";
   } else {
-    std::cout << red(p.ctx, v.kind == "torn" ? "torn" : "tampered") << ": " << file << " line " << v.bad_line << ", seq "
-              << v.bad_seq << ": " << v.kind << ": " << v.why << "\n"
+    std::cout << red(p.ctx, v.kind == "torn" ? "torn" : "tampered") << ": " << file << " line " << v.bad_line
+              << ", seq " << v.bad_seq << ": " << v.kind << ": " << v.why << "\n"
               << v.entries << " entries before it verify.\n";
   }
   return v.ok ? kExitOk : kExitRed;
@@ -224,7 +238,8 @@ int cmd_recover(const std::vector<std::string>& args) {
     for (const auto& a : engine::recover(p.ctx.root, p.ctx.trace())) actions.push_back(a);
   if (p.ctx.json) print_json(p.ctx, {{"actions", actions}});
   else if (actions.empty()) std::cout << "nothing to recover\n";
-  else for (const auto& a : actions) std::cout << "recovered: " << a.get<std::string>() << "\n";
+  else
+    for (const auto& a : actions) std::cout << "recovered: " << a.get<std::string>() << "\n";
   return kExitOk;
 }
 

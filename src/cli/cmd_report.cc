@@ -49,9 +49,7 @@ report::Facts repo_facts(const Context& ctx, std::shared_ptr<gitx::Repo>& keep) 
     f.tasks_at = [repo](const std::string& branch, const std::string& path) {
       try {
         return repo->read_blob_at(branch, path).value_or("");
-      } catch (const std::exception&) {
-        return std::string();
-      }
+      } catch (const std::exception&) { return std::string(); }
     };
   } catch (const std::exception&) {
     // A report from the trace alone.
@@ -63,10 +61,10 @@ report::Facts repo_facts(const Context& ctx, std::shared_ptr<gitx::Repo>& keep) 
 
 int cmd_report(const std::vector<std::string>& args) {
   po::options_description desc("report options");
-  desc.add_options()
-      ("since", po::value<std::string>(), "only events since WHEN: 24h, 30m, 7d or ISO-8601 (UTC); default: the last loop's start")
-      ("md", "write the report as Markdown (for a pull request or a chat message)")
-      ("html", po::value<std::string>(), "also write the report as one self-contained HTML page to FILE");
+  desc.add_options()("since", po::value<std::string>(),
+                     "only events since WHEN: 24h, 30m, 7d or ISO-8601 (UTC); default: the last loop's start")(
+      "md", "write the report as Markdown (for a pull request or a chat message)")(
+      "html", po::value<std::string>(), "also write the report as one self-contained HTML page to FILE");
   Parsed p;
   if (!parse_command("report", desc, args, p, false)) return kExitOk;
   std::string path = p.ctx.trace_path();

@@ -51,17 +51,24 @@ std::string str(const json& s, const char* key) {
 
 void print_human(const Context& ctx, const json& s, bool stale) {
   std::string phase = str(s, "phase");
-  std::cout << "phase:      " << (stale ? red(ctx, phase + " (stale: heartbeat stopped and pid " + str(s, "pid") + " is gone; phoenix-loop --resume carries on)") : bold(ctx, phase))
+  std::cout << "phase:      "
+            << (stale ? red(ctx, phase + " (stale: heartbeat stopped and pid " + str(s, "pid") +
+                                     " is gone; phoenix-loop --resume carries on)")
+                      : bold(ctx, phase))
             << "\n";
   if (s.contains("task") && s["task"].is_object()) {
     const json& t = s["task"];
-    std::cout << "task:       " << t.value("index", 0) + 1 << "/" << t.value("total", 0) << " " << t.value("title", "") << "\n";
+    std::cout << "task:       " << t.value("index", 0) + 1 << "/" << t.value("total", 0) << " " << t.value("title", "")
+              << "\n";
   }
   std::cout << "iteration:  " << str(s, "iteration") << " of " << str(s, "max_iterations") << "\n";
-  std::cout << "retries:    " << str(s, "retry_count") << " this issue, " << str(s, "session_retries") << " in the loop\n";
-  if (!s["last_failure_type"].is_null()) std::cout << "last red:   " << str(s, "last_failure_type") << " " << str(s, "last_signature") << "\n";
+  std::cout << "retries:    " << str(s, "retry_count") << " this issue, " << str(s, "session_retries")
+            << " in the loop\n";
+  if (!s["last_failure_type"].is_null())
+    std::cout << "last red:   " << str(s, "last_failure_type") << " " << str(s, "last_signature") << "\n";
   if (!s["last_incident"].is_null()) std::cout << "incident:   " << str(s, "last_incident") << "\n";
-  std::cout << "known-good: " << str(s, "known_good").substr(0, 12) << "   head: " << str(s, "head").substr(0, 12) << "\n";
+  std::cout << "known-good: " << str(s, "known_good").substr(0, 12) << "   head: " << str(s, "head").substr(0, 12)
+            << "\n";
   std::cout << "started:    " << str(s, "started_at") << "   updated: " << str(s, "updated_at") << "\n";
   if (!s["deadline"].is_null()) std::cout << "until:      " << str(s, "deadline") << "\n";
   if (s.contains("waiting_until") && s["waiting_until"].is_string()) {

@@ -72,7 +72,8 @@ int complete(const std::vector<std::string>& words, const std::string& cwd) {
           candidates = check_ids_at(dir);
           // --only a,b,c: complete the last element of the list.
           size_t comma = cur.rfind(',');
-          if (o.long_name == "--only" && comma != std::string::npos) return emit(cur.substr(0, comma + 1), cur.substr(comma + 1));
+          if (o.long_name == "--only" && comma != std::string::npos)
+            return emit(cur.substr(0, comma + 1), cur.substr(comma + 1));
           return emit("", cur);
         }
         return kExitOk;  // a free value (or a directory): the shell's default
@@ -93,7 +94,8 @@ int complete(const std::vector<std::string>& words, const std::string& cwd) {
   }
   if (!info->subcommands.empty() && positional.empty()) {
     candidates = info->subcommands;
-    if (command == "hook") candidates.erase(std::remove(candidates.begin(), candidates.end(), "pre-push"), candidates.end());
+    if (command == "hook")
+      candidates.erase(std::remove(candidates.begin(), candidates.end(), "pre-push"), candidates.end());
     return emit("", cur);
   }
   if (command == "hook" && positional.size() == 1 && positional[0] == "run") candidates = {"pre-push"};

@@ -54,9 +54,17 @@ Context make_context(const std::string& dir) {
   return c;
 }
 
-std::string green(const Context& c, const std::string& s, bool err) { return paint(err ? c.color_err : c.color_out, "32", s); }
-std::string red(const Context& c, const std::string& s, bool err) { return paint(err ? c.color_err : c.color_out, "31;1", s); }
-std::string dim(const Context& c, const std::string& s, bool err) { return paint(err ? c.color_err : c.color_out, "2", s); }
-std::string bold(const Context& c, const std::string& s, bool err) { return paint(err ? c.color_err : c.color_out, "1", s); }
+std::string green(const Context& c, const std::string& s, bool err) {
+  return paint(err ? c.color_err : c.color_out, "32", s);
+}
+std::string red(const Context& c, const std::string& s, bool err) {
+  return paint(err ? c.color_err : c.color_out, "31;1", s);
+}
+std::string dim(const Context& c, const std::string& s, bool err) {
+  return paint(err ? c.color_err : c.color_out, "2", s);
+}
+std::string bold(const Context& c, const std::string& s, bool err) {
+  return paint(err ? c.color_err : c.color_out, "1", s);
+}
 
 }  // namespace phoenix::cli

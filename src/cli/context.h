@@ -9,12 +9,12 @@
 namespace phoenix::cli {
 
 struct Context {
-  std::string cwd;          // where the user is (after -C)
-  std::string root;         // the repository's work tree (cwd when not in a repository)
+  std::string cwd;   // where the user is (after -C)
+  std::string root;  // the repository's work tree (cwd when not in a repository)
   bool in_repo = false;
-  bool json = false;        // --json
-  bool color_out = false;   // colour on stdout
-  bool color_err = false;   // colour on stderr
+  bool json = false;       // --json
+  bool color_out = false;  // colour on stdout
+  bool color_err = false;  // colour on stderr
   bool explain = false;
 
   std::string phoenix_dir() const { return root + "/.phoenix"; }

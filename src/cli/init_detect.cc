@@ -29,9 +29,7 @@ struct Project {
   std::string read(const std::string& rel) const {
     try {
       return util::read_file(root + "/" + rel);
-    } catch (const Error&) {
-      return "";
-    }
+    } catch (const Error&) { return ""; }
   }
   bool contains(const std::string& rel, const std::string& needle) const {
     return read(rel).find(needle) != std::string::npos;
@@ -91,7 +89,8 @@ void cmake_project(const Project& p, Detected& d) {
   }
   std::string dir = sh_word(b.dir);
   std::string build = "cmake --build " + dir + (b.config.empty() ? "" : " --config " + sh_word(b.config));
-  std::string test = "ctest --test-dir " + dir + (b.config.empty() ? "" : " -C " + sh_word(b.config)) + " --output-on-failure";
+  std::string test =
+      "ctest --test-dir " + dir + (b.config.empty() ? "" : " -C " + sh_word(b.config)) + " --output-on-failure";
   d.checks.push_back({"unit", "unit", {"sh", "-c", build + " && " + test}, 1800});
 }
 
@@ -102,9 +101,7 @@ bool node_project(const Project& p, Detected& d) {
   util::Json pkg;
   try {
     pkg = util::parse_json(p.read("package.json"), "package.json");
-  } catch (const Error&) {
-    return false;
-  }
+  } catch (const Error&) { return false; }
   auto script = [&](const std::string& name) -> std::string {
     if (!pkg.is_object() || !pkg.contains("scripts") || !pkg["scripts"].is_object()) return "";
     const auto& s = pkg["scripts"];
@@ -139,7 +136,8 @@ bool node_project(const Project& p, Detected& d) {
 }
 
 bool pytest_project(const Project& p, Detected& d) {
-  if (!(p.has("pytest.ini") || p.has("conftest.py") || (p.has("pyproject.toml") && p.contains("pyproject.toml", "pytest")) ||
+  if (!(p.has("pytest.ini") || p.has("conftest.py") ||
+        (p.has("pyproject.toml") && p.contains("pyproject.toml", "pytest")) ||
         (p.has("setup.cfg") && p.contains("setup.cfg", "pytest")) || p.has("tests/conftest.py") ||
         (p.has("tox.ini") && p.contains("tox.ini", "[pytest]"))))
     return false;
@@ -197,13 +195,15 @@ CMakeBuild find_cmake_build(const std::string& root) {
   std::vector<std::string> candidates{"build", "_build", "out/build"};
   std::vector<std::string> more;
   std::error_code ec;
-  for (const auto& [parent, prefix] : std::vector<std::pair<std::string, std::string>>{{"out/build", ""}, {"", "cmake-build-"}}) {
+  for (const auto& [parent, prefix] :
+       std::vector<std::pair<std::string, std::string>>{{"out/build", ""}, {"", "cmake-build-"}}) {
     std::vector<std::string> found;
     fs::path dir = fs::path(root) / parent;
     if (!fs::is_directory(dir, ec)) continue;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
       std::string name = it->path().filename().string();
-      if (it->is_directory(ec) && util::starts_with(name, prefix)) found.push_back(parent.empty() ? name : parent + "/" + name);
+      if (it->is_directory(ec) && util::starts_with(name, prefix))
+        found.push_back(parent.empty() ? name : parent + "/" + name);
     }
     std::sort(found.begin(), found.end());
     candidates.insert(candidates.end(), found.begin(), found.end());
@@ -215,9 +215,7 @@ CMakeBuild find_cmake_build(const std::string& root) {
     std::string cache;
     try {
       cache = util::read_file(cache_path);
-    } catch (const Error&) {
-      continue;
-    }
+    } catch (const Error&) { continue; }
     b.dir = c;
     b.found = true;
     b.generator = cache_value(cache, "CMAKE_GENERATOR");
@@ -242,10 +240,10 @@ Detected detect_project(const std::string& root) {
   d.editable = detect_editable(root);
   std::string cmake = p.has("CMakeLists.txt") ? lower(p.read("CMakeLists.txt")) : "";
   if (!cmake.empty()) {
-    for (const auto& [needle, why] : std::vector<std::pair<std::string, std::string>>{
-             {"enable_testing", "CMakeLists.txt with enable_testing()"},
-             {"include(ctest)", "CMakeLists.txt with include(CTest)"},
-             {"add_test", "CMakeLists.txt with add_test()"}})
+    for (const auto& [needle, why] :
+         std::vector<std::pair<std::string, std::string>>{{"enable_testing", "CMakeLists.txt with enable_testing()"},
+                                                          {"include(ctest)", "CMakeLists.txt with include(CTest)"},
+                                                          {"add_test", "CMakeLists.txt with add_test()"}})
       if (cmake.find(needle) != std::string::npos) {
         d.why = why;
         cmake_project(p, d);
@@ -298,10 +296,9 @@ std::string render_phoenix_json(const Detected& d) {
   using OJ = nlohmann::ordered_json;
   util::JsonComments comments;
   OJ doc = OJ::object();
-  comments["setup"] = {
-      "Written by 'phoenix init'. Reference: share/phoenix/templates/phoenix.schema.json",
-      "\"setup\" gives every tree Phoenix makes (its worktrees, a fixer's sandbox) what a fresh",
-      "checkout lacks; a step runs again there only when its \"inputs\" change."};
+  comments["setup"] = {"Written by 'phoenix init'. Reference: share/phoenix/templates/phoenix.schema.json",
+                       "\"setup\" gives every tree Phoenix makes (its worktrees, a fixer's sandbox) what a fresh",
+                       "checkout lacks; a step runs again there only when its \"inputs\" change."};
   OJ setup = OJ::array();
   for (const auto& s : d.setup) {
     OJ step = OJ::object();
@@ -314,9 +311,10 @@ std::string render_phoenix_json(const Detected& d) {
   doc["setup"] = setup;
   OJ checks = OJ::array();
   if (d.checks.empty()) {
-    comments["checks"] = {"No test command was detected: add checks here, for example",
-                          "{ \"id\": \"unit\", \"kind\": \"command_exit\", \"target\": [\"./run-tests\"], \"editable\": [\"src/**\"] }",
-                          "A check measures the tree as it is now: one that tests build products builds them first."};
+    comments["checks"] = {
+        "No test command was detected: add checks here, for example",
+        "{ \"id\": \"unit\", \"kind\": \"command_exit\", \"target\": [\"./run-tests\"], \"editable\": [\"src/**\"] }",
+        "A check measures the tree as it is now: one that tests build products builds them first."};
   } else {
     comments["checks"] = {"The test command was detected from " + d.why + "."};
     for (const auto& c : d.checks) {

@@ -88,7 +88,8 @@ struct SavedEnv {
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
   ::execv(full.c_str(), args.data());
-  fail("phoenix-hook: cannot run " + full + ": " + std::strerror(errno) + " (reinstall Phoenix, or run 'phoenix hook install')");
+  fail("phoenix-hook: cannot run " + full + ": " + std::strerror(errno) +
+       " (reinstall Phoenix, or run 'phoenix hook install')");
 }
 
 }  // namespace
@@ -97,7 +98,8 @@ int main(int argc, char** argv) {
   // `phoenix-hook pre-push [REMOTE [URL]]`; anything else is the full
   // hook's to judge (and to explain).
   if (argc < 2 || argc > 4 || std::string(argv[1]) != "pre-push") hand_over(argc, argv, std::nullopt);
-  if (const char* skip = std::getenv("PHOENIX_SKIP"); skip && std::string(skip) == "1") hand_over(argc, argv, std::nullopt);
+  if (const char* skip = std::getenv("PHOENIX_SKIP"); skip && std::string(skip) == "1")
+    hand_over(argc, argv, std::nullopt);
   if (::isatty(0) == 1) hand_over(argc, argv, std::nullopt);
   SavedEnv env;
   env.save(hook::git_location_env());

@@ -22,13 +22,13 @@ int loop_main(int argc, char** argv) {
       return kExitOk;
     }
   cli::po::options_description desc("phoenix-loop options");
-  desc.add_options()
-      ("tasks", cli::po::value<std::string>(), "Markdown tasks file ('- [ ]' lines), relative to the repository")
-      ("prompt", cli::po::value<std::string>(), "prompt file, run again every iteration (ralph mode)")
-      ("max-iterations", cli::po::value<int>(), "stop after N iterations (default loop.max_iterations)")
-      ("until", cli::po::value<std::string>(), "stop at HH:MM (local) or an ISO-8601 time")
-      ("branch", cli::po::value<std::string>(), "branch to work on (default phoenix/loop-YYYYMMDD)")
-      ("resume", "carry on from .phoenix/loop-run.json and the branch after a crash");
+  desc.add_options()("tasks", cli::po::value<std::string>(),
+                     "Markdown tasks file ('- [ ]' lines), relative to the repository")(
+      "prompt", cli::po::value<std::string>(), "prompt file, run again every iteration (ralph mode)")(
+      "max-iterations", cli::po::value<int>(), "stop after N iterations (default loop.max_iterations)")(
+      "until", cli::po::value<std::string>(), "stop at HH:MM (local) or an ISO-8601 time")(
+      "branch", cli::po::value<std::string>(), "branch to work on (default phoenix/loop-YYYYMMDD)")(
+      "resume", "carry on from .phoenix/loop-run.json and the branch after a crash");
   cli::Parsed p;
   if (!cli::parse_command("phoenix-loop", desc, args, p, false)) {
     std::cout << "exit codes: 0 every task done and every check green, 1 stopped / skipped tasks,\n"
@@ -54,7 +54,8 @@ int loop_main(int argc, char** argv) {
   if (p.vm.count("branch")) o.branch = p.vm["branch"].as<std::string>();
   o.resume = p.vm.count("resume") > 0;
   o.templates_dir = cli::templates_dir();
-  return loop::run_loop(o, cfg, p.ctx.trace(), [](const std::string& s) { std::cerr << "phoenix-loop: " << s << "\n"; });
+  return loop::run_loop(o, cfg, p.ctx.trace(),
+                        [](const std::string& s) { std::cerr << "phoenix-loop: " << s << "\n"; });
 }
 
 }  // namespace

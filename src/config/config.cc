@@ -14,11 +14,22 @@ using util::Json;
 
 namespace {
 
-const std::vector<std::string> kTopKeys{"$schema",         "checks",          "harness",  "fixers",
-                                        "budgets",         "session_cap",     "diff_cap", "patch_files_cap",
-                                        "patch_bytes_cap", "circuit_breaker", "protected", "hook",
-                                        "loop",            "sandbox",         "prompt_template", "setup"};
-
+const std::vector<std::string> kTopKeys{"$schema",
+                                        "checks",
+                                        "harness",
+                                        "fixers",
+                                        "budgets",
+                                        "session_cap",
+                                        "diff_cap",
+                                        "patch_files_cap",
+                                        "patch_bytes_cap",
+                                        "circuit_breaker",
+                                        "protected",
+                                        "hook",
+                                        "loop",
+                                        "sandbox",
+                                        "prompt_template",
+                                        "setup"};
 
 int positive_int(const Json& j, const std::string& where) {
   if (!j.is_number_integer() || j.get<long long>() < 0 || j.get<long long>() > 1000000)
@@ -39,7 +50,8 @@ std::string one_of(const Json& j, const std::string& where, const std::vector<st
   for (const auto& a : allowed)
     if (a == v) return v;
   std::string near = util::nearest(v, allowed);
-  throw ConfigError(where + ": '" + v + "' is not one of " + all + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+  throw ConfigError(where + ": '" + v + "' is not one of " + all +
+                    (near.empty() ? "" : " (did you mean '" + near + "'?)"));
 }
 
 void parse_into(Config& c, const Json& j) {
@@ -49,7 +61,9 @@ void parse_into(Config& c, const Json& j) {
 
   if (j.contains("setup")) {
     const Json& ss = j["setup"];
-    if (!ss.is_array()) throw ConfigError("setup: must be an array of steps like {\"run\": [\"npm\", \"ci\"], \"inputs\": [\"package-lock.json\"]}");
+    if (!ss.is_array())
+      throw ConfigError(
+          "setup: must be an array of steps like {\"run\": [\"npm\", \"ci\"], \"inputs\": [\"package-lock.json\"]}");
     for (size_t i = 0; i < ss.size(); ++i) {
       std::string where = "setup[" + std::to_string(i) + "]";
       const Json& s = ss[i];
@@ -110,7 +124,8 @@ void parse_into(Config& c, const Json& j) {
     const Json& b = j["budgets"];
     if (!b.is_object()) throw ConfigError("budgets: must be an object of failure type -> attempts");
     util::reject_unknown_keys(b, checks::failure_types(), "budgets");
-    for (auto it = b.begin(); it != b.end(); ++it) c.budgets[it.key()] = positive_int(it.value(), "budgets." + it.key());
+    for (auto it = b.begin(); it != b.end(); ++it)
+      c.budgets[it.key()] = positive_int(it.value(), "budgets." + it.key());
   }
   if (j.contains("session_cap")) c.session_cap = positive_int(j["session_cap"], "session_cap");
   if (j.contains("diff_cap")) c.diff_cap = positive_int(j["diff_cap"], "diff_cap");
@@ -149,8 +164,9 @@ void parse_into(Config& c, const Json& j) {
   if (j.contains("loop")) {
     const Json& l = j["loop"];
     if (!l.is_object()) throw ConfigError("loop: must be an object");
-    util::reject_unknown_keys(l, {"tasks", "prompt", "on_escalate", "max_iterations", "iteration_timeout_s", "baseline",
-                                  "heartbeat_s", "no_progress_limit", "notify", "branch"},
+    util::reject_unknown_keys(l,
+                              {"tasks", "prompt", "on_escalate", "max_iterations", "iteration_timeout_s", "baseline",
+                               "heartbeat_s", "no_progress_limit", "notify", "branch"},
                               "loop");
     auto str = [&](const char* k, std::string& dst) {
       if (!l.contains(k)) return;
@@ -163,7 +179,8 @@ void parse_into(Config& c, const Json& j) {
     if (l.contains("on_escalate")) c.loop.on_escalate = one_of(l["on_escalate"], "loop.on_escalate", {"stop", "skip"});
     if (l.contains("baseline")) c.loop.baseline = one_of(l["baseline"], "loop.baseline", {"heal", "ignore", "stop"});
     if (l.contains("max_iterations")) c.loop.max_iterations = positive_int(l["max_iterations"], "loop.max_iterations");
-    if (l.contains("no_progress_limit")) c.loop.no_progress_limit = positive_int(l["no_progress_limit"], "loop.no_progress_limit");
+    if (l.contains("no_progress_limit"))
+      c.loop.no_progress_limit = positive_int(l["no_progress_limit"], "loop.no_progress_limit");
     if (l.contains("iteration_timeout_s"))
       c.loop.iteration_timeout_s = positive_seconds(l["iteration_timeout_s"], "loop.iteration_timeout_s");
     if (l.contains("heartbeat_s")) c.loop.heartbeat_s = positive_seconds(l["heartbeat_s"], "loop.heartbeat_s");
@@ -174,8 +191,9 @@ void parse_into(Config& c, const Json& j) {
 }  // namespace
 
 const std::map<std::string, int>& default_budgets() {
-  static const std::map<std::string, int> b{{"unit", 3},   {"e2e", 5},    {"build", 2},    {"lint", 3},  {"migration", 1},
-                                            {"deploy", 2}, {"visual", 3}, {"contract", 3}, {"health", 1}};
+  static const std::map<std::string, int> b{{"unit", 3},   {"e2e", 5},       {"build", 2},
+                                            {"lint", 3},   {"migration", 1}, {"deploy", 2},
+                                            {"visual", 3}, {"contract", 3},  {"health", 1}};
   return b;
 }
 
@@ -259,7 +277,8 @@ void apply_env(Config& c) {
     while (start <= v->size()) {
       size_t comma = v->find(',', start);
       std::string name = util::trim(v->substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      if (!name.empty()) c.fixers.push_back(one_of(Json(name), "PHOENIX_FIXERS", {"journal", "bisect", "harness", "noop"}));
+      if (!name.empty())
+        c.fixers.push_back(one_of(Json(name), "PHOENIX_FIXERS", {"journal", "bisect", "harness", "noop"}));
       if (comma == std::string::npos) break;
       start = comma + 1;
     }

@@ -17,8 +17,8 @@
 namespace phoenix::config {
 
 struct Harness {
-  std::string preset;                 // claude | codex | aider | opencode | gemini | "" (custom)
-  std::vector<std::string> command;   // argv with {prompt} / {prompt_file}; empty: none configured
+  std::string preset;                // claude | codex | aider | opencode | gemini | "" (custom)
+  std::vector<std::string> command;  // argv with {prompt} / {prompt_file}; empty: none configured
   double timeout_s = 900;
   std::map<std::string, std::string> env;
   // The longest one run waits in total on a rate-limited or unreachable
@@ -30,18 +30,18 @@ struct Harness {
 inline constexpr double kDefaultMaxWaitS = 600;
 
 struct Hook {
-  std::string mode = "verify";        // verify | heal
-  std::vector<std::string> checks;    // empty: all
+  std::string mode = "verify";      // verify | heal
+  std::vector<std::string> checks;  // empty: all
   double timeout_s = 600;
 };
 
 struct Loop {
-  std::string tasks;                  // tasks file (Markdown "- [ ]" lines)
-  std::string prompt;                 // prompt file (ralph mode)
-  std::string on_escalate = "stop";   // stop | skip
+  std::string tasks;                 // tasks file (Markdown "- [ ]" lines)
+  std::string prompt;                // prompt file (ralph mode)
+  std::string on_escalate = "stop";  // stop | skip
   int max_iterations = 50;
   double iteration_timeout_s = 1800;
-  std::string baseline = "heal";      // heal | ignore | stop
+  std::string baseline = "heal";  // heal | ignore | stop
   double heartbeat_s = 5;
   int no_progress_limit = 3;
   std::vector<std::string> notify;
@@ -55,13 +55,13 @@ struct Loop {
 // `inputs` (and of the steps themselves) changed since that tree's last
 // setup. See engine/setup.h.
 struct SetupStep {
-  std::vector<std::string> run;       // argv, no shell
-  std::vector<std::string> inputs;    // globs (util/glob.h) relative to the tree
+  std::vector<std::string> run;     // argv, no shell
+  std::vector<std::string> inputs;  // globs (util/glob.h) relative to the tree
   double timeout_s = 1800;
 };
 
 struct Config {
-  std::string path;                   // file it came from, "" for defaults only
+  std::string path;  // file it came from, "" for defaults only
   std::vector<SetupStep> setup;
   std::vector<checks::CheckSpec> checks;
   Harness harness;
@@ -69,7 +69,7 @@ struct Config {
   std::map<std::string, int> budgets;  // every failure type, defaults filled in
   int session_cap = 10;
   int diff_cap = 200;
-  int patch_files_cap = 2000;          // most files one proposed patch may touch
+  int patch_files_cap = 2000;              // most files one proposed patch may touch
   int patch_bytes_cap = 50 * 1024 * 1024;  // largest proposed patch, in bytes (binary content counts here)
   int circuit_breaker = 3;
   std::vector<std::string> protected_globs;

@@ -45,21 +45,27 @@ struct Engine::Impl {
 
   std::optional<gitx::Repo> repo;
   Clock::time_point start = Clock::now();
-  std::string head0;            // HEAD when the run started
-  bool dirty0 = false;          // changes to tracked files when the run started
+  std::string head0;    // HEAD when the run started
+  bool dirty0 = false;  // changes to tracked files when the run started
   // What every reset keeps: Phoenix's state, incident notes, and the
   // untracked files the run found (the user's notes, a build product
   // nobody ignored), which survive every attempt and rollback byte for byte.
   std::vector<std::string> keep = layout::keep_prefixes();
-  std::string pre_run;          // pre-run checkpoint commit (created before the first write)
+  std::string pre_run;  // pre-run checkpoint commit (created before the first write)
   int session_retries = 0;
   int consecutive_failed = 0;
   std::vector<checks::CheckSpec> selected;
-  std::vector<bool> green;      // per selected check, last measurement
+  std::vector<bool> green;  // per selected check, last measurement
 
-  Impl(std::string r, const config::Config& c, RunOptions o, CheckRunner& ch, std::vector<std::unique_ptr<fixers::Fixer>> f,
-       trace::Trace& t, EventFn e, OutcomeSink* out)
-      : root(std::move(r)), cfg(c), opt(std::move(o)), checks(ch), fixers(std::move(f)), trace(t), on_event(std::move(e)),
+  Impl(std::string r, const config::Config& c, RunOptions o, CheckRunner& ch,
+       std::vector<std::unique_ptr<fixers::Fixer>> f, trace::Trace& t, EventFn e, OutcomeSink* out)
+      : root(std::move(r)),
+        cfg(c),
+        opt(std::move(o)),
+        checks(ch),
+        fixers(std::move(f)),
+        trace(t),
+        on_event(std::move(e)),
         outcomes(out) {}
 
   long long elapsed() const {
@@ -81,7 +87,8 @@ struct Engine::Impl {
   // Invariant 1: a checkpoint commit of the whole work tree precedes every
   // write to it. The first one of the run is also the pre-run checkpoint.
   std::string checkpoint(const std::string& why) {
-    std::string cp = repo->snapshot_workdir("phoenix: checkpoint before " + why, opt.author_name, opt.author_email, true);
+    std::string cp =
+        repo->snapshot_workdir("phoenix: checkpoint before " + why, opt.author_name, opt.author_email, true);
     if (pre_run.empty()) {
       pre_run = cp;
       repo->write_ref(kPreRunRef, cp, "phoenix: pre-run checkpoint");
@@ -113,7 +120,8 @@ struct Engine::Impl {
   void restore_after_intrusion(const std::string& head_before, const std::string& pre_propose) {
     std::string head = repo->head_sha();
     if (head != head_before)
-      repo->write_ref(std::string(kAbandonedPrefix) + util::compact_utc(true) + "-intrusion", head, "phoenix: written during a fixer run");
+      repo->write_ref(std::string(kAbandonedPrefix) + util::compact_utc(true) + "-intrusion", head,
+                      "phoenix: written during a fixer run");
     if (!dirty0) {
       repo->reset_hard(head_before, true, keep);
     } else {
@@ -125,7 +133,8 @@ struct Engine::Impl {
       }
       repo->restore_paths(pre_propose, paths);
     }
-    trace.append("restore", {{"to", dirty0 ? pre_propose : head_before}, {"why", "the repository changed while a fixer ran"}});
+    trace.append("restore",
+                 {{"to", dirty0 ? pre_propose : head_before}, {"why", "the repository changed while a fixer ran"}});
   }
 
   RunResult run();
@@ -142,7 +151,8 @@ struct Engine::Impl {
   bool wait_for_model(Heal& h, const fixers::Proposal& p, RunResult& result);
   bool passes_guards(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig);
   Applied apply_and_verify(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig);
-  void healed(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig, const Applied& a);
+  void healed(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig,
+              const Applied& a);
   void record_failure(Heal& h, const std::string& fixer, const std::string& outcome, const std::string& attempt_sig,
                       const fixers::Proposal* p, const std::string& evidence);
   void escalate(const fixers::Failure& f, const std::vector<IncidentAttempt>& attempts, const std::string& last_diff,
@@ -173,8 +183,14 @@ RunResult Engine::Impl::run() {
     if (opt.only.empty() || std::find(opt.only.begin(), opt.only.end(), c.id) != opt.only.end()) selected.push_back(c);
   if (selected.empty()) throw UsageError("no checks to run: phoenix.json has none (see 'phoenix init')");
 
-  trace.append("run.start", {{"head", head0}, {"dirty", dirty0}, {"dry_run", opt.dry_run}, {"root", root},
-                             {"checks", [&] { Json a = Json::array(); for (auto& c : selected) a.push_back(c.id); return a; }()}});
+  trace.append(
+      "run.start",
+      {{"head", head0}, {"dirty", dirty0}, {"dry_run", opt.dry_run}, {"root", root}, {"checks", [&] {
+                                                                                        Json a = Json::array();
+                                                                                        for (auto& c : selected)
+                                                                                          a.push_back(c.id);
+                                                                                        return a;
+                                                                                      }()}});
   explain("HEAD " + short_sha(head0) + (dirty0 ? ", work tree has uncommitted changes" : ", work tree clean"));
 
   // DETECTED: one fresh measurement of every selected check.
@@ -184,11 +200,13 @@ RunResult Engine::Impl::run() {
     if (r.interrupted) throw Error("interrupted while measuring " + c.id, kExitInterrupted);
     first.push_back(r);
     green.push_back(r.ok);
-    if (r.ok)
-      state(c.id, "GREEN", {{"signal", r.signal}, {"duration_ms", r.duration_ms}});
+    if (r.ok) state(c.id, "GREEN", {{"signal", r.signal}, {"duration_ms", r.duration_ms}});
     else
-      state(c.id, "DETECTED", {{"signal", r.signal}, {"duration_ms", r.duration_ms}, {"type", c.type},
-                               {"signature", short_sha(issue_signature(c.id, r.output))}});
+      state(c.id, "DETECTED",
+            {{"signal", r.signal},
+             {"duration_ms", r.duration_ms},
+             {"type", c.type},
+             {"signature", short_sha(issue_signature(c.id, r.output))}});
   }
   result.detected = first;
 
@@ -230,7 +248,8 @@ RunResult Engine::Impl::run() {
 
   // Only a green measurement of every check at a clean HEAD blesses it.
   bool all_green = std::all_of(green.begin(), green.end(), [](bool g) { return g; });
-  if (all_green && !opt.dry_run && repo->tracked_clean(keep) && (opt.only.empty() || selected.size() == cfg.checks.size())) {
+  if (all_green && !opt.dry_run && repo->tracked_clean(keep) &&
+      (opt.only.empty() || selected.size() == cfg.checks.size())) {
     std::string head = repo->head_sha();
     repo->write_ref(kKnownGoodRef, head, "phoenix: every check green");
     trace.append("known-good", {{"commit", head}});
@@ -261,8 +280,8 @@ struct Engine::Impl::Heal {
 // What a proposal that came back with a patch turned out to be.
 struct Engine::Impl::Applied {
   bool healed = false;
-  std::string outcome;           // why not, when not healed
-  checks::SenseResult again;     // the fresh measurement
+  std::string outcome;        // why not, when not healed
+  checks::SenseResult again;  // the fresh measurement
   long long verify_ms = 0;
 };
 
@@ -272,11 +291,13 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
   h.out.issue_signature = h.failure.issue_signature;
   h.budget = cfg.budgets.count(check.type) ? cfg.budgets.at(check.type) : 3;
   explain("check " + check.id + ": failure type " + check.type + ", budget " + std::to_string(h.budget) +
-          " attempts (session cap " + std::to_string(cfg.session_cap) + ", used " + std::to_string(session_retries) + ")");
+          " attempts (session cap " + std::to_string(cfg.session_cap) + ", used " + std::to_string(session_retries) +
+          ")");
 
   // health: a failing health check is rolled back at once, never patched.
   if (check.type == "health") {
-    escalate(h.failure, h.attempts, "", "a health check failed: immediate rollback (no automatic fix for health)", result);
+    escalate(h.failure, h.attempts, "", "a health check failed: immediate rollback (no automatic fix for health)",
+             result);
     h.out.state = "ESCALATED";
     return h.out;
   }
@@ -310,8 +331,8 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
       return h.out;
     }
     if (!a.outcome.empty())
-      explain("verification failed (" + a.outcome + "); restored the checkpoint; " + std::to_string(h.budget - h.out.attempts) +
-              " attempts left in the budget");
+      explain("verification failed (" + a.outcome + "); restored the checkpoint; " +
+              std::to_string(h.budget - h.out.attempts) + " attempts left in the budget");
   }
 }
 
@@ -331,7 +352,8 @@ fixers::Failure Engine::Impl::describe_failure(const checks::CheckSpec& check, c
 }
 
 void Engine::Impl::record_failure(Heal& h, const std::string& fixer, const std::string& outcome,
-                                  const std::string& attempt_sig, const fixers::Proposal* p, const std::string& evidence) {
+                                  const std::string& attempt_sig, const fixers::Proposal* p,
+                                  const std::string& evidence) {
   ++h.out.attempts;
   ++session_retries;
   ++consecutive_failed;
@@ -343,7 +365,8 @@ void Engine::Impl::record_failure(Heal& h, const std::string& fixer, const std::
 // Why this issue's heal stops here, or "" to go on.
 std::string Engine::Impl::stop_reason(const Heal& h) const {
   if (h.out.attempts >= h.budget) return "budget of " + std::to_string(h.budget) + " for " + h.check.type + " spent";
-  if (session_retries >= cfg.session_cap) return "session cap of " + std::to_string(cfg.session_cap) + " attempts reached";
+  if (session_retries >= cfg.session_cap)
+    return "session cap of " + std::to_string(cfg.session_cap) + " attempts reached";
   if (cfg.circuit_breaker > 0 && consecutive_failed >= cfg.circuit_breaker)
     return "circuit breaker: " + std::to_string(consecutive_failed) + " consecutive failed heals";
   if (h.fixer_index >= fixers.size()) return "no fixer has anything more to propose";
@@ -383,11 +406,16 @@ fixers::Proposal Engine::Impl::propose(Heal& h, fixers::Fixer& fixer, std::strin
   fixers::Proposal p = fixer.propose(req);
   p.fixer = fixer.name();
   if (p.model_calls) h.out.model_calls = h.out.model_calls.value_or(0) + *p.model_calls;
-  trace.append("proposal", {{"check", h.check.id}, {"fixer", p.fixer}, {"status", fixers::status_name(p.status)},
-                            {"files", p.files}, {"summary", p.summary}, {"detail", p.detail},
+  trace.append("proposal", {{"check", h.check.id},
+                            {"fixer", p.fixer},
+                            {"status", fixers::status_name(p.status)},
+                            {"files", p.files},
+                            {"summary", p.summary},
+                            {"detail", p.detail},
                             {"model_calls", p.model_calls ? Json(*p.model_calls) : Json(nullptr)},
                             {"cost_usd", p.cost_usd ? Json(*p.cost_usd) : Json(nullptr)},
-                            {"check_runs", p.check_runs}, {"duration_ms", p.duration_ms}});
+                            {"check_runs", p.check_runs},
+                            {"duration_ms", p.duration_ms}});
   return p;
 }
 
@@ -400,18 +428,17 @@ bool Engine::Impl::no_patch(Heal& h, const fixers::Proposal& p, const std::strin
     case fixers::Status::kNothing:
     case fixers::Status::kUnavailable:
     case fixers::Status::kQuota:
-      explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) + (p.detail.empty() ? "" : " (" + p.detail + ")") +
-              "; next fixer");
+      explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) +
+              (p.detail.empty() ? "" : " (" + p.detail + ")") + "; next fixer");
       state(id, "NO_PROPOSAL", {{"fixer", p.fixer}, {"status", fixers::status_name(p.status)}, {"detail", p.detail}});
       ++h.fixer_index;
       return true;
     case fixers::Status::kRateLimited:
-    case fixers::Status::kUnreachable:
-      return wait_for_model(h, p, result);
+    case fixers::Status::kUnreachable: return wait_for_model(h, p, result);
     case fixers::Status::kTimeout:
     case fixers::Status::kCrashed:
-      record_failure(h, p.fixer, std::string(fixers::status_name(p.status)) + (p.detail.empty() ? "" : ": " + p.detail), "",
-                     nullptr, p.log);
+      record_failure(h, p.fixer, std::string(fixers::status_name(p.status)) + (p.detail.empty() ? "" : ": " + p.detail),
+                     "", nullptr, p.log);
       state(id, "REJECTED", {{"fixer", p.fixer}, {"why", fixers::status_name(p.status)}});
       return true;
     case fixers::Status::kAborted:
@@ -421,8 +448,7 @@ bool Engine::Impl::no_patch(Heal& h, const fixers::Proposal& p, const std::strin
       record_failure(h, p.fixer, "aborted: " + p.detail, "", nullptr, p.log);
       state(id, "REJECTED", {{"fixer", p.fixer}, {"why", "aborted: " + p.detail}});
       return true;
-    case fixers::Status::kProposed:
-      break;
+    case fixers::Status::kProposed: break;
   }
   return true;
 }
@@ -453,8 +479,12 @@ bool Engine::Impl::wait_for_model(Heal& h, const fixers::Proposal& p, RunResult&
   agent::Classification c;
   c.retry_after_ms = p.retry_after_ms;
   const long long wait = agent::wait_ms(c, h.rate_waits, left);
-  state(h.check.id, "WAITING", {{"fixer", p.fixer}, {"status", fixers::status_name(p.status)}, {"wait_ms", wait},
-                                {"waited_ms", h.rate_waited_ms}, {"detail", p.detail}});
+  state(h.check.id, "WAITING",
+        {{"fixer", p.fixer},
+         {"status", fixers::status_name(p.status)},
+         {"wait_ms", wait},
+         {"waited_ms", h.rate_waited_ms},
+         {"detail", p.detail}});
   ++h.rate_waits;
   h.rate_waited_ms += wait;
   if (!interruptible_sleep_ms(wait)) throw Error("interrupted", kExitInterrupted);
@@ -462,7 +492,8 @@ bool Engine::Impl::wait_for_model(Heal& h, const fixers::Proposal& p, RunResult&
 }
 
 // The guards: a repeat of an earlier attempt, and check_patch's rules.
-bool Engine::Impl::passes_guards(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig) {
+bool Engine::Impl::passes_guards(Heal& h, const fixers::Proposal& p, const PatchFacts& facts,
+                                 const std::string& attempt_sig) {
   if (h.tried.count(attempt_sig)) {
     explain("attempt signature " + short_sha(attempt_sig) + " was tried before: that path stops; next fixer");
     state(h.check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", "repeat"}, {"why", "the same fix was tried before"}});
@@ -547,16 +578,20 @@ void Engine::Impl::healed(Heal& h, const fixers::Proposal& p, const PatchFacts& 
   h.out.attempts += 1;
   consecutive_failed = 0;
   if (!dirty0) {
-    std::string msg = "phoenix: heal " + check.id + " (" + p.fixer + ")\n\n" + (p.summary.empty() ? "" : p.summary + "\n\n") +
-                      "Check: " + check.id + " (" + check.type + ")\nSignal before: " + h.red.signal +
-                      "\nSignal after: " + a.again.signal + "\nIssue-Signature: " + h.failure.issue_signature +
-                      "\nAttempt-Signature: " + attempt_sig + "\n";
+    std::string msg = "phoenix: heal " + check.id + " (" + p.fixer + ")\n\n" +
+                      (p.summary.empty() ? "" : p.summary + "\n\n") + "Check: " + check.id + " (" + check.type +
+                      ")\nSignal before: " + h.red.signal + "\nSignal after: " + a.again.signal +
+                      "\nIssue-Signature: " + h.failure.issue_signature + "\nAttempt-Signature: " + attempt_sig + "\n";
     // The patch's files only: the user's untracked files stay out of it.
     h.out.fix_commit = repo->commit_tracked_and(facts.files, msg, opt.author_name, opt.author_email);
   }
   if (outcomes) outcomes->healed(h.failure, p, a.verify_ms);
-  state(check.id, "HEALED", {{"fixer", p.fixer}, {"signal", a.again.signal}, {"commit", h.out.fix_commit},
-                             {"attempts", h.out.attempts}, {"uncommitted", dirty0}});
+  state(check.id, "HEALED",
+        {{"fixer", p.fixer},
+         {"signal", a.again.signal},
+         {"commit", h.out.fix_commit},
+         {"attempts", h.out.attempts},
+         {"uncommitted", dirty0}});
   explain(dirty0 ? "healed; the fix stays uncommitted because the work tree had your own changes"
                  : "healed; fix commit " + short_sha(h.out.fix_commit));
 }
@@ -594,7 +629,8 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   PHOENIX_FAULT("mid-rollback");
   if (dirty0 && opt.rollback == "known-good") {
     // The user's uncommitted work is kept too, as a commit under the same prefix.
-    std::string wip = repo->snapshot_workdir("phoenix: uncommitted work before rollback", opt.author_name, opt.author_email, true);
+    std::string wip =
+        repo->snapshot_workdir("phoenix: uncommitted work before rollback", opt.author_name, opt.author_email, true);
     repo->write_ref(std::string(kAbandonedPrefix) + stamp + "-worktree", wip, "phoenix: uncommitted work");
   }
   std::string state_line;

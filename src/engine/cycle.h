@@ -49,10 +49,10 @@ class OutcomeSink {
 
 struct RunOptions {
   bool dry_run = false;
-  std::vector<std::string> only;        // check ids (validated by the caller)
+  std::vector<std::string> only;  // check ids (validated by the caller)
   bool allow_dirty = false;
   bool explain = false;
-  std::string rollback;                 // "" (pre-run state) or "known-good"
+  std::string rollback;  // "" (pre-run state) or "known-good"
   std::string templates_dir;
   // The longest a rate-limited or unreachable harness may keep one run
   // waiting, in total (harness.max_wait_s; 600 in `phoenix run` and the
@@ -65,20 +65,20 @@ struct RunOptions {
 
 struct IssueOutcome {
   std::string check;
-  std::string state;        // HEALED, ESCALATED, PROPOSED (dry run), RED (not healed: dirty tree)
+  std::string state;  // HEALED, ESCALATED, PROPOSED (dry run), RED (not healed: dirty tree)
   int attempts = 0;
-  std::string fixer;        // who proposed the fix that healed
-  std::string fix_commit;   // sha of the fix commit
+  std::string fixer;       // who proposed the fix that healed
+  std::string fix_commit;  // sha of the fix commit
   std::string issue_signature;
-  std::string patch;        // the healing (or, dry run, proposed) patch
+  std::string patch;               // the healing (or, dry run, proposed) patch
   std::optional<int> model_calls;  // null when no fixer reported its count
 };
 
 struct RunResult {
   int exit_code = 0;
   std::vector<IssueOutcome> issues;
-  std::string incident;     // path of the incident note, if any
-  std::string known_good;   // after the run
+  std::string incident;    // path of the incident note, if any
+  std::string known_good;  // after the run
   std::string rolled_back_to;
   std::vector<checks::SenseResult> detected;  // first measurement of each check
   // Set when the run stopped because the harness stayed rate-limited or

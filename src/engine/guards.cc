@@ -14,15 +14,14 @@ namespace phoenix::engine {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& always_protected() {
-  static const std::vector<std::string> p{"phoenix.json", ".phoenix/**", ".git/**", ".git", ".githooks/**",
-                                          ".husky/**",    "lefthook.yml", ".pre-commit-config.yaml"};
+  static const std::vector<std::string> p{"phoenix.json", ".phoenix/**", ".git/**",      ".git",
+                                          ".githooks/**", ".husky/**",   "lefthook.yml", ".pre-commit-config.yaml"};
   return p;
 }
 
 const std::vector<std::string>& default_test_globs() {
-  static const std::vector<std::string> g{"tests/**",    "test/**",      "__tests__/**", "spec/**",
-                                          "*_test.*",    "*_tests.*",    "test_*.*",     "*.test.*",
-                                          "*.spec.*",    "*Test.java",   "*_spec.rb"};
+  static const std::vector<std::string> g{"tests/**", "test/**",  "__tests__/**", "spec/**",    "*_test.*", "*_tests.*",
+                                          "test_*.*", "*.test.*", "*.spec.*",     "*Test.java", "*_spec.rb"};
   return g;
 }
 
@@ -173,16 +172,18 @@ GuardVerdict check_patch(const PatchFacts& facts, const checks::CheckSpec& check
     if (f == ".git" || util::starts_with(f, ".git/") || f.find("/.git/") != std::string::npos)
       return reject("protected", "the patch edits git's own files: " + shown(f));
     for (const auto& g : prot)
-      if (util::glob_match(g, f)) return reject("protected", "the patch edits " + shown(f) + ", protected by '" + g + "'");
+      if (util::glob_match(g, f))
+        return reject("protected", "the patch edits " + shown(f) + ", protected by '" + g + "'");
     if (!check.editable.empty() && !util::glob_match_any(check.editable, f)) {
       std::string globs;
       for (const auto& e : check.editable) globs += (globs.empty() ? "" : ", ") + e;
-      return reject("editable", "the patch edits " + shown(f) + ", outside the editable globs of check " + check.id + " (" + globs + ")");
+      return reject("editable", "the patch edits " + shown(f) + ", outside the editable globs of check " + check.id +
+                                    " (" + globs + ")");
     }
     // Writing through a symbolic link that already exists in the work tree.
     struct stat st;
     std::string full = root + "/" + f;
-    for (size_t pos = full.find('/', root.size() + 1); ; pos = full.find('/', pos + 1)) {
+    for (size_t pos = full.find('/', root.size() + 1);; pos = full.find('/', pos + 1)) {
       std::string prefix = pos == std::string::npos ? full : full.substr(0, pos);
       if (::lstat(prefix.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
         return reject("symlink", "the patch writes through the symbolic link " + shown(prefix.substr(root.size() + 1)));

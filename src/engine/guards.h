@@ -12,8 +12,8 @@
 namespace phoenix::engine {
 
 struct PatchFacts {
-  std::string patch;                 // unified diff, git format
-  std::vector<std::string> files;    // every path it touches (old and new names)
+  std::string patch;               // unified diff, git format
+  std::vector<std::string> files;  // every path it touches (old and new names)
   size_t insertions = 0, deletions = 0;
 };
 

@@ -58,7 +58,9 @@ std::string render_incident(const Incident& inc) {
   for (const auto& img : inc.images) s += "\n![" + img + "](" + img + ")\n";
   s += "\n## State: ";
   if (!inc.rolled_back_to.empty()) s += "rolled back to " + inc.rolled_back_to + "\n";
-  else s += "not rolled back: " + (inc.not_rolled_back_why.empty() ? std::string("rollback pending") : inc.not_rolled_back_why) + "\n";
+  else
+    s += "not rolled back: " +
+         (inc.not_rolled_back_why.empty() ? std::string("rollback pending") : inc.not_rolled_back_why) + "\n";
   return s;
 }
 

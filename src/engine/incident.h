@@ -11,12 +11,12 @@ namespace phoenix::engine {
 struct IncidentAttempt {
   int number = 0;
   std::string fixer;
-  std::string outcome;          // "red: exit=1", "rejected (protected): ...", "timeout"
+  std::string outcome;  // "red: exit=1", "rejected (protected): ...", "timeout"
   std::string attempt_signature;
 };
 
 struct Incident {
-  std::string when;             // "YYYY-MM-DD HH:MM" (UTC); empty: now
+  std::string when;  // "YYYY-MM-DD HH:MM" (UTC); empty: now
   std::string failure_type;
   std::string check_id;
   std::string check_description;  // kind and target
@@ -24,10 +24,10 @@ struct Incident {
   std::vector<IncidentAttempt> attempts;
   std::string issue_signature;
   std::vector<std::string> failing_tests;
-  std::string last_diff;        // the last attempted patch, or empty
+  std::string last_diff;  // the last attempted patch, or empty
   std::string evidence;
-  std::string why_escalated;    // "budget of 3 for unit spent", "circuit breaker", ...
-  std::string rolled_back_to;   // sha, or empty with not_rolled_back_why
+  std::string why_escalated;   // "budget of 3 for unit spent", "circuit breaker", ...
+  std::string rolled_back_to;  // sha, or empty with not_rolled_back_why
   std::string not_rolled_back_why;
   std::vector<std::string> images;  // files beside the note (visual diffs)
   // Evidence files (name, bytes), written beside the note as

@@ -34,9 +34,7 @@ void JournalSink::healed(const fixers::Failure& failure, const fixers::Proposal&
     fix.model_calls = proposal.model_calls;
     fix.cost_usd = proposal.cost_usd;
     journal_.record_healed(fix);
-  } catch (const Error& e) {
-    warn_(std::string("journal: the heal was not recorded: ") + e.what());
-  }
+  } catch (const Error& e) { warn_(std::string("journal: the heal was not recorded: ") + e.what()); }
 }
 
 void JournalSink::failed(const fixers::Failure& failure, const fixers::Proposal& proposal, const std::string& why) {

@@ -17,12 +17,13 @@ using namespace output;
 
 const char* const kWeekdays[] = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday",
                                  "Mon",    "Tue",     "Wed",       "Thu",      "Fri",    "Sat",      "Sun"};
-const char* const kMonths[] = {"January", "February", "March",    "April",   "May",      "June",
-                               "July",    "August",   "September", "October", "November", "December",
-                               "Jan",     "Feb",      "Mar",      "Apr",     "Jun",      "Jul",
-                               "Aug",     "Sep",      "Sept",     "Oct",     "Nov",      "Dec"};
+const char* const kMonths[] = {"January",   "February", "March",    "April",    "May",  "June", "July", "August",
+                               "September", "October",  "November", "December", "Jan",  "Feb",  "Mar",  "Apr",
+                               "Jun",       "Jul",      "Aug",      "Sep",      "Sept", "Oct",  "Nov",  "Dec"};
 
-bool is_path_char(char c) { return is_alnum(c) || c == '.' || c == '_' || c == '-' || c == '+' || c == '~' || c == '/'; }
+bool is_path_char(char c) {
+  return is_alnum(c) || c == '.' || c == '_' || c == '-' || c == '+' || c == '~' || c == '/';
+}
 bool is_segment_sep(char c) { return c == '.' || c == '_' || c == '-'; }
 
 // Looks like a generated name: mkdtemp/mkstemp output, Python's tmpXXXXXXXX,
@@ -106,7 +107,10 @@ class LineNormalizer {
     std::string_view rest = s_.substr(i);
     const std::string* root = nullptr;
     for (const auto& r : roots_)
-      if (util::starts_with(rest, r)) { root = &r; break; }
+      if (util::starts_with(rest, r)) {
+        root = &r;
+        break;
+      }
     if (!root) return 0;
     size_t j = i;
     while (j < s_.size() && is_path_char(s_[j])) ++j;
@@ -428,8 +432,8 @@ class LineNormalizer {
 };
 
 std::vector<std::string> temp_roots() {
-  std::vector<std::string> roots = {"/tmp/", "/var/tmp/", "/private/tmp/", "/private/var/folders/", "/var/folders/",
-                                    "/dev/shm/"};
+  std::vector<std::string> roots = {"/tmp/",         "/var/tmp/", "/private/tmp/", "/private/var/folders/",
+                                    "/var/folders/", "/dev/shm/"};
   if (const char* t = std::getenv("TMPDIR")) {
     std::string dir = t;
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();

@@ -8,8 +8,8 @@ namespace {
 // Length of a duration unit at s[i] that ends at a word boundary, or 0.
 // `compound` also accepts Go's h and m when another number follows.
 size_t duration_unit(std::string_view s, size_t i, bool compound) {
-  static const std::string_view units[] = {"minutes", "minute", "seconds", "second", "mins", "min", "secs",
-                                           "sec", "ms", "us", "\xc2\xb5s", "\xce\xbcs", "ns", "s"};
+  static const std::string_view units[] = {"minutes", "minute", "seconds", "second",    "mins",      "min", "secs",
+                                           "sec",     "ms",     "us",      "\xc2\xb5s", "\xce\xbcs", "ns",  "s"};
   for (std::string_view u : units) {
     if (s.substr(i, u.size()) != u) continue;
     size_t end = i + u.size();
@@ -57,7 +57,9 @@ std::string strip_ansi(std::string_view s) {
     } else if (kind == ']' || kind == 'P' || kind == '_' || kind == '^') {
       // OSC/DCS/APC/PM strings end at BEL or ESC '\'; an unterminated one
       // ends at the line so it cannot swallow the rest of the output.
-      while (j < s.size() && s[j] != '\x07' && s[j] != '\n' && !(s[j] == '\x1b' && j + 1 < s.size() && s[j + 1] == '\\')) ++j;
+      while (j < s.size() && s[j] != '\x07' && s[j] != '\n' &&
+             !(s[j] == '\x1b' && j + 1 < s.size() && s[j + 1] == '\\'))
+        ++j;
       if (j < s.size() && s[j] == '\x07') ++j;
       else if (j < s.size() && s[j] == '\x1b') j += 2;
     } else if (byte(i + 1) >= 0x20 && byte(i + 1) <= 0x2f) {  // e.g. ESC ( B

@@ -105,7 +105,8 @@ void remove_stray_temps(const std::string& dir, std::vector<std::string>& action
     // write_file_atomic's "<name>.tmp.<random>"; a journal being created, "journal.sqlite.new.<pid>.<random>[-wal|-shm]".
     bool temp = name.find(".tmp.") != std::string::npos || name.find(".sqlite.new.") != std::string::npos;
     if (!temp || !e.is_regular_file(ec)) continue;
-    if (fs::remove(e.path(), ec)) actions.push_back("removed a temporary file left by an interrupted write: " + e.path().string());
+    if (fs::remove(e.path(), ec))
+      actions.push_back("removed a temporary file left by an interrupted write: " + e.path().string());
   }
 }
 
@@ -117,11 +118,13 @@ void remove_stale_sandboxes(const std::string& dir, std::vector<std::string>& ac
   if (::stat(dir.c_str(), &parent) != 0) return;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (!util::starts_with(e.path().filename().string(), "sandbox-") || !e.is_directory(ec)) continue;
-    struct stat self {}, work {};
+    struct stat self {
+    }, work{};
     std::string work_dir = e.path().string() + "/work";
     if (::stat(e.path().c_str(), &self) != 0 || self.st_dev != parent.st_dev) continue;
     if (::stat(work_dir.c_str(), &work) == 0 && work.st_dev != parent.st_dev) continue;  // a mount point
-    if (fs::remove_all(e.path(), ec) > 0 && !ec) actions.push_back("removed the sandbox of an interrupted fixer: " + e.path().string());
+    if (fs::remove_all(e.path(), ec) > 0 && !ec)
+      actions.push_back("removed the sandbox of an interrupted fixer: " + e.path().string());
   }
 }
 
@@ -159,12 +162,15 @@ std::string restore_interrupted(gitx::Repo& repo, const Interrupted& in, const s
   std::vector<std::string> changed = changed_since(repo, in.checkpoint);
   if (head == in.head0 && changed.empty()) return in.head0;
   if (!changed.empty()) {
-    std::string wip = repo.snapshot_workdir("phoenix: work tree of an interrupted run", "phoenix", "phoenix@localhost", true);
-    repo.write_ref(std::string(kAbandonedPrefix) + stamp + "-recover", wip, "phoenix recover: interrupted run's work tree");
+    std::string wip =
+        repo.snapshot_workdir("phoenix: work tree of an interrupted run", "phoenix", "phoenix@localhost", true);
+    repo.write_ref(std::string(kAbandonedPrefix) + stamp + "-recover", wip,
+                   "phoenix recover: interrupted run's work tree");
     done["abandoned_worktree"] = wip;
   }
   if (head != in.head0) {
-    repo.write_ref(std::string(kAbandonedPrefix) + stamp + "-recover-head", head, "phoenix recover: interrupted run's HEAD");
+    repo.write_ref(std::string(kAbandonedPrefix) + stamp + "-recover-head", head,
+                   "phoenix recover: interrupted run's HEAD");
     done["abandoned_head"] = head;
   }
   if (!in.dirty0) {

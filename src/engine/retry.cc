@@ -13,9 +13,10 @@ bool interruptible_sleep_ms(long long ms) {
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   while (std::chrono::steady_clock::now() < end) {
     if (util::interrupted_signal() != 0) return false;
-    std::this_thread::sleep_for(std::min(std::chrono::milliseconds(20),
-                                         std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()) +
-                                             std::chrono::milliseconds(1)));
+    std::this_thread::sleep_for(
+        std::min(std::chrono::milliseconds(20),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()) +
+                     std::chrono::milliseconds(1)));
   }
   return true;
 }

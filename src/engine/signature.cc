@@ -25,10 +25,27 @@ bool contains_word(std::string_view lowered, std::string_view w) {
 
 // `lowered` is a line in lower case with its tallies removed.
 bool is_evidence_line(std::string_view lowered) {
-  static const std::string_view substrings[] = {
-      "fail", "error", "assert", "expect", "panic", "exception", "traceback", "not ok", "abort", "segfault",
-      "segmentation fault", "timeout", "timed out", "mismatch", "!=", "but was", "\xe2\x9c\x96" /* ✖ */,
-      "\xe2\x9c\x95" /* ✕ */, "\xc3\x97" /* × */, "\xe2\x97\x8f" /* ● */, "\xe2\x89\xa0" /* ≠ */};
+  static const std::string_view substrings[] = {"fail",
+                                                "error",
+                                                "assert",
+                                                "expect",
+                                                "panic",
+                                                "exception",
+                                                "traceback",
+                                                "not ok",
+                                                "abort",
+                                                "segfault",
+                                                "segmentation fault",
+                                                "timeout",
+                                                "timed out",
+                                                "mismatch",
+                                                "!=",
+                                                "but was",
+                                                "\xe2\x9c\x96" /* ✖ */,
+                                                "\xe2\x9c\x95" /* ✕ */,
+                                                "\xc3\x97" /* × */,
+                                                "\xe2\x97\x8f" /* ● */,
+                                                "\xe2\x89\xa0" /* ≠ */};
   for (std::string_view k : substrings)
     if (lowered.find(k) != std::string_view::npos) return true;
   static const std::string_view words[] = {"want", "got", "actual", "received"};
@@ -40,10 +57,11 @@ bool is_evidence_line(std::string_view lowered) {
 // Words that, next to a number, make a tally ("2 passed", "Tests run: 3",
 // failures="1", "# fail 1"): how many tests ran or failed, never which.
 bool tally_word_at(std::string_view lowered, size_t i, size_t* end) {
-  static const std::string_view words[] = {
-      "tests", "test", "passed", "passing", "pass", "failed", "failing", "failures", "failure", "fail", "errors",
-      "error", "skipped", "skip", "ignored", "measured", "filtered", "total", "todo", "cancelled", "suites",
-      "suite", "run", "pending", "disabled", "xfailed", "xpassed", "deselected", "warnings", "snapshots"};
+  static const std::string_view words[] = {"tests",    "test",      "passed",  "passing",    "pass",     "failed",
+                                           "failing",  "failures",  "failure", "fail",       "errors",   "error",
+                                           "skipped",  "skip",      "ignored", "measured",   "filtered", "total",
+                                           "todo",     "cancelled", "suites",  "suite",      "run",      "pending",
+                                           "disabled", "xfailed",   "xpassed", "deselected", "warnings", "snapshots"};
   for (std::string_view w : words) {
     if (lowered.substr(i, w.size()) != w) continue;
     if (i + w.size() < lowered.size() && is_word(lowered[i + w.size()])) continue;

@@ -111,7 +111,8 @@ class TestNameCollector {
     size_t sp = t.find(' ');
     if (sp != std::string_view::npos && t.substr(0, sp).find("::") != std::string_view::npos) {
       std::string_view status = ltrim(t.substr(sp));
-      if (util::starts_with(status, "FAILED") || util::starts_with(status, "ERROR")) pytest_ids_.emplace(t.substr(0, sp));
+      if (util::starts_with(status, "FAILED") || util::starts_with(status, "ERROR"))
+        pytest_ids_.emplace(t.substr(0, sp));
       return;
     }
     // "______ test_adds ______" section headers.
@@ -229,7 +230,8 @@ class TestNameCollector {
       if (rest.find(" > ") != std::string_view::npos) {  // vitest: "file > suite > test"
         add(rest);
         jest_named_ = true;
-      } else if (util::ends_with(rest, " ]") && rest.find(" [ ") != std::string_view::npos) {  // vitest: file failed to load
+      } else if (util::ends_with(rest, " ]") &&
+                 rest.find(" [ ") != std::string_view::npos) {  // vitest: file failed to load
         add(rest.substr(0, rest.find(" [ ")));
         jest_named_ = true;
       } else {
@@ -272,7 +274,9 @@ class TestNameCollector {
   }
 
   void maven(const Line& line) {
-    if (line.raw.find("<<< FAILURE!") == std::string_view::npos && line.raw.find("<<< ERROR!") == std::string_view::npos) return;
+    if (line.raw.find("<<< FAILURE!") == std::string_view::npos &&
+        line.raw.find("<<< ERROR!") == std::string_view::npos)
+      return;
     std::string_view t = line.trimmed;
     if (util::starts_with(t, "[ERROR]")) t = ltrim(t.substr(7));
     if (util::starts_with(t, "Tests run:")) return;  // the per-class tally

@@ -139,7 +139,7 @@ BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path
   out.path = std::move(w.path);
   out.state = w.state == gitx::PersistentWorktree::State::kCreated  ? BisectWorktree::State::kCreated
               : w.state == gitx::PersistentWorktree::State::kReused ? BisectWorktree::State::kReused
-                                                                     : BisectWorktree::State::kRecreated;
+                                                                    : BisectWorktree::State::kRecreated;
   out.damage = std::move(w.damage);
   return out;
 }
@@ -162,8 +162,8 @@ Proposal BisectFixer::propose(const Request& request) {
       Proposal p;
       p.fixer = name();
       p.status = Status::kNothing;
-      p.detail = "bisect already proposed a revert for this issue (" + e.outcome +
-                 ") — bisect has one proposal per culprit";
+      p.detail =
+          "bisect already proposed a revert for this issue (" + e.outcome + ") — bisect has one proposal per culprit";
       p.duration_ms = util::now_ms() - t0;
       return p;
     }
@@ -202,7 +202,9 @@ Proposal BisectFixer::search(const Request& request, bool* memoize) {
     if (request.config && !request.config->setup.empty()) {
       setup::Result su = setup::ensure(request.config->setup, wt_path, setup_stamp_path);
       if (su.interrupted) throw Interrupted{util::interrupted_signal()};
-      if (su.ran) log << "setup at " << short_sha(sha) << ": " << (su.ok ? "ran" : su.signal) << " (" << su.duration_ms << " ms)\n";
+      if (su.ran)
+        log << "setup at " << short_sha(sha) << ": " << (su.ok ? "ran" : su.signal) << " (" << su.duration_ms
+            << " ms)\n";
       if (!su.ok) {
         signals[sha] = su.signal;
         throw BisectSkip{su.signal};
@@ -241,7 +243,8 @@ Proposal BisectFixer::search(const Request& request, bool* memoize) {
     // Phoenix's own state (and the worktree inside it) is not the user's
     // change; everything else is, and must not move while we work.
     const std::string root = util::normalize_path(request.repo_root.empty() ? repo.workdir() : request.repo_root);
-    const std::string phoenix_dir = util::normalize_path(request.phoenix_dir.empty() ? root + "/.phoenix" : request.phoenix_dir);
+    const std::string phoenix_dir =
+        util::normalize_path(request.phoenix_dir.empty() ? root + "/.phoenix" : request.phoenix_dir);
     std::vector<std::string> ignore{std::string(layout::kStateDirName) + "/"};
     if (util::same_or_inside(phoenix_dir, root) && phoenix_dir != root)
       ignore.push_back(phoenix_dir.substr(root.size() + 1) + "/");
@@ -294,23 +297,20 @@ Proposal BisectFixer::search(const Request& request, bool* memoize) {
     p.log = log.str();
 
     switch (r.verdict) {
-      case BisectResult::Verdict::kEmptyRange:
-        return nothing(r.reason);
-      case BisectResult::Verdict::kSkipped:
-        return nothing(r.reason + "; steps: " + steps.str());
+      case BisectResult::Verdict::kEmptyRange: return nothing(r.reason);
+      case BisectResult::Verdict::kSkipped: return nothing(r.reason + "; steps: " + steps.str());
       case BisectResult::Verdict::kGoodIsRed: {
         const std::string& sig = signals[good];
         return nothing("the check is red at known-good " + short_sha(good) + (sig.empty() ? "" : " (" + sig + ")") +
                        " too: the failure predates known-good, no commit of " + range +
                        " to blame; steps: " + steps.str());
       }
-      case BisectResult::Verdict::kFound:
-        break;
+      case BisectResult::Verdict::kFound: break;
     }
 
     const std::string subject = subject_of(repo, r.culprit);
-    const std::string named = "culprit " + short_sha(r.culprit) + " \"" + subject + "\": first red commit of " +
-                              range + ", after " + short_sha(r.last_good) + " (green), found in " +
+    const std::string named = "culprit " + short_sha(r.culprit) + " \"" + subject + "\": first red commit of " + range +
+                              ", after " + short_sha(r.last_good) + " (green), found in " +
                               std::to_string(p.check_runs) + " check run" + (p.check_runs == 1 ? "" : "s") +
                               "; steps: " + steps.str();
     log << "culprit: " << r.culprit << " " << subject << "\n";
@@ -318,9 +318,7 @@ Proposal BisectFixer::search(const Request& request, bool* memoize) {
     std::string patch;
     try {
       patch = repo.revert_patch(r.culprit);
-    } catch (const Error& e) {
-      return nothing(named + "; its revert conflicts with HEAD: " + e.what());
-    }
+    } catch (const Error& e) { return nothing(named + "; its revert conflicts with HEAD: " + e.what()); }
     if (patch.empty()) return nothing(named + "; HEAD already lacks its change, so reverting it changes nothing");
     p.status = Status::kProposed;
     p.patch = std::move(patch);
@@ -331,14 +329,14 @@ Proposal BisectFixer::search(const Request& request, bool* memoize) {
   } catch (const Interrupted& i) {
     *memoize = false;
     p.log = log.str();
-    return nothing("interrupted" + (i.signal ? " by signal " + std::to_string(i.signal) : std::string()) +
-                   " after " + std::to_string(p.check_runs) + " check runs");
+    return nothing("interrupted" + (i.signal ? " by signal " + std::to_string(i.signal) : std::string()) + " after " +
+                   std::to_string(p.check_runs) + " check runs");
   } catch (const OutOfTime&) {
     *memoize = false;
     p.status = Status::kTimeout;
     p.log = log.str();
-    p.detail = "bisect ran out of its " + std::to_string(static_cast<long long>(request.timeout_s)) +
-               " s after " + std::to_string(p.check_runs) + " check runs";
+    p.detail = "bisect ran out of its " + std::to_string(static_cast<long long>(request.timeout_s)) + " s after " +
+               std::to_string(p.check_runs) + " check runs";
     return p;
   } catch (const std::exception& e) {
     *memoize = false;

@@ -79,13 +79,13 @@ struct BisectResult {
     kSkipped,     // every commit left to measure was skipped (see reason): the culprit is one of several
   };
   Verdict verdict = Verdict::kEmptyRange;
-  std::string culprit;     // kFound: the first red commit
-  std::string last_good;   // kFound: the commit before it in the walk (measured green)
+  std::string culprit;          // kFound: the first red commit
+  std::string last_good;        // kFound: the commit before it in the walk (measured green)
   size_t culprit_position = 0;  // kFound: 1..range_size
-  size_t range_size = 0;   // commits in good..bad along first parents (bad included)
+  size_t range_size = 0;        // commits in good..bad along first parents (bad included)
   std::vector<BisectStep> steps;
   std::vector<std::string> skipped;  // commits the oracle skipped, in the order tried
-  std::string reason;      // kEmptyRange, kSkipped: why
+  std::string reason;                // kEmptyRange, kSkipped: why
   int runs() const { return static_cast<int>(steps.size()); }
 };
 
@@ -120,7 +120,7 @@ inline constexpr const char* kBisectWorktreeName = "phoenix-bisect";
 
 struct BisectWorktree {
   enum class State { kCreated, kReused, kRecreated };
-  std::string path;   // absolute
+  std::string path;  // absolute
   State state = State::kCreated;
   std::string damage;  // kRecreated: what was wrong with the old one
 };

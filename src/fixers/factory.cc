@@ -24,7 +24,8 @@ std::vector<std::string> parse_fixer_list(const std::string& list) {
       for (const auto& n : fixer_names()) known = known || n == name;
       if (!known) {
         std::string near = util::nearest(name, fixer_names());
-        throw UsageError("unknown fixer '" + name + "'" + (near.empty() ? " (journal, bisect, harness, noop)" : " (did you mean '" + near + "'?)"));
+        throw UsageError("unknown fixer '" + name + "'" +
+                         (near.empty() ? " (journal, bisect, harness, noop)" : " (did you mean '" + near + "'?)"));
       }
       out.push_back(name);
     }

@@ -106,9 +106,7 @@ std::string load_prompt_template(const Request& request) {
     if (p.is_relative()) p = fs::path(request.repo_root) / p;
     try {
       return util::read_file(p.string());
-    } catch (const Error& e) {
-      throw ConfigError(std::string("prompt_template: ") + e.what());
-    }
+    } catch (const Error& e) { throw ConfigError(std::string("prompt_template: ") + e.what()); }
   }
   // The engine passes the shipped folder; an uninstalled build falls back to
   // the install prefix, then to the source tree.
@@ -157,13 +155,14 @@ std::map<std::string, std::string> prompt_values(const Request& request) {
     std::string out;
     for (size_t i = 0; i < request.earlier.size(); ++i) {
       const EarlierAttempt& a = request.earlier[i];
-      out += "### Attempt " + std::to_string(i + 1) + " (" + (a.fixer.empty() ? "?" : a.fixer) + "): " +
-             (a.outcome.empty() ? "did not heal" : a.outcome) + "\n\n";
+      out += "### Attempt " + std::to_string(i + 1) + " (" + (a.fixer.empty() ? "?" : a.fixer) +
+             "): " + (a.outcome.empty() ? "did not heal" : a.outcome) + "\n\n";
       std::string files;
       for (const std::string& file : a.files) files += (files.empty() ? "" : ", ") + ("`" + file + "`");
       if (!files.empty()) out += "Files: " + files + "\n\n";
       if (!a.patch.empty()) out += "Patch:\n" + fenced(head_bounded(a.patch, kAttemptPatchBytes), "diff") + "\n\n";
-      if (!a.evidence.empty()) out += "What the re-run said:\n" + fenced(tail_bounded(a.evidence, kAttemptEvidenceBytes)) + "\n\n";
+      if (!a.evidence.empty())
+        out += "What the re-run said:\n" + fenced(tail_bounded(a.evidence, kAttemptEvidenceBytes)) + "\n\n";
     }
     while (!out.empty() && out.back() == '\n') out.pop_back();
     v["earlier_attempts"] = out;
@@ -172,7 +171,6 @@ std::map<std::string, std::string> prompt_values(const Request& request) {
   v["head"] = request.head;
   return v;
 }
-
 
 // ---------------------------------------------------------------------------
 // The fixer.
@@ -231,8 +229,7 @@ GitControlFiles git_control_files(const std::string& repo_root) {
     g.config = repo.common_dir() + "/config";
     g.hooks_dir = repo.hooks_dir();
     g.files = read_git_control_files(g);
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   return g;
 }
 
@@ -333,12 +330,11 @@ struct RepoWatch {
     std::vector<std::string> out;
     try {
       out = sandbox::fingerprint_changes(before, sandbox::fingerprint_repo(root, ignore));
-    } catch (const Error& e) {
-      out.push_back(std::string("the repository can no longer be read (") + e.what() + ")");
-    }
+    } catch (const Error& e) { out.push_back(std::string("the repository can no longer be read (") + e.what() + ")"); }
     try {
       std::vector<std::string> put_back;
-      for (const std::string& path : restore_git_control_files(control)) put_back.push_back(path + " (put back as it was)");
+      for (const std::string& path : restore_git_control_files(control))
+        put_back.push_back(path + " (put back as it was)");
       out.insert(out.begin(), put_back.begin(), put_back.end());
     } catch (const Error& e) {
       out.insert(out.begin(), std::string("git's hooks or config changed and cannot be put back (") + e.what() + ")");
@@ -407,10 +403,10 @@ Proposal HarnessFixer::propose(const Request& request) {
                                                  sandbox::parse_kind(request.config->sandbox_kind, "sandbox.kind"));
   bool interrupted = false;
   const std::string setup_note = sandbox_setup(request, sb, &interrupted);
-  if (interrupted) return done(Status::kCrashed, "interrupted during the sandbox's setup", "harness " + program + ": interrupted");
-  Invocation inv = agent::plan_invocation(h, prompt, [&](const std::string& content) {
-    return sb.write_scratch_file("prompt.md", content);
-  });
+  if (interrupted)
+    return done(Status::kCrashed, "interrupted during the sandbox's setup", "harness " + program + ": interrupted");
+  Invocation inv = agent::plan_invocation(
+      h, prompt, [&](const std::string& content) { return sb.write_scratch_file("prompt.md", content); });
   const util::ProcessOptions o = agent_process(request, h, inv, sb);
 
   const RepoWatch watch(request.repo_root, sandboxes);
@@ -431,10 +427,10 @@ Proposal HarnessFixer::propose(const Request& request) {
   p.log += setup_note;
   p.log += r.output;
   // Recorded with whatever the outcome is (the trace keeps the detail).
-  const std::string strays =
-      r.strays_killed ? "; Phoenix killed " + plural(r.strays_killed, "stray process", "stray processes") +
-                            " the agent left running"
-                      : "";
+  const std::string strays = r.strays_killed
+                                 ? "; Phoenix killed " + plural(r.strays_killed, "stray process", "stray processes") +
+                                       " the agent left running"
+                                 : "";
   if (!strays.empty()) p.log += "\n# " + strays.substr(2) + "\n";
   const agent::AgentReport report = agent::parse_agent_report(r.output);
   p.cost_usd = report.cost_usd;
@@ -445,7 +441,8 @@ Proposal HarnessFixer::propose(const Request& request) {
   else p.model_calls = report.model_calls;
 
   if (!changes.empty())
-    return done(Status::kAborted, "the real repository changed while " + program + " ran: " + changes_text(changes) + strays,
+    return done(Status::kAborted,
+                "the real repository changed while " + program + " ran: " + changes_text(changes) + strays,
                 "harness " + program + ": aborted, it changed the real repository");
 
   std::string patch;
@@ -458,7 +455,8 @@ Proposal HarnessFixer::propose(const Request& request) {
                 "harness " + program + ": sandbox unreadable");
   }
 
-  Classification c = agent::classify_run(agent::run_facts(program, r, o.timeout_s, prompt, files.size()), util::now_ms());
+  Classification c =
+      agent::classify_run(agent::run_facts(program, r, o.timeout_s, prompt, files.size()), util::now_ms());
   p.retry_after_ms = c.retry_after_ms;
   p.first_error = c.first_error;
   if (!(r.not_found || r.not_executable)) p.model_calls = c.model_calls;  // 0 for a model never reached

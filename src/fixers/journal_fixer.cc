@@ -61,16 +61,14 @@ Proposal JournalFixer::propose(const Request& request) {
     }
     p.status = Status::kNothing;
     if (!stale.empty())
-      p.detail = plural(static_cast<long long>(stale.size()), "stored fix", "stored fixes") + " for " + sig.substr(0, 12) +
-                 " no longer apply, demoted: " + [&] {
+      p.detail = plural(static_cast<long long>(stale.size()), "stored fix", "stored fixes") + " for " +
+                 sig.substr(0, 12) + " no longer apply, demoted: " + [&] {
                    std::string s;
                    for (const auto& x : stale) s += (s.empty() ? "" : "; ") + x;
                    return s;
                  }();
-    else if (entries.empty())
-      p.detail = "no verified fix for " + sig.substr(0, 12);
-    else
-      p.detail = "every verified fix for " + sig.substr(0, 12) + " was tried";
+    else if (entries.empty()) p.detail = "no verified fix for " + sig.substr(0, 12);
+    else p.detail = "every verified fix for " + sig.substr(0, 12) + " was tried";
   } catch (const Error& e) {
     p.status = Status::kUnavailable;
     p.detail = e.what();

@@ -155,8 +155,7 @@ DiffPtr diff_trees(git_repository* repo, const git_tree* from, const git_tree* t
   git_diff_options o = patch_diff_options();
   if (!for_patch) o.flags = 0;
   git_diff* d = nullptr;
-  check(git_diff_tree_to_tree(&d, repo, const_cast<git_tree*>(from), const_cast<git_tree*>(to), &o),
-        "diff trees");
+  check(git_diff_tree_to_tree(&d, repo, const_cast<git_tree*>(from), const_cast<git_tree*>(to), &o), "diff trees");
   DiffPtr diff(d);
   find_renames(diff.get(), false);
   return diff;
@@ -189,8 +188,7 @@ std::string Repo::diff_workdir_patch(const std::string& base) const {
   TreePtr a = tree_or_empty(raw(), base);
   fresh_index(raw());
   git_diff_options o = patch_diff_options();
-  o.flags |= GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS |
-             GIT_DIFF_SHOW_UNTRACKED_CONTENT;
+  o.flags |= GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS | GIT_DIFF_SHOW_UNTRACKED_CONTENT;
   git_diff* d = nullptr;
   // With the index: staged files (even ones .gitignore would hide) count,
   // and its stat cache spares hashing every unchanged file.
@@ -250,8 +248,7 @@ std::string Repo::revert_patch(const std::string& rev) const {
   check(git_merge_options_init(&mo, GIT_MERGE_OPTIONS_VERSION), "merge options");
   unsigned mainline = git_commit_parentcount(commit.get()) > 1 ? 1 : 0;
   git_index* idx = nullptr;
-  check(git_revert_commit(&idx, raw(), commit.get(), head.get(), mainline, &mo),
-        ("revert " + rev).c_str());
+  check(git_revert_commit(&idx, raw(), commit.get(), head.get(), mainline, &mo), ("revert " + rev).c_str());
   IndexPtr index(idx);
   if (git_index_has_conflicts(index.get())) {
     git_index_conflict_iterator* it_raw = nullptr;

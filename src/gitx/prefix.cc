@@ -11,13 +11,11 @@ using util::starts_with;
 bool under_prefix(std::string_view path, std::string_view prefix) {
   if (prefix.empty()) return false;
   if (prefix.back() == '/') return starts_with(path, prefix);
-  return path == prefix ||
-         (path.size() > prefix.size() && starts_with(path, prefix) && path[prefix.size()] == '/');
+  return path == prefix || (path.size() > prefix.size() && starts_with(path, prefix) && path[prefix.size()] == '/');
 }
 
 bool under_any(std::string_view path, const std::vector<std::string>& prefixes) {
-  return std::any_of(prefixes.begin(), prefixes.end(),
-                     [&](const std::string& p) { return under_prefix(path, p); });
+  return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) { return under_prefix(path, p); });
 }
 
 bool at_or_under_prefix(std::string_view path, std::string_view prefix) {

@@ -36,8 +36,7 @@ std::string strip_trailing_slash(const char* p) {
 ObjectPtr revparse(git_repository* repo, const std::string& rev) {
   git_object* obj = nullptr;
   int rc = rev.empty() ? GIT_ENOTFOUND : git_revparse_single(&obj, repo, rev.c_str());
-  if (rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC)
-    throw Error("unknown revision: " + rev, kExitUsage);
+  if (rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC) throw Error("unknown revision: " + rev, kExitUsage);
   if (rc == GIT_EAMBIGUOUS) throw Error("ambiguous revision: " + rev, kExitUsage);
   check(rc, ("resolve " + rev).c_str());
   return ObjectPtr(obj);
@@ -46,8 +45,7 @@ ObjectPtr revparse(git_repository* repo, const std::string& rev) {
 CommitPtr lookup_commit(git_repository* repo, const std::string& rev) {
   ObjectPtr obj = revparse(repo, rev);
   git_object* peeled = nullptr;
-  if (git_object_peel(&peeled, obj.get(), GIT_OBJECT_COMMIT) < 0)
-    throw Error("not a commit: " + rev, kExitUsage);
+  if (git_object_peel(&peeled, obj.get(), GIT_OBJECT_COMMIT) < 0) throw Error("not a commit: " + rev, kExitUsage);
   return CommitPtr(reinterpret_cast<git_commit*>(peeled));
 }
 
@@ -166,8 +164,7 @@ git_oid stage_workdir(git_index* index, bool include_untracked) {
 }
 
 std::string create_commit(git_repository* repo, const char* update_ref, const git_oid& tree_id,
-                          const std::string& message, const std::string& name,
-                          const std::string& email) {
+                          const std::string& message, const std::string& name, const std::string& email) {
   Buf msg;
   check(git_message_prettify(&msg.b, message.c_str(), /*strip_comments=*/0, '#'), "clean message");
   if (msg.str().empty()) throw Error("empty commit message");
@@ -180,8 +177,8 @@ std::string create_commit(git_repository* repo, const char* update_ref, const gi
   CommitPtr parent = head_commit(repo);
   const git_commit* parents[] = {parent.get()};
   git_oid id;
-  check(git_commit_create(&id, repo, update_ref, sig.get(), sig.get(), nullptr, msg.b.ptr, tree.get(),
-                          parent ? 1 : 0, parents),
+  check(git_commit_create(&id, repo, update_ref, sig.get(), sig.get(), nullptr, msg.b.ptr, tree.get(), parent ? 1 : 0,
+                          parents),
         "commit");
   return oid_hex(id);
 }
@@ -336,8 +333,7 @@ void Repo::write_ref(const std::string& name, const std::string& rev, const std:
   // Not peeled to a commit: a ref may name any object, as with git update-ref.
   ObjectPtr target = revparse(raw(), rev);
   git_reference* ref = nullptr;
-  check(git_reference_create(&ref, raw(), name.c_str(), git_object_id(target.get()), /*force=*/1,
-                             log_message.c_str()),
+  check(git_reference_create(&ref, raw(), name.c_str(), git_object_id(target.get()), /*force=*/1, log_message.c_str()),
         ("write ref " + name).c_str());
   git_reference_free(ref);
 }
@@ -394,8 +390,7 @@ std::vector<StatusEntry> Repo::status() const {
     if (s.code == 'R' && e->head_to_index) s.old_path = e->head_to_index->old_file.path;
     out.push_back(std::move(s));
   }
-  std::sort(out.begin(), out.end(),
-            [](const StatusEntry& a, const StatusEntry& b) { return a.path < b.path; });
+  std::sort(out.begin(), out.end(), [](const StatusEntry& a, const StatusEntry& b) { return a.path < b.path; });
   return out;
 }
 
@@ -502,8 +497,7 @@ std::string Repo::snapshot_workdir(const std::string& message, const std::string
   return sha;
 }
 
-void Repo::reset_hard(const std::string& rev, bool remove_untracked,
-                      const std::vector<std::string>& keep_prefixes) {
+void Repo::reset_hard(const std::string& rev, bool remove_untracked, const std::vector<std::string>& keep_prefixes) {
   CommitPtr target = lookup_commit(raw(), rev);
   fresh_index(raw());
   git_checkout_options co;
@@ -527,8 +521,7 @@ void Repo::checkout_detached(const std::string& rev, const CheckoutOptions& opti
 // ---------------------------------------------------------------------------
 // History.
 
-std::vector<std::string> Repo::rev_list(const std::string& from_exclusive,
-                                        const std::string& to_inclusive) const {
+std::vector<std::string> Repo::rev_list(const std::string& from_exclusive, const std::string& to_inclusive) const {
   git_revwalk* w = nullptr;
   check(git_revwalk_new(&w, raw()), "revwalk");
   RevwalkPtr walk(w);
@@ -622,10 +615,11 @@ void Repo::restore_paths(const std::string& rev, const std::vector<std::string>&
     int rc = git_tree_entry_bypath(&raw, tree.get(), rel.c_str());
     if (rc == GIT_ENOTFOUND) {
       std::error_code ec;
-      if (fs::is_directory(fs::symlink_status(target, ec)) ) continue;  // a folder is not a path we restore
+      if (fs::is_directory(fs::symlink_status(target, ec))) continue;  // a folder is not a path we restore
       fs::remove(target, ec);
       // Remove folders the patch created and left empty.
-      for (fs::path d = target.parent_path(); d != fs::path(root) && d.string().size() > root.size(); d = d.parent_path()) {
+      for (fs::path d = target.parent_path(); d != fs::path(root) && d.string().size() > root.size();
+           d = d.parent_path()) {
         if (!fs::is_empty(d, ec) || ec) break;
         fs::remove(d, ec);
       }

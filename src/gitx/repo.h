@@ -67,8 +67,8 @@ struct PatchStats {
 };
 
 struct WorktreeInfo {
-  std::string name;  // the name under <common_dir>/worktrees/
-  std::string path;  // its working directory (absolute, may be gone)
+  std::string name;    // the name under <common_dir>/worktrees/
+  std::string path;    // its working directory (absolute, may be gone)
   bool valid = false;  // false when the folder or its .git link is gone
   bool locked = false;
 };
@@ -161,8 +161,8 @@ class Repo {
   // (HEAD itself moves). Always creates a commit, even an empty one: ask
   // is_clean() first for "only if something changed". The message is
   // cleaned like `git commit --cleanup=whitespace`; an empty one throws.
-  std::string commit_all(const std::string& message, const std::string& author_name,
-                         const std::string& author_email, bool include_untracked);
+  std::string commit_all(const std::string& message, const std::string& author_name, const std::string& author_email,
+                         bool include_untracked);
   // `git add -u`, then `git add -- PATHS` (a path gone from the work tree
   // is removed from the index), then commit as commit_all(): other
   // untracked files stay out of the commit. What a heal commits on a tree
@@ -185,8 +185,7 @@ class Repo {
   // index and tracked files become rev's, locally modified and deleted
   // files are restored, staged new files go. With remove_untracked, then
   // also `git clean -d` minus the exceptions of CheckoutOptions.
-  void reset_hard(const std::string& rev, bool remove_untracked,
-                  const std::vector<std::string>& keep_prefixes = {});
+  void reset_hard(const std::string& rev, bool remove_untracked, const std::vector<std::string>& keep_prefixes = {});
   // Makes index and work tree rev's tree without moving HEAD. Incremental:
   // the index is taken as what the work tree holds, and only files that
   // differ are written (mtimes of the rest are kept, so builds stay warm).
@@ -201,8 +200,7 @@ class Repo {
   // `git rev-list --first-parent --reverse FROM..TO`: the commits after
   // `from_exclusive` up to and including `to_inclusive`, oldest first,
   // along first parents (what bisect walks). from "" = from the root.
-  std::vector<std::string> rev_list(const std::string& from_exclusive,
-                                    const std::string& to_inclusive) const;
+  std::vector<std::string> rev_list(const std::string& from_exclusive, const std::string& to_inclusive) const;
   // `git merge-base --is-ancestor A B` (a commit is its own ancestor).
   bool is_ancestor(const std::string& ancestor, const std::string& descendant) const;
   // The full message exactly as stored (normally ends with '\n').

@@ -40,8 +40,7 @@ std::string diagnose(Repo& repo, const std::string& name, const std::string& wan
     if (admin) return "its entry in " + common + "/worktrees is unreadable";
     return "the folder exists but the repository does not list it as a worktree";
   }
-  if (ours->locked)
-    throw Error("worktree '" + name + "' is locked; unlock it with `git worktree unlock " + name + "`");
+  if (ours->locked) throw Error("worktree '" + name + "' is locked; unlock it with `git worktree unlock " + name + "`");
   if (util::normalize_path(ours->path) != want) return "it is registered at " + ours->path + ", not at " + want;
   if (!folder) return "its folder is missing";
   if (!ours->valid) return "git reports it invalid";
@@ -49,18 +48,15 @@ std::string diagnose(Repo& repo, const std::string& name, const std::string& wan
   std::optional<Repo> wt;
   try {
     wt.emplace(Repo::open(want));
-  } catch (const std::exception& e) {
-    return std::string("it does not open as a repository (") + e.what() + ")";
-  }
-  if (util::normalize_path(wt->common_dir()) != common) return "it belongs to another repository (" + wt->common_dir() + ")";
+  } catch (const std::exception& e) { return std::string("it does not open as a repository (") + e.what() + ")"; }
+  if (util::normalize_path(wt->common_dir()) != common)
+    return "it belongs to another repository (" + wt->common_dir() + ")";
   if (util::normalize_path(wt->git_dir()) != util::normalize_path((fs::path(common) / "worktrees" / name).string()))
     return "its .git points to another worktree (" + wt->git_dir() + ")";
   if (util::normalize_path(wt->workdir()) != want) return "it opens with work tree " + wt->workdir();
   try {
     if (wt->head_sha().empty()) return "its HEAD names no commit";
-  } catch (const std::exception& e) {
-    return std::string("its HEAD cannot be read (") + e.what() + ")";
-  }
+  } catch (const std::exception& e) { return std::string("its HEAD cannot be read (") + e.what() + ")"; }
   return "";
 }
 
@@ -103,7 +99,8 @@ PersistentWorktree prepare_worktree(Repo& repo, const std::string& name, const s
   const std::string common = util::normalize_path(repo.common_dir());
   // Inside the git directory only below its phoenix/ folder, which git
   // itself never uses (layout/layout.h keeps Phoenix's trees there).
-  const bool in_git_dir = util::same_or_inside(out.path, common) && !util::same_or_inside(out.path, common + "/phoenix");
+  const bool in_git_dir =
+      util::same_or_inside(out.path, common) && !util::same_or_inside(out.path, common + "/phoenix");
   if ((!top.empty() && util::same_or_inside(top, out.path)) || in_git_dir || util::same_or_inside(common, out.path) ||
       out.path == common + "/phoenix")
     throw Error("refusing worktree '" + name + "' at " + out.path + ": it overlaps the repository itself");
@@ -119,9 +116,7 @@ PersistentWorktree prepare_worktree(Repo& repo, const std::string& name, const s
       move_worktree(wt, sha);
       out.state = PersistentWorktree::State::kReused;
       return out;
-    } catch (const std::exception& e) {
-      damage = std::string("it cannot be reset (") + e.what() + ")";
-    }
+    } catch (const std::exception& e) { damage = std::string("it cannot be reset (") + e.what() + ")"; }
   }
   if (damage != "absent") {
     remove_damaged(repo, name, out.path);
@@ -162,8 +157,8 @@ void Repo::worktree_add(const std::string& name, const std::string& path, const 
   // Named by process and call, not by `name`: worktree names need not be
   // valid ref names, and two Repos may add worktrees at once.
   static std::atomic<unsigned> calls{0};
-  const std::string temp_branch = "refs/heads/phoenix-tmp/worktree-" + std::to_string(::getpid()) + "-" +
-                                  std::to_string(calls++);
+  const std::string temp_branch =
+      "refs/heads/phoenix-tmp/worktree-" + std::to_string(::getpid()) + "-" + std::to_string(calls++);
   git_reference* ref_raw = nullptr;
   check(git_reference_create(&ref_raw, raw(), temp_branch.c_str(), oid, 1, "phoenix: worktree add"),
         "create temporary branch");

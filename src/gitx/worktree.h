@@ -29,7 +29,7 @@ namespace phoenix::gitx {
 
 struct PersistentWorktree {
   enum class State { kCreated, kReused, kRecreated };
-  std::string path;    // absolute, normalized
+  std::string path;  // absolute, normalized
   State state = State::kCreated;
   std::string damage;  // kRecreated: what was wrong with the old one
 };

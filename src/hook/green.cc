@@ -38,7 +38,8 @@ std::string paint(bool on, const char* code, const std::string& s) {
 
 std::optional<std::string> find_work_tree(const std::string& cwd) {
   std::error_code ec;
-  if (const char* wt = std::getenv("GIT_WORK_TREE"); wt && *wt && fs::is_directory(wt, ec)) return fs::canonical(wt).string();
+  if (const char* wt = std::getenv("GIT_WORK_TREE"); wt && *wt && fs::is_directory(wt, ec))
+    return fs::canonical(wt).string();
   for (fs::path p = cwd;; p = p.parent_path()) {
     if (fs::exists(fs::symlink_status(p / ".git", ec))) return p.string();
     if (p == p.root_path() || p.empty()) return std::nullopt;
@@ -79,9 +80,11 @@ std::optional<HeadState> head_state_from_git(const std::string& root) {
       // is for libgit2 to judge.
       const auto& keep = layout::keep_prefixes();
       const bool kept = rec.size() > 2 && rec[0] == '?' &&
-                        std::any_of(keep.begin(), keep.end(), [&](const std::string& k) { return util::starts_with(rec.substr(2), k); });
+                        std::any_of(keep.begin(), keep.end(),
+                                    [&](const std::string& k) { return util::starts_with(rec.substr(2), k); });
       if (!kept) st.clean = false;
-      if (rec[0] == '2') pos = out.find('\0', pos) == std::string::npos ? out.size() : out.find('\0', pos) + 1;  // the old path
+      if (rec[0] == '2')
+        pos = out.find('\0', pos) == std::string::npos ? out.size() : out.find('\0', pos) + 1;  // the old path
     }
   }
   if (!saw_oid || (!st.head.empty() && st.head.size() != 40 && st.head.size() != 64)) return std::nullopt;
@@ -89,10 +92,10 @@ std::optional<HeadState> head_state_from_git(const std::string& root) {
 }
 
 const std::vector<const char*>& git_location_env() {
-  static const std::vector<const char*> names{"GIT_DIR",          "GIT_WORK_TREE",
-                                              "GIT_INDEX_FILE",   "GIT_COMMON_DIR",
-                                              "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-                                              "GIT_PREFIX",       "GIT_IMPLICIT_WORK_TREE"};
+  static const std::vector<const char*> names{
+      "GIT_DIR",        "GIT_WORK_TREE",         "GIT_INDEX_FILE",
+      "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",  "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+      "GIT_PREFIX",     "GIT_IMPLICIT_WORK_TREE"};
   return names;
 }
 
@@ -169,9 +172,7 @@ struct HeadWatch {
         }
         pushing.push_back(&r);
       }
-    } catch (const std::exception&) {
-      green = false;
-    }
+    } catch (const std::exception&) { green = false; }
     if (!green) {
       const uint64_t one = 1;
       (void)!::write(not_green, &one, sizeof one);
@@ -207,8 +208,8 @@ InPlace sense_until_red(const std::vector<checks::CheckSpec>& selected, const st
 std::optional<int> conclude(const HeadWatch& git, const InPlace& ran, double timeout_s, std::ostream& err) {
   // Ctrl-C blocks the push whatever git said: handing over would run the
   // checks again.
-  const bool interrupted = util::interrupted_signal() != 0 ||
-                           std::any_of(ran.results.begin(), ran.results.end(), [](const auto& r) { return r.interrupted; });
+  const bool interrupted = util::interrupted_signal() != 0 || std::any_of(ran.results.begin(), ran.results.end(),
+                                                                          [](const auto& r) { return r.interrupted; });
   if (!git.green && !interrupted) return std::nullopt;  // another commit, a dirty tree, git could not say
 
   // The green lines before the first red (or interrupted) check, as the
@@ -254,9 +255,7 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   std::unique_ptr<util::FileLock> lock;
   try {
     lock = lock_repository(root);
-  } catch (const Error&) {
-    return std::nullopt;
-  }
+  } catch (const Error&) { return std::nullopt; }
   forget_git_location_env();  // before any thread: the environment is shared
 
   // `git status` and the checks at the same time: a check's result counts

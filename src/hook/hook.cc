@@ -76,8 +76,10 @@ std::string sh_unquote(std::string_view s) {
 
 std::string render_shim(std::string_view tmpl, const std::string& phoenix_bin) {
   if (!is_shim(tmpl)) throw Error("the pre-push template lacks its marker line '" + std::string(kShimMarker) + "'");
-  if (tmpl.find(kPhoenixPlaceholder) == std::string_view::npos || tmpl.find(kSuffixPlaceholder) == std::string_view::npos)
-    throw Error("the pre-push template lacks " + std::string(kPhoenixPlaceholder) + " or " + std::string(kSuffixPlaceholder));
+  if (tmpl.find(kPhoenixPlaceholder) == std::string_view::npos ||
+      tmpl.find(kSuffixPlaceholder) == std::string_view::npos)
+    throw Error("the pre-push template lacks " + std::string(kPhoenixPlaceholder) + " or " +
+                std::string(kSuffixPlaceholder));
   std::string text = replace_all(std::string(tmpl), kPhoenixPlaceholder, sh_quote(phoenix_bin));
   return replace_all(std::move(text), kSuffixPlaceholder, kChainedSuffix);
 }
@@ -153,9 +155,7 @@ bool holds_shim(const fs::path& p) {
   if (!fs::is_regular_file(fs::symlink_status(p, ec))) return false;
   try {
     return is_shim(util::read_file(p.string()));
-  } catch (const Error&) {
-    return false;
-  }
+  } catch (const Error&) { return false; }
 }
 
 void rename_durably(const fs::path& from, const fs::path& to) {
@@ -256,9 +256,11 @@ void print_event(std::ostream& err, const Json& ev) {
   std::string line = "phoenix: heal: " + ev.value("check", "") + " " + ev.value("state", "");
   if (ev.contains("fixer")) line += " fixer=" + ev["fixer"].get<std::string>();
   if (ev.contains("signal")) line += " " + ev["signal"].get<std::string>();
-  if (ev.contains("summary") && !ev["summary"].get<std::string>().empty()) line += " — " + ev["summary"].get<std::string>();
+  if (ev.contains("summary") && !ev["summary"].get<std::string>().empty())
+    line += " — " + ev["summary"].get<std::string>();
   if (ev.contains("why")) line += " — " + ev["why"].get<std::string>();
-  if (ev.contains("commit") && !ev["commit"].get<std::string>().empty()) line += " commit " + sha12(ev["commit"].get<std::string>());
+  if (ev.contains("commit") && !ev["commit"].get<std::string>().empty())
+    line += " commit " + sha12(ev["commit"].get<std::string>());
   err << line << " (" << ev.value("elapsed_ms", 0LL) << " ms)\n";
 }
 
@@ -343,7 +345,8 @@ std::optional<int> PrePush::load_config() {
     return kExitConfig;
   }
   if (cfg_.path.empty()) {
-    err_ << "phoenix: warning: no phoenix.json in " << opt_.root << ": nothing measured, push allowed (run 'phoenix init')\n";
+    err_ << "phoenix: warning: no phoenix.json in " << opt_.root
+         << ": nothing measured, push allowed (run 'phoenix init')\n";
     return kExitOk;
   }
   if (commits_to_measure(refs_).empty()) return kExitOk;  // only deletions
@@ -418,8 +421,12 @@ std::optional<int> PrePush::measure(const Target& t) {
       return kExitInterrupted;
     }
     print_result(err_, opt_.color, r, where);
-    measured_.push_back({{"commit", t.commit}, {"check", spec.id}, {"ok", r.ok}, {"signal", r.signal},
-                         {"in_place", in_place}, {"duration_ms", r.duration_ms}});
+    measured_.push_back({{"commit", t.commit},
+                         {"check", spec.id},
+                         {"ok", r.ok},
+                         {"signal", r.signal},
+                         {"in_place", in_place},
+                         {"duration_ms", r.duration_ms}});
     if (!r.ok) reds_.push_back({&t, r});
   }
   return std::nullopt;
@@ -434,10 +441,10 @@ std::optional<int> PrePush::enter_worktree(const Target& t, std::string& dir) {
     for (const std::string& line : layout::migrate_legacy_trees(repo())) err_ << "phoenix: " << line << "\n";
   dir = gitx::prepare_worktree(repo(), name, layout::worktree_path(repo(), name), t.commit).path;
   used_worktree_ = true;
-  setup::Result su = setup::ensure(cfg_.setup, dir, layout::setup_stamp(repo(), name), {},
-                                   [&](const config::SetupStep& step) {
-                                     err_ << "phoenix: setup in the hook's worktree: " << util::join_argv(step.run) << "\n";
-                                   });
+  setup::Result su =
+      setup::ensure(cfg_.setup, dir, layout::setup_stamp(repo(), name), {}, [&](const config::SetupStep& step) {
+        err_ << "phoenix: setup in the hook's worktree: " << util::join_argv(step.run) << "\n";
+      });
   if (su.interrupted || util::interrupted_signal() != 0) {
     print_interrupted(err_);
     return kExitInterrupted;
@@ -454,9 +461,13 @@ std::optional<int> PrePush::enter_worktree(const Target& t, std::string& dir) {
 void PrePush::trace_outcome(const std::string& outcome) {
   if (!opt_.trace) return;
   Json pushed = Json::array();
-  for (const auto& r : refs_) pushed.push_back({{"local_ref", r.local_ref}, {"local_sha", r.local_sha}, {"remote_ref", r.remote_ref}});
-  opt_.trace().append("hook.pre-push", {{"remote", opt_.remote}, {"refs", pushed}, {"measured", measured_},
-                                        {"mode", cfg_.hook.mode}, {"outcome", outcome}});
+  for (const auto& r : refs_)
+    pushed.push_back({{"local_ref", r.local_ref}, {"local_sha", r.local_sha}, {"remote_ref", r.remote_ref}});
+  opt_.trace().append("hook.pre-push", {{"remote", opt_.remote},
+                                        {"refs", pushed},
+                                        {"measured", measured_},
+                                        {"mode", cfg_.hook.mode},
+                                        {"outcome", outcome}});
 }
 
 // hook.mode "verify": every red check blocks the push.
@@ -510,7 +521,8 @@ int PrePush::heal_head(int code) {
   so.run.templates_dir = opt_.templates_dir;
   so.run.max_wait_s = std::min(cfg_.harness.max_wait_s.value_or(config::kDefaultMaxWaitS), left);
   if (!cfg_.hook.checks.empty()) so.run.only = cfg_.hook.checks;
-  err_ << "phoenix: hook.mode is heal: healing " << sha12(head_) << " on " << (head_branch_.empty() ? "HEAD" : head_branch_) << "\n";
+  err_ << "phoenix: hook.mode is heal: healing " << sha12(head_) << " on "
+       << (head_branch_.empty() ? "HEAD" : head_branch_) << "\n";
   engine::RunResult result =
       engine::run_session(opt_.root, session_cfg, so, opt_.trace(), [&](const Json& ev) { print_event(err_, ev); });
 

@@ -16,7 +16,9 @@ bool is_sha(std::string_view s) {
   return (s.size() == 40 || s.size() == 64) && std::all_of(s.begin(), s.end(), is_hex_digit);
 }
 
-bool all_zeros(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c == '0'; }); }
+bool all_zeros(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c == '0'; });
+}
 
 bool has_control(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) {
@@ -79,7 +81,8 @@ std::vector<PushedRef> parse_pre_push(std::string_view input) {
       if (sp == std::string_view::npos) break;
       start = sp + 1;
     }
-    if (fields.size() != 4) throw fail(std::to_string(fields.size()) + (fields.size() == 1 ? " field" : " fields") + ", not 4");
+    if (fields.size() != 4)
+      throw fail(std::to_string(fields.size()) + (fields.size() == 1 ? " field" : " fields") + ", not 4");
     if (fields[0].empty() || fields[2].empty()) throw fail("an empty ref");
     if (has_control(fields[0]) || has_control(fields[2])) throw fail("a control character in a ref");
     if (!is_sha(fields[1])) throw fail("the local sha is not 40 or 64 hex digits");

@@ -24,7 +24,7 @@ namespace phoenix::image {
 namespace {
 
 constexpr double kMaxYiqDelta = 35215.0;
-constexpr double kDimAlpha = 0.1;  // how much of the baseline shows through the grey
+constexpr double kDimAlpha = 0.1;               // how much of the baseline shows through the grey
 constexpr std::uint32_t kRed = 0xff0000ffu;     // RGBA bytes ff 00 00 ff, little-endian word
 constexpr std::uint32_t kYellow = 0xff00ffffu;  // ff ff 00 ff
 
@@ -73,12 +73,8 @@ inline std::uint32_t grey_word(const std::uint8_t* p) {
 struct View {
   const std::uint8_t* px;
   int w, h;
-  std::uint32_t at(int x, int y) const {
-    return load(px + (static_cast<std::size_t>(y) * w + x) * 4);
-  }
-  const std::uint8_t* ptr(int x, int y) const {
-    return px + (static_cast<std::size_t>(y) * w + x) * 4;
-  }
+  std::uint32_t at(int x, int y) const { return load(px + (static_cast<std::size_t>(y) * w + x) * 4); }
+  const std::uint8_t* ptr(int x, int y) const { return px + (static_cast<std::size_t>(y) * w + x) * 4; }
 };
 
 // Three or more of the pixel's neighbours are exactly equal to it (a pixel on
@@ -130,9 +126,8 @@ bool antialiased(const View& img, const View& other, int x1, int y1) {
 void check_buffer(const Image& img, const char* which) {
   if (img.width <= 0 || img.height <= 0 ||
       img.rgba.size() != static_cast<std::size_t>(img.width) * static_cast<std::size_t>(img.height) * 4)
-    throw ImageError(std::string("cannot compare: the ") + which + " image is " +
-                     std::to_string(img.width) + "x" + std::to_string(img.height) + " with " +
-                     std::to_string(img.rgba.size()) + " bytes of RGBA");
+    throw ImageError(std::string("cannot compare: the ") + which + " image is " + std::to_string(img.width) + "x" +
+                     std::to_string(img.height) + " with " + std::to_string(img.rgba.size()) + " bytes of RGBA");
 }
 
 // Different sizes: everything counts as changed. The diff covers both
@@ -140,8 +135,7 @@ void check_buffer(const Image& img, const char* which) {
 CompareResult compare_sizes(const Image& a, const Image& b, bool want_diff) {
   CompareResult r;
   r.size_mismatch = true;
-  r.total = std::max(static_cast<long long>(a.width) * a.height,
-                     static_cast<long long>(b.width) * b.height);
+  r.total = std::max(static_cast<long long>(a.width) * a.height, static_cast<long long>(b.width) * b.height);
   r.differing = r.total;
   r.ratio = 1;
   if (!want_diff) return r;
@@ -153,8 +147,7 @@ CompareResult compare_sizes(const Image& a, const Image& b, bool want_diff) {
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
       std::uint32_t out = kRed;
-      if (x < a.width && y < a.height && x < b.width && y < b.height &&
-          va.at(x, y) == vb.at(x, y))
+      if (x < a.width && y < a.height && x < b.width && y < b.height && va.at(x, y) == vb.at(x, y))
         out = grey_word(va.ptr(x, y));
       store(r.diff.rgba.data() + (static_cast<std::size_t>(y) * w + x) * 4, out);
     }
@@ -163,13 +156,11 @@ CompareResult compare_sizes(const Image& a, const Image& b, bool want_diff) {
 
 }  // namespace
 
-CompareResult compare(const Image& expected, const Image& actual, const CompareOptions& opt,
-                      bool want_diff) {
+CompareResult compare(const Image& expected, const Image& actual, const CompareOptions& opt, bool want_diff) {
   check_buffer(expected, "expected");
   check_buffer(actual, "actual");
   if (!(opt.tolerance >= 0 && opt.tolerance <= 1))
-    throw ImageError("cannot compare: tolerance " + std::to_string(opt.tolerance) +
-                     " is outside 0..1");
+    throw ImageError("cannot compare: tolerance " + std::to_string(opt.tolerance) + " is outside 0..1");
   if (expected.width != actual.width || expected.height != actual.height)
     return compare_sizes(expected, actual, want_diff);
 

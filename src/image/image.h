@@ -38,8 +38,8 @@ std::string encode_png(const Image& img);
 void write_png(const std::string& path, const Image& img);
 
 struct CompareOptions {
-  double tolerance = 0.1;   // 0..1, pixelmatch's threshold
-  bool detect_aa = true;    // anti-aliased pixels do not count as differences
+  double tolerance = 0.1;  // 0..1, pixelmatch's threshold
+  bool detect_aa = true;   // anti-aliased pixels do not count as differences
 };
 
 struct CompareResult {
@@ -50,7 +50,6 @@ struct CompareResult {
   Image diff;               // only when want_diff: changes in red over a dimmed baseline
 };
 
-CompareResult compare(const Image& expected, const Image& actual, const CompareOptions& opt,
-                      bool want_diff);
+CompareResult compare(const Image& expected, const Image& actual, const CompareOptions& opt, bool want_diff);
 
 }  // namespace phoenix::image

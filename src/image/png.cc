@@ -20,8 +20,7 @@ namespace {
 constexpr unsigned char kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 
 std::uint32_t be32(const unsigned char* p) {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
-         std::uint32_t{p[3]};
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
 }
 
 // CRC-32 (ISO-HDLC, as PNG uses), slice-by-8: every byte of every file we
@@ -48,8 +47,8 @@ std::uint32_t crc32(const unsigned char* p, std::size_t n) {
     std::memcpy(&lo, p, 4);
     std::memcpy(&hi, p + 4, 4);
     lo ^= c;  // little-endian host assumed, as everywhere Phoenix runs
-    c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
-        t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+    c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^ t[3][hi & 0xff] ^
+        t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
     p += 8;
     n -= 8;
   }
@@ -66,13 +65,10 @@ std::string chunk_name(const unsigned char* p) {
   return s;
 }
 
-[[noreturn]] void fail(const std::string& what, const std::string& why) {
-  throw ImageError(what + ": " + why);
-}
+[[noreturn]] void fail(const std::string& what, const std::string& why) { throw ImageError(what + ": " + why); }
 
 // Checks structure and limits; returns the declared size.
-void check_structure(const std::string& bytes, const std::string& what, long long max_pixels,
-                     int* width, int* height) {
+void check_structure(const std::string& bytes, const std::string& what, long long max_pixels, int* width, int* height) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   const std::size_t n = bytes.size();
   if (n == 0) fail(what, "not a PNG (empty)");
@@ -82,39 +78,33 @@ void check_structure(const std::string& bytes, const std::string& what, long lon
     fail(what, "not a PNG (no PNG signature)");
   }
   // IHDR: length 13, type, width, height, depth, colour type, ..., CRC.
-  if (n < 8 + 8 + 13 + 4)
-    fail(what, "truncated PNG (" + std::to_string(n) + " bytes, no complete IHDR chunk)");
+  if (n < 8 + 8 + 13 + 4) fail(what, "truncated PNG (" + std::to_string(n) + " bytes, no complete IHDR chunk)");
   if (be32(p + 8) != 13 || std::memcmp(p + 12, "IHDR", 4) != 0)
     fail(what, "corrupt PNG (first chunk is not a 13-byte IHDR)");
   const std::uint32_t w = be32(p + 16), h = be32(p + 20);
-  if (w == 0 || h == 0)
-    fail(what, "empty image (" + std::to_string(w) + "x" + std::to_string(h) + ")");
+  if (w == 0 || h == 0) fail(what, "empty image (" + std::to_string(w) + "x" + std::to_string(h) + ")");
   if (w > 0x7fffffffu || h > 0x7fffffffu)
     fail(what, "corrupt PNG (IHDR declares " + std::to_string(w) + "x" + std::to_string(h) + ")");
   const long long pixels = static_cast<long long>(w) * static_cast<long long>(h);
   if (pixels > max_pixels)
-    fail(what, "declared size " + std::to_string(w) + "x" + std::to_string(h) + " (" +
-                   std::to_string(pixels) + " pixels) is over the limit of " +
-                   std::to_string(max_pixels) + " pixels");
+    fail(what, "declared size " + std::to_string(w) + "x" + std::to_string(h) + " (" + std::to_string(pixels) +
+                   " pixels) is over the limit of " + std::to_string(max_pixels) + " pixels");
 
   std::size_t pos = 8;
   bool seen_idat = false;
   for (;;) {
-    if (pos + 8 > n)
-      fail(what, "truncated PNG (" + std::to_string(n) + " bytes, ends before the IEND chunk)");
+    if (pos + 8 > n) fail(what, "truncated PNG (" + std::to_string(n) + " bytes, ends before the IEND chunk)");
     const std::uint32_t len = be32(p + pos);
     const std::string name = chunk_name(p + pos + 4);
     if (len > 0x7fffffffu)
-      fail(what, "corrupt PNG (" + name + " chunk at byte " + std::to_string(pos) +
-                     " declares length " + std::to_string(len) + ")");
+      fail(what, "corrupt PNG (" + name + " chunk at byte " + std::to_string(pos) + " declares length " +
+                     std::to_string(len) + ")");
     if (pos + 12 + len > n)
       fail(what, "truncated PNG (" + name + " chunk at byte " + std::to_string(pos) + " needs " +
-                     std::to_string(12 + std::size_t{len}) + " bytes, " +
-                     std::to_string(n - pos) + " left)");
+                     std::to_string(12 + std::size_t{len}) + " bytes, " + std::to_string(n - pos) + " left)");
     const std::uint32_t stored = be32(p + pos + 8 + len);
     if (crc32(p + pos + 4, 4 + std::size_t{len}) != stored)
-      fail(what, "corrupt PNG (CRC mismatch in " + name + " chunk at byte " +
-                     std::to_string(pos) + ")");
+      fail(what, "corrupt PNG (CRC mismatch in " + name + " chunk at byte " + std::to_string(pos) + ")");
     if (name == "IDAT") seen_idat = true;
     if (name == "IEND") break;
     pos += 12 + std::size_t{len};
@@ -136,8 +126,7 @@ Image decode_png(const std::string& bytes, const std::string& what, long long ma
   img.rgba.resize(size);
   int w = 0, h = 0;
   unsigned char* px = detail::stb_decode_rgba(reinterpret_cast<const unsigned char*>(bytes.data()),
-                                              static_cast<int>(bytes.size()), &w, &h,
-                                              img.rgba.data(), size);
+                                              static_cast<int>(bytes.size()), &w, &h, img.rgba.data(), size);
   if (px == nullptr) {
     const char* why = detail::stb_failure();
     fail(what, std::string("corrupt PNG data (") + (why ? why : "undecodable") + ")");
@@ -159,22 +148,17 @@ Image read_png(const std::string& path, long long max_pixels) {
 std::string encode_png(const Image& img) {
   if (img.width <= 0 || img.height <= 0 ||
       img.rgba.size() != static_cast<std::size_t>(img.width) * static_cast<std::size_t>(img.height) * 4)
-    throw ImageError("cannot encode a " + std::to_string(img.width) + "x" +
-                     std::to_string(img.height) + " image from " +
-                     std::to_string(img.rgba.size()) + " bytes of RGBA");
+    throw ImageError("cannot encode a " + std::to_string(img.width) + "x" + std::to_string(img.height) +
+                     " image from " + std::to_string(img.rgba.size()) + " bytes of RGBA");
   std::string out;
   auto sink = [](void* ctx, void* data, int size) {
-    static_cast<std::string*>(ctx)->append(static_cast<const char*>(data),
-                                           static_cast<std::size_t>(size));
+    static_cast<std::string*>(ctx)->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
   };
   if (!stbi_write_png_to_func(sink, &out, img.width, img.height, 4, img.rgba.data(), img.width * 4))
-    throw ImageError("cannot encode a " + std::to_string(img.width) + "x" +
-                     std::to_string(img.height) + " PNG");
+    throw ImageError("cannot encode a " + std::to_string(img.width) + "x" + std::to_string(img.height) + " PNG");
   return out;
 }
 
-void write_png(const std::string& path, const Image& img) {
-  util::write_file_atomic(path, encode_png(img));
-}
+void write_png(const std::string& path, const Image& img) { util::write_file_atomic(path, encode_png(img)); }
 
 }  // namespace phoenix::image

@@ -10,8 +10,8 @@ namespace phoenix::image::detail {
 // Decodes `len` bytes to 8-bit RGBA. Returns `target` when the pixels were
 // decoded into it, another buffer (free it with stb_free) whose pixels the
 // caller copies, or nullptr with stb_failure() saying why.
-unsigned char* stb_decode_rgba(const unsigned char* data, int len, int* w, int* h,
-                               unsigned char* target, std::size_t target_size);
+unsigned char* stb_decode_rgba(const unsigned char* data, int len, int* w, int* h, unsigned char* target,
+                               std::size_t target_size);
 void stb_free(unsigned char* pixels);
 const char* stb_failure();
 

@@ -93,8 +93,8 @@ namespace {
 
 namespace phoenix::image::detail {
 
-unsigned char* stb_decode_rgba(const unsigned char* data, int len, int* w, int* h,
-                               unsigned char* out, std::size_t out_size) {
+unsigned char* stb_decode_rgba(const unsigned char* data, int len, int* w, int* h, unsigned char* out,
+                               std::size_t out_size) {
   target = {out, out_size, false};
   int comp = 0;
   unsigned char* px = stbi_load_from_memory(data, len, w, h, &comp, 4);

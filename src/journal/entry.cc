@@ -14,7 +14,9 @@ Tally merge_tally(const Tally& a, const Tally& b) {
   r.successes = std::max(a.successes, b.successes);
   r.failures = std::max(a.failures, b.failures);
   r.replays = std::max(a.replays, b.replays);
-  r.first_seen = a.first_seen == 0 ? b.first_seen : b.first_seen == 0 ? a.first_seen : std::min(a.first_seen, b.first_seen);
+  r.first_seen = a.first_seen == 0   ? b.first_seen
+                 : b.first_seen == 0 ? a.first_seen
+                                     : std::min(a.first_seen, b.first_seen);
   r.last_seen = std::max(a.last_seen, b.last_seen);
   r.last_verified = std::max(a.last_verified, b.last_verified);
   r.last_failed = std::max(a.last_failed, b.last_failed);

@@ -24,28 +24,28 @@ namespace phoenix::journal {
 
 // The counts one journal (origin) contributed to an entry. Only grow.
 struct Tally {
-  long long attempts = 0;      // times the patch was tried for the signature
-  long long successes = 0;     // measured green (first heal and replays)
-  long long failures = 0;      // measured red, rejected, or no longer applying
-  long long replays = 0;       // successes that came from the journal itself
-  long long first_seen = 0;    // ms since epoch; 0 = never
+  long long attempts = 0;    // times the patch was tried for the signature
+  long long successes = 0;   // measured green (first heal and replays)
+  long long failures = 0;    // measured red, rejected, or no longer applying
+  long long replays = 0;     // successes that came from the journal itself
+  long long first_seen = 0;  // ms since epoch; 0 = never
   long long last_seen = 0;
   long long last_verified = 0;
   long long last_failed = 0;
-  std::string last_failure;    // why it failed at last_failed
+  std::string last_failure;  // why it failed at last_failed
 };
 
 // One remembered fix: one patch for one issue signature.
 struct Entry {
   // identity
-  std::string signature;       // issue signature (64 hex)
-  std::string patch_hash;      // sha256 hex of `patch`
+  std::string signature;   // issue signature (64 hex)
+  std::string patch_hash;  // sha256 hex of `patch`
   // the fix as first measured (kept from the first journal that had it)
-  std::string check;           // check id
-  std::string failure_type;    // unit, e2e, ...
-  std::string patch;           // git's unified diff, applies with gitx::Repo::apply_patch
+  std::string check;         // check id
+  std::string failure_type;  // unit, e2e, ...
+  std::string patch;         // git's unified diff, applies with gitx::Repo::apply_patch
   std::vector<std::string> files;
-  std::string fixer;           // who first proposed it (never "journal")
+  std::string fixer;                     // who first proposed it (never "journal")
   std::optional<long long> duration_ms;  // that fixer's time: what one replay saves
   std::optional<long long> verify_ms;    // the verifying re-run
   std::optional<long long> model_calls;  // of the original fix; null when unknown

@@ -144,8 +144,8 @@ void check_header(const std::string& path) {
   std::error_code wal_ec;
   bool wal = fs::exists(path + "-wal", wal_ec) && fs::file_size(path + "-wal", wal_ec) > 0;
   if (!wal && (size % page != 0 || pages * page > size))
-    throw Error(damaged_message(path, "truncated: " + std::to_string(size) + " bytes, its header says " +
-                                          std::to_string(pages * page)));
+    throw Error(damaged_message(
+        path, "truncated: " + std::to_string(size) + " bytes, its header says " + std::to_string(pages * page)));
 }
 
 }  // namespace
@@ -160,8 +160,9 @@ struct Journal::Impl {
   sqlite::Connection db;
 
   Impl(std::string p, OpenOptions o)
-      : path(std::move(p)), options(o), db([path = path, timeout_ms = o.busy_timeout_ms](int rc, const std::string& msg,
-                                                                                         const std::string& what) {
+      : path(std::move(p)),
+        options(o),
+        db([path = path, timeout_ms = o.busy_timeout_ms](int rc, const std::string& msg, const std::string& what) {
           fail(path, timeout_ms, rc, msg, what);
         }) {}
   Impl(const Impl&) = delete;
@@ -245,7 +246,8 @@ struct Journal::Impl {
 
   // The entry with its tallies, or nullopt.
   std::optional<Entry> find(const std::string& signature, const std::string& hash, long long* id) {
-    sqlite3_stmt* s = db.stmt(std::string("SELECT ") + kEntryColumns + " FROM entries WHERE signature = ?1 AND patch_hash = ?2");
+    sqlite3_stmt* s =
+        db.stmt(std::string("SELECT ") + kEntryColumns + " FROM entries WHERE signature = ?1 AND patch_hash = ?2");
     std::optional<Entry> e;
     {
       Use u(db, s);
@@ -272,7 +274,11 @@ struct Journal::Impl {
     sqlite3_stmt* s =
         db.stmt("UPDATE entries SET duration_ms = ?2, verify_ms = ?3, model_calls = ?4, cost_usd = ?5 WHERE id = ?1");
     Use u(db, s);
-    u.integer(1, id).opt_int(2, e.duration_ms).opt_int(3, e.verify_ms).opt_int(4, e.model_calls).opt_real(5, e.cost_usd);
+    u.integer(1, id)
+        .opt_int(2, e.duration_ms)
+        .opt_int(3, e.verify_ms)
+        .opt_int(4, e.model_calls)
+        .opt_real(5, e.cost_usd);
     u.step("write it");
   }
 
@@ -304,7 +310,8 @@ struct Journal::Impl {
   // (or after another machine's clock ran ahead).
   long long event_time(const Entry& e) {
     long long latest = std::max({e.last_seen, e.last_verified, e.last_failed});
-    sqlite3_stmt* s = db.stmt("SELECT max(max(last_seen, last_verified, last_failed)) FROM entries WHERE signature = ?1");
+    sqlite3_stmt* s =
+        db.stmt("SELECT max(max(last_seen, last_verified, last_failed)) FROM entries WHERE signature = ?1");
     Use u(db, s);
     u.text(1, e.signature);
     if (u.step("read it") && sqlite3_column_type(s, 0) != SQLITE_NULL)
@@ -363,8 +370,9 @@ struct Journal::Impl {
     auto matches = signatures_between(prefix, prefix + "g", 11);
     if (matches.empty()) {
       auto all = signatures_between("", "g", 11);
-      throw UsageError("--forget: no journal entry's signature starts with '" + prefix + "' " +
-                       (all.empty() ? std::string("(the journal is empty)") : "(the journal has: " + describe(all, 10) + ")"));
+      throw UsageError(
+          "--forget: no journal entry's signature starts with '" + prefix + "' " +
+          (all.empty() ? std::string("(the journal is empty)") : "(the journal has: " + describe(all, 10) + ")"));
     }
     if (matches.size() > 1)
       throw UsageError("--forget: '" + prefix + "' is ambiguous: it matches " + describe(matches, 10) +
@@ -401,7 +409,8 @@ struct Journal::Impl {
     long long v = user_version();
     if (v > kSchemaVersion)
       throw Error("journal " + path + " has schema version " + std::to_string(v) + ", newer than this Phoenix knows (" +
-                  std::to_string(kSchemaVersion) + "): upgrade Phoenix, or run with --no-journal (the file is left as it is)");
+                  std::to_string(kSchemaVersion) +
+                  "): upgrade Phoenix, or run with --no-journal (the file is left as it is)");
     if (v == 0) {
       sqlite3_stmt* s = db.stmt("SELECT count(*) FROM sqlite_master");
       Use u(db, s);
@@ -490,8 +499,7 @@ Journal Journal::open(const std::string& path, const OpenOptions& options) {
   {
     sqlite3_stmt* s = impl->db.stmt("PRAGMA journal_mode = WAL");
     Use u(impl->db, s);
-    while (u.step("switch it to write-ahead logging")) {
-    }
+    while (u.step("switch it to write-ahead logging")) {}
   }
   impl->migrate();
   impl->read_origin();
@@ -559,8 +567,9 @@ bool Journal::record_failed(const std::string& signature, const std::string& has
 }
 
 std::vector<Entry> Journal::lookup(const std::string& signature) const {
-  sqlite3_stmt* s = impl_->db.stmt(std::string("SELECT ") + kEntryColumns +
-                                " FROM entries WHERE signature = ?1 AND verified = 1 ORDER BY last_verified DESC, id DESC");
+  sqlite3_stmt* s =
+      impl_->db.stmt(std::string("SELECT ") + kEntryColumns +
+                     " FROM entries WHERE signature = ?1 AND verified = 1 ORDER BY last_verified DESC, id DESC");
   Use u(impl_->db, s);
   u.text(1, signature);
   std::vector<Entry> out;
@@ -569,7 +578,8 @@ std::vector<Entry> Journal::lookup(const std::string& signature) const {
 }
 
 std::vector<Entry> Journal::list() const {
-  sqlite3_stmt* s = impl_->db.stmt(std::string("SELECT ") + kEntryColumns + " FROM entries ORDER BY last_seen DESC, id DESC");
+  sqlite3_stmt* s =
+      impl_->db.stmt(std::string("SELECT ") + kEntryColumns + " FROM entries ORDER BY last_seen DESC, id DESC");
   Use u(impl_->db, s);
   std::vector<Entry> out;
   while (u.step("read it")) out.push_back(impl_->read_entry(s, nullptr));
@@ -580,7 +590,8 @@ std::vector<Entry> Journal::forget(const std::string& raw_prefix) {
   std::string prefix = util::trim(raw_prefix);
   std::transform(prefix.begin(), prefix.end(), prefix.begin(), [](unsigned char c) { return std::tolower(c); });
   if (prefix.empty() || prefix.size() > 64 || !is_lower_hex(prefix))
-    throw UsageError("--forget: '" + raw_prefix + "' is not a signature prefix (hex digits, as 'phoenix journal' shows)");
+    throw UsageError("--forget: '" + raw_prefix +
+                     "' is not a signature prefix (hex digits, as 'phoenix journal' shows)");
   Tx tx(impl_->db, "forget an entry");
   const std::string sig = impl_->the_signature_starting_with(prefix);
   std::vector<Entry> removed = impl_->entries_of(sig);
@@ -624,7 +635,8 @@ std::vector<Entry> Journal::export_entries() const {
   std::vector<Entry> out;
   std::map<long long, size_t> index;
   {
-    sqlite3_stmt* s = impl_->db.stmt(std::string("SELECT ") + kEntryColumns + " FROM entries ORDER BY signature, patch_hash");
+    sqlite3_stmt* s =
+        impl_->db.stmt(std::string("SELECT ") + kEntryColumns + " FROM entries ORDER BY signature, patch_hash");
     Use u(impl_->db, s);
     while (u.step("read it")) {
       long long id = 0;

@@ -60,7 +60,7 @@ struct HealedFix {
   std::string patch;
   std::vector<std::string> files;
   std::string fixer;
-  long long duration_ms = 0;   // the fixer's own time
+  long long duration_ms = 0;  // the fixer's own time
   long long verify_ms = 0;
   std::optional<long long> model_calls;
   std::optional<double> cost_usd;
@@ -84,10 +84,10 @@ struct Stats {
 };
 
 struct MergeResult {
-  long long added = 0;      // entries new to this journal
-  long long updated = 0;    // known entries whose counts or verdict changed
+  long long added = 0;    // entries new to this journal
+  long long updated = 0;  // known entries whose counts or verdict changed
   long long unchanged = 0;
-  long long skipped = 0;    // not verified anywhere and unknown here, or forgotten here
+  long long skipped = 0;  // not verified anywhere and unknown here, or forgotten here
 };
 
 class Journal {

@@ -35,7 +35,8 @@ util::ProcessResult git(const std::string& root, std::vector<std::string> args, 
   if (r.not_found) throw Error("git is not installed: phoenix journal push and pull use it to reach the remote");
   if (r.interrupted) throw Error("interrupted while running git " + args[0], kExitInterrupted);
   if (r.timed_out)
-    throw Error("git " + args[0] + " did not finish within " + std::to_string(static_cast<int>(options.timeout_s)) + " s");
+    throw Error("git " + args[0] + " did not finish within " + std::to_string(static_cast<int>(options.timeout_s)) +
+                " s");
   return r;
 }
 
@@ -75,16 +76,11 @@ std::pair<std::vector<Entry>, std::string> read_remote(gitx::Repo& repo, const s
   std::optional<std::string> text;
   try {
     text = repo.read_blob_at(kShareRemoteRef, kShareFile);
-  } catch (const Error& e) {
-    throw Error(where + " is not a Phoenix journal: " + e.what() + "; " + consequence);
-  }
-  if (!text)
-    throw Error(where + " is not a Phoenix journal: its commit has no " + kShareFile + "; " + consequence);
+  } catch (const Error& e) { throw Error(where + " is not a Phoenix journal: " + e.what() + "; " + consequence); }
+  if (!text) throw Error(where + " is not a Phoenix journal: its commit has no " + kShareFile + "; " + consequence);
   try {
     return {parse(*text, where), *text};
-  } catch (const Error& e) {
-    throw Error(std::string(e.what()) + "; " + consequence);
-  }
+  } catch (const Error& e) { throw Error(std::string(e.what()) + "; " + consequence); }
 }
 
 }  // namespace
@@ -122,13 +118,14 @@ PushResult push(Journal& journal, const std::string& repo_root, const std::strin
   }
   std::vector<std::string> parents;
   if (tip) parents.push_back(*tip);
-  result.commit = repo.write_blob_commit(kShareRef, kShareFile, content,
-                                         "phoenix journal: " + std::to_string(result.entries) + " verified fixes\n",
-                                         parents);
+  result.commit =
+      repo.write_blob_commit(kShareRef, kShareFile, content,
+                             "phoenix journal: " + std::to_string(result.entries) + " verified fixes\n", parents);
   // Not forced: the new commit sits on top of the tip just fetched, so this
   // is a fast-forward unless someone pushed meanwhile, and then their fixes
   // must not be overwritten.
-  util::ProcessResult p = git(repo_root, {"push", "--quiet", remote, std::string(kShareRef) + ":" + kShareRef}, options);
+  util::ProcessResult p =
+      git(repo_root, {"push", "--quiet", remote, std::string(kShareRef) + ":" + kShareRef}, options);
   if (p.exit_code != 0) {
     std::string out = p.output;
     bool raced = out.find("rejected") != std::string::npos || out.find("non-fast-forward") != std::string::npos ||

@@ -42,9 +42,9 @@ struct PushResult {
 };
 
 struct PullResult {
-  bool found = false;         // false: the remote has no refs/phoenix/journal
+  bool found = false;  // false: the remote has no refs/phoenix/journal
   std::string commit;
-  long long entries = 0;      // entries in the remote file
+  long long entries = 0;  // entries in the remote file
   MergeResult merged;
 };
 

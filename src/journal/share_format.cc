@@ -48,7 +48,8 @@ class Fields {
   std::optional<double> opt_amount(const char* key) const {
     const Json& v = need(key);
     if (v.is_null()) return std::nullopt;
-    if (!v.is_number() || v.get<double>() < 0) throw Error(what_ + "'" + key + "' is not null or a non-negative number");
+    if (!v.is_number() || v.get<double>() < 0)
+      throw Error(what_ + "'" + key + "' is not null or a non-negative number");
     return v.get<double>();
   }
 
@@ -74,9 +75,7 @@ Entry parse_entry(const Json& j, const std::string& what) {
   if (patch_hash(e.patch) != e.patch_hash) throw Error(what + "'patch_hash' does not match the patch");
   try {
     if (gitx::Repo::patch_files(e.patch).empty()) throw Error("it changes no file");
-  } catch (const Error& ex) {
-    throw Error(what + "'patch' is not a git patch: " + ex.what());
-  }
+  } catch (const Error& ex) { throw Error(what + "'patch' is not a git patch: " + ex.what()); }
   const Json& files = f.need("files");
   if (!files.is_array()) throw Error(what + "'files' is not an array");
   for (const auto& p : files) {
@@ -90,7 +89,8 @@ Entry parse_entry(const Json& j, const std::string& what) {
   const Json& tallies = f.need("tallies");
   if (!tallies.is_object() || tallies.empty()) throw Error(what + "'tallies' is not a non-empty object");
   for (auto it = tallies.begin(); it != tallies.end(); ++it) {
-    if (!is_lower_hex(it.key(), 32)) throw Error(what + "tally origin '" + it.key() + "' is not 32 lowercase hex digits");
+    if (!is_lower_hex(it.key(), 32))
+      throw Error(what + "tally origin '" + it.key() + "' is not 32 lowercase hex digits");
     if (!it.value().is_object()) throw Error(what + "tally '" + it.key() + "' is not an object");
     Fields t(it.value(), what + "tally " + it.key().substr(0, 8) + ": ");
     Tally& out = e.tallies[it.key()];
@@ -114,17 +114,28 @@ std::string serialize(std::vector<Entry> entries) {
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return std::tie(a.signature, a.patch_hash) < std::tie(b.signature, b.patch_hash);
   });
-  std::string out = util::canonical(Json{{"format", kFormat}, {"version", kShareVersion}, {"entries", entries.size()}}) + "\n";
+  std::string out =
+      util::canonical(Json{{"format", kFormat}, {"version", kShareVersion}, {"entries", entries.size()}}) + "\n";
   for (const auto& e : entries) {
     Json tallies = Json::object();
     for (const auto& [origin, t] : e.tallies)
-      tallies[origin] = {{"attempts", t.attempts},         {"successes", t.successes},     {"failures", t.failures},
-                         {"replays", t.replays},           {"first_seen", t.first_seen},   {"last_seen", t.last_seen},
-                         {"last_verified", t.last_verified}, {"last_failed", t.last_failed}, {"last_failure", t.last_failure}};
-    Json j = {{"signature", e.signature},       {"patch_hash", e.patch_hash},   {"check", e.check},
-              {"failure_type", e.failure_type}, {"fixer", e.fixer},             {"files", e.files},
-              {"patch", e.patch},               {"duration_ms", opt(e.duration_ms)}, {"verify_ms", opt(e.verify_ms)},
-              {"model_calls", opt(e.model_calls)}, {"cost_usd", opt(e.cost_usd)}, {"tallies", tallies}};
+      tallies[origin] = {{"attempts", t.attempts},           {"successes", t.successes},
+                         {"failures", t.failures},           {"replays", t.replays},
+                         {"first_seen", t.first_seen},       {"last_seen", t.last_seen},
+                         {"last_verified", t.last_verified}, {"last_failed", t.last_failed},
+                         {"last_failure", t.last_failure}};
+    Json j = {{"signature", e.signature},
+              {"patch_hash", e.patch_hash},
+              {"check", e.check},
+              {"failure_type", e.failure_type},
+              {"fixer", e.fixer},
+              {"files", e.files},
+              {"patch", e.patch},
+              {"duration_ms", opt(e.duration_ms)},
+              {"verify_ms", opt(e.verify_ms)},
+              {"model_calls", opt(e.model_calls)},
+              {"cost_usd", opt(e.cost_usd)},
+              {"tallies", tallies}};
     out += util::canonical(j) + "\n";
   }
   return out;
@@ -143,9 +154,7 @@ std::vector<Entry> parse(const std::string& text, const std::string& where) {
   auto json_line = [&](size_t i) {
     try {
       return Json::parse(lines[i]);
-    } catch (const std::exception&) {
-      throw Error(where + ": line " + std::to_string(i + 1) + ": not JSON");
-    }
+    } catch (const std::exception&) { throw Error(where + ": line " + std::to_string(i + 1) + ": not JSON"); }
   };
   Json header = json_line(0);
   auto field = [&](const char* key) { return header.is_object() && header.contains(key) ? header[key] : Json(); };

@@ -36,13 +36,12 @@ void prune_orphans(const fs::path& base, const std::string& keep) {
     std::string common;
     try {
       common = util::trim(util::read_file(owner.string()));
-    } catch (const Error&) {
-      continue;
-    }
+    } catch (const Error&) { continue; }
     if (common.empty() || fs::exists(common, ec)) continue;
     for (auto it = fs::recursive_directory_iterator(e.path(), fs::directory_options::skip_permission_denied, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-      if (it->is_directory(ec) && !it->is_symlink(ec)) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+      if (it->is_directory(ec) && !it->is_symlink(ec))
+        fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
     fs::remove_all(e.path(), ec);
   }
 }
@@ -103,9 +102,7 @@ bool is_our_linked_worktree(const fs::path& dir, const std::string& common) {
   std::string text;
   try {
     text = util::read_file(dotgit.string());
-  } catch (const Error&) {
-    return false;
-  }
+  } catch (const Error&) { return false; }
   const std::string prefix = "gitdir: ";
   if (!util::starts_with(text, prefix)) return false;
   std::string target = util::trim(text.substr(prefix.size()));
@@ -158,7 +155,8 @@ std::vector<std::string> migrate_legacy_trees(gitx::Repo& repo) {
       // A sandbox may have had its permissions taken away by an agent.
       for (auto it = fs::recursive_directory_iterator(e.path(), fs::directory_options::skip_permission_denied, ec);
            it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_directory(ec) && !it->is_symlink(ec)) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+        if (it->is_directory(ec) && !it->is_symlink(ec))
+          fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
       }
       fs::permissions(e.path(), fs::perms::owner_all, fs::perm_options::add, ec);
       fs::remove_all(e.path(), ec);

@@ -27,12 +27,12 @@ const std::vector<std::string>& keep_prefixes();
 
 // <root>/.phoenix and the files in it.
 std::string state_dir(const std::string& root);
-std::string lock_file(const std::string& root);         // .phoenix/lock
-std::string loop_lock_file(const std::string& root);    // .phoenix/loop.lock
-std::string trace_file(const std::string& root);        // .phoenix/trace.jsonl
-std::string journal_file(const std::string& root);      // .phoenix/journal.sqlite
-std::string escalated_flag(const std::string& root);    // .phoenix/ESCALATED
-std::string incidents_dir(const std::string& root);     // incidents/
+std::string lock_file(const std::string& root);       // .phoenix/lock
+std::string loop_lock_file(const std::string& root);  // .phoenix/loop.lock
+std::string trace_file(const std::string& root);      // .phoenix/trace.jsonl
+std::string journal_file(const std::string& root);    // .phoenix/journal.sqlite
+std::string escalated_flag(const std::string& root);  // .phoenix/ESCALATED
+std::string incidents_dir(const std::string& root);   // incidents/
 
 // Creates <root>/.phoenix when missing and writes its .gitignore when that
 // is missing (never overwrites one the user edited). Returns state_dir().

@@ -114,7 +114,7 @@ struct Loop {
   int session_retries = 0;
   int escalations_in_row = 0;
   int no_progress = 0;
-  int rate_waits = 0;  // rate-limited or unreachable harness runs in a row
+  int rate_waits = 0;            // rate-limited or unreachable harness runs in a row
   long long rate_waited_ms = 0;  // waited on them in a row (harness.max_wait_s bounds it when set)
   std::set<int> skipped;
   std::set<std::string> ignored;  // checks red at the baseline, loop.baseline = ignore
@@ -144,8 +144,13 @@ struct Loop {
   }
 
   void write_run_file() {
-    Json j{{"schema_version", 1}, {"branch", branch}, {"worktree", wt}, {"worktree_name", wt_name},
-           {"tasks", tasks_rel}, {"prompt", prompt_rel}, {"skipped", std::vector<int>(skipped.begin(), skipped.end())},
+    Json j{{"schema_version", 1},
+           {"branch", branch},
+           {"worktree", wt},
+           {"worktree_name", wt_name},
+           {"tasks", tasks_rel},
+           {"prompt", prompt_rel},
+           {"skipped", std::vector<int>(skipped.begin(), skipped.end())},
            {"ignored", std::vector<std::string>(ignored.begin(), ignored.end())}};
     util::write_file_atomic(run_path(root), j.dump(2) + "\n");
   }
@@ -209,7 +214,8 @@ struct Loop {
       throw UsageError("phoenix-loop: give a tasks file or a prompt file, not both");
     if (tasks_rel.empty() && prompt_rel.empty())
       throw UsageError("phoenix-loop: no tasks: pass --tasks FILE or --prompt FILE (or set loop.tasks / loop.prompt)");
-    if (cfg.checks.empty()) throw ConfigError("phoenix-loop: phoenix.json has no checks: nothing could tell a task done");
+    if (cfg.checks.empty())
+      throw ConfigError("phoenix-loop: phoenix.json has no checks: nothing could tell a task done");
     if (cfg.harness.command.empty() && cfg.harness.preset.empty())
       throw ConfigError("phoenix-loop: no harness configured in phoenix.json");
     max_iterations = opt.max_iterations.value_or(cfg.loop.max_iterations);
@@ -241,7 +247,9 @@ struct Loop {
         }
       }
     } else {
-      branch = !opt.branch.empty() ? opt.branch : !cfg.loop.branch.empty() ? cfg.loop.branch : default_branch(util::now_ms());
+      branch = !opt.branch.empty()        ? opt.branch
+               : !cfg.loop.branch.empty() ? cfg.loop.branch
+                                          : default_branch(util::now_ms());
       std::string tail = branch.substr(branch.rfind('/') + 1);
       wt_name = "loop-" + (util::starts_with(tail, "loop-") ? tail.substr(5) : tail);
       wt = layout::worktree_path(main, wt_name);
@@ -250,7 +258,8 @@ struct Loop {
     std::string ref = "refs/heads/" + branch;
     std::optional<std::string> tip = main.read_ref(ref);
     if (!opt.resume && tip)
-      throw UsageError("phoenix-loop: branch " + branch + " exists already: pass --resume to carry on, or --branch NAME");
+      throw UsageError("phoenix-loop: branch " + branch +
+                       " exists already: pass --resume to carry on, or --branch NAME");
     if (opt.resume && !tip) throw UsageError("phoenix-loop: --resume: branch " + branch + " is gone");
     std::string start = tip ? *tip : main.head_sha();
 
@@ -276,8 +285,7 @@ struct Loop {
     // The task source lives in the worktree, committed with the ticks.
     std::string src = prompt_mode() ? prompt_rel : tasks_rel;
     if (!util::path_exists(wt + "/" + src)) {
-      if (!util::path_exists(root + "/" + src))
-        throw UsageError("phoenix-loop: " + src + " not found in " + root);
+      if (!util::path_exists(root + "/" + src)) throw UsageError("phoenix-loop: " + src + " not found in " + root);
       fs::create_directories(fs::path(wt + "/" + src).parent_path());
       util::write_file_atomic(wt + "/" + src, util::read_file(root + "/" + src));
     }
@@ -293,8 +301,11 @@ struct Loop {
       if (!last_incident.empty()) s["last_incident"] = last_incident;
     });
     write_run_file();
-    trace.append("loop.start", {{"branch", branch}, {"worktree", wt}, {"resume", opt.resume},
-                                {"mode", prompt_mode() ? "prompt" : "tasks"}, {"source", src},
+    trace.append("loop.start", {{"branch", branch},
+                                {"worktree", wt},
+                                {"resume", opt.resume},
+                                {"mode", prompt_mode() ? "prompt" : "tasks"},
+                                {"source", src},
                                 {"max_iterations", max_iterations}});
     say("working on branch " + branch + " in " + wt);
   }
@@ -303,21 +314,22 @@ struct Loop {
 
   struct Measure {
     std::vector<checks::SenseResult> results;
-    bool green = true;          // every check that counts is green
+    bool green = true;             // every check that counts is green
     std::vector<std::string> red;  // ids of red checks that count
     bool interrupted = false;
-    std::string setup_failed;   // the setup steps failed: nothing was measured
+    std::string setup_failed;  // the setup steps failed: nothing was measured
   };
 
   // The worktree holds tracked files only: phoenix.json's setup steps give
   // it the project's environment, again only when their inputs changed.
   // A failed setup is its own signal, never a red check of the agent's.
   setup::Result prepare_environment() {
-    setup::Result su = setup::ensure(cfg.setup, wt, layout::setup_stamp(*repo, wt_name), {},
-                                     [&](const config::SetupStep& step) { say("setup: " + util::join_argv(step.run)); });
+    setup::Result su =
+        setup::ensure(cfg.setup, wt, layout::setup_stamp(*repo, wt_name), {},
+                      [&](const config::SetupStep& step) { say("setup: " + util::join_argv(step.run)); });
     if (su.ran)
-      trace.append("loop.setup", {{"iteration", iteration}, {"ok", su.ok}, {"signal", su.signal},
-                                  {"duration_ms", su.duration_ms}});
+      trace.append("loop.setup",
+                   {{"iteration", iteration}, {"ok", su.ok}, {"signal", su.signal}, {"duration_ms", su.duration_ms}});
     return su;
   }
 
@@ -349,9 +361,7 @@ struct Loop {
     return m;
   }
 
-  void bless() {
-    repo->write_ref(engine::kKnownGoodRef, repo->head_sha(), "phoenix-loop: every check green");
-  }
+  void bless() { repo->write_ref(engine::kKnownGoodRef, repo->head_sha(), "phoenix-loop: every check green"); }
 
   // --- the inner cycle -------------------------------------------------------
 
@@ -404,7 +414,8 @@ struct Loop {
         if (end == std::string::npos) break;
         std::string rel = note.substr(close + 2, end - close - 2);
         fs::path from = fs::path(r.incident).parent_path() / rel;
-        if (rel.empty() || fs::path(rel).is_absolute() || rel.find("..") != std::string::npos || !fs::is_regular_file(from))
+        if (rel.empty() || fs::path(rel).is_absolute() || rel.find("..") != std::string::npos ||
+            !fs::is_regular_file(from))
           continue;
         fs::path to = fs::path(root) / "incidents" / rel;
         fs::create_directories(to.parent_path());
@@ -426,7 +437,8 @@ struct Loop {
     std::string tmpl;
     std::string mine = wt + "/.phoenix/prompt-task.md";
     if (util::path_exists(mine)) tmpl = util::read_file(mine);
-    else if (util::path_exists(opt.templates_dir + "/prompt-task.md")) tmpl = util::read_file(opt.templates_dir + "/prompt-task.md");
+    else if (util::path_exists(opt.templates_dir + "/prompt-task.md"))
+      tmpl = util::read_file(opt.templates_dir + "/prompt-task.md");
     else throw Error("phoenix-loop: cannot find prompt-task.md in " + opt.templates_dir);
     std::string progress;
     for (const auto& t : tasks)
@@ -487,8 +499,12 @@ struct Loop {
     a.program = agent::program_name(inv.argv);
     const agent::RunFacts f = agent::run_facts(a.program, r, po.timeout_s, prompt, a.changed ? 1 : 0);
     a.cls = agent::classify_run(f, util::now_ms());
-    Json ev{{"iteration", iteration}, {"exit_code", r.exit_code}, {"status", agent::status_name(a.cls.status)},
-            {"detail", a.cls.detail}, {"changed", a.changed}, {"duration_ms", r.duration_ms},
+    Json ev{{"iteration", iteration},
+            {"exit_code", r.exit_code},
+            {"status", agent::status_name(a.cls.status)},
+            {"detail", a.cls.detail},
+            {"changed", a.changed},
+            {"duration_ms", r.duration_ms},
             {"cost_usd", a.cls.cost_usd ? Json(*a.cls.cost_usd) : Json(nullptr)},
             {"model_calls", a.cls.model_calls ? Json(*a.cls.model_calls) : Json(nullptr)}};
     trace.append("loop.agent", ev);
@@ -524,8 +540,9 @@ struct Loop {
   int setup_stopped(const Measure& m) {
     const std::string first = m.setup_failed.substr(0, m.setup_failed.find('\n'));
     if (m.setup_failed.size() > first.size()) say(m.setup_failed.substr(first.size() + 1));
-    return finish(kExitRed, "stopped", "stopped: " + first + " (in the loop's worktree " + wt +
-                                           "); fix phoenix.json's setup, then --resume");
+    return finish(
+        kExitRed, "stopped",
+        "stopped: " + first + " (in the loop's worktree " + wt + "); fix phoenix.json's setup, then --resume");
   }
 
   int interrupted() {
@@ -574,7 +591,8 @@ struct Loop {
       std::string ids = util::join_argv(m.red);
       trace.append("loop.baseline", {{"red", m.red}, {"mode", cfg.loop.baseline}});
       say("baseline: red before any task: " + ids + " (loop.baseline = " + cfg.loop.baseline + ")");
-      if (cfg.loop.baseline == "stop") return finish(kExitRed, "stopped", "baseline red: " + ids + "; loop.baseline = stop");
+      if (cfg.loop.baseline == "stop")
+        return finish(kExitRed, "stopped", "baseline red: " + ids + "; loop.baseline = stop");
       if (cfg.loop.baseline == "ignore") {
         for (const auto& id : m.red) ignored.insert(id);
         write_run_file();
@@ -606,7 +624,8 @@ struct Loop {
   // No task left to do.
   int all_ticked() {
     if (!skipped.empty())
-      return finish(kExitRed, "stopped", std::to_string(skipped.size()) + " task(s) skipped after escalation; the rest done");
+      return finish(kExitRed, "stopped",
+                    std::to_string(skipped.size()) + " task(s) skipped after escalation; the rest done");
     Measure m = measure();
     if (!m.setup_failed.empty()) return setup_stopped(m);
     if (m.interrupted) return interrupted();
@@ -632,12 +651,12 @@ struct Loop {
 
     using agent::Status;
     if (a.cls.status == Status::kQuota)
-      return finish(kExitRed, "stopped", "stopped: harness " + a.cls.detail + " (credit or billing: waiting will not help)");
+      return finish(kExitRed, "stopped",
+                    "stopped: harness " + a.cls.detail + " (credit or billing: waiting will not help)");
     if (agent::waits(a.cls.status)) return wait_for_model(a);
     rate_waits = 0;
     rate_waited_ms = 0;
-    if (a.cls.status == Status::kUnavailable)
-      return finish(kExitRed, "failed", "harness unavailable: " + a.cls.detail);
+    if (a.cls.status == Status::kUnavailable) return finish(kExitRed, "failed", "harness unavailable: " + a.cls.detail);
     if (a.cls.status == Status::kTimeout) {
       // The runner killed the whole process group; its half-work goes.
       last_failure = "the agent was stopped at the iteration timeout (" + a.cls.detail + ")";
@@ -685,17 +704,20 @@ struct Loop {
     if (left <= 0) {
       std::string cause = a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error;
       return finish(kExitRed, "stopped",
-                    "harness " + kind + " for " + std::to_string((rate_waited_ms + 500) / 1000) + " s: " + a.program + ": " +
-                        cause);
+                    "harness " + kind + " for " + std::to_string((rate_waited_ms + 500) / 1000) + " s: " + a.program +
+                        ": " + cause);
     }
     long long wait = agent::wait_ms(a.cls, rate_waits, left);
     ++rate_waits;
     rate_waited_ms += wait;
     const long long until = util::now_ms() + wait;
-    say("harness " + a.cls.detail + ": waiting " + std::to_string(std::max<long long>(1, (wait + 500) / 1000)) + " s (until " +
-        local_hhmm(until) + ")");
-    trace.append("loop.wait", {{"status", agent::status_name(a.cls.status)}, {"wait_ms", wait},
-                               {"waited_ms", rate_waited_ms}, {"until", iso8601(until)}, {"detail", a.cls.detail}});
+    say("harness " + a.cls.detail + ": waiting " + std::to_string(std::max<long long>(1, (wait + 500) / 1000)) +
+        " s (until " + local_hhmm(until) + ")");
+    trace.append("loop.wait", {{"status", agent::status_name(a.cls.status)},
+                               {"wait_ms", wait},
+                               {"waited_ms", rate_waited_ms},
+                               {"until", iso8601(until)},
+                               {"detail", a.cls.detail}});
     phase("waiting", [&](Json& s) {
       s["waiting_until"] = iso8601(until);
       s["waiting_for"] = kind;
@@ -725,7 +747,8 @@ struct Loop {
       last_failure = "you said COMPLETE but these checks are red: " + util::join_argv(m.red);
     }
     if (no_progress >= cfg.loop.no_progress_limit)
-      return finish(kExitRed, "stopped", "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
+      return finish(kExitRed, "stopped",
+                    "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
     return std::nullopt;
   }
 
@@ -750,7 +773,8 @@ struct Loop {
       if (hm.green) bless();
       escalations_in_row = 0;
       last_failure.clear();
-      trace.append("loop.task_done", {{"iteration", iteration}, {"task", tj}, {"head", repo->head_sha()}, {"healed", true}});
+      trace.append("loop.task_done",
+                   {{"iteration", iteration}, {"task", tj}, {"head", repo->head_sha()}, {"healed", true}});
       phase("committing");
       return std::nullopt;
     }
@@ -768,7 +792,8 @@ struct Loop {
       }
       say("escalated: " + h.incident + "; skipping the task (loop.on_escalate = skip)");
       if (escalations_in_row >= cfg.circuit_breaker)
-        return finish(kExitEscalated, "escalated", "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");
+        return finish(kExitEscalated, "escalated",
+                      "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");
     } else {
       // Red but not healed and no incident (e.g. a guard blocked it): back
       // to known-good so the next iteration starts green.
@@ -776,7 +801,8 @@ struct Loop {
       sync_branch("rolled back");
     }
     if (session_retries >= cfg.session_cap)
-      return finish(kExitEscalated, "escalated", "loop-wide retry cap: " + std::to_string(session_retries) + " heal attempts");
+      return finish(kExitEscalated, "escalated",
+                    "loop-wide retry cap: " + std::to_string(session_retries) + " heal attempts");
     return std::nullopt;
   }
 

@@ -52,15 +52,15 @@
 namespace phoenix::loop {
 
 struct Options {
-  std::string root;            // the user's work tree
-  std::string tasks;           // overrides loop.tasks
-  std::string prompt;          // overrides loop.prompt
+  std::string root;    // the user's work tree
+  std::string tasks;   // overrides loop.tasks
+  std::string prompt;  // overrides loop.prompt
   std::optional<int> max_iterations;
   std::optional<long long> deadline_ms;  // epoch ms (--until)
   std::string deadline_text;             // as ISO-8601, for the state file
-  std::string branch;          // overrides loop.branch
+  std::string branch;                    // overrides loop.branch
   bool resume = false;
-  std::string templates_dir;   // shipped templates (prompt-task.md)
+  std::string templates_dir;  // shipped templates (prompt-task.md)
 };
 
 // Runs the loop to its end; returns the exit code (0, 1, 2, 130).

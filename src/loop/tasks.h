@@ -11,9 +11,9 @@
 namespace phoenix::loop {
 
 struct Task {
-  int index = 0;        // 0-based among the task lines, in file order
-  size_t line = 0;      // 0-based line number in the file
-  std::string title;    // the text after the box, trimmed
+  int index = 0;      // 0-based among the task lines, in file order
+  size_t line = 0;    // 0-based line number in the file
+  std::string title;  // the text after the box, trimmed
   bool done = false;
   // Stable within one file: "t<index+1>" (the title may be edited by hand).
   std::string id() const { return "t" + std::to_string(index + 1); }

@@ -37,8 +37,8 @@ namespace {
 
 std::string base64(const std::string& bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  int k = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(bytes.data()),
-                          static_cast<int>(bytes.size()));
+  int k = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
   out.resize(k < 0 ? 0 : static_cast<size_t>(k));
   return out;
 }
@@ -70,12 +70,14 @@ std::string diff_html(const std::string& diff) {
   std::string h = "<pre class=\"diff\"><code>";
   for (const auto& line : util::split_lines(diff)) {
     const char* cls = "";
-    if (line.rfind("+++", 0) == 0 || line.rfind("---", 0) == 0 || line.rfind("diff ", 0) == 0 || line.rfind("index ", 0) == 0)
+    if (line.rfind("+++", 0) == 0 || line.rfind("---", 0) == 0 || line.rfind("diff ", 0) == 0 ||
+        line.rfind("index ", 0) == 0)
       cls = "file";
     else if (line.rfind("@@", 0) == 0) cls = "hunk";
     else if (!line.empty() && line[0] == '+') cls = "add";
     else if (!line.empty() && line[0] == '-') cls = "del";
-    h += line.empty() || !*cls ? html_escape(line) + "\n" : std::string("<span class=\"") + cls + "\">" + html_escape(line) + "</span>\n";
+    h += line.empty() || !*cls ? html_escape(line) + "\n"
+                               : std::string("<span class=\"") + cls + "\">" + html_escape(line) + "</span>\n";
   }
   return h + "</code></pre>\n";
 }
@@ -126,7 +128,8 @@ std::string incident_article(const Escalation& x) {
   std::vector<std::string> tests;
   for (const auto& line : util::split_lines(md)) {
     const std::string key = "- failing test: `";
-    if (line.rfind(key, 0) == 0 && line.size() > key.size() + 1) tests.push_back(line.substr(key.size(), line.size() - key.size() - 1));
+    if (line.rfind(key, 0) == 0 && line.size() > key.size() + 1)
+      tests.push_back(line.substr(key.size(), line.size() - key.size() - 1));
   }
   Node* doc = cmark_parse_document(md.c_str(), md.size(), CMARK_OPT_DEFAULT);
   std::vector<Node*> headings, raw, code, images;
@@ -168,14 +171,17 @@ std::string incident_article(const Escalation& x) {
     std::string rel = u ? u : "";
     fs::path file = fs::path(rel).is_absolute() ? fs::path(rel) : fs::path(path).parent_path() / rel;
     std::string caption = fs::path(rel).stem().string();
-    if (caption.rfind(stem.substr(0, stem.size() - 1), 0) == 0 && caption.size() > stem.size()) caption = caption.substr(stem.size());
+    if (caption.rfind(stem.substr(0, stem.size() - 1), 0) == 0 && caption.size() > stem.size())
+      caption = caption.substr(stem.size());
     std::string mime = mime_of(file);
     std::error_code ec;
     if (mime.empty() || !fs::is_regular_file(file, ec))
-      row += "<figure class=\"missing\"><figcaption>" + html_escape(caption) + ": " + html_escape(rel) + " is missing</figcaption></figure>";
+      row += "<figure class=\"missing\"><figcaption>" + html_escape(caption) + ": " + html_escape(rel) +
+             " is missing</figcaption></figure>";
     else
-      row += "<figure><img alt=\"" + html_escape(caption) + "\" src=\"data:" + mime + ";base64," + base64(util::read_file(file.string())) +
-             "\"><figcaption>" + html_escape(caption) + "</figcaption></figure>";
+      row += "<figure><img alt=\"" + html_escape(caption) + "\" src=\"data:" + mime + ";base64," +
+             base64(util::read_file(file.string())) + "\"><figcaption>" + html_escape(caption) +
+             "</figcaption></figure>";
     Node* para = cmark_node_parent(img);
     if (para && cmark_node_get_type(para) == CMARK_NODE_PARAGRAPH) {
       if (!first_para) first_para = para;
@@ -223,17 +229,19 @@ std::string timeline_svg(const Night& n, int W, const std::string& id) {
   long long t0 = n.start_ms, t1 = std::max(n.end_ms, n.start_ms + 1000);
   double span = static_cast<double>(t1 - t0), px = W - left - right;
   auto x_of = [&](long long t) { return left + px * static_cast<double>(std::clamp(t, t0, t1) - t0) / span; };
-  std::string s = "<svg id=\"" + id + "\" class=\"timeline " + (narrow ? "narrow" : "wide") + "\" viewBox=\"0 0 " + std::to_string(W) + " " +
-                  std::to_string(H) + "\" width=\"100%\" role=\"img\" aria-label=\"timeline of the night\">\n";
+  std::string s = "<svg id=\"" + id + "\" class=\"timeline " + (narrow ? "narrow" : "wide") + "\" viewBox=\"0 0 " +
+                  std::to_string(W) + " " + std::to_string(H) +
+                  "\" width=\"100%\" role=\"img\" aria-label=\"timeline of the night\">\n";
   for (int i = 0; i < L; ++i) {
     int y = top + i * lane_h;
-    s += "<rect class=\"lane\" x=\"" + std::to_string(left) + "\" y=\"" + std::to_string(y + 4) + "\" width=\"" + num(px) +
-         "\" height=\"" + std::to_string(lane_h - 8) + "\"/>";
+    s += "<rect class=\"lane\" x=\"" + std::to_string(left) + "\" y=\"" + std::to_string(y + 4) + "\" width=\"" +
+         num(px) + "\" height=\"" + std::to_string(lane_h - 8) + "\"/>";
     s += "<text class=\"lane-label\" x=\"" + std::to_string(left - 8) + "\" y=\"" + std::to_string(y + lane_h / 2 + 5) +
          "\" text-anchor=\"end\">" + names[i] + "</text>\n";
   }
   // Axis ticks at a round step, at most about eight of them.
-  const long long steps[] = {1000, 5000, 10'000, 30'000, 60'000, 300'000, 600'000, 900'000, 1'800'000, 3'600'000, 7'200'000, 10'800'000};
+  const long long steps[] = {1000,    5000,    10'000,    30'000,    60'000,    300'000,
+                             600'000, 900'000, 1'800'000, 3'600'000, 7'200'000, 10'800'000};
   long long step = steps[11];
   for (long long st : steps)
     if ((t1 - t0) / st <= max_ticks) {
@@ -253,16 +261,21 @@ std::string timeline_svg(const Night& n, int W, const std::string& id) {
     for (int i = 0; i < L; ++i)
       if (m.kind == lanes[i]) lane = i;
     int y = top + lane * lane_h;
-    std::string tip = "<title>" + html_escape(m.label + " · " + clock(m.at_ms) + (m.end_ms > m.at_ms ? ", " + duration(m.end_ms - m.at_ms) : "")) + "</title>";
+    std::string tip = "<title>" +
+                      html_escape(m.label + " · " + clock(m.at_ms) +
+                                  (m.end_ms > m.at_ms ? ", " + duration(m.end_ms - m.at_ms) : "")) +
+                      "</title>";
     std::string cls = "mark " + m.kind + (m.ok ? " ok" : " bad");
     if (m.kind == "check" || m.kind == "escalation") {
       double cx = x_of(m.at_ms), cy = y + lane_h / 2.0, r = m.kind == "escalation" ? 9 : 6;
-      s += "<path class=\"" + cls + "\" data-kind=\"" + m.kind + "\" d=\"M" + num(cx) + " " + num(cy - r) + " L" + num(cx + r) + " " +
-           num(cy) + " L" + num(cx) + " " + num(cy + r) + " L" + num(cx - r) + " " + num(cy) + " Z\">" + tip + "</path>\n";
+      s += "<path class=\"" + cls + "\" data-kind=\"" + m.kind + "\" d=\"M" + num(cx) + " " + num(cy - r) + " L" +
+           num(cx + r) + " " + num(cy) + " L" + num(cx) + " " + num(cy + r) + " L" + num(cx - r) + " " + num(cy) +
+           " Z\">" + tip + "</path>\n";
     } else {
       double x0 = x_of(m.at_ms), x1 = std::max(x_of(m.end_ms), x0 + 4);
-      s += "<rect class=\"" + cls + "\" data-kind=\"" + m.kind + "\" x=\"" + num(x0) + "\" y=\"" + std::to_string(y + 7) +
-           "\" width=\"" + num(x1 - x0) + "\" height=\"" + std::to_string(lane_h - 14) + "\" rx=\"2\">" + tip + "</rect>\n";
+      s += "<rect class=\"" + cls + "\" data-kind=\"" + m.kind + "\" x=\"" + num(x0) + "\" y=\"" +
+           std::to_string(y + 7) + "\" width=\"" + num(x1 - x0) + "\" height=\"" + std::to_string(lane_h - 14) +
+           "\" rx=\"2\">" + tip + "</rect>\n";
     }
   }
   return s + "</svg>\n";
@@ -340,12 +353,13 @@ std::string href(const std::string& from_dir, const std::string& target_abs, con
 
 std::string html(const Night& n, const std::string& out_dir) {
   const std::string title = report::title(n);
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
-                  html_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<main>\n";
+  std::string h =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
+      html_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<main>\n";
   h += "<header>\n<h1>" + html_escape(title) + "</h1>\n<p class=\"period\">" + html_escape(period(n)) + "</p>\n";
-  h += "<p id=\"verdict\" class=\"verdict" + std::string(n.escalations.empty() ? "" : " escalated") + "\">" + html_escape(verdict(n)) +
-       "</p>\n</header>\n";
+  h += "<p id=\"verdict\" class=\"verdict" + std::string(n.escalations.empty() ? "" : " escalated") + "\">" +
+       html_escape(verdict(n)) + "</p>\n</header>\n";
   h += "<section id=\"needs\" class=\"needs\">\n<h2>Needs a person first</h2>\n<ol>\n";
   for (const auto& line : needs_person(n)) h += "<li>" + code_spans(html_escape(line)) + "</li>\n";
   h += "</ol>\n</section>\n";
@@ -366,17 +380,20 @@ std::string html(const Night& n, const std::string& out_dir) {
   h += "<section id=\"tasks\">\n<h2>Tasks</h2>\n";
   if (n.tasks.empty()) h += "<p>" + dash() + "</p>\n";
   else {
-    h += "<div class=\"scroll\"><table>\n<thead><tr><th>task</th><th>outcome</th><th>commits</th><th>duration</th><th>turns</th><th>cost</th></tr></thead>\n<tbody>\n";
+    h +=
+        "<div class=\"scroll\"><table>\n<thead><tr><th>task</th><th>outcome</th><th>commits</th><th>duration</th><th>turns</th><th>cost</th></tr></thead>\n<tbody>\n";
     for (const auto& t : n.tasks) {
       std::string commits;
-      for (const auto& c : t.commits) commits += (commits.empty() ? "" : " ") + ("<code title=\"" + c + "\">" + short_sha(c) + "</code>");
+      for (const auto& c : t.commits)
+        commits += (commits.empty() ? "" : " ") + ("<code title=\"" + c + "\">" + short_sha(c) + "</code>");
       std::string outcome = html_escape(t.outcome);
-      if (!t.incident.empty())
-        outcome += " (<a href=\"#" + html_escape(t.incident) + "\">note</a>)";
-      std::string cost = t.cost_usd ? html_escape(money(t.cost_usd)) + (t.cost_why.empty() ? "" : " <small>(+ " + html_escape(t.cost_why) + ")</small>")
-                                    : dash() + " <small>" + html_escape(t.cost_why) + "</small>";
-      h += "<tr><td data-label=\"task\">" + html_escape(t.title) + "</td><td data-label=\"outcome\" class=\"outcome-" + t.outcome +
-           "\">" + outcome + "</td><td data-label=\"commits\">" + (commits.empty() ? dash() : commits) +
+      if (!t.incident.empty()) outcome += " (<a href=\"#" + html_escape(t.incident) + "\">note</a>)";
+      std::string cost = t.cost_usd
+                             ? html_escape(money(t.cost_usd)) +
+                                   (t.cost_why.empty() ? "" : " <small>(+ " + html_escape(t.cost_why) + ")</small>")
+                             : dash() + " <small>" + html_escape(t.cost_why) + "</small>";
+      h += "<tr><td data-label=\"task\">" + html_escape(t.title) + "</td><td data-label=\"outcome\" class=\"outcome-" +
+           t.outcome + "\">" + outcome + "</td><td data-label=\"commits\">" + (commits.empty() ? dash() : commits) +
            "</td><td data-label=\"duration\">" + duration(t.end_ms - t.start_ms) + "</td><td data-label=\"turns\">" +
            std::to_string(t.turns) + "</td><td data-label=\"cost\">" + cost + "</td></tr>\n";
     }
@@ -387,13 +404,16 @@ std::string html(const Night& n, const std::string& out_dir) {
   h += "<section id=\"heals\">\n<h2>Heals</h2>\n";
   if (n.heals.empty()) h += "<p>" + dash() + "</p>\n";
   else {
-    h += "<div class=\"scroll\"><table>\n<thead><tr><th>at</th><th>check</th><th>fixer</th><th>attempts</th><th>duration</th><th>replayed</th><th>fix</th></tr></thead>\n<tbody>\n";
+    h +=
+        "<div class=\"scroll\"><table>\n<thead><tr><th>at</th><th>check</th><th>fixer</th><th>attempts</th><th>duration</th><th>replayed</th><th>fix</th></tr></thead>\n<tbody>\n";
     for (const auto& x : n.heals)
-      h += "<tr><td data-label=\"at\">" + clock(x.end_ms) + "</td><td data-label=\"check\"><code>" + html_escape(x.check) +
-           "</code></td><td data-label=\"fixer\">" + html_escape(x.fixer) + "</td><td data-label=\"attempts\">" +
-           std::to_string(x.attempts) + "</td><td data-label=\"duration\">" + duration(x.end_ms - x.start_ms) +
-           "</td><td data-label=\"replayed\">" + (x.replayed ? "from the journal" : "no") + "</td><td data-label=\"fix\">" +
-           (x.commit.empty() ? dash() : "<code title=\"" + x.commit + "\">" + short_sha(x.commit) + "</code>") + "</td></tr>\n";
+      h += "<tr><td data-label=\"at\">" + clock(x.end_ms) + "</td><td data-label=\"check\"><code>" +
+           html_escape(x.check) + "</code></td><td data-label=\"fixer\">" + html_escape(x.fixer) +
+           "</td><td data-label=\"attempts\">" + std::to_string(x.attempts) + "</td><td data-label=\"duration\">" +
+           duration(x.end_ms - x.start_ms) + "</td><td data-label=\"replayed\">" +
+           (x.replayed ? "from the journal" : "no") + "</td><td data-label=\"fix\">" +
+           (x.commit.empty() ? dash() : "<code title=\"" + x.commit + "\">" + short_sha(x.commit) + "</code>") +
+           "</td></tr>\n";
     h += "</tbody></table></div>\n";
   }
   h += "</section>\n";
@@ -415,7 +435,8 @@ std::string html(const Night& n, const std::string& out_dir) {
     h += "<article class=\"incident\" id=\"" + html_escape(x.incident) + "\">\n<p class=\"meta\">Note <a href=\"" +
          html_escape(href(out_dir, x.incident_abs, x.incident)) + "\"><code>" + html_escape(x.incident) + "</code></a>";
     if (!x.task.empty()) h += " · task “" + html_escape(x.task) + "”";
-    if (!x.rolled_back_to.empty()) h += " · rolled back to <code title=\"" + x.rolled_back_to + "\">" + short_sha(x.rolled_back_to) + "</code>";
+    if (!x.rolled_back_to.empty())
+      h += " · rolled back to <code title=\"" + x.rolled_back_to + "\">" + short_sha(x.rolled_back_to) + "</code>";
     if (!x.abandoned_ref.empty()) h += " · abandoned work in <code>" + html_escape(x.abandoned_ref) + "</code>";
     else if (!x.abandoned.empty()) h += " · abandoned head <code>" + short_sha(x.abandoned) + "</code>";
     h += "</p>\n" + incident_article(x) + "</article>\n";

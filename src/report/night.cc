@@ -90,8 +90,8 @@ namespace {
 struct NightReader {
   const Facts& facts;
   Night n;
-  Pending pend;                              // the task in progress
-  std::map<std::string, Json> detected;      // check -> DETECTED data
+  Pending pend;                          // the task in progress
+  std::map<std::string, Json> detected;  // check -> DETECTED data
   std::map<std::string, long long> detected_at;
   double cost = 0;
   bool costed = false;
@@ -229,7 +229,8 @@ struct NightReader {
       h.signature = detected.count(check) ? str(detected[check], "signature") : "";
       n.heals.push_back(h);
       if (!h.commit.empty()) pend.commits.push_back(h.commit);
-      n.marks.push_back({"heal", h.start_ms, h.end_ms, true, check + " healed by " + h.fixer + (h.replayed ? " (replayed)" : "")});
+      n.marks.push_back(
+          {"heal", h.start_ms, h.end_ms, true, check + " healed by " + h.fixer + (h.replayed ? " (replayed)" : "")});
     }
   }
 
@@ -265,10 +266,8 @@ struct NightReader {
     t.turns = pend.turns;
     t.model_calls = pend.calls;
     t.cost_usd = pend.cost;
-    if (pend.uncosted && pend.cost)
-      t.cost_why = std::to_string(pend.uncosted) + " run(s) reported no cost";
-    else if (!pend.cost)
-      t.cost_why = pend.turns ? "the agent CLI reported no cost" : "no agent run";
+    if (pend.uncosted && pend.cost) t.cost_why = std::to_string(pend.uncosted) + " run(s) reported no cost";
+    else if (!pend.cost) t.cost_why = pend.turns ? "the agent CLI reported no cost" : "no agent run";
   }
 
   void task(const Event& e) {
@@ -286,7 +285,8 @@ struct NightReader {
       t.outcome = d.value("healed", false) ? "healed" : "done";
       t.commits = pend.commits;
       std::string head = str(d, "head");
-      if (!head.empty() && std::find(t.commits.begin(), t.commits.end(), head) == t.commits.end()) t.commits.push_back(head);
+      if (!head.empty() && std::find(t.commits.begin(), t.commits.end(), head) == t.commits.end())
+        t.commits.push_back(head);
     } else {
       t.outcome = "skipped";
       t.incident = relative(str(d, "incident"), facts.root);
@@ -384,7 +384,8 @@ std::string verdict(const Night& n) {
   } else if (n.loop && n.running) {
     s += "; the loop is still running";
   } else if (n.loop && n.end_phase != "complete" && !n.end_why.empty()) {
-    s += "; the loop " + n.end_why.substr(0, n.end_why.rfind(':') == std::string::npos ? n.end_why.size() : n.end_why.find(':'));
+    s += "; the loop " +
+         n.end_why.substr(0, n.end_why.rfind(':') == std::string::npos ? n.end_why.size() : n.end_why.find(':'));
   }
   s += n.known_good.empty() ? "; no known-good commit yet" : "; known-good is " + short_sha(n.known_good);
   s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
@@ -394,12 +395,14 @@ std::string verdict(const Night& n) {
 std::vector<std::string> needs_person(const Night& n) {
   std::vector<std::string> v;
   for (auto it = n.escalations.rbegin(); it != n.escalations.rend(); ++it) {
-    std::string s = "Read " + (it->incident.empty() ? std::string("the incident note") : it->incident) + ": `" + it->check + "`";
+    std::string s =
+        "Read " + (it->incident.empty() ? std::string("the incident note") : it->incident) + ": `" + it->check + "`";
     if (!it->task.empty()) s += " on \"" + it->task + "\"";
     s += " escalated";
     if (!it->why.empty()) s += " (" + it->why + ")";
     if (!it->abandoned_ref.empty()) s += "; the abandoned work is " + it->abandoned_ref;
-    else if (!it->abandoned.empty() && it->abandoned != it->rolled_back_to) s += "; the abandoned head is " + short_sha(it->abandoned);
+    else if (!it->abandoned.empty() && it->abandoned != it->rolled_back_to)
+      s += "; the abandoned head is " + short_sha(it->abandoned);
     v.push_back(s + ".");
   }
   // Red before the first iteration (not the agent's doing), and not healed

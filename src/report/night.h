@@ -22,18 +22,18 @@ struct Task {
   std::string outcome;               // "done", "healed", "skipped", "escalated", "open"
   std::vector<std::string> commits;  // shas it left on the loop branch (task commit, fix commit)
   long long start_ms = 0, end_ms = 0;
-  int turns = 0;                     // agent runs (not counting refused ones)
+  int turns = 0;  // agent runs (not counting refused ones)
   std::optional<long long> model_calls;
-  std::optional<double> cost_usd;    // reported cost; null when no run reported one
-  std::string cost_why;              // why the cost is unknown (or partial)
-  std::string incident;              // relative path, when escalated
+  std::optional<double> cost_usd;  // reported cost; null when no run reported one
+  std::string cost_why;            // why the cost is unknown (or partial)
+  std::string incident;            // relative path, when escalated
 };
 
 struct Heal {
   std::string check;
-  std::string fixer;                 // journal, bisect, harness
+  std::string fixer;  // journal, bisect, harness
   int attempts = 0;
-  bool replayed = false;             // from the journal
+  bool replayed = false;  // from the journal
   long long start_ms = 0, end_ms = 0;
   std::string commit;
   std::string signature;
@@ -41,7 +41,7 @@ struct Heal {
 
 struct Wait {
   long long at_ms = 0, wait_ms = 0;
-  std::string status;                // rate-limited, unreachable
+  std::string status;  // rate-limited, unreachable
   std::string detail;
 };
 
@@ -49,27 +49,27 @@ struct Escalation {
   long long at_ms = 0;
   std::string check;
   std::string why;
-  std::string incident;              // path relative to the repository
-  std::string incident_abs;          // where to read it
+  std::string incident;      // path relative to the repository
+  std::string incident_abs;  // where to read it
   std::string rolled_back_to;
-  std::string abandoned;             // the abandoned head's sha
-  std::string abandoned_ref;         // refs/phoenix/abandoned/<time>, when found
-  std::string task;                  // its title, when known
+  std::string abandoned;      // the abandoned head's sha
+  std::string abandoned_ref;  // refs/phoenix/abandoned/<time>, when found
+  std::string task;           // its title, when known
   bool stopped_loop = false;
 };
 
 // A mark on the timeline.
 struct Mark {
-  std::string kind;                  // iteration (run, outside a loop), check, heal, wait, escalation
-  long long at_ms = 0, end_ms = 0;   // end == at: a point
+  std::string kind;                 // iteration (run, outside a loop), check, heal, wait, escalation
+  long long at_ms = 0, end_ms = 0;  // end == at: a point
   bool ok = true;
   std::string label;
 };
 
 // What the repository says beside the trace (cmd_report reads them).
 struct Facts {
-  std::string root;                  // the repository's work tree (paths are shown relative to it)
-  std::string known_good;            // refs/phoenix/known-good
+  std::string root;                                   // the repository's work tree (paths are shown relative to it)
+  std::string known_good;                             // refs/phoenix/known-good
   std::map<std::string, std::string> abandoned_refs;  // sha -> ref name
   // Reads the tasks file on the loop branch: (branch, path) -> text, or "".
   std::function<std::string(const std::string& branch, const std::string& path)> tasks_at;
@@ -90,11 +90,11 @@ struct Night {
   std::vector<Mark> marks;
   std::vector<std::string> baseline_red;
   int iterations = 0;
-  int runs = 0;                        // phoenix run outside the loop
+  int runs = 0;  // phoenix run outside the loop
   int agent_runs = 0, runs_without_cost = 0;
   std::optional<double> cost_usd;
   std::string known_good;
-  std::string end_phase, end_why;      // loop.end
+  std::string end_phase, end_why;  // loop.end
   std::optional<int> exit_code;
 };
 
@@ -108,15 +108,15 @@ Night read_night(const std::string& trace_text, long long since_ms, const Facts&
 std::string verdict(const Night& n);
 std::vector<std::string> needs_person(const Night& n);  // most urgent first; never empty
 std::string next_command(const Night& n);
-std::string title(const Night& n);                      // "Phoenix: the night on phoenix/loop-…"
-std::string period(const Night& n);                     // "2026-12-02 01:00 +01:00 to 03:12 (2 h 12 min)"
-std::string totals(const Night& n);                     // "4 iterations, 2 h 13 min, $0.42"
+std::string title(const Night& n);   // "Phoenix: the night on phoenix/loop-…"
+std::string period(const Night& n);  // "2026-12-02 01:00 +01:00 to 03:12 (2 h 12 min)"
+std::string totals(const Night& n);  // "4 iterations, 2 h 13 min, $0.42"
 
 // --- human units -----------------------------------------------------------
-std::string duration(long long ms);           // "840 ms", "12 s", "4 min 12 s", "2 h 13 min"
-std::string clock(long long ms);              // "03:12" local time
-std::string local_time(long long ms);         // "2026-12-02 03:12 +01:00"
-std::string utc_offset(long long ms);         // "+01:00"
+std::string duration(long long ms);                   // "840 ms", "12 s", "4 min 12 s", "2 h 13 min"
+std::string clock(long long ms);                      // "03:12" local time
+std::string local_time(long long ms);                 // "2026-12-02 03:12 +01:00"
+std::string utc_offset(long long ms);                 // "+01:00"
 std::string money(const std::optional<double>& usd);  // "$0.42", "—" when unknown
 std::string short_sha(const std::string& sha);        // 7 hex
 std::string plural(long long k, const std::string& one, const std::string& many);  // "1 heal", "2 heals"

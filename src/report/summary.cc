@@ -43,10 +43,13 @@ Json summary_json(const std::string& trace_text, long long since) {
       if (loop_start < 0) busy_ms += t - run_start;  // a loop's runs are inside its time
       run_start = -1;
     } else if (ev == "loop.task_done") {
-      done.push_back({{"task", d.value("task", Json())}, {"head", d.value("head", "")},
-                      {"healed", d.value("healed", false)}, {"at", e.value("ts", "")}});
+      done.push_back({{"task", d.value("task", Json())},
+                      {"head", d.value("head", "")},
+                      {"healed", d.value("healed", false)},
+                      {"at", e.value("ts", "")}});
     } else if (ev == "loop.task_skipped") {
-      skipped.push_back({{"task", d.value("task", Json())}, {"incident", d.value("incident", "")}, {"at", e.value("ts", "")}});
+      skipped.push_back(
+          {{"task", d.value("task", Json())}, {"incident", d.value("incident", "")}, {"at", e.value("ts", "")}});
     } else if (ev == "loop.agent") {
       ++iterations;
       if (d.value("status", "") != "unavailable") ++model_calls;
@@ -77,9 +80,13 @@ Json summary_json(const std::string& trace_text, long long since) {
         const Json det = detected.count(check) ? detected[check] : Json::object();
         long long dur = d.value("elapsed_ms", 0LL) - det.value("elapsed_ms", 0LL);
         std::string fixer = d.value("fixer", "");
-        heal_list.push_back({{"check", check}, {"fixer", fixer}, {"attempts", d.value("attempts", 0)},
-                             {"duration_ms", dur < 0 ? 0 : dur}, {"replayed", fixer == "journal"},
-                             {"signature", det.value("signature", "")}, {"commit", d.value("commit", "")},
+        heal_list.push_back({{"check", check},
+                             {"fixer", fixer},
+                             {"attempts", d.value("attempts", 0)},
+                             {"duration_ms", dur < 0 ? 0 : dur},
+                             {"replayed", fixer == "journal"},
+                             {"signature", det.value("signature", "")},
+                             {"commit", d.value("commit", "")},
                              {"at", e.value("ts", "")}});
       } else if (st == "ESCALATED") {
         ++escalations;
@@ -91,20 +98,32 @@ Json summary_json(const std::string& trace_text, long long since) {
       else if (ev == "incident") {
         std::string check = d.value("check", "");
         std::string sig = detected.count(check) ? detected[check].value("signature", "") : "";
-        incidents.push_back({{"path", d.value("path", "")}, {"check", check}, {"why", d.value("why", "")},
-                             {"signature", sig}, {"rolled_back_to", nullptr}, {"at", e.value("ts", "")}});
+        incidents.push_back({{"path", d.value("path", "")},
+                             {"check", check},
+                             {"why", d.value("why", "")},
+                             {"signature", sig},
+                             {"rolled_back_to", nullptr},
+                             {"at", e.value("ts", "")}});
       }
     } else if (ev == "rollback" && !incidents.empty() && incidents.back()["rolled_back_to"].is_null()) {
       incidents.back()["rolled_back_to"] = d.value("to", "");
     }
   }
-  Json j = {{"tasks_done", done}, {"tasks_skipped", skipped}, {"heals", heals}, {"heal_list", heal_list},
-            {"heals_by_check", heals_by_check}, {"model_calls", model_calls},
-            {"escalations", escalations}, {"incidents", incidents}, {"loops", loops}, {"runs", runs},
-            {"iterations", iterations}, {"time_s", static_cast<double>(busy_ms) / 1000.0},
-            {"cost_usd", costed ? Json(cost) : Json(nullptr)}, {"calls_without_cost", uncosted}};
+  Json j = {{"tasks_done", done},
+            {"tasks_skipped", skipped},
+            {"heals", heals},
+            {"heal_list", heal_list},
+            {"heals_by_check", heals_by_check},
+            {"model_calls", model_calls},
+            {"escalations", escalations},
+            {"incidents", incidents},
+            {"loops", loops},
+            {"runs", runs},
+            {"iterations", iterations},
+            {"time_s", static_cast<double>(busy_ms) / 1000.0},
+            {"cost_usd", costed ? Json(cost) : Json(nullptr)},
+            {"calls_without_cost", uncosted}};
   return j;
 }
-
 
 }  // namespace phoenix::report

@@ -100,7 +100,8 @@ std::string terminal(const Night& n, bool color, int width) {
   if (n.tasks.empty()) s += "  " + std::string(kDash) + "\n";
   for (const auto& t : n.tasks) {
     s += wrap(t.title, width, "  " + outcome(t.outcome), 12);
-    std::string detail = commits_text(t) + " · " + duration(t.end_ms - t.start_ms) + " · " + turns_text(t) + " · " + cost_text(t);
+    std::string detail =
+        commits_text(t) + " · " + duration(t.end_ms - t.start_ms) + " · " + turns_text(t) + " · " + cost_text(t);
     if (!t.incident.empty()) detail += " · " + t.incident;
     s += wrap(detail, width, std::string(12, ' '), 12);
   }
@@ -135,8 +136,8 @@ std::string markdown(const Night& n) {
   else {
     s += "| task | outcome | commits | duration | turns | cost |\n|---|---|---|---|---|---|\n";
     for (const auto& t : n.tasks)
-      s += "| " + md_cell(t.title) + " | " + t.outcome + (t.incident.empty() ? "" : " ([note](" + t.incident + "))") + " | " +
-           shas(t.commits) + " | " + duration(t.end_ms - t.start_ms) + " | " + std::to_string(t.turns) + " | " +
+      s += "| " + md_cell(t.title) + " | " + t.outcome + (t.incident.empty() ? "" : " ([note](" + t.incident + "))") +
+           " | " + shas(t.commits) + " | " + duration(t.end_ms - t.start_ms) + " | " + std::to_string(t.turns) + " | " +
            md_cell(t.cost_usd ? money(t.cost_usd) + (t.cost_why.empty() ? "" : " (+ " + t.cost_why + ")")
                               : std::string(kDash) + " (" + t.cost_why + ")") +
            " |\n";
@@ -153,12 +154,13 @@ std::string markdown(const Night& n) {
   s += "\n## Rate-limit waits\n\n";
   if (n.waits.empty()) s += std::string(kDash) + "\n";
   for (const auto& w : n.waits)
-    s += "- " + clock(w.at_ms) + ": " + w.status + ", waited " + duration(w.wait_ms) + (w.detail.empty() ? "" : " (" + w.detail + ")") + "\n";
+    s += "- " + clock(w.at_ms) + ": " + w.status + ", waited " + duration(w.wait_ms) +
+         (w.detail.empty() ? "" : " (" + w.detail + ")") + "\n";
   s += "\n## Escalations\n\n";
   if (n.escalations.empty()) s += std::string(kDash) + "\n";
   for (const auto& x : n.escalations) {
-    s += "- " + clock(x.at_ms) + ": `" + x.check + "`: " + (x.why.empty() ? "escalated" : x.why) + "; note [" + x.incident +
-         "](" + x.incident + ")";
+    s += "- " + clock(x.at_ms) + ": `" + x.check + "`: " + (x.why.empty() ? "escalated" : x.why) + "; note [" +
+         x.incident + "](" + x.incident + ")";
     if (!x.rolled_back_to.empty()) s += "; rolled back to " + short_sha(x.rolled_back_to);
     if (!x.abandoned_ref.empty()) s += "; abandoned work in `" + x.abandoned_ref + "`";
     s += "\n";

@@ -26,11 +26,17 @@ using namespace gitx::lg2;  // the owner types
 
 const std::vector<std::string>& secret_globs() {
   static const std::vector<std::string> globs{
-      ".env",         ".env.*",                 // dotenv files (API keys, database URLs)
-      "*.pem",        "*.key",  "*.p12",         // private keys and certificates
-      "id_rsa*",      "id_ed25519*",            // ssh keys
-      ".npmrc",       ".pypirc", ".netrc",      // registry and login credentials
-      "credentials*.json",                      // cloud service-account files
+      ".env",
+      ".env.*",  // dotenv files (API keys, database URLs)
+      "*.pem",
+      "*.key",
+      "*.p12",  // private keys and certificates
+      "id_rsa*",
+      "id_ed25519*",  // ssh keys
+      ".npmrc",
+      ".pypirc",
+      ".netrc",             // registry and login credentials
+      "credentials*.json",  // cloud service-account files
   };
   return globs;
 }
@@ -44,7 +50,8 @@ bool is_secret(std::string_view rel_path) {
   auto ends = [&](std::string_view suffix) {
     return base.size() >= suffix.size() && base.substr(base.size() - suffix.size()) == suffix;
   };
-  if (base.empty() || (base[0] != '.' && base[0] != 'i' && base[0] != 'c' && !ends(".pem") && !ends(".key") && !ends(".p12")))
+  if (base.empty() ||
+      (base[0] != '.' && base[0] != 'i' && base[0] != 'c' && !ends(".pem") && !ends(".key") && !ends(".p12")))
     return false;
   return util::glob_match_any(secret_globs(), rel_path);
 }
@@ -90,8 +97,8 @@ git_oid commit_baseline(git_repository* meta, const git_oid& tree_id) {
   check(git_signature_now(&sig_raw, "Phoenix", "phoenix@localhost"), "signature");
   SignaturePtr sig(sig_raw);
   git_oid commit_id;
-  check(git_commit_create(&commit_id, meta, "HEAD", sig.get(), sig.get(), nullptr,
-                          "phoenix: sandbox baseline\n", tree.get(), 0, nullptr),
+  check(git_commit_create(&commit_id, meta, "HEAD", sig.get(), sig.get(), nullptr, "phoenix: sandbox baseline\n",
+                          tree.get(), 0, nullptr),
         "commit baseline");
   return commit_id;
 }
@@ -293,7 +300,6 @@ void Copier::copy(const std::string& rel) {
   else copied.insert(rel);
 }
 
-
 void Copier::drop_escaping_links() {
   for (const std::string& rel : links) {
     if (resolves_inside(dry ? src_root : dst_root, rel)) continue;
@@ -336,7 +342,8 @@ std::vector<std::string> carry_roots(const std::vector<std::string>& globs) {
 void carry_files(Copier& copier, const std::vector<std::string>& globs, const std::string& skip_dir_rel) {
   if (globs.empty()) return;
   auto consider = [&](const std::string& rel) {
-    if (rel.empty() || is_internal(rel) || (!skip_dir_rel.empty() && gitx::at_or_under_prefix(rel, skip_dir_rel))) return;
+    if (rel.empty() || is_internal(rel) || (!skip_dir_rel.empty() && gitx::at_or_under_prefix(rel, skip_dir_rel)))
+      return;
     if (util::glob_match_any(globs, rel)) copier.copy(rel);
   };
   const std::string src_prefix = copier.src_root.generic_string() + "/";

@@ -30,14 +30,13 @@ std::string content_digest(const fs::path& path) {
   if (!S_ISREG(st.st_mode)) return "special";
   try {
     return util::sha256_file(path.string()) + ((st.st_mode & S_IXUSR) ? " x" : "");
-  } catch (const Error&) {
-    return "unreadable";
-  }
+  } catch (const Error&) { return "unreadable"; }
 }
 
 }  // namespace
 
-RepoFingerprint fingerprint_repo(const std::string& repo_root, const std::vector<std::string>& ignore_untracked_prefixes) {
+RepoFingerprint fingerprint_repo(const std::string& repo_root,
+                                 const std::vector<std::string>& ignore_untracked_prefixes) {
   gitx::Repo repo = gitx::Repo::open(repo_root);
   const std::string top = repo.workdir();
   RepoFingerprint fp;
@@ -45,7 +44,8 @@ RepoFingerprint fingerprint_repo(const std::string& repo_root, const std::vector
 
   const std::string head = repo.head_sha();
   const std::string branch = repo.head_branch();
-  items["HEAD"] = (head.empty() ? std::string("unborn") : head) + " " + (branch.empty() ? "(detached)" : "(" + branch + ")");
+  items["HEAD"] =
+      (head.empty() ? std::string("unborn") : head) + " " + (branch.empty() ? "(detached)" : "(" + branch + ")");
   for (const gitx::RefEntry& r : repo.list_refs("")) items["ref " + r.name] = r.sha;
 
   {
@@ -73,7 +73,8 @@ RepoFingerprint fingerprint_repo(const std::string& repo_root, const std::vector
   const fs::path config = fs::path(repo.common_dir()) / "config";
   items["config"] = content_digest(config);
   std::error_code ec;
-  for (auto it = fs::directory_iterator(repo.hooks_dir(), ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::directory_iterator(repo.hooks_dir(), ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
     std::error_code e2;
     if (it->is_directory(e2) && !it->is_symlink(e2)) continue;
     items["hook " + it->path().filename().string()] = content_digest(it->path());
@@ -103,7 +104,9 @@ std::vector<std::string> fingerprint_changes(const RepoFingerprint& before, cons
     } else if (kind == "ref") {
       if (!had) out.push_back("ref " + name + " created at " + gitx::short_sha(a->second));
       else if (!has) out.push_back("ref " + name + " deleted");
-      else out.push_back("ref " + name + " moved from " + gitx::short_sha(b->second) + " to " + gitx::short_sha(a->second));
+      else
+        out.push_back("ref " + name + " moved from " + gitx::short_sha(b->second) + " to " +
+                      gitx::short_sha(a->second));
     } else if (kind == "index") {
       out.push_back("index entry of " + name + (!had ? " added" : !has ? " removed" : " changed"));
     } else if (kind == "file") {

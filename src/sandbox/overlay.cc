@@ -97,9 +97,7 @@ std::string probe_overlay() {
   util::write_file_atomic(tmpl + "/lower/seen", "x\n");
   try {
     make_whiteout(tmpl + "/hide/hidden");
-  } catch (const Error& e) {
-    return std::string("cannot make overlay whiteouts: ") + e.what();
-  }
+  } catch (const Error& e) { return std::string("cannot make overlay whiteouts: ") + e.what(); }
   const std::string sh = util::find_executable("sh");
   if (sh.empty()) return "no sh on PATH to probe with";
   util::ProcessOptions o;
@@ -124,7 +122,9 @@ std::string probe_overlay() {
 
 // The mode git records for what lstat found: link, executable or not.
 uint32_t git_mode_of(const struct stat& st) {
-  return S_ISLNK(st.st_mode) ? GIT_FILEMODE_LINK : (st.st_mode & S_IXUSR) ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+  return S_ISLNK(st.st_mode)      ? GIT_FILEMODE_LINK
+         : (st.st_mode & S_IXUSR) ? GIT_FILEMODE_BLOB_EXECUTABLE
+                                  : GIT_FILEMODE_BLOB;
 }
 
 // ---------------------------------------------------------------------------
@@ -208,7 +208,8 @@ void write_hide_layer(const std::string& top, const std::string& hide, const std
         struct stat st;
         is_dir = ::lstat((src + "/" + name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
       }
-      if (is_dir && folders.count(rel) && !is_internal(rel) && !(!base_rel.empty() && gitx::at_or_under_prefix(rel, base_rel))) {
+      if (is_dir && folders.count(rel) && !is_internal(rel) &&
+          !(!base_rel.empty() && gitx::at_or_under_prefix(rel, base_rel))) {
         todo.push_back(rel);
         continue;
       }
@@ -396,8 +397,8 @@ std::string commit_result(git_index* idx, git_repository* meta, const std::strin
   SignaturePtr sig(sig_raw);
   git_oid after;
   const git_commit* parents[] = {base.get()};
-  check(git_commit_create(&after, meta, nullptr, sig.get(), sig.get(), nullptr, "phoenix: sandbox result\n",
-                          tree.get(), 1, parents),
+  check(git_commit_create(&after, meta, nullptr, sig.get(), sig.get(), nullptr, "phoenix: sandbox result\n", tree.get(),
+                          1, parents),
         "commit the sandbox's tree");
   return oid_hex(after);
 }

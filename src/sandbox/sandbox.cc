@@ -154,8 +154,7 @@ void Sandbox::remove() noexcept {
       make_writable(layers_);
       std::error_code ec;
       fs::remove_all(layers_, ec);
-    } catch (...) {
-    }
+    } catch (...) {}
     layers_.clear();
   }
   if (dir_.empty()) return;

@@ -188,15 +188,15 @@ class Sandbox {
   std::string read_overlay_patch() const;
 
   Kind kind_ = Kind::kCopy;
-  std::string top_;       // the real work tree (overlay: the bottom layer)
-  std::string layers_;    // overlay: the layers' own folder outside the work tree, when not dir_
-  std::string upper_;     // overlay: dir_/upper
-  std::string hide_;      // overlay: dir_/hide
-  std::string ovl_work_;  // overlay: dir_/ovl (the overlay's own work folder)
+  std::string top_;                   // the real work tree (overlay: the bottom layer)
+  std::string layers_;                // overlay: the layers' own folder outside the work tree, when not dir_
+  std::string upper_;                 // overlay: dir_/upper
+  std::string hide_;                  // overlay: dir_/hide
+  std::string ovl_work_;              // overlay: dir_/ovl (the overlay's own work folder)
   std::vector<std::string> scratch_;  // overlay: scratch files, never in the patch
-  std::string dir_;       // sandbox-XXXXXX
-  std::string work_;      // dir_/work
-  std::string meta_;      // dir_/meta.git
+  std::string dir_;                   // sandbox-XXXXXX
+  std::string work_;                  // dir_/work
+  std::string meta_;                  // dir_/meta.git
   std::string baseline_;
   std::vector<std::string> files_;
   std::vector<Skipped> skipped_;

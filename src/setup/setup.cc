@@ -28,8 +28,7 @@ std::vector<std::string> candidate_files(const std::string& tree) {
   try {
     gitx::Repo repo = gitx::Repo::open(tree);
     return repo.listed_files();
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   std::vector<std::string> out;
   std::error_code ec;
   fs::recursive_directory_iterator it(tree, fs::directory_options::skip_permission_denied, ec), end;
@@ -56,8 +55,7 @@ std::set<std::string> untracked_tops(const std::string& tree) {
   try {
     gitx::Repo repo = gitx::Repo::open(tree);
     for (const std::string& p : repo.untracked_files()) out.insert(p.substr(0, p.find('/')));
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   return out;
 }
 

@@ -35,11 +35,11 @@ namespace phoenix::setup {
 
 struct Result {
   bool ok = true;
-  bool ran = false;            // false: the stamp matched (or no steps), nothing ran
-  bool interrupted = false;    // SIGINT/SIGTERM during a step
-  std::string step;            // the failing step's argv, joined for display
-  std::string signal;          // "setup failed: npm ci: exit=1" (empty when ok)
-  std::string evidence;        // bounded tail of the failing step's output
+  bool ran = false;          // false: the stamp matched (or no steps), nothing ran
+  bool interrupted = false;  // SIGINT/SIGTERM during a step
+  std::string step;          // the failing step's argv, joined for display
+  std::string signal;        // "setup failed: npm ci: exit=1" (empty when ok)
+  std::string evidence;      // bounded tail of the failing step's output
   std::string fingerprint;
   long long duration_ms = 0;
 };

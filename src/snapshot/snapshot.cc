@@ -32,12 +32,16 @@ std::vector<Entry> scan(const fs::path& p) {
   auto add = [&](const fs::path& file, const std::string& rel) {
     struct stat st;
     if (::lstat(file.c_str(), &st) != 0) throw_errno("cannot stat " + file.string());
-    if (S_ISLNK(st.st_mode)) throw UsageError("snapshot: " + file.string() + " is a symbolic link; Phoenix snapshots regular files only");
-    out.push_back({rel, util::sha256_file(file), static_cast<unsigned>(st.st_mode & 07777), static_cast<uint64_t>(st.st_size)});
+    if (S_ISLNK(st.st_mode))
+      throw UsageError("snapshot: " + file.string() + " is a symbolic link; Phoenix snapshots regular files only");
+    out.push_back(
+        {rel, util::sha256_file(file), static_cast<unsigned>(st.st_mode & 07777), static_cast<uint64_t>(st.st_size)});
   };
   if (fs::is_directory(fs::symlink_status(p))) {
     for (auto it = fs::recursive_directory_iterator(p); it != fs::recursive_directory_iterator(); ++it) {
-      if (it->is_symlink()) throw UsageError("snapshot: " + it->path().string() + " is a symbolic link; Phoenix snapshots regular files only");
+      if (it->is_symlink())
+        throw UsageError("snapshot: " + it->path().string() +
+                         " is a symbolic link; Phoenix snapshots regular files only");
       if (it->is_regular_file()) add(it->path(), fs::relative(it->path(), p).string());
     }
     std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.rel < b.rel; });
@@ -68,7 +72,7 @@ std::string relative_to_root(const std::string& root, const std::string& cwd, co
   if (ps != rs && !util::starts_with(ps, rs + "/"))
     throw UsageError("snapshot: " + path + " is outside the repository " + rs);
   std::string rel = ps == rs ? "." : ps.substr(rs.size() + 1);
-  if (rel == "." ) throw UsageError("snapshot: " + path + " is the whole repository; use git (or phoenix run) for that");
+  if (rel == ".") throw UsageError("snapshot: " + path + " is the whole repository; use git (or phoenix run) for that");
   std::string first = rel.substr(0, rel.find('/'));
   if (first == ".git" || first == ".phoenix")
     throw UsageError("snapshot: " + path + " is inside " + first + "/, which Phoenix does not snapshot");
@@ -93,14 +97,15 @@ Snapshot take(const std::string& root, const std::string& rel, const std::string
   fs::remove_all(tmp);
   Json files = Json::array();
   for (const auto& e : entries) {
-    copy_file(e.rel.empty() ? src : src / e.rel, tmp / "content" / (e.rel.empty() ? fs::path(rel).filename() : fs::path(e.rel)), e.mode);
+    copy_file(e.rel.empty() ? src : src / e.rel,
+              tmp / "content" / (e.rel.empty() ? fs::path(rel).filename() : fs::path(e.rel)), e.mode);
     files.push_back({{"path", e.rel}, {"sha256", e.sha}, {"mode", e.mode}, {"size", e.size}});
     s.files++;
     s.bytes += e.size;
   }
   fs::create_directories(tmp / "content");
-  Json m = {{"version", kManifestVersion}, {"id", s.id}, {"path", rel}, {"directory", s.directory},
-            {"check", check_id}, {"created", s.created}, {"content_sha256", mh}, {"files", files}};
+  Json m = {{"version", kManifestVersion}, {"id", s.id},           {"path", rel},          {"directory", s.directory},
+            {"check", check_id},           {"created", s.created}, {"content_sha256", mh}, {"files", files}};
   util::write_file_atomic((tmp / "manifest.json").string(), m.dump(2) + "\n");
   // The snapshot appears whole or not at all.
   fs::rename(tmp, dir);
@@ -113,11 +118,13 @@ Snapshot load(const std::string& snapshots_dir, const std::string& id) {
   if (id.empty() || id.find('/') != std::string::npos || id[0] == '.' || !fs::exists(mf)) {
     std::string known;
     for (const auto& s : list(snapshots_dir)) known += (known.empty() ? "" : ", ") + s.id;
-    throw UsageError("unknown snapshot id '" + id + "'" + (known.empty() ? " (there are no snapshots)" : " (known: " + known + ")"));
+    throw UsageError("unknown snapshot id '" + id + "'" +
+                     (known.empty() ? " (there are no snapshots)" : " (known: " + known + ")"));
   }
   Json m = util::parse_json(util::read_file(mf.string()), mf.string());
   if (m.value("version", 0) != kManifestVersion)
-    throw Error("snapshot " + id + ": manifest version " + std::to_string(m.value("version", 0)) + " is not one this Phoenix reads");
+    throw Error("snapshot " + id + ": manifest version " + std::to_string(m.value("version", 0)) +
+                " is not one this Phoenix reads");
   Snapshot s;
   s.id = id;
   s.path = m.value("path", "");
@@ -161,7 +168,8 @@ void restore(const std::string& root, const std::string& snapshots_dir, const st
     std::string rel = f.value("path", "");
     fs::path stored = rel.empty() ? content / fs::path(s.path).filename() : content / rel;
     if (!fs::exists(stored) || util::sha256_file(stored.string()) != f.value("sha256", ""))
-      throw Error("snapshot " + id + " is damaged: " + stored.string() + " does not match its manifest; nothing was restored");
+      throw Error("snapshot " + id + " is damaged: " + stored.string() +
+                  " does not match its manifest; nothing was restored");
   }
   if (!s.directory) {
     const Json& f = m["files"][0];

@@ -11,9 +11,9 @@ namespace phoenix::snapshot {
 
 struct Snapshot {
   std::string id;
-  std::string path;      // relative to the repository root
+  std::string path;  // relative to the repository root
   bool directory = false;
-  std::string check;     // the check that was green when it was taken
+  std::string check;  // the check that was green when it was taken
   std::string created;
   size_t files = 0;
   size_t bytes = 0;

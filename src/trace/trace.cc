@@ -88,7 +88,8 @@ bool repair_locked(const std::string& path, const Tail& tail) {
       prev = last.value("hash", "");
     }
   }
-  Json data = {{"bytes", fragment.size()}, {"sha256", util::sha256_hex(fragment)},
+  Json data = {{"bytes", fragment.size()},
+               {"sha256", util::sha256_hex(fragment)},
                {"fragment", util::to_valid_utf8(fragment.substr(0, 512))}};
   util::append_durable(path, make_line(seq, "trace.torn_repaired", data, prev));
   return true;
@@ -192,9 +193,7 @@ VerifyResult verify(const std::string& path) {
   std::string all;
   try {
     all = util::read_file(path);
-  } catch (const Error&) {
-    throw Error("cannot read trace " + path, kExitRed);
-  }
+  } catch (const Error&) { throw Error("cannot read trace " + path, kExitRed); }
   r.bytes = all.size();
   std::vector<std::string_view> lines;
   bool torn = false;
@@ -287,7 +286,8 @@ VerifyResult verify(const std::string& path) {
     // seq > expected: the expected entry is missing here. Later: reordered; never: deleted.
     size_t later = first_index_of(expected);
     if (later != std::string::npos && later > i)
-      return fail(i, expected, "reordered", "seq " + std::to_string(seq) + " comes before seq " + std::to_string(expected));
+      return fail(i, expected, "reordered",
+                  "seq " + std::to_string(seq) + " comes before seq " + std::to_string(expected));
     return fail(i, expected, "deleted",
                 "seq " + std::to_string(expected) +
                     (seq - expected > 1 ? "-" + std::to_string(seq - 1) : std::string()) +

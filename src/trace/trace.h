@@ -31,11 +31,11 @@ class Trace {
 
 struct VerifyResult {
   bool ok = true;
-  uint64_t entries = 0;       // valid entries before the first problem
-  uint64_t bad_seq = 0;       // the seq expected where the problem is
-  uint64_t bad_line = 0;      // 1-based line number of the problem
-  std::string kind;           // "", "edited", "deleted", "reordered", "inserted", "torn"
-  std::string why;            // one line for people
+  uint64_t entries = 0;   // valid entries before the first problem
+  uint64_t bad_seq = 0;   // the seq expected where the problem is
+  uint64_t bad_line = 0;  // 1-based line number of the problem
+  std::string kind;       // "", "edited", "deleted", "reordered", "inserted", "torn"
+  std::string why;        // one line for people
   uint64_t bytes = 0;
 };
 

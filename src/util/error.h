@@ -11,12 +11,12 @@ namespace phoenix {
 
 // Documented exit codes (DESIGN.md, "Command surface").
 enum ExitCode : int {
-  kExitOk = 0,           // success / all green
-  kExitRed = 1,          // red, rolled back, needs a person
-  kExitEscalated = 2,    // budget exhausted, escalated
-  kExitUsage = 64,       // usage error (EX_USAGE)
-  kExitConfig = 78,      // configuration error (EX_CONFIG)
-  kExitInterrupted = 130 // SIGINT / SIGTERM
+  kExitOk = 0,            // success / all green
+  kExitRed = 1,           // red, rolled back, needs a person
+  kExitEscalated = 2,     // budget exhausted, escalated
+  kExitUsage = 64,        // usage error (EX_USAGE)
+  kExitConfig = 78,       // configuration error (EX_CONFIG)
+  kExitInterrupted = 130  // SIGINT / SIGTERM
 };
 
 class Error : public std::runtime_error {

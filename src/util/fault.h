@@ -57,16 +57,16 @@ inline void fault_torn_append(const char* name, const std::string& path, std::st
 
 }  // namespace phoenix::util
 
-#define PHOENIX_FAULT(name)                                                            \
-  do {                                                                                 \
-    static std::atomic<int> phoenix_fault_hits_{0};                                    \
+#define PHOENIX_FAULT(name)                                                                         \
+  do {                                                                                              \
+    static std::atomic<int> phoenix_fault_hits_{0};                                                 \
     if (::phoenix::util::fault_armed(name, phoenix_fault_hits_)) ::phoenix::util::fault_kill(name); \
   } while (0)
-#define PHOENIX_FAULT_TORN(name, path, bytes)                                          \
-  do {                                                                                 \
-    static std::atomic<int> phoenix_fault_hits_{0};                                    \
-    if (::phoenix::util::fault_armed(name, phoenix_fault_hits_))                       \
-      ::phoenix::util::fault_torn_append(name, path, bytes);                           \
+#define PHOENIX_FAULT_TORN(name, path, bytes)                    \
+  do {                                                           \
+    static std::atomic<int> phoenix_fault_hits_{0};              \
+    if (::phoenix::util::fault_armed(name, phoenix_fault_hits_)) \
+      ::phoenix::util::fault_torn_append(name, path, bytes);     \
   } while (0)
 #else
 #define PHOENIX_FAULT(name) ((void)0)

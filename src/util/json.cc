@@ -18,14 +18,19 @@ Json parse_json(const std::string& text, const std::string& where) {
     if (byte > text.size()) byte = text.size();
     size_t line = 1, col = 1;
     for (size_t i = 0; i < byte; ++i) {
-      if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
     }
     std::string what = e.what();
     // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
     size_t p = what.find("syntax error");
     if (p == std::string::npos) p = what.rfind(": ") == std::string::npos ? 0 : what.rfind(": ") + 2;
-    throw ConfigError(where + ":" + std::to_string(line) + ":" + std::to_string(col) + ": malformed JSON: " +
-                      what.substr(p));
+    throw ConfigError(where + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                      ": malformed JSON: " + what.substr(p));
   }
 }
 
@@ -86,7 +91,11 @@ struct Locator {
     std::string s;
     ++i;  // opening quote
     while (i < t.size() && t[i] != '"') {
-      if (t[i] == '\\' && i + 1 < t.size()) { s.push_back(t[i + 1]); i += 2; continue; }
+      if (t[i] == '\\' && i + 1 < t.size()) {
+        s.push_back(t[i + 1]);
+        i += 2;
+        continue;
+      }
       s.push_back(t[i++]);
     }
     ++i;
@@ -99,8 +108,14 @@ struct Locator {
       ++i;
       for (;;) {
         ws();
-        if (i >= t.size() || t[i] == '}') { ++i; return; }
-        if (t[i] == ',') { ++i; continue; }
+        if (i >= t.size() || t[i] == '}') {
+          ++i;
+          return;
+        }
+        if (t[i] == ',') {
+          ++i;
+          continue;
+        }
         if (t[i] != '"') return;
         size_t at = i;
         std::string k = str();
@@ -115,8 +130,14 @@ struct Locator {
       size_t n = 0;
       for (;;) {
         ws();
-        if (i >= t.size() || t[i] == ']') { ++i; return; }
-        if (t[i] == ',') { ++i; continue; }
+        if (i >= t.size() || t[i] == ']') {
+          ++i;
+          return;
+        }
+        if (t[i] == ',') {
+          ++i;
+          continue;
+        }
         std::string p = path + "[" + std::to_string(n++) + "]";
         out.emplace(p, i);
         value(p, depth + 1);
@@ -141,7 +162,12 @@ std::map<std::string, size_t> json_paths(const std::string& text) {
 std::string line_col(const std::string& text, size_t offset) {
   size_t line = 1, col = 1;
   for (size_t k = 0; k < offset && k < text.size(); ++k) {
-    if (text[k] == '\n') { ++line; col = 1; } else { ++col; }
+    if (text[k] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
   }
   return std::to_string(line) + ":" + std::to_string(col);
 }

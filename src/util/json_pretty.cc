@@ -24,8 +24,8 @@ size_t columns(const std::string& s) {
     }
     bool wide = (cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf) || (cp >= 0xac00 && cp <= 0xd7a3) ||
                 (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0xfe30 && cp <= 0xfe4f) || (cp >= 0xff00 && cp <= 0xff60) ||
-                (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1f64f) || (cp >= 0x1f900 && cp <= 0x1f9ff) ||
-                (cp >= 0x20000 && cp <= 0x3fffd);
+                (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1f64f) ||
+                (cp >= 0x1f900 && cp <= 0x1f9ff) || (cp >= 0x20000 && cp <= 0x3fffd);
     n += wide ? 2 : 1;
     i += len;
   }
@@ -60,7 +60,8 @@ class Printer {
 
   // `v` whose first line starts with `prefix` (indentation and key), at
   // nesting `indent`, followed by `suffix` ("," or "").
-  void value(const OJ& v, const std::string& path, size_t indent, const std::string& prefix, const std::string& suffix) {
+  void value(const OJ& v, const std::string& path, size_t indent, const std::string& prefix,
+             const std::string& suffix) {
     if (auto f = flat(v, path)) {
       std::string line = prefix + *f + suffix;
       if (!v.is_array() || v.empty() || columns(line) <= width_) {

@@ -68,9 +68,7 @@ long FileLock::holder_pid(const std::string& path) {
   try {
     std::string s = read_file(path);
     return s.find_first_not_of(" \n") == std::string::npos ? 0 : std::stol(s);
-  } catch (...) {
-    return 0;
-  }
+  } catch (...) { return 0; }
 }
 
 }  // namespace phoenix::util

@@ -25,7 +25,8 @@ std::vector<std::pair<std::string, std::string>> secret_values() {
     if (value.size() >= kMinSecretLength && secret_name(name)) out.emplace_back(name, value);
   }
   // Longest first, so a secret that contains another is replaced whole.
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
   return out;
 }
 
@@ -66,7 +67,8 @@ Json redact_json(const Json& j, const std::vector<std::pair<std::string, std::st
   }
   if (j.is_object()) {
     Json out = Json::object();
-    for (auto it = j.begin(); it != j.end(); ++it) out[redact_secrets(it.key(), secrets)] = redact_json(it.value(), secrets);
+    for (auto it = j.begin(); it != j.end(); ++it)
+      out[redact_secrets(it.key(), secrets)] = redact_json(it.value(), secrets);
     return out;
   }
   return j;

@@ -169,7 +169,8 @@ struct NamespaceSetup : bp::extend::handler {
       } else {
         n.steps.push_back({"bind " + m.source + " on " + m.target, m.source, m.target, "", "", MS_BIND | MS_REC});
         if (m.bind_read_only)
-          n.steps.push_back({"make " + m.target + " read-only", "", m.target, "", "", MS_REMOUNT | MS_BIND | MS_RDONLY});
+          n.steps.push_back(
+              {"make " + m.target + " read-only", "", m.target, "", "", MS_REMOUNT | MS_BIND | MS_RDONLY});
       }
     }
     return n;
@@ -203,11 +204,13 @@ struct NamespaceSetup : bp::extend::handler {
     if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) fail("unshare(CLONE_NEWUSER|CLONE_NEWNS)");
     // setgroups must be denied before an unprivileged gid_map is accepted.
     write_proc("/proc/self/setgroups", "deny");
-    if (!write_proc("/proc/self/uid_map", uid_map.c_str()) || !write_proc("/proc/self/gid_map", gid_map.c_str())) fail("write /proc/self/uid_map");
+    if (!write_proc("/proc/self/uid_map", uid_map.c_str()) || !write_proc("/proc/self/gid_map", gid_map.c_str()))
+      fail("write /proc/self/uid_map");
     // Nothing mounted here propagates back to the caller's namespace.
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) fail("make / private");
     for (const Step& s : steps)
-      if (::mount(or_null(s.source), s.target.c_str(), or_null(s.fstype), s.flags, or_null(s.data)) != 0) fail(s.what.c_str());
+      if (::mount(or_null(s.source), s.target.c_str(), or_null(s.fstype), s.flags, or_null(s.data)) != 0)
+        fail(s.what.c_str());
     if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) fail(cwd.c_str());
   }
 };
@@ -257,7 +260,10 @@ struct Subprocess::Impl {
     int status = 0;
     pid_t r = ::waitpid(pid, &status, WNOHANG);
     if (r == pid) record_status(status);
-    else if (r < 0 && errno == ECHILD) { reaped = true; res.exit_code = 255; }
+    else if (r < 0 && errno == ECHILD) {
+      reaped = true;
+      res.exit_code = 255;
+    }
   }
 
   void record_status(int status) {
@@ -327,7 +333,9 @@ struct Subprocess::Impl {
       while (!out_eof) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
         if (left <= 0) break;
-        struct pollfd p{out_fd, POLLIN, 0};
+        struct pollfd p {
+          out_fd, POLLIN, 0
+        };
         int r = ::poll(&p, 1, static_cast<int>(left));
         if (r < 0 && errno != EINTR) break;
         if (r > 0) read_chunk();
@@ -336,8 +344,14 @@ struct Subprocess::Impl {
     stop_reading = true;
     if (reader.joinable()) reader.join();
     if (writer.joinable()) writer.join();
-    if (out_fd >= 0) { ::close(out_fd); out_fd = -1; }
-    if (pid_fd >= 0) { ::close(pid_fd); pid_fd = -1; }
+    if (out_fd >= 0) {
+      ::close(out_fd);
+      out_fd = -1;
+    }
+    if (pid_fd >= 0) {
+      ::close(pid_fd);
+      pid_fd = -1;
+    }
     std::lock_guard<std::mutex> lock(mu);
     res.output = output.str();
     res.output_bytes = output.total();
@@ -393,7 +407,9 @@ struct Subprocess::Impl {
 
   void read_loop() {
     for (;;) {
-      struct pollfd p{out_fd, POLLIN, 0};
+      struct pollfd p {
+        out_fd, POLLIN, 0
+      };
       int r = ::poll(&p, 1, 50);
       if (r < 0 && errno != EINTR) break;
       if (r > 0) {
@@ -518,9 +534,13 @@ Subprocess::Subprocess(ProcessOptions options, bool inline_io) : impl_(std::make
     }
   } catch (const bp::process_error& e) {
     int code = e.code().value();
-    if (code == ENOENT) { m.res.not_found = true; m.res.exit_code = 127; }
-    else if (code == EACCES || code == ENOEXEC) { m.res.not_executable = true; m.res.exit_code = 126; }
-    else throw Error("cannot start " + name + ": " + e.code().message());
+    if (code == ENOENT) {
+      m.res.not_found = true;
+      m.res.exit_code = 127;
+    } else if (code == EACCES || code == ENOEXEC) {
+      m.res.not_executable = true;
+      m.res.exit_code = 126;
+    } else throw Error("cannot start " + name + ": " + e.code().message());
     m.reaped = true;
     return;
   }

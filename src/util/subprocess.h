@@ -40,15 +40,15 @@ struct ChildNamespace {
 };
 
 struct ProcessOptions {
-  std::vector<std::string> argv;             // argv[0] is looked up in PATH when it has no '/'
-  std::string cwd;                           // empty: the current directory
-  std::map<std::string, std::string> env;    // set (or override) these variables
-  std::vector<std::string> unset_env;        // remove these variables
-  std::optional<std::string> stdin_data;     // none: stdin is /dev/null
-  double timeout_s = 0;                      // 0: no timeout
-  double kill_grace_s = 1.0;                 // SIGTERM -> SIGKILL delay
-  size_t head_bytes = 16 * 1024;             // output kept from the start
-  size_t tail_bytes = 64 * 1024;             // output kept from the end
+  std::vector<std::string> argv;           // argv[0] is looked up in PATH when it has no '/'
+  std::string cwd;                         // empty: the current directory
+  std::map<std::string, std::string> env;  // set (or override) these variables
+  std::vector<std::string> unset_env;      // remove these variables
+  std::optional<std::string> stdin_data;   // none: stdin is /dev/null
+  double timeout_s = 0;                    // 0: no timeout
+  double kill_grace_s = 1.0;               // SIGTERM -> SIGKILL delay
+  size_t head_bytes = 16 * 1024;           // output kept from the start
+  size_t tail_bytes = 64 * 1024;           // output kept from the end
   // Run the child in a namespace of its own (see ChildNamespace).
   std::optional<ChildNamespace> mount_namespace;
   // Called with each chunk of output as it arrives: on a reader thread of
@@ -66,9 +66,9 @@ struct ProcessOptions {
 };
 
 struct ProcessResult {
-  int exit_code = -1;        // shell-like: code, 128+signal, 127 not found, 126 not executable
-  int term_signal = 0;       // the signal that ended it, or 0
-  bool not_found = false;    // the executable does not exist
+  int exit_code = -1;      // shell-like: code, 128+signal, 127 not found, 126 not executable
+  int term_signal = 0;     // the signal that ended it, or 0
+  bool not_found = false;  // the executable does not exist
   bool not_executable = false;
   bool timed_out = false;    // stopped because timeout_s passed
   bool interrupted = false;  // stopped because Phoenix was interrupted

@@ -27,13 +27,17 @@ std::string to_valid_utf8(std::string_view s) {
       ++i;
       continue;
     } else if ((c & 0xE0) == 0xC0) {
-      len = 2; cp = c & 0x1F;
+      len = 2;
+      cp = c & 0x1F;
     } else if ((c & 0xF0) == 0xE0) {
-      len = 3; cp = c & 0x0F;
+      len = 3;
+      cp = c & 0x0F;
     } else if ((c & 0xF8) == 0xF0) {
-      len = 4; cp = c & 0x07;
+      len = 4;
+      cp = c & 0x07;
     } else {
-      escape(c); ++i;
+      escape(c);
+      ++i;
       continue;
     }
     bool ok = i + len <= s.size();
@@ -47,7 +51,8 @@ std::string to_valid_utf8(std::string_view s) {
                (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF))
       ok = false;
     if (!ok) {
-      escape(c); ++i;
+      escape(c);
+      ++i;
       continue;
     }
     out.append(s.substr(i, len));
@@ -74,7 +79,10 @@ void HeadTail::append(std::string_view data) {
   }
   for (char c : data) {
     tail_[tail_pos_++] = c;
-    if (tail_pos_ == tail_cap_) { tail_pos_ = 0; tail_full_ = true; }
+    if (tail_pos_ == tail_cap_) {
+      tail_pos_ = 0;
+      tail_full_ = true;
+    }
   }
 }
 
@@ -113,7 +121,10 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
   size_t best_d = static_cast<size_t>(-1);
   for (const auto& c : candidates) {
     size_t d = edit_distance(word, c);
-    if (d < best_d) { best_d = d; best = c; }
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
   }
   // Close enough: at most a third of the word wrong (and at least 1 edit allowed).
   size_t limit = std::max<size_t>(2, word.size() / 3);
@@ -128,7 +139,11 @@ std::vector<std::string> split_words(std::string_view s) {
   while (i < s.size()) {
     char c = s[i];
     if (c == ' ' || c == '\t' || c == '\n') {
-      if (in_word) { out.push_back(cur); cur.clear(); in_word = false; }
+      if (in_word) {
+        out.push_back(cur);
+        cur.clear();
+        in_word = false;
+      }
       ++i;
     } else if (c == '\'') {
       in_word = true;
@@ -141,9 +156,15 @@ std::vector<std::string> split_words(std::string_view s) {
       ++i;
       bool closed = false;
       while (i < s.size()) {
-        if (s[i] == '"') { closed = true; ++i; break; }
+        if (s[i] == '"') {
+          closed = true;
+          ++i;
+          break;
+        }
         if (s[i] == '\\' && i + 1 < s.size() && std::string_view("\"\\$`\n").find(s[i + 1]) != std::string_view::npos) {
-          cur.push_back(s[i + 1]); i += 2; continue;
+          cur.push_back(s[i + 1]);
+          i += 2;
+          continue;
         }
         cur.push_back(s[i++]);
       }
@@ -166,9 +187,13 @@ std::string join_argv(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& a : argv) {
     if (!out.empty()) out.push_back(' ');
-    bool plain = !a.empty() && a.find_first_not_of(
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == std::string::npos;
-    if (plain) { out += a; continue; }
+    bool plain =
+        !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+                          std::string::npos;
+    if (plain) {
+      out += a;
+      continue;
+    }
     out.push_back('\'');
     for (char c : a) {
       if (c == '\'') out += "'\\''";
@@ -196,7 +221,10 @@ std::vector<std::string> split_lines(std::string_view s) {
   size_t start = 0;
   while (start < s.size()) {
     size_t nl = s.find('\n', start);
-    if (nl == std::string_view::npos) { out.emplace_back(s.substr(start)); break; }
+    if (nl == std::string_view::npos) {
+      out.emplace_back(s.substr(start));
+      break;
+    }
     out.emplace_back(s.substr(start, nl - start));
     start = nl + 1;
   }
@@ -212,8 +240,8 @@ std::string compact_utc(bool millis) {
 }
 
 long long now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 long long iso8601_ms(const std::string& ts) {
@@ -235,8 +263,8 @@ std::string now_iso8601() {
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
   return buf;
 }
 

@@ -88,8 +88,9 @@ class Agents : public ::testing::Test {
     write(repo, "src/calc.cc", "int add(int a, int b) { return a - b; }\n");
     write(repo, ".gitignore", ".phoenix/\nincidents/\n");
     // Whole lines, so that codex's apply_patch needs no look at the tree.
-    write(tmp / "model", "edit.json",
-          R"({"file":"src/calc.cc","old":"int add(int a, int b) { return a - b; }","new":"int add(int a, int b) { return a + b; }"})");
+    write(
+        tmp / "model", "edit.json",
+        R"({"file":"src/calc.cc","old":"int add(int a, int b) { return a - b; }","new":"int add(int a, int b) { return a + b; }"})");
   }
 
   void require(const std::string& cli) {
@@ -107,9 +108,11 @@ class Agents : public ::testing::Test {
       env["CLAUDE_CODE_MAX_RETRIES"] = "0";
     } else if (cli == "codex") {
       const std::string ch = tmp / "codex-home";
-      write(ch, "config.toml",
-            "model = \"test-model\"\nmodel_provider = \"fake\"\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + url +
-                "/v1\"\nenv_key = \"FAKE_API_KEY\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n");
+      write(
+          ch, "config.toml",
+          "model = \"test-model\"\nmodel_provider = \"fake\"\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"" +
+              url +
+              "/v1\"\nenv_key = \"FAKE_API_KEY\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n");
       env["CODEX_HOME"] = ch;
       env["FAKE_API_KEY"] = "x";
     } else if (cli == "gemini") {
@@ -145,8 +148,14 @@ class Agents : public ::testing::Test {
                  Json loop = nullptr) {
     Json harness = {{"preset", cli}, {"timeout_s", 120}, {"env", env_for(cli, url)}};
     for (auto& [k, v] : harness_extra.items()) harness[k] = v;
-    Json cfg = {{"checks", {{{"id", "calc"}, {"kind", "regex_in_file"}, {"target", "src/calc.cc"},
-                             {"pattern", "a - b"}, {"expect", "absent"}, {"type", "unit"}, {"editable", {"src/**"}}}}},
+    Json cfg = {{"checks",
+                 {{{"id", "calc"},
+                   {"kind", "regex_in_file"},
+                   {"target", "src/calc.cc"},
+                   {"pattern", "a - b"},
+                   {"expect", "absent"},
+                   {"type", "unit"},
+                   {"editable", {"src/**"}}}}},
                 {"fixers", {"harness"}},
                 {"harness", harness}};
     if (!loop.is_null()) cfg["loop"] = loop;
@@ -220,7 +229,8 @@ TEST_F(Agents, PresetFlagsAreInEachCliHelp) {
     std::vector<std::string> argv{bin};
     argv.insert(argv.end(), c.help.begin(), c.help.end());
     auto r = run(argv, tmp.path(), {{"HOME", home}, {"PATH", agents_bin() + ":/usr/bin:/bin"}}, 60);
-    for (const std::string& f : c.flags) EXPECT_TRUE(contains(r.output, f)) << c.name << " lacks " << f << ":\n" << r.output;
+    for (const std::string& f : c.flags)
+      EXPECT_TRUE(contains(r.output, f)) << c.name << " lacks " << f << ":\n" << r.output;
     ++ran;
   }
   if (ran == 0) GTEST_SKIP() << "no agent CLI is installed in " << agents_bin();
@@ -241,7 +251,7 @@ struct FailCase {
   std::string says;          // the CLI's own words in the one-line message (quota: in the detail)
   double timeout_s;          // where Phoenix stops a CLI that retries inside itself
   double max_wait_s;         // below timeout_s: one run, then the run stops
-  bool reads_reset = false;    // the usage window's reset (hours away) was read from what the CLI said
+  bool reads_reset = false;  // the usage window's reset (hours away) was read from what the CLI said
 };
 
 std::ostream& operator<<(std::ostream& os, const FailCase& c) { return os << c.cli << "/" << c.mode; }

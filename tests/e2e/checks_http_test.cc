@@ -78,8 +78,8 @@ std::string chunk(const std::string& type, const std::string& data) {
 // A PNG whose header declares w x h (and carries no real pixel data).
 std::string png_declaring(std::uint32_t w, std::uint32_t h) {
   std::string ihdr = be32(w) + be32(h) + std::string("\x08\x06\x00\x00\x00", 5);
-  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", std::string("\x78\x9c\x03\x00\x00\x00\x00\x01", 8)) +
-         chunk("IEND", "");
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) +
+         chunk("IDAT", std::string("\x78\x9c\x03\x00\x00\x00\x00\x01", 8)) + chunk("IEND", "");
 }
 
 std::string solid_png(int w, int h, std::uint8_t r, std::uint8_t g, std::uint8_t b) {
@@ -203,7 +203,8 @@ TEST_F(ContractCheck, DetectsDropChangeAndAdd) {
   auto dropped = sense(contract());
   EXPECT_FALSE(dropped.ok);
   EXPECT_EQ(dropped.signal, "drift: $.orders[].total removed");
-  EXPECT_NE(dropped.evidence.find("field-missing  $.orders[].total\n    expected: number\n    actual:   (absent)"), std::string::npos)
+  EXPECT_NE(dropped.evidence.find("field-missing  $.orders[].total\n    expected: number\n    actual:   (absent)"),
+            std::string::npos)
       << dropped.evidence;
 
   write(repo, "www/api/orders.json", R"({"orders":[{"id":"1","total":9.5,"note":null}],"count":1})");
@@ -264,7 +265,8 @@ TEST_F(ContractCheck, RecordNeverAndDeletedContract) {
 }
 
 TEST_F(ContractCheck, SendsMethodHeadersAndBody) {
-  Json c = contract({{"target", base + "/echo"}, {"method", "POST"}, {"headers", {{"X-Probe", "p1"}}}, {"body", {{"q", 1}}}});
+  Json c = contract(
+      {{"target", base + "/echo"}, {"method", "POST"}, {"headers", {{"X-Probe", "p1"}}}, {"body", {{"q", 1}}}});
   ASSERT_TRUE(sense(c).ok);
   std::string text = read(repo + "/.phoenix/contracts/orders.json");
   EXPECT_NE(text.find("\"$.headers[\\\"x-probe\\\"]\": \"string\""), std::string::npos) << text;
@@ -277,7 +279,9 @@ TEST_F(ContractCheck, CorruptContractFileIsAConfigError) {
     sense(contract());
     FAIL() << "accepted";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(".phoenix/contracts/orders.json.shape[\"$\"]: unknown type 'thing'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(".phoenix/contracts/orders.json.shape[\"$\"]: unknown type 'thing'"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -306,7 +310,8 @@ TEST_F(VisualCheck, ColourRegressionFailsWithExpectedActualAndDiff) {
   EXPECT_EQ(r.artifacts[2].name, "diff.png");
   image::Image diff = image::decode_png(r.artifacts[2].bytes, "diff");
   EXPECT_EQ(diff.width, 64);
-  EXPECT_EQ(image::decode_png(r.artifacts[0].bytes, "e").rgba, image::read_png(repo + "/.phoenix/baselines/chart.png").rgba);
+  EXPECT_EQ(image::decode_png(r.artifacts[0].bytes, "e").rgba,
+            image::read_png(repo + "/.phoenix/baselines/chart.png").rgba);
   EXPECT_NE(r.evidence.find("tolerance 0.1, max_ratio 0.001"), std::string::npos) << r.evidence;
 }
 
@@ -340,11 +345,11 @@ TEST_F(VisualCheck, BadPicturesAreRefusedWithTheirName) {
   std::string good = solid_png(8, 8, 1, 2, 3);
   std::string corrupt = good;
   corrupt.replace(12, 4, "IHDX");
-  struct Case { std::string name, bytes; } cases[] = {
-      {"truncated", good.substr(0, good.size() / 2)},
-      {"corrupt", corrupt},
-      {"not-png", "<html>this is not a picture</html>"},
-      {"zero", png_declaring(0, 0)},
+  struct Case {
+    std::string name, bytes;
+  } cases[] = {
+      {"truncated", good.substr(0, good.size() / 2)},    {"corrupt", corrupt},
+      {"not-png", "<html>this is not a picture</html>"}, {"zero", png_declaring(0, 0)},
       {"huge", png_declaring(100000, 100000)},
   };
   for (const auto& c : cases) {
@@ -352,8 +357,10 @@ TEST_F(VisualCheck, BadPicturesAreRefusedWithTheirName) {
     auto r = sense(visual({{"id", c.name}, {"target", base + "/" + c.name + ".png"}}));
     EXPECT_FALSE(r.ok) << c.name;
     EXPECT_EQ(r.signal, "bad image: actual") << c.name << ": " << r.evidence;
-    EXPECT_NE(r.evidence.find("actual image from GET " + base + "/" + c.name + ".png"), std::string::npos) << r.evidence;
-    EXPECT_FALSE(fs::exists(repo + "/.phoenix/baselines/" + c.name + ".png")) << c.name << " must not become a baseline";
+    EXPECT_NE(r.evidence.find("actual image from GET " + base + "/" + c.name + ".png"), std::string::npos)
+        << r.evidence;
+    EXPECT_FALSE(fs::exists(repo + "/.phoenix/baselines/" + c.name + ".png"))
+        << c.name << " must not become a baseline";
   }
 }
 
@@ -391,7 +398,10 @@ TEST_F(VisualCheck, DeletedBaselineFailsAndRecordNever) {
 }
 
 TEST_F(VisualCheck, ScreenshotCommandFailures) {
-  auto r = sense({{"id", "shot"}, {"kind", "visual"}, {"target", "x"}, {"screenshot", {"sh", "-c", "echo boom; exit 4", "{out}"}}});
+  auto r = sense({{"id", "shot"},
+                  {"kind", "visual"},
+                  {"target", "x"},
+                  {"screenshot", {"sh", "-c", "echo boom; exit 4", "{out}"}}});
   EXPECT_EQ(r.signal, "screenshot failed: exit=4");
   EXPECT_NE(r.evidence.find("boom"), std::string::npos);
   auto none = sense({{"id", "shot"}, {"kind", "visual"}, {"target", "x"}, {"screenshot", {"true", "{out}"}}});
@@ -399,19 +409,26 @@ TEST_F(VisualCheck, ScreenshotCommandFailures) {
 }
 
 TEST_F(VisualCheck, RealChromiumScreenshot) {
-  if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "/usr/bin/chromium is not installed (Debian package 'chromium')";
-  write(repo, "page/index.html",
-        "<html><body style='margin:0;background:#fff'><div style='width:120px;height:60px;background:#2a5ac8'></div></body></html>");
-  Json c = {{"id", "page"}, {"kind", "visual"}, {"target", "file://" + repo + "/page/index.html"}, {"timeout_s", 90},
-            {"screenshot", {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                            "--window-size=200,120", "--user-data-dir={out}.profile", "--screenshot={out}", "{url}"}}};
+  if (!fs::exists("/usr/bin/chromium"))
+    GTEST_SKIP() << "/usr/bin/chromium is not installed (Debian package 'chromium')";
+  write(
+      repo, "page/index.html",
+      "<html><body style='margin:0;background:#fff'><div style='width:120px;height:60px;background:#2a5ac8'></div></body></html>");
+  Json c = {{"id", "page"},
+            {"kind", "visual"},
+            {"target", "file://" + repo + "/page/index.html"},
+            {"timeout_s", 90},
+            {"screenshot",
+             {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+              "--window-size=200,120", "--user-data-dir={out}.profile", "--screenshot={out}", "{url}"}}};
   auto first = sense(c);
   ASSERT_TRUE(first.ok) << first.signal << "\n" << first.evidence;
   EXPECT_EQ(first.signal, "recorded .phoenix/baselines/page.png (200x120)");
   auto same = sense(c);
   EXPECT_TRUE(same.ok) << same.signal;
-  write(repo, "page/index.html",
-        "<html><body style='margin:0;background:#fff'><div style='width:120px;height:60px;background:#c83a2a'></div></body></html>");
+  write(
+      repo, "page/index.html",
+      "<html><body style='margin:0;background:#fff'><div style='width:120px;height:60px;background:#c83a2a'></div></body></html>");
   auto red = sense(c);
   EXPECT_FALSE(red.ok);
   EXPECT_TRUE(util::starts_with(red.signal, "pixels differ: ")) << red.signal;
@@ -520,8 +537,10 @@ TEST_F(VisualCheckHeal, BaselineAndContractProtectedFromEveryFixer) {
   std::string text = read(note);
   // Bisect's revert and the agent's patch were both refused by the guard.
   std::string all = r.out + text;
-  EXPECT_NE(all.find("the patch edits .phoenix/contracts/other.json, protected by '.phoenix/**'"), std::string::npos) << all;
-  EXPECT_NE(all.find("the patch edits .phoenix/baselines/chart.png, protected by '.phoenix/**'"), std::string::npos) << all;
+  EXPECT_NE(all.find("the patch edits .phoenix/contracts/other.json, protected by '.phoenix/**'"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("the patch edits .phoenix/baselines/chart.png, protected by '.phoenix/**'"), std::string::npos)
+      << all;
   for (const char* name : {"expected.png", "actual.png", "diff.png"}) {
     std::string file = stem + "-" + name;
     EXPECT_TRUE(fs::exists(repo + "/incidents/" + file)) << file;

@@ -53,8 +53,9 @@ class Concurrency : public ::testing::Test {
 TEST_F(Concurrency, SecondRunRefusesNamingTheHolderPid) {
   write(repo, "slow.sh", "#!/bin/sh\nsleep 2\nexit 0\n");
   fs::permissions(repo + "/slow.sh", fs::perms::owner_all, fs::perm_options::add);
-  write(repo, "phoenix.json", Json{{"checks", {{{"id", "slow"}, {"kind", "command_exit"}, {"target", {"./slow.sh"}}}}},
-                                    {"fixers", {"noop"}}}.dump());
+  write(repo, "phoenix.json",
+        Json{{"checks", {{{"id", "slow"}, {"kind", "command_exit"}, {"target", {"./slow.sh"}}}}}, {"fixers", {"noop"}}}
+            .dump());
   commit_all(repo, "initial");
   util::ProcessOptions po;
   po.argv = {phoenix_bin(), "run"};
@@ -62,7 +63,8 @@ TEST_F(Concurrency, SecondRunRefusesNamingTheHolderPid) {
   po.timeout_s = 60;
   util::Subprocess first(po);
   std::string lock = repo + "/.phoenix/lock";
-  ASSERT_TRUE(eventually([&] { return util::FileLock::holder_pid(lock) == first.pid(); })) << "the first run never took the lock";
+  ASSERT_TRUE(eventually([&] { return util::FileLock::holder_pid(lock) == first.pid(); }))
+      << "the first run never took the lock";
   CliRun second = run_phoenix(repo, {"run"});
   EXPECT_NE(second.code, 0) << second.out;
   EXPECT_NE(second.out.find("pid " + std::to_string(first.pid())), std::string::npos) << second.out;
@@ -80,12 +82,18 @@ TEST_F(Concurrency, SecondRunRefusesNamingTheHolderPid) {
 // checkout meanwhile is measured there, and both share the trace safely.
 TEST_F(Concurrency, HookFiresWhileALoopRuns) {
   write(repo, "TASKS.md", "- [ ] first task\n- [ ] second task\n");
-  Json cfg = {{"checks", {{{"id", "nobreak"}, {"kind", "regex_in_file"}, {"target", "src.txt"}, {"pattern", "BROKEN"},
-                           {"expect", "absent"}, {"editable", {"src.txt", "work.txt"}}}}},
+  Json cfg = {{"checks",
+               {{{"id", "nobreak"},
+                 {"kind", "regex_in_file"},
+                 {"target", "src.txt"},
+                 {"pattern", "BROKEN"},
+                 {"expect", "absent"},
+                 {"editable", {"src.txt", "work.txt"}}}}},
               {"fixers", {"noop"}},
-              {"harness", {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                           {"timeout_s", 60},
-                           {"env", {{"PHOENIX_AGENT_SCRIPT", "sleep 2; append work.txt 'x\\n'"}}}}},
+              {"harness",
+               {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
+                {"timeout_s", 60},
+                {"env", {{"PHOENIX_AGENT_SCRIPT", "sleep 2; append work.txt 'x\\n'"}}}}},
               {"hook", {{"mode", "verify"}}},
               {"loop", {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.01}}}};
   write(repo, "phoenix.json", cfg.dump());
@@ -120,12 +128,18 @@ TEST_F(Concurrency, HookFiresWhileALoopRuns) {
 // replaces it on every transition and heartbeat: every read is a whole state.
 TEST_F(Concurrency, PollersHammeringLoopStateAlwaysReadAWholeState) {
   write(repo, "TASKS.md", "- [ ] one\n- [ ] two\n- [ ] three\n");
-  Json cfg = {{"checks", {{{"id", "nobreak"}, {"kind", "regex_in_file"}, {"target", "src.txt"}, {"pattern", "BROKEN"},
-                           {"expect", "absent"}, {"editable", {"src.txt", "work.txt"}}}}},
+  Json cfg = {{"checks",
+               {{{"id", "nobreak"},
+                 {"kind", "regex_in_file"},
+                 {"target", "src.txt"},
+                 {"pattern", "BROKEN"},
+                 {"expect", "absent"},
+                 {"editable", {"src.txt", "work.txt"}}}}},
               {"fixers", {"noop"}},
-              {"harness", {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                           {"timeout_s", 60},
-                           {"env", {{"PHOENIX_AGENT_SCRIPT", "sleep 0.3; append work.txt 'x\\n'"}}}}},
+              {"harness",
+               {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
+                {"timeout_s", 60},
+                {"env", {{"PHOENIX_AGENT_SCRIPT", "sleep 0.3; append work.txt 'x\\n'"}}}}},
               {"loop", {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.002}}}};
   write(repo, "phoenix.json", cfg.dump());
   commit_all(repo, "initial");
@@ -143,9 +157,7 @@ TEST_F(Concurrency, PollersHammeringLoopStateAlwaysReadAWholeState) {
       try {
         Json j = Json::parse(read(path));
         if (!j.contains("schema_version") || !j.contains("phase")) ++bad;
-      } catch (const std::exception&) {
-        ++bad;
-      }
+      } catch (const std::exception&) { ++bad; }
       ++reads;
     }
   };

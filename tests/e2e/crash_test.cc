@@ -45,8 +45,9 @@ class Crash : public ::testing::Test {
     repo = init_repo(tmp / "repo");
     write(repo, "src/conf.sh", "LIMIT=11\n");  // the bug: the check wants 10
     write(repo, "src/other.sh", "A=1\n");
-    write(repo, "tests/limit_test.sh",
-          "#!/bin/sh\n. ./src/conf.sh\n[ \"$LIMIT\" = 10 ] || { echo \"FAIL limit_test: want 10, got $LIMIT\"; exit 1; }\n");
+    write(
+        repo, "tests/limit_test.sh",
+        "#!/bin/sh\n. ./src/conf.sh\n[ \"$LIMIT\" = 10 ] || { echo \"FAIL limit_test: want 10, got $LIMIT\"; exit 1; }\n");
     fs::permissions(repo + "/tests/limit_test.sh", fs::perms::owner_all, fs::perm_options::add);
     write(repo, ".gitignore", ".phoenix/\nincidents/\n");
     commit_all(repo, "initial");
@@ -54,13 +55,15 @@ class Crash : public ::testing::Test {
 
   // The harness agent runs `script` in the sandbox.
   void configure(const std::string& script, const std::vector<std::string>& fixers = {"harness"}, int budget = 2) {
-    Json cfg = {{"checks", {{{"id", "unit"}, {"kind", "command_exit"}, {"target", {"./tests/limit_test.sh"}},
-                             {"editable", {"src/**"}}}}},
-                {"fixers", fixers},
-                {"budgets", {{"unit", budget}}},
-                {"harness", {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                             {"timeout_s", 30},
-                             {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}}};
+    Json cfg = {
+        {"checks",
+         {{{"id", "unit"}, {"kind", "command_exit"}, {"target", {"./tests/limit_test.sh"}}, {"editable", {"src/**"}}}}},
+        {"fixers", fixers},
+        {"budgets", {{"unit", budget}}},
+        {"harness",
+         {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
+          {"timeout_s", 30},
+          {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}}};
     write(repo, "phoenix.json", cfg.dump(2));
     head = commit_all(repo, "configure phoenix");
     before = tracked_state();
@@ -91,7 +94,8 @@ class Crash : public ::testing::Test {
   // abandoned heads). Checkpoint refs are Phoenix's scratch: each run moves them.
   std::set<std::string> all_commits() {
     std::set<std::string> out;
-    for (const auto& l : util::split_lines(git(repo, {"rev-list", "--branches", "--tags", "--glob=refs/phoenix/abandoned/*"})))
+    for (const auto& l :
+         util::split_lines(git(repo, {"rev-list", "--branches", "--tags", "--glob=refs/phoenix/abandoned/*"})))
       if (!l.empty()) out.insert(l);
     return out;
   }
@@ -163,13 +167,15 @@ class Crash : public ::testing::Test {
     EXPECT_EQ(r.code, want_code) << r.out;
     CliRun again = run_phoenix(repo, {"recover"});
     EXPECT_EQ(again.code, 0) << again.out;
-    EXPECT_NE(again.out.find("nothing to recover"), std::string::npos) << "a finished run needs no recovery:\n" << again.out;
+    EXPECT_NE(again.out.find("nothing to recover"), std::string::npos) << "a finished run needs no recovery:\n"
+                                                                       << again.out;
   }
 
   // The whole story for one fault point.
   void crash_recover_rerun(const std::string& point, bool healing, const std::vector<std::string>& extra = {},
                            const std::string& fault = "") {
-    if (!kFaultPoints) GTEST_SKIP() << "fault points not compiled in: configure with -DPHOENIX_FAULT_POINTS=ON (scripts/test.sh does)";
+    if (!kFaultPoints)
+      GTEST_SKIP() << "fault points not compiled in: configure with -DPHOENIX_FAULT_POINTS=ON (scripts/test.sh does)";
     CliRun r = run_with_fault(fault.empty() ? point : fault, extra);
     expect_killed_at(r, point);
     expect_trace_intact_or_torn();
@@ -267,12 +273,18 @@ TEST_F(Crash, LoopResumesAfterAKillWhileWritingItsState) {
   GTEST_SKIP() << "phoenix-loop is not built";
 #else
   write(repo, "TASKS.md", "- [ ] first task\n- [ ] second task\n");
-  Json cfg = {{"checks", {{{"id", "nobreak"}, {"kind", "regex_in_file"}, {"target", "src/conf.sh"},
-                           {"pattern", "BROKEN"}, {"expect", "absent"}, {"editable", {"src/**", "work.txt"}}}}},
+  Json cfg = {{"checks",
+               {{{"id", "nobreak"},
+                 {"kind", "regex_in_file"},
+                 {"target", "src/conf.sh"},
+                 {"pattern", "BROKEN"},
+                 {"expect", "absent"},
+                 {"editable", {"src/**", "work.txt"}}}}},
               {"fixers", {"noop"}},
-              {"harness", {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                           {"timeout_s", 30},
-                           {"env", {{"PHOENIX_AGENT_SCRIPT", "append work.txt 'x\\n'"}}}}},
+              {"harness",
+               {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
+                {"timeout_s", 30},
+                {"env", {{"PHOENIX_AGENT_SCRIPT", "append work.txt 'x\\n'"}}}}},
               {"loop", {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.5}}}};
   write(repo, "phoenix.json", cfg.dump(2));
   head = commit_all(repo, "configure the loop");
@@ -312,7 +324,8 @@ TEST_F(Crash, RandomKills) {
     auto t0 = std::chrono::steady_clock::now();
     CliRun r = run_phoenix(repo, {"run"});
     ASSERT_EQ(r.code, 0) << r.out;
-    span_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+    span_ms = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
     // Back to the broken state (the heal commit stays reachable).
     git(repo, {"update-ref", "refs/phoenix/abandoned/probe-" + std::to_string(probe), "HEAD"});
     git(repo, {"reset", "--hard", head});
@@ -355,7 +368,8 @@ TEST_F(Crash, RandomKills) {
     before = tracked_state();
     commits_before = all_commits();
   }
-  std::cout << "[ figures  ] random kills: " << count << " runs, " << killed_mid_run << " killed mid-run, all recovered\n";
+  std::cout << "[ figures  ] random kills: " << count << " runs, " << killed_mid_run
+            << " killed mid-run, all recovered\n";
   EXPECT_GT(killed_mid_run, count / 2) << "most kills must land inside a run";
   expect_next_run_works(0);
 }

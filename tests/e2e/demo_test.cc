@@ -67,8 +67,15 @@ TEST(Demo, TheNarratedDemoHealsARealCMakeProjectEveryWayItSays) {
   const char* keep = std::getenv("PHOENIX_MORNING_PNG");
   const std::string png = keep && *keep ? std::string(keep) : tmp / "morning.png";
   phoenix::util::ProcessOptions po;
-  po.argv = {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=900,1500",
-             "--user-data-dir=" + (tmp / "profile"), "--screenshot=" + png, "file://" + morning};
+  po.argv = {chromium,
+             "--headless",
+             "--no-sandbox",
+             "--disable-gpu",
+             "--hide-scrollbars",
+             "--window-size=900,1500",
+             "--user-data-dir=" + (tmp / "profile"),
+             "--screenshot=" + png,
+             "file://" + morning};
   po.cwd = tmp.path();
   po.timeout_s = 90;
   po.env = {{"HOME", tmp.path()}};

@@ -26,7 +26,8 @@ const std::string kTestTools = "/opt/phoenix-test-tools";
 
 std::string build_dir() { return fs::path(phoenix_bin()).parent_path().string(); }
 std::string path_with_phoenix(const std::string& extra = "") {
-  return (extra.empty() ? "" : extra + ":") + build_dir() + ":" + std::string(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+  return (extra.empty() ? "" : extra + ":") + build_dir() + ":" +
+         std::string(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
 }
 std::string loop_bin() {
 #ifdef PHOENIX_LOOP_BIN
@@ -40,7 +41,8 @@ std::string loop_bin() {
 std::set<std::string> flags_in(const std::string& help) {
   std::set<std::string> out;
   std::regex re(R"((^|[\s,\[])(--[a-z][a-z0-9-]*))");
-  for (auto it = std::sregex_iterator(help.begin(), help.end(), re); it != std::sregex_iterator(); ++it) out.insert((*it)[2].str());
+  for (auto it = std::sregex_iterator(help.begin(), help.end(), re); it != std::sregex_iterator(); ++it)
+    out.insert((*it)[2].str());
   return out;
 }
 
@@ -83,9 +85,11 @@ TEST(EcosystemMan, PhoenixPageHasEveryCommandAndEveryFlagOfItsHelp) {
     // The synopsis line of --help is in the page.
     std::string synopsis = util::split_lines(h.out)[0].substr(std::string("usage: phoenix ").size());
     EXPECT_NE(page.find(std::regex_replace(synopsis, std::regex("-"), "\\-")), std::string::npos) << synopsis;
-    for (const auto& f : flags_in(h.out)) EXPECT_NE(page.find("\\fB" + roff_flag(f) + "\\fR"), std::string::npos) << c << " " << f;
+    for (const auto& f : flags_in(h.out))
+      EXPECT_NE(page.find("\\fB" + roff_flag(f) + "\\fR"), std::string::npos) << c << " " << f;
   }
-  for (const char* section : {".SH NAME", ".SH SYNOPSIS", ".SH COMMANDS", ".SH EXIT STATUS", ".SH ENVIRONMENT", "NO_COLOR"})
+  for (const char* section :
+       {".SH NAME", ".SH SYNOPSIS", ".SH COMMANDS", ".SH EXIT STATUS", ".SH ENVIRONMENT", "NO_COLOR"})
     EXPECT_NE(page.find(section), std::string::npos) << section;
 }
 
@@ -225,7 +229,8 @@ class EcosystemDoctor : public ::testing::Test {
     fs::create_directories(tmp / "bin");
   }
   Json doctor(int want_code, const std::string& dir = "") {
-    auto r = run({phoenix_bin(), "doctor", "--json"}, dir.empty() ? repo : dir, {{"PATH", path_with_phoenix(tmp / "bin")}});
+    auto r =
+        run({phoenix_bin(), "doctor", "--json"}, dir.empty() ? repo : dir, {{"PATH", path_with_phoenix(tmp / "bin")}});
     EXPECT_EQ(r.exit_code, want_code) << r.output;
     size_t brace = r.output.find('{');
     if (brace == std::string::npos) {
@@ -280,7 +285,8 @@ TEST_F(EcosystemDoctor, TheHookTheConfigAsksForMustBeInstalledAndItsBinaryMustEx
   EXPECT_EQ(item(j, "hook")["status"], "fail");
   EXPECT_NE(item(j, "hook")["detail"].get<std::string>().find("gone"), std::string::npos);
   // Without a "hook" section, a missing hook is only a warning.
-  write(repo, "phoenix.json", R"({ "checks": [{ "id": "unit", "kind": "command_exit", "target": ["true"] }], "fixers": ["bisect"] })");
+  write(repo, "phoenix.json",
+        R"({ "checks": [{ "id": "unit", "kind": "command_exit", "target": ["true"] }], "fixers": ["bisect"] })");
   fs::remove(hook);
   j = doctor(0);
   EXPECT_EQ(item(j, "hook")["status"], "warn");
@@ -306,7 +312,8 @@ TEST_F(EcosystemDoctor, AgentCLIsOnPathAndTheConfiguredHarness) {
 
 TEST_F(EcosystemDoctor, MissingProgramsConfigErrorsBrokenJournalAndNoRepository) {
   ASSERT_EQ(run_phoenix(repo, {"hook", "install"}).code, 0);
-  write(repo, "phoenix.json", R"({ "checks": [{ "id": "unit", "kind": "command_exit", "target": ["no-such-test-runner", "-v"] }],
+  write(repo, "phoenix.json",
+        R"({ "checks": [{ "id": "unit", "kind": "command_exit", "target": ["no-such-test-runner", "-v"] }],
                                    "fixers": ["bisect"] })");
   Json j = doctor(1);
   EXPECT_EQ(item(j, "check unit")["status"], "fail");
@@ -317,7 +324,8 @@ TEST_F(EcosystemDoctor, MissingProgramsConfigErrorsBrokenJournalAndNoRepository)
   EXPECT_EQ(item(j, "config")["status"], "fail");
   EXPECT_NE(item(j, "config")["detail"].get<std::string>().find("checkz"), std::string::npos) << j.dump();
 
-  write(repo, "phoenix.json", R"({ "checks": [{ "id": "unit", "kind": "command_exit", "target": ["true"] }], "fixers": ["bisect"] })");
+  write(repo, "phoenix.json",
+        R"({ "checks": [{ "id": "unit", "kind": "command_exit", "target": ["true"] }], "fixers": ["bisect"] })");
   write(repo, ".phoenix/journal.sqlite", std::string(4096, 'x'));
   j = doctor(1);
   EXPECT_EQ(item(j, "journal")["status"], "fail");
@@ -355,7 +363,8 @@ class EcosystemHooks : public ::testing::Test {
     fs::permissions(repo + "/check.sh", fs::perms::owner_all);
     write(repo, "state", "green\n");
     write(repo, ".gitignore", ".phoenix/\nnode_modules/\n");
-    write(repo, "phoenix.json", R"({ "checks": [{ "id": "unit", "kind": "command_exit", "target": ["./check.sh"] }] })");
+    write(repo, "phoenix.json",
+          R"({ "checks": [{ "id": "unit", "kind": "command_exit", "target": ["./check.sh"] }] })");
     git(repo, {"remote", "add", "origin", remote});
   }
   util::ProcessResult push(const std::string& extra_path = "") {
@@ -369,13 +378,14 @@ class EcosystemHooks : public ::testing::Test {
     auto r = push(extra_path);
     EXPECT_NE(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("push blocked"), std::string::npos) << r.output;
-    EXPECT_NE(run({"git", "-C", remote, "cat-file", "-e", red + "^{commit}"}).exit_code, 0) << "the red commit reached the remote";
+    EXPECT_NE(run({"git", "-C", remote, "cat-file", "-e", red + "^{commit}"}).exit_code, 0)
+        << "the red commit reached the remote";
     write(repo, "state", "green\n");
     std::string green = commit_all(repo, "green");
     auto g = push(extra_path);
     EXPECT_EQ(g.exit_code, 0) << g.output;
-    EXPECT_NE(run({"git", "-C", remote, "branch", "--contains", green}).output.find(
-                  util::trim(git(repo, {"symbolic-ref", "--short", "HEAD"}))),
+    EXPECT_NE(run({"git", "-C", remote, "branch", "--contains", green})
+                  .output.find(util::trim(git(repo, {"symbolic-ref", "--short", "HEAD"}))),
               std::string::npos);
   }
   ScopedTempDir tmp;
@@ -384,7 +394,8 @@ class EcosystemHooks : public ::testing::Test {
 
 TEST_F(EcosystemHooks, LefthookRunsTheDocumentedSnippet) {
   std::string lefthook = kTestTools + "/node_modules/.bin/lefthook";
-  if (!fs::exists(lefthook)) GTEST_SKIP() << lefthook << " is not installed (scripts/deps.sh installs lefthook 2.2.1 from npm)";
+  if (!fs::exists(lefthook))
+    GTEST_SKIP() << lefthook << " is not installed (scripts/deps.sh installs lefthook 2.2.1 from npm)";
   auto v = run({lefthook, "version"});
   ASSERT_EQ(util::trim(v.output), "2.2.1") << v.output;
   write(repo, "lefthook.yml", doc_snippet("**lefthook**", "yaml"));
@@ -442,9 +453,13 @@ TEST_F(EcosystemHooks, PreCommitHookEntryMeasuresThePushedCommit) {
     std::string sha = util::trim(git(repo, {"rev-parse", "HEAD"}));
     std::string branch = "refs/heads/" + util::trim(git(repo, {"symbolic-ref", "--short", "HEAD"}));
     return run(argv, repo,
-               {{"PATH", path_with_phoenix()}, {"PRE_COMMIT_TO_REF", sha}, {"PRE_COMMIT_FROM_REF", std::string(40, '0')},
-                {"PRE_COMMIT_LOCAL_BRANCH", branch}, {"PRE_COMMIT_REMOTE_BRANCH", branch},
-                {"PRE_COMMIT_REMOTE_NAME", "origin"}, {"PRE_COMMIT_REMOTE_URL", remote}});
+               {{"PATH", path_with_phoenix()},
+                {"PRE_COMMIT_TO_REF", sha},
+                {"PRE_COMMIT_FROM_REF", std::string(40, '0')},
+                {"PRE_COMMIT_LOCAL_BRANCH", branch},
+                {"PRE_COMMIT_REMOTE_BRANCH", branch},
+                {"PRE_COMMIT_REMOTE_NAME", "origin"},
+                {"PRE_COMMIT_REMOTE_URL", remote}});
   };
   auto g = run_entry();
   EXPECT_EQ(g.exit_code, 0) << g.output;
@@ -502,7 +517,8 @@ void shell_strings(const Json& j, std::vector<std::string>& out, bool shell = fa
     for (const auto& e : j) shell_strings(e, out, shell);
   if (j.is_object())
     for (auto it = j.begin(); it != j.end(); ++it)
-      shell_strings(it.value(), out, it.key() == "run" || it.key() == "args" || it.key() == "command" || it.key() == "entry");
+      shell_strings(it.value(), out,
+                    it.key() == "run" || it.key() == "args" || it.key() == "command" || it.key() == "entry");
 }
 
 // Without python3's yaml module: no tabs, indentation in steps of two.
@@ -522,7 +538,8 @@ TEST(EcosystemTemplates, ParseAndEveryPhoenixCommandLineExistsInHelp) {
   ASSERT_GE(files.size(), 4u);
   if (!have_python_yaml()) {
     for (const auto& f : files) structural_yaml_check(f);
-    GTEST_SKIP() << "python3 with yaml is not installed (scripts/deps.sh installs python3-yaml): structure checked only";
+    GTEST_SKIP()
+        << "python3 with yaml is not installed (scripts/deps.sh installs python3-yaml): structure checked only";
   }
   std::set<std::string> commands;
   for (const auto& c : help_commands()) commands.insert(c);
@@ -555,7 +572,8 @@ TEST(EcosystemTemplates, ParseAndEveryPhoenixCommandLineExistsInHelp) {
         for (; k < cmd.size(); ++k) {
           std::smatch m;
           if (std::regex_search(cmd[k], m, std::regex(R"(^(--[a-z][a-z0-9-]*))")))
-            EXPECT_TRUE(known.count(m[1].str())) << f << ": " << util::join_argv(cmd) << ": " << m[1] << " is not in its --help";
+            EXPECT_TRUE(known.count(m[1].str()))
+                << f << ": " << util::join_argv(cmd) << ": " << m[1] << " is not in its --help";
         }
         ++verified;
       }
@@ -578,10 +596,12 @@ TEST(EcosystemAction, HealsOnANewBranchAndNeverPushesTheUsersBranch) {
   run({"git", "init", "-q", "--bare", remote});
   std::string repo = init_repo(tmp / "repo");
   write(repo, "src/conf.sh", "LIMIT=10\n");
-  write(repo, "check.sh", "#!/bin/sh\n. ./src/conf.sh\n[ \"$LIMIT\" = 10 ] || { echo \"FAIL want 10, got $LIMIT\"; exit 1; }\n");
+  write(repo, "check.sh",
+        "#!/bin/sh\n. ./src/conf.sh\n[ \"$LIMIT\" = 10 ] || { echo \"FAIL want 10, got $LIMIT\"; exit 1; }\n");
   fs::permissions(repo + "/check.sh", fs::perms::owner_all);
   write(repo, ".gitignore", ".phoenix/\n");
-  write(repo, "phoenix.json", R"({ "checks": [{ "id": "unit", "kind": "command_exit", "target": ["./check.sh"], "editable": ["src/**"] }],
+  write(repo, "phoenix.json",
+        R"({ "checks": [{ "id": "unit", "kind": "command_exit", "target": ["./check.sh"], "editable": ["src/**"] }],
                                    "fixers": ["bisect"] })");
   commit_all(repo, "initial");
   ASSERT_EQ(run_phoenix(repo, {"run"}).code, 0);  // known-good
@@ -594,8 +614,14 @@ TEST(EcosystemAction, HealsOnANewBranchAndNeverPushesTheUsersBranch) {
   auto step = [&](const std::string& want_branch) {
     write(tmp.path(), "out", "");
     return run({"bash", tmp / "step.sh"}, repo,
-               {{"PATH", path_with_phoenix()}, {"GITHUB_OUTPUT", tmp / "out"}, {"GITHUB_STEP_SUMMARY", tmp / "summary"},
-                {"GITHUB_RUN_ID", "42"}, {"ONLY", "unit"}, {"FIXER", "bisect"}, {"BRANCH", want_branch}, {"PUSH", "true"},
+               {{"PATH", path_with_phoenix()},
+                {"GITHUB_OUTPUT", tmp / "out"},
+                {"GITHUB_STEP_SUMMARY", tmp / "summary"},
+                {"GITHUB_RUN_ID", "42"},
+                {"ONLY", "unit"},
+                {"FIXER", "bisect"},
+                {"BRANCH", want_branch},
+                {"PUSH", "true"},
                 {"USER_BRANCH", branch}});
   };
   // Asked to commit to the branch under test: refused before anything runs.
@@ -639,9 +665,12 @@ class EcosystemOutput : public ::testing::Test {
 TEST_F(EcosystemOutput, ColourOnlyOnATtyNoColorWinsClicolorForceForces) {
   auto env_clean = std::vector<std::pair<std::string, std::string>>{{"NO_COLOR", ""}, {"CLICOLOR_FORCE", ""}};
   EXPECT_EQ(run_phoenix(repo, {"sense", "unit"}, 60, env_clean).out.find("\033["), std::string::npos);
-  EXPECT_NE(run_phoenix(repo, {"sense", "unit"}, 60, {{"NO_COLOR", ""}, {"CLICOLOR_FORCE", "1"}}).out.find("\033[32m"), std::string::npos);
-  EXPECT_EQ(run_phoenix(repo, {"sense", "unit"}, 60, {{"NO_COLOR", "1"}, {"CLICOLOR_FORCE", "1"}}).out.find("\033["), std::string::npos);
-  if (util::find_executable("script").empty()) GTEST_SKIP() << "script (util-linux) is not installed: no TTY to test with";
+  EXPECT_NE(run_phoenix(repo, {"sense", "unit"}, 60, {{"NO_COLOR", ""}, {"CLICOLOR_FORCE", "1"}}).out.find("\033[32m"),
+            std::string::npos);
+  EXPECT_EQ(run_phoenix(repo, {"sense", "unit"}, 60, {{"NO_COLOR", "1"}, {"CLICOLOR_FORCE", "1"}}).out.find("\033["),
+            std::string::npos);
+  if (util::find_executable("script").empty())
+    GTEST_SKIP() << "script (util-linux) is not installed: no TTY to test with";
   auto t = tty("sense unit", env_clean);
   EXPECT_EQ(t.exit_code, 0) << t.output;
   EXPECT_NE(t.output.find("\033[32m"), std::string::npos) << t.output;
@@ -653,7 +682,8 @@ TEST_F(EcosystemOutput, ProgressOfALongCheckOnlyOnATty) {
   auto piped = run_phoenix(repo, {"sense", "slow"});
   EXPECT_EQ(piped.code, 0) << piped.out;
   EXPECT_EQ(piped.out.find("sensing slow"), std::string::npos) << piped.out;
-  if (util::find_executable("script").empty()) GTEST_SKIP() << "script (util-linux) is not installed: no TTY to test with";
+  if (util::find_executable("script").empty())
+    GTEST_SKIP() << "script (util-linux) is not installed: no TTY to test with";
   auto t = tty("sense slow");
   EXPECT_EQ(t.exit_code, 0) << t.output;
   EXPECT_TRUE(std::regex_search(t.output, std::regex(R"(phoenix: sensing slow \d+\.\ds)"))) << t.output;

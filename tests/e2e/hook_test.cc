@@ -25,8 +25,8 @@ const char* kCheck = R"({ "id": "state", "kind": "command_exit", "editable": ["s
     "target": ["sh", "-c", "grep -q GOOD state.txt || { echo 'FAIL state_test: want GOOD'; exit 1; }"] })";
 
 std::string config(const std::string& mode, const std::string& extra = "") {
-  return std::string("{\n  \"checks\": [") + kCheck + "],\n  \"fixers\": [\"bisect\"],\n  \"hook\": { \"mode\": \"" + mode +
-         "\"" + extra + " }\n}\n";
+  return std::string("{\n  \"checks\": [") + kCheck + "],\n  \"fixers\": [\"bisect\"],\n  \"hook\": { \"mode\": \"" +
+         mode + "\"" + extra + " }\n}\n";
 }
 
 size_t count(const std::string& hay, const std::string& needle) {
@@ -99,7 +99,8 @@ TEST_F(HookE2E, GreenPushPassesWithOneLinePerCheck) {
   auto r = push({"-u", "origin", "main"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(count(r.output, "phoenix: ok   state  exit=0"), 1u) << r.output;
-  EXPECT_EQ(r.output.find("(in the hook's worktree)"), std::string::npos) << "HEAD on a clean tree is measured in place";
+  EXPECT_EQ(r.output.find("(in the hook's worktree)"), std::string::npos)
+      << "HEAD on a clean tree is measured in place";
   EXPECT_EQ(remote_sha("main"), g({"rev-parse", "HEAD"}));
   // A green push of HEAD writes nothing in the repository but the lock.
   EXPECT_FALSE(fs::exists(repo + "/.phoenix/trace.jsonl"));
@@ -114,7 +115,8 @@ TEST_F(HookE2E, RedPushIsBlockedWithTheEvidence) {
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("phoenix: RED  state  exit=1"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("| FAIL state_test: want GOOD"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("phoenix: push blocked: state is red in main@" + red.substr(0, 12)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: state is red in main@" + red.substr(0, 12)), std::string::npos)
+      << r.output;
   EXPECT_EQ(remote_sha("main"), green);
   EXPECT_EQ(g({"rev-parse", "HEAD"}), red) << "verify mode changes nothing";
   EXPECT_EQ(g({"status", "--porcelain"}), "");
@@ -146,7 +148,8 @@ TEST_F(HookE2E, HealModeInAFreshCloneAddsAVerifiedCommitAndBlocks) {
   auto r = push({"origin", "main"}, clone);
   EXPECT_NE(r.exit_code, 0) << r.output;
   std::string fix = g({"rev-parse", "HEAD"}, clone);
-  EXPECT_NE(r.output.find("phoenix: healed state in " + fix.substr(0, 12) + " — push again"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("phoenix: healed state in " + fix.substr(0, 12) + " — push again"), std::string::npos)
+      << r.output;
   EXPECT_EQ(g({"rev-parse", "HEAD^"}, clone), head) << "the fix commit goes on top of the user's commits";
   EXPECT_EQ(g({"log", "-1", "--format=%s"}, clone), "phoenix: heal state (bisect)");
   EXPECT_EQ(read(clone + "/state.txt"), "GOOD\n");
@@ -218,7 +221,8 @@ TEST_F(HookE2E, SeveralRefsInOnePushEachCommitMeasuredOnce) {
   git(repo, {"tag", "-a", "v1", "-m", "v1"});
   auto r = push({"origin", "main", "copy", "v1"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(count(r.output, "phoenix: ok   state"), 1u) << "one commit behind three refs (one an annotated tag): " << r.output;
+  EXPECT_EQ(count(r.output, "phoenix: ok   state"), 1u)
+      << "one commit behind three refs (one an annotated tag): " << r.output;
   EXPECT_NE(r.output.find("main,copy,v1@"), std::string::npos) << r.output;
   // A green and a red ref together: the push is blocked as a whole.
   git(repo, {"checkout", "-q", "-b", "topic"});
@@ -227,8 +231,9 @@ TEST_F(HookE2E, SeveralRefsInOnePushEachCommitMeasuredOnce) {
   std::string green = commit_state("GOOD", "main moves on");
   auto both = push({"origin", "main", "topic"});
   EXPECT_NE(both.exit_code, 0) << both.output;
-  EXPECT_NE(both.output.find("ok   state  exit=0  (") , std::string::npos) << both.output;
-  EXPECT_NE(both.output.find("push blocked: state is red in topic@" + red.substr(0, 12)), std::string::npos) << both.output;
+  EXPECT_NE(both.output.find("ok   state  exit=0  ("), std::string::npos) << both.output;
+  EXPECT_NE(both.output.find("push blocked: state is red in topic@" + red.substr(0, 12)), std::string::npos)
+      << both.output;
   EXPECT_NE(remote_sha("main"), green);
   EXPECT_EQ(remote_sha("topic"), "");
   expect_no_worktrees_left();
@@ -266,8 +271,8 @@ TEST_F(HookE2E, CoreHooksPathRelativeAndAbsolute) {
 
 TEST_F(HookE2E, AnExistingHookIsChainedWithArgvAndStdinAndRestoredOnUninstall) {
   std::string log = tmp / "chained.log";
-  std::string original = "#!/bin/sh\n# the team's own hook\necho \"args: $*\" >> '" + log +
-                         "'\ncat >> '" + log + "'\n[ -z \"$FAIL_CHAINED\" ] || { echo 'team hook says no' >&2; exit 3; }\n";
+  std::string original = "#!/bin/sh\n# the team's own hook\necho \"args: $*\" >> '" + log + "'\ncat >> '" + log +
+                         "'\n[ -z \"$FAIL_CHAINED\" ] || { echo 'team hook says no' >&2; exit 3; }\n";
   write(repo, ".git/hooks/pre-push", original);
   ::chmod((repo + "/.git/hooks/pre-push").c_str(), 0741);
   auto inst = phoenix({"hook", "install"});
@@ -282,7 +287,8 @@ TEST_F(HookE2E, AnExistingHookIsChainedWithArgvAndStdinAndRestoredOnUninstall) {
   EXPECT_NE(r.output.find("phoenix: ok   state"), std::string::npos) << r.output;
   std::string seen = read(log);
   EXPECT_NE(seen.find("args: origin " + bare), std::string::npos) << seen;
-  EXPECT_NE(seen.find("refs/heads/main " + head + " refs/heads/main " + std::string(40, '0')), std::string::npos) << seen;
+  EXPECT_NE(seen.find("refs/heads/main " + head + " refs/heads/main " + std::string(40, '0')), std::string::npos)
+      << seen;
 
   // Its failure blocks, and Phoenix does not run after it.
   commit_state("GOOD", "another");
@@ -342,7 +348,8 @@ TEST_F(HookE2E, PushFromALinkedWorktree) {
   auto ok = push({"origin", "feature"}, wt);
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_NE(ok.output.find("feature@" + green.substr(0, 12)), std::string::npos) << ok.output;
-  EXPECT_EQ(ok.output.find("(in the hook's worktree)"), std::string::npos) << "HEAD of the linked worktree, in place: " << ok.output;
+  EXPECT_EQ(ok.output.find("(in the hook's worktree)"), std::string::npos)
+      << "HEAD of the linked worktree, in place: " << ok.output;
   std::string red = commit_state("BAD", "feature breaks it", wt);
   auto no = push({"origin", "feature"}, wt);
   EXPECT_NE(no.exit_code, 0) << no.output;
@@ -416,15 +423,17 @@ TEST_F(HookE2E, AnotherRunHoldingTheLockBlocks) {
   util::FileLock held(repo + "/.phoenix/lock", 0, "this repository");
   auto r = push({"origin", "main"});
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("another Phoenix run (pid " + std::to_string(::getpid()) + ") holds this repository; push blocked"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("another Phoenix run (pid " + std::to_string(::getpid()) + ") holds this repository; push blocked"),
+      std::string::npos)
       << r.output;
   EXPECT_EQ(remote_sha("main"), "");
 }
 
 TEST_F(HookE2E, TheHookTimeoutCapsTheChecks) {
-  write(repo, "phoenix.json",
-        R"({ "checks": [{ "id": "slow", "kind": "command_exit", "target": ["sleep", "600"] }], "hook": { "timeout_s": 1 } })");
+  write(
+      repo, "phoenix.json",
+      R"({ "checks": [{ "id": "slow", "kind": "command_exit", "target": ["sleep", "600"] }], "hook": { "timeout_s": 1 } })");
   commit_all(repo, "slow check");
   install();
   // Only the hook's timeout can end a ten-minute check before the push's
@@ -446,7 +455,8 @@ TEST_F(HookE2E, TheShimSaysWhenItsBinaryIsGone) {
   fs::remove(copy);
   auto r = push({"origin", "main"});
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("phoenix: the hook's binary " + copy + " is gone; reinstall with 'phoenix hook install' or remove "),
+  EXPECT_NE(r.output.find("phoenix: the hook's binary " + copy +
+                          " is gone; reinstall with 'phoenix hook install' or remove "),
             std::string::npos)
       << r.output;
   EXPECT_EQ(remote_sha("main"), "");

@@ -38,7 +38,9 @@ util::ProcessResult run_with_stdin(std::vector<std::string> argv, const std::str
 }
 
 // Durations differ from run to run; nothing else may.
-std::string normalized(const std::string& out) { return std::regex_replace(out, std::regex(R"(\(\d+ ms\))"), "(N ms)"); }
+std::string normalized(const std::string& out) {
+  return std::regex_replace(out, std::regex(R"(\(\d+ ms\))"), "(N ms)");
+}
 
 class HookThin : public ::testing::Test {
  protected:
@@ -90,7 +92,8 @@ TEST_F(HookThin, RedHeadIsHandedOverWithArgvAndStdin) {
   std::string red = commit_all(repo, "break");
   auto r = same(line(red));
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("phoenix: push blocked: state is red in main@" + red.substr(0, 12)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: state is red in main@" + red.substr(0, 12)), std::string::npos)
+      << r.output;
   auto h = with_stand_in(line(red));
   EXPECT_EQ(h.exit_code, 99) << h.output;
   EXPECT_EQ(h.output, "FULL HOOK: hook run pre-push origin /nowhere.git\n" + line(red));
@@ -120,8 +123,10 @@ TEST_F(HookThin, ADirtyTreeIsHandedOver) {
 // before the test's own timeout, and the in-place run's pid is dead.
 TEST_F(HookThin, ADirtyTreeStopsTheCheckAlreadyRunningInPlace) {
   const std::string pidfile = tmp / "inplace.pid";
-  write(repo, "phoenix.json", R"({ "checks": [{ "id": "slow-in-place", "kind": "command_exit",
-      "target": ["sh", "-c", "if [ -f untracked.txt ]; then echo $$ > )" + pidfile + R"(; exec sleep 600; fi"] }] })");
+  write(repo, "phoenix.json",
+        R"({ "checks": [{ "id": "slow-in-place", "kind": "command_exit",
+      "target": ["sh", "-c", "if [ -f untracked.txt ]; then echo $$ > )" +
+            pidfile + R"(; exec sleep 600; fi"] }] })");
   head = commit_all(repo, "a check that is slow only in a dirty tree");
   write(repo, "untracked.txt", "not committed\n");
   auto r = run_with_stdin({thin_bin(), "pre-push", "origin", "/nowhere.git"}, repo, line(head));
@@ -139,8 +144,10 @@ TEST_F(HookThin, ADirtyTreeStopsTheCheckAlreadyRunningInPlace) {
 // A clean HEAD: the check started beside git status counts, and runs once.
 TEST_F(HookThin, ACleanHeadRunsEachCheckOnceBesideGitStatus) {
   const std::string runs = tmp / "runs.txt";
-  write(repo, "phoenix.json", R"({ "checks": [{ "id": "counted", "kind": "command_exit",
-      "target": ["sh", "-c", "echo run >> )" + runs + R"("] }] })");
+  write(repo, "phoenix.json",
+        R"({ "checks": [{ "id": "counted", "kind": "command_exit",
+      "target": ["sh", "-c", "echo run >> )" +
+            runs + R"("] }] })");
   head = commit_all(repo, "a check that counts its runs");
   auto r = run_with_stdin({thin_bin(), "pre-push", "origin", "/nowhere.git"}, repo, line(head));
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -153,8 +160,10 @@ TEST_F(HookThin, ACleanHeadRunsEachCheckOnceBesideGitStatus) {
 // meet the test's timeout instead).
 TEST_F(HookThin, AnInterruptedCheckBlocksThePushWith130) {
   const std::string started = tmp / "started";
-  write(repo, "phoenix.json", R"({ "checks": [{ "id": "slow", "kind": "command_exit",
-      "target": ["sh", "-c", "touch )" + started + R"(; exec sleep 600"] }] })");
+  write(repo, "phoenix.json",
+        R"({ "checks": [{ "id": "slow", "kind": "command_exit",
+      "target": ["sh", "-c", "touch )" +
+            started + R"(; exec sleep 600"] }] })");
   head = commit_all(repo, "a slow check");
   util::ProcessOptions o;
   o.argv = {thin_bin(), "pre-push", "origin", "/nowhere.git"};

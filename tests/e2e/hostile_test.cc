@@ -32,8 +32,9 @@ class Hostile : public ::testing::TestWithParam<std::string> {
     repo = init_repo(tmp / "repo");
     write(repo, "src/conf.sh", "LIMIT=11\n");  // the bug: the check wants 10
     write(repo, "README.md", "docs\n");
-    write(repo, "tests/limit_test.sh",
-          "#!/bin/sh\n. ./src/conf.sh\n[ \"$LIMIT\" = 10 ] || { echo \"FAIL limit_test: want 10, got $LIMIT\"; exit 1; }\n");
+    write(
+        repo, "tests/limit_test.sh",
+        "#!/bin/sh\n. ./src/conf.sh\n[ \"$LIMIT\" = 10 ] || { echo \"FAIL limit_test: want 10, got $LIMIT\"; exit 1; }\n");
     fs::permissions(repo + "/tests/limit_test.sh", fs::perms::owner_all, fs::perm_options::add);
     write(repo, ".gitignore", ".phoenix/*\n!.phoenix/baselines/\nincidents/\n");
     write(repo, ".phoenix/baselines/chart.png", "baseline-bytes");
@@ -42,13 +43,15 @@ class Hostile : public ::testing::TestWithParam<std::string> {
   }
 
   void configure(const std::string& script, double timeout_s = 20) {
-    Json cfg = {{"checks", {{{"id", "unit"}, {"kind", "command_exit"}, {"target", {"./tests/limit_test.sh"}},
-                             {"editable", {"src/**"}}}}},
-                {"fixers", {"harness"}},
-                {"budgets", {{"unit", 1}}},
-                {"harness", {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                             {"timeout_s", timeout_s},
-                             {"env", {{"PHOENIX_AGENT_SCRIPT", script}, {"HOSTILE_MARK", mark()}}}}}};
+    Json cfg = {
+        {"checks",
+         {{{"id", "unit"}, {"kind", "command_exit"}, {"target", {"./tests/limit_test.sh"}}, {"editable", {"src/**"}}}}},
+        {"fixers", {"harness"}},
+        {"budgets", {{"unit", 1}}},
+        {"harness",
+         {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
+          {"timeout_s", timeout_s},
+          {"env", {{"PHOENIX_AGENT_SCRIPT", script}, {"HOSTILE_MARK", mark()}}}}}};
     write(repo, "phoenix.json", cfg.dump(2));
     commit_all(repo, "configure phoenix");
     head = util::trim(git(repo, {"rev-parse", "HEAD"}));
@@ -61,7 +64,10 @@ class Hostile : public ::testing::TestWithParam<std::string> {
     for (const auto& f : util::split_lines(git(repo, {"ls-files"}))) {
       struct stat st;
       std::string p = repo + "/" + f;
-      if (::lstat(p.c_str(), &st) != 0) { s += f + " MISSING\n"; continue; }
+      if (::lstat(p.c_str(), &st) != 0) {
+        s += f + " MISSING\n";
+        continue;
+      }
       s += f + " " + std::to_string(st.st_mode) + " " + read(p) + "\n";
     }
     return s;
@@ -237,8 +243,9 @@ TEST_P(Hostile, ChmodsTheTestScriptNotExecutable) {
 TEST_P(Hostile, WritesAGitHookInTheSandbox) {
   // The sandbox's .git is its own (copy) or its own upper layer (overlay):
   // a hook written there is not part of any patch and never reaches ours.
-  configure("write .git/hooks/pre-commit '#!/bin/sh\\nexit 0\\n'; chmod .git/hooks/pre-commit 755; "
-            "write .git/hooks/pre-push '#!/bin/sh\\nexit 0\\n'");
+  configure(
+      "write .git/hooks/pre-commit '#!/bin/sh\\nexit 0\\n'; chmod .git/hooks/pre-commit 755; "
+      "write .git/hooks/pre-push '#!/bin/sh\\nexit 0\\n'");
   auto r = run_phoenix(repo, {"run"});
   expect_contained(r, "changed nothing");
   EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-commit"));
@@ -250,8 +257,8 @@ TEST_P(Hostile, WritesTheRealGitHooksAndConfigByAbsolutePath) {
   // folder and .git/config aside and puts them back (copying sandbox); the
   // overlay's namespace has the real repository read-only.
   const std::string config_before = read(repo + "/.git/config");
-  configure("write-outside " + repo + "/.git/hooks/pre-commit '#!/bin/sh\\nexit 0\\n'; " +
-            "append " + repo + "/.git/config '[core]\\n\\x09hooksPath = /tmp\\n'");
+  configure("write-outside " + repo + "/.git/hooks/pre-commit '#!/bin/sh\\nexit 0\\n'; " + "append " + repo +
+            "/.git/config '[core]\\n\\x09hooksPath = /tmp\\n'");
   auto r = run_phoenix(repo, {"run"});
   expect_contained(r, GetParam() == "overlay" ? "changed nothing" : "/.git/hooks/pre-commit (put back as it was)");
   EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-commit"));
@@ -262,8 +269,9 @@ TEST_P(Hostile, EditsPhoenixState) {
   // .phoenix/ beyond the baselines: ignored files (the journal, a settings
   // file) stay in the sandbox; a new file under the tracked baselines is in
   // the patch and protected.
-  configure("write .phoenix/journal.sqlite forged; write .phoenix/settings.json {}; "
-            "write .phoenix/baselines/new.png forged; replace src/conf.sh 11 10");
+  configure(
+      "write .phoenix/journal.sqlite forged; write .phoenix/settings.json {}; "
+      "write .phoenix/baselines/new.png forged; replace src/conf.sh 11 10");
   auto r = run_phoenix(repo, {"run"});
   expect_contained(r, "the patch edits .phoenix/baselines/new.png, protected by '.phoenix/**'");
   EXPECT_FALSE(fs::exists(repo + "/.phoenix/settings.json"));
@@ -284,7 +292,8 @@ TEST_P(Hostile, PrintsAHundredMegabytesOnOneLine) {
 // patch carries it as a git binary patch. A NUL-filled file and a file of
 // invalid UTF-8 come out exactly as the agent wrote them.
 TEST_P(Hostile, WritesBinaryFilesThatAreAppliedByteForByte) {
-  configure("replace src/conf.sh 11 10; write-binary src/blob.bin 4096; write-named src/latin1.txt 'caf\\xe9 \\xff\\xfe\\n'");
+  configure(
+      "replace src/conf.sh 11 10; write-binary src/blob.bin 4096; write-named src/latin1.txt 'caf\\xe9 \\xff\\xfe\\n'");
   auto r = run_phoenix(repo, {"run"});
   expect_healed(r);
   std::string blob;

@@ -78,7 +78,8 @@ class InitCMake : public ::testing::Test {
     ASSERT_EQ(configure.exit_code, 0) << configure.output;
   }
   static std::string source(int answer) {
-    return "int answer(void) { return " + std::to_string(answer) + "; }\nint main(void) { return answer() == 42 ? 0 : 1; }\n";
+    return "int answer(void) { return " + std::to_string(answer) +
+           "; }\nint main(void) { return answer() == 42 ? 0 : 1; }\n";
   }
   ScopedTempDir tmp;
   std::string repo;

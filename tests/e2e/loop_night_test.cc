@@ -40,7 +40,6 @@ namespace {
 namespace fs = std::filesystem;
 using util::Json;
 
-
 // True once `pid` has exited (gone, or a zombie nobody reaped yet); waits
 // up to 10 s for the kernel to finish delivering a kill.
 bool process_gone(long pid) {
@@ -85,14 +84,23 @@ class LoopNight : public ::testing::Test {
     Json loop = {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.05}, {"no_progress_limit", 3}};
     for (auto& [k, v] : loop_extra.items()) loop[k] = v;
     Json cfg = {{"checks",
-                 {{{"id", "nobreak"}, {"kind", "regex_in_file"}, {"target", "src.txt"}, {"pattern", "BROKEN"},
-                   {"expect", "absent"}, {"editable", {"src.txt"}}},
-                  {{"id", "other"}, {"kind", "regex_in_file"}, {"target", "other.txt"}, {"pattern", "BROKEN"},
-                   {"expect", "absent"}, {"editable", {"other.txt"}}}}},
+                 {{{"id", "nobreak"},
+                   {"kind", "regex_in_file"},
+                   {"target", "src.txt"},
+                   {"pattern", "BROKEN"},
+                   {"expect", "absent"},
+                   {"editable", {"src.txt"}}},
+                  {{"id", "other"},
+                   {"kind", "regex_in_file"},
+                   {"target", "other.txt"},
+                   {"pattern", "BROKEN"},
+                   {"expect", "absent"},
+                   {"editable", {"other.txt"}}}}},
                 {"fixers", {"harness"}},
-                {"harness", {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                             {"timeout_s", 60},
-                             {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}},
+                {"harness",
+                 {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
+                  {"timeout_s", 60},
+                  {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}},
                 {"loop", loop}};
     for (auto& [k, v] : top_extra.items()) cfg[k] = v;
     write(repo, "phoenix.json", cfg.dump(2));
@@ -138,10 +146,16 @@ class LoopNight : public ::testing::Test {
 
 TEST_F(LoopNight, RedIterationIsHealedByTheHarnessAndTheTaskCounts) {
   write(repo, "TASKS.md", "- [ ] break and add feature\n- [ ] plain task\n");
-  configure("if-prompt \"" + kTaskIs + "break and add\" write src.txt 'BROKEN\\n';"
-            "if-prompt \"" + kTaskIs + "break and add\" write feature.txt 'new\\n';"
-            "if-prompt \"" + kTaskIs + "plain\" append work.txt 'x\\n';"
-            "if-prompt \"" + kHealPrompt + "\" write src.txt 'fine again\\n'");
+  configure("if-prompt \"" + kTaskIs +
+            "break and add\" write src.txt 'BROKEN\\n';"
+            "if-prompt \"" +
+            kTaskIs +
+            "break and add\" write feature.txt 'new\\n';"
+            "if-prompt \"" +
+            kTaskIs +
+            "plain\" append work.txt 'x\\n';"
+            "if-prompt \"" +
+            kHealPrompt + "\" write src.txt 'fine again\\n'");
   CliRun r = loop({"--branch", "phoenix/loop-test"});
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(show("phoenix/loop-test:TASKS.md"), "- [x] break and add feature\n- [x] plain task\n");
@@ -207,7 +221,7 @@ TEST_F(LoopNight, BaselineIgnoreLeavesTheRedCheckOutOfEveryVerdict) {
 TEST_F(LoopNight, BaselineHealFixesTheRedCheckBeforeTheFirstTask) {
   write(repo, "src.txt", "BROKEN\n");
   configure("if-prompt \"" + kHealPrompt + "\" write src.txt 'fine\\n'; unless-prompt \"" + kHealPrompt +
-            "\" append work.txt 'x\\n'",
+                "\" append work.txt 'x\\n'",
             {{"baseline", "heal"}});
   CliRun r = loop({"--branch", "phoenix/loop-test"});
   ASSERT_EQ(r.code, 0) << r.out;
@@ -361,8 +375,8 @@ TEST_F(LoopNight, StatusWatchFollowsTheLoopToItsEnd) {
 TEST_F(LoopNight, StaleNeedsTheHeartbeatStoppedAndThePidGone) {
   configure("nothing");
   auto status_stale = [&](long pid, const std::string& updated_at) {
-    Json s = {{"schema_version", 1}, {"pid", pid}, {"phase", "agent"}, {"exit_code", nullptr},
-              {"iteration", 1}, {"updated_at", updated_at}};
+    Json s = {{"schema_version", 1},  {"pid", pid},     {"phase", "agent"},
+              {"exit_code", nullptr}, {"iteration", 1}, {"updated_at", updated_at}};
     write(repo, ".phoenix/loop-state.json", s.dump());
     CliRun st = run_phoenix(repo, {"status", "--json"});
     EXPECT_EQ(st.code, 0) << st.out;
@@ -404,11 +418,19 @@ class LoopOvernight : public LoopNight {
     write(repo, "TASKS.md",
           "# Tonight\n\n- [ ] easy: add a line\n- [ ] healable: add a feature\n- [ ] unfixable: touch other\n"
           "- [ ] easy: add another line\n");
-    configure("if-prompt \"" + kTaskIs + "easy\" append work.txt 'x\\n';"
-              "if-prompt \"" + kTaskIs + "healable\" write src.txt 'BROKEN\\n';"
-              "if-prompt \"" + kTaskIs + "healable\" write feature.txt 'feature\\n';"
-              "if-prompt \"" + kTaskIs + "unfixable\" write other.txt 'BROKEN\\n';"
-              "if-prompt \"" + kHealPrompt + "\" if-prompt \"Check: `nobreak`\" write src.txt 'fine\\n'",
+    configure("if-prompt \"" + kTaskIs +
+                  "easy\" append work.txt 'x\\n';"
+                  "if-prompt \"" +
+                  kTaskIs +
+                  "healable\" write src.txt 'BROKEN\\n';"
+                  "if-prompt \"" +
+                  kTaskIs +
+                  "healable\" write feature.txt 'feature\\n';"
+                  "if-prompt \"" +
+                  kTaskIs +
+                  "unfixable\" write other.txt 'BROKEN\\n';"
+                  "if-prompt \"" +
+                  kHealPrompt + "\" if-prompt \"Check: `nobreak`\" write src.txt 'fine\\n'",
               {{"on_escalate", "skip"}});
     night = loop({"--branch", "phoenix/loop-test"});
   }
@@ -503,15 +525,23 @@ TEST_F(LoopOvernight, HtmlReportIsSelfContainedAndChromiumShowsTheIncident) {
   EXPECT_NE(html.find("easy: add another line"), std::string::npos);
 
   const std::string chromium = "/usr/bin/chromium";
-  if (!fs::exists(chromium)) GTEST_SKIP() << "no " << chromium << " (Debian package chromium): the page was not rendered";
+  if (!fs::exists(chromium))
+    GTEST_SKIP() << "no " << chromium << " (Debian package chromium): the page was not rendered";
   // Move the page away from the repository: it must not need incidents/.
   std::string alone = tmp / "alone";
   fs::create_directories(alone);
   fs::copy_file(html_path, alone + "/night.html");
   std::string shot = tmp / "night.png";
   util::ProcessOptions po;
-  po.argv = {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,2400",
-             "--user-data-dir=" + (tmp / "chromium-profile"), "--screenshot=" + shot, "file://" + alone + "/night.html"};
+  po.argv = {chromium,
+             "--headless",
+             "--no-sandbox",
+             "--disable-gpu",
+             "--hide-scrollbars",
+             "--window-size=1000,2400",
+             "--user-data-dir=" + (tmp / "chromium-profile"),
+             "--screenshot=" + shot,
+             "file://" + alone + "/night.html"};
   po.cwd = tmp.path();
   po.timeout_s = 90;
   po.env = {{"HOME", tmp / "home"}};
@@ -522,9 +552,9 @@ TEST_F(LoopOvernight, HtmlReportIsSelfContainedAndChromiumShowsTheIncident) {
   long dark = 0, incident_bar = 0, diff_green = 0;
   for (size_t i = 0; i + 3 < page.rgba.size(); i += 4) {
     int R = page.rgba[i], G = page.rgba[i + 1], B = page.rgba[i + 2];
-    if (R < 100 && G < 100 && B < 100) ++dark;                        // text
-    if (R > 180 && G < 40 && B < 40) ++incident_bar;                  // the incident's red bar
-    if (R < 30 && G > 225 && B < 30) ++diff_green;                    // the inline diff image
+    if (R < 100 && G < 100 && B < 100) ++dark;        // text
+    if (R > 180 && G < 40 && B < 40) ++incident_bar;  // the incident's red bar
+    if (R < 30 && G > 225 && B < 30) ++diff_green;    // the inline diff image
   }
   EXPECT_GT(dark, 2000) << "the page is blank";
   EXPECT_GT(incident_bar, 200) << "no incident shown";

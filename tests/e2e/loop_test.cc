@@ -79,12 +79,18 @@ class LoopTest : public ::testing::Test {
   void configure(const std::string& script, Json loop_extra = Json::object()) {
     Json loop = {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.05}, {"no_progress_limit", 3}};
     for (auto& [k, v] : loop_extra.items()) loop[k] = v;
-    Json cfg = {{"checks", {{{"id", "nobreak"}, {"kind", "regex_in_file"}, {"target", "src.txt"},
-                             {"pattern", "BROKEN"}, {"expect", "absent"}, {"editable", {"src.txt"}}}}},
+    Json cfg = {{"checks",
+                 {{{"id", "nobreak"},
+                   {"kind", "regex_in_file"},
+                   {"target", "src.txt"},
+                   {"pattern", "BROKEN"},
+                   {"expect", "absent"},
+                   {"editable", {"src.txt"}}}}},
                 {"fixers", {"noop"}},
-                {"harness", {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                             {"timeout_s", 60},
-                             {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}},
+                {"harness",
+                 {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
+                  {"timeout_s", 60},
+                  {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}},
                 {"loop", loop}};
     write(repo, "phoenix.json", cfg.dump(2));
     head = commit_all(repo, "initial");
@@ -120,8 +126,9 @@ TEST_F(LoopTest, ThreeTasksCompleteOnTheLoopBranch) {
   // Every task ticked in the branch's tasks file.
   std::string tasks = git(repo, {"show", "phoenix/loop-test:TASKS.md"});
   EXPECT_EQ(tasks, "# Tasks\n\nSome prose.\n\n- [x] first task\n- [x] second task\n- [x] third task\n");
-  EXPECT_EQ(subjects(head + "..phoenix/loop-test"),
-            (std::vector<std::string>{"phoenix-loop: third task", "phoenix-loop: second task", "phoenix-loop: first task"}));
+  EXPECT_EQ(
+      subjects(head + "..phoenix/loop-test"),
+      (std::vector<std::string>{"phoenix-loop: third task", "phoenix-loop: second task", "phoenix-loop: first task"}));
   EXPECT_EQ(git(repo, {"show", "phoenix/loop-test:work.txt"}), "x\nx\nx\n");
   // The user's checkout: same branch, same HEAD, same files, nothing staged.
   EXPECT_EQ(util::trim(git(repo, {"rev-parse", "HEAD"})), head);
@@ -185,7 +192,8 @@ TEST_F(LoopTest, UnfixableBreakEscalatesWithIncidentBeforeRollback) {
   EXPECT_EQ(s["last_incident"], incident);
   // Rolled back: the branch is at known-good and src.txt is fine again.
   EXPECT_EQ(wt_file("src.txt"), "fine\n");
-  EXPECT_EQ(util::trim(git(repo, {"rev-parse", "phoenix/loop-test"})), util::trim(git(repo, {"rev-parse", "refs/phoenix/known-good"})));
+  EXPECT_EQ(util::trim(git(repo, {"rev-parse", "phoenix/loop-test"})),
+            util::trim(git(repo, {"rev-parse", "refs/phoenix/known-good"})));
   EXPECT_EQ(util::trim(git(repo, {"rev-parse", "HEAD"})), head);
 }
 
@@ -220,9 +228,7 @@ TEST_F(LoopTest, PollerNeverSeesPartialState) {
       std::string text;
       try {
         text = read(path);
-      } catch (...) {
-        text = "";
-      }
+      } catch (...) { text = ""; }
       ++reads;
       try {
         Json j = Json::parse(text);
@@ -262,8 +268,7 @@ TEST_F(LoopTest, SigtermMidIterationExits130Interrupted) {
         in_agent = true;
         break;
       }
-    } catch (...) {
-    }
+    } catch (...) {}
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_TRUE(in_agent);
@@ -357,7 +362,8 @@ TEST_F(LoopTest, SecondLoopIsRefusedWhileOneRuns) {
   po.timeout_s = 60;
   util::Subprocess first(po);
   auto t0 = std::chrono::steady_clock::now();
-  while (!fs::exists(repo + "/.phoenix/loop-state.json") && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
+  while (!fs::exists(repo + "/.phoenix/loop-state.json") &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   CliRun second = loop({"--branch", "phoenix/loop-other"});
   EXPECT_NE(second.code, 0);

@@ -60,7 +60,8 @@ class PackageDeb : public ::testing::Test {
   static void SetUpTestSuite() {
     out_ = new ScopedTempDir();
     if (util::find_executable("cpack").empty() || util::find_executable("dpkg-deb").empty()) return;
-    cpack_ = run({"cpack", "-G", "DEB", "--config", build_dir() + "/CPackConfig.cmake", "-B", out_->path()}, build_dir(), {}, 300);
+    cpack_ = run({"cpack", "-G", "DEB", "--config", build_dir() + "/CPackConfig.cmake", "-B", out_->path()},
+                 build_dir(), {}, 300);
     for (const auto& e : fs::directory_iterator(out_->path()))
       if (e.path().extension() == ".deb") deb_ = e.path().string();
     if (!deb_.empty()) {
@@ -94,7 +95,8 @@ class PackageDeb : public ::testing::Test {
 };
 
 TEST_F(PackageDeb, IsNamedAndDescribedLikeADebianPackage) {
-  EXPECT_TRUE(std::regex_match(fs::path(deb_).filename().string(), std::regex(R"(phoenix_\d+\.\d+\.\d+_[a-z0-9]+\.deb)")))
+  EXPECT_TRUE(
+      std::regex_match(fs::path(deb_).filename().string(), std::regex(R"(phoenix_\d+\.\d+\.\d+_[a-z0-9]+\.deb)")))
       << deb_;
   auto info = run({"dpkg-deb", "-I", deb_});
   ASSERT_EQ(info.exit_code, 0) << info.output;
@@ -124,7 +126,8 @@ TEST_F(PackageDeb, DependsOnThePackageOfEveryLibraryTheBinariesLink) {
     std::string pkg = owner_package(lib);
     ASSERT_FALSE(pkg.empty()) << "no Debian package owns " << lib;
     // libc6 provides libc/libm; the others by name (e.g. libgit2-1.5).
-    EXPECT_TRUE(std::regex_search(depends, std::regex("(^|, )" + std::regex_replace(pkg, std::regex(R"([.+])"), R"(\$&)") + R"(( \(|,|$))")))
+    EXPECT_TRUE(std::regex_search(
+        depends, std::regex("(^|, )" + std::regex_replace(pkg, std::regex(R"([.+])"), R"(\$&)") + R"(( \(|,|$))")))
         << lib << " comes from " << pkg << ", missing from Depends: " << depends;
   }
   for (const char* must : {"libgit2-1.5", "libboost-program-options1.74.0", "libsqlite3-0", "libssl3"})
@@ -132,11 +135,12 @@ TEST_F(PackageDeb, DependsOnThePackageOfEveryLibraryTheBinariesLink) {
 }
 
 TEST_F(PackageDeb, CarriesBinariesTemplatesHooksManPagesAndCompletions) {
-  for (const char* f : {"usr/bin/phoenix", "usr/bin/phoenix-loop", "usr/bin/phoenix-hook", "usr/share/phoenix/templates/prompt.md",
-                        "usr/share/phoenix/templates/phoenix.schema.json", "usr/share/phoenix/hooks/pre-push.in",
-                        "usr/share/man/man1/phoenix.1", "usr/share/man/man1/phoenix-loop.1", "usr/share/man/man5/phoenix.json.5",
-                        "usr/share/bash-completion/completions/phoenix", "usr/share/bash-completion/completions/phoenix-loop",
-                        "usr/share/zsh/vendor-completions/_phoenix", "usr/share/doc/phoenix/README.md"})
+  for (const char* f :
+       {"usr/bin/phoenix", "usr/bin/phoenix-loop", "usr/bin/phoenix-hook", "usr/share/phoenix/templates/prompt.md",
+        "usr/share/phoenix/templates/phoenix.schema.json", "usr/share/phoenix/hooks/pre-push.in",
+        "usr/share/man/man1/phoenix.1", "usr/share/man/man1/phoenix-loop.1", "usr/share/man/man5/phoenix.json.5",
+        "usr/share/bash-completion/completions/phoenix", "usr/share/bash-completion/completions/phoenix-loop",
+        "usr/share/zsh/vendor-completions/_phoenix", "usr/share/doc/phoenix/README.md"})
     EXPECT_TRUE(fs::exists(root_ + "/" + f)) << f;
   EXPECT_TRUE((fs::status(root_ + "/usr/bin/phoenix").permissions() & fs::perms::others_exec) != fs::perms::none);
 }
@@ -155,7 +159,8 @@ TEST_F(PackageDeb, UnpackedBinaryRunsAGreenSenseAndInstallsTheHookFromItsOwnShar
   EXPECT_NE(shim.find(fs::canonical(bin).string()), std::string::npos) << shim;
   auto d = run({bin, "doctor", "--json"}, repo);
   auto j = util::Json::parse(d.output.substr(d.output.find('{')));
-  EXPECT_EQ(j["items"][0]["data"]["templates"], fs::canonical(root_ + "/usr/share/phoenix/templates").string()) << d.output;
+  EXPECT_EQ(j["items"][0]["data"]["templates"], fs::canonical(root_ + "/usr/share/phoenix/templates").string())
+      << d.output;
   if (fs::exists(root_ + "/usr/bin/phoenix-loop")) {
     auto lv = run({root_ + "/usr/bin/phoenix-loop", "--version"});
     EXPECT_EQ(util::trim(lv.output), std::string("phoenix-loop ") + PHOENIX_VERSION);

@@ -65,15 +65,18 @@ TEST_F(Primitives, FileSha256AndRegex) {
   auto ok = phoenix({"sense", "--check", R"({"kind":"file_sha256","target":"src/config.h","expect":")" + sha + "\"}"});
   EXPECT_EQ(ok.code, 0) << ok.out;
   write(repo, "src/config.h", "#define LIMIT 10 // HACK\n");
-  auto bad = phoenix({"sense", "--json", "--check", R"({"kind":"file_sha256","target":"src/config.h","expect":")" + sha + "\"}"});
+  auto bad = phoenix(
+      {"sense", "--json", "--check", R"({"kind":"file_sha256","target":"src/config.h","expect":")" + sha + "\"}"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_EQ(Json::parse(bad.out)["signal"], "sha256 mismatch");
-  auto re = phoenix({"sense", "--json", "--check", R"({"kind":"regex_in_file","target":"src/config.h","pattern":"HACK"})"});
+  auto re =
+      phoenix({"sense", "--json", "--check", R"({"kind":"regex_in_file","target":"src/config.h","pattern":"HACK"})"});
   EXPECT_EQ(re.code, 1);
   Json rj = Json::parse(re.out);
   EXPECT_EQ(rj["signal"], "present: 1 match");
   EXPECT_NE(rj["evidence"].get<std::string>().find("src/config.h:1:"), std::string::npos);
-  auto missing = phoenix({"sense", "--json", "--check", R"({"kind":"regex_in_file","target":"nope.txt","pattern":"x"})"});
+  auto missing =
+      phoenix({"sense", "--json", "--check", R"({"kind":"regex_in_file","target":"nope.txt","pattern":"x"})"});
   EXPECT_EQ(missing.code, 1);
   EXPECT_EQ(Json::parse(missing.out)["signal"], "missing: nope.txt");
 }
@@ -204,7 +207,8 @@ TEST_F(Primitives, HealWithUnknownSnapIdIsAUsageError) {
 TEST_F(Primitives, RetryHealsAFlakyCommandWithinThreeRuns) {
   // Fails twice, then passes: a counter file outside the check.
   std::string counter = tmp / "count";
-  std::string flaky = "n=$(cat " + counter + " 2>/dev/null || echo 0); n=$((n+1)); echo $n > " + counter + "; [ $n -ge 3 ]";
+  std::string flaky =
+      "n=$(cat " + counter + " 2>/dev/null || echo 0); n=$((n+1)); echo $n > " + counter + "; [ $n -ge 3 ]";
   auto r = phoenix({"heal", "--strategy", "retry", "--backoff-ms", "10", "--json", "--target",
                     Json::array({"sh", "-c", flaky}).dump()});
   EXPECT_EQ(r.code, 0) << r.out;

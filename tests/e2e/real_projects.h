@@ -46,7 +46,8 @@ inline std::string npm_unavailable() {
   if (fs::is_directory(index, ec))
     for (auto it = fs::recursive_directory_iterator(index, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec))
-      if (it->is_regular_file(ec) && read(it->path().string()).find("prettier/-/prettier-3.6.2.tgz") != std::string::npos)
+      if (it->is_regular_file(ec) &&
+          read(it->path().string()).find("prettier/-/prettier-3.6.2.tgz") != std::string::npos)
         return "";
   return npm_cache_dir() + " does not hold prettier 3.6.2 (scripts/deps.sh fills it with `npm cache add`)";
 }
@@ -56,12 +57,9 @@ inline std::string npm_unavailable() {
 // run by `git push`): npm reads npm_config_* variables as its settings, so
 // phoenix.json keeps the plain `npm ci` that `phoenix init` writes.
 inline EnvVars npm_offline_env() {
-  return {{"npm_config_cache", npm_cache_dir()},
-          {"npm_config_offline", "true"},
-          {"npm_config_audit", "false"},
-          {"npm_config_fund", "false"},
-          {"npm_config_update_notifier", "false"},
-          {"npm_config_loglevel", "error"}};
+  return {{"npm_config_cache", npm_cache_dir()},   {"npm_config_offline", "true"},
+          {"npm_config_audit", "false"},           {"npm_config_fund", "false"},
+          {"npm_config_update_notifier", "false"}, {"npm_config_loglevel", "error"}};
 }
 
 // An interpreter that can `import pytest` ("" when none): `python3` on PATH

@@ -43,14 +43,14 @@ constexpr double kStepTimeout = 240;
 
 // One fixture's walk.
 struct Walk {
-  std::string project;           // tests/fixtures/real-projects/<project>
-  bool needs_setup;              // init must write setup steps (a fresh tree lacks build/ or node_modules/)
-  std::string source;            // the file the breaks edit
-  std::string good, bad;         // a piece of `source` and its broken form
-  std::string red_evidence;      // what the red measurement of the break shows
-  std::string agent_script;      // PHOENIX_AGENT_SCRIPT for the loop's one task
-  std::string agent_path;        // a file on the loop branch after the task
-  std::string agent_text;        // ... containing this
+  std::string project;       // tests/fixtures/real-projects/<project>
+  bool needs_setup;          // init must write setup steps (a fresh tree lacks build/ or node_modules/)
+  std::string source;        // the file the breaks edit
+  std::string good, bad;     // a piece of `source` and its broken form
+  std::string red_evidence;  // what the red measurement of the break shows
+  std::string agent_script;  // PHOENIX_AGENT_SCRIPT for the loop's one task
+  std::string agent_path;    // a file on the loop branch after the task
+  std::string agent_text;    // ... containing this
 };
 
 bool has_line_with(const std::string& out, const std::vector<std::string>& parts) {
@@ -114,7 +114,9 @@ class RealProjects : public ::testing::Test {
   }
 #endif
   std::string g(const std::vector<std::string>& args) { return util::trim(git(repo, args)); }
-  std::vector<std::string> staged() { return util::split_lines(util::trim(git(repo, {"diff", "--cached", "--name-only"}))); }
+  std::vector<std::string> staged() {
+    return util::split_lines(util::trim(git(repo, {"diff", "--cached", "--name-only"})));
+  }
 
   // The folder where Phoenix keeps its own worktrees (src/layout/layout.h).
   std::string phoenix_worktrees() { return layout::trees_root(gitx::Repo::open(repo)) + "/worktrees/"; }
@@ -142,7 +144,9 @@ void RealProjects::walk(const Walk& w) {
   config::Config cfg;
   ASSERT_NO_THROW(cfg = config::load(repo, true)) << read(repo + "/phoenix.json");
   ASSERT_FALSE(cfg.checks.empty()) << read(repo + "/phoenix.json");
-  if (w.needs_setup) EXPECT_FALSE(cfg.setup.empty()) << "a fresh tree has no build folder or node_modules\n" << read(repo + "/phoenix.json");
+  if (w.needs_setup)
+    EXPECT_FALSE(cfg.setup.empty()) << "a fresh tree has no build folder or node_modules\n"
+                                    << read(repo + "/phoenix.json");
   // The newcomer commits what init wrote the way most people commit: of
   // .phoenix/ at most its own .gitignore goes in.
   git(repo, {"add", "-A"});
@@ -200,7 +204,8 @@ void RealProjects::walk(const Walk& w) {
     EXPECT_TRUE(util::starts_with(r.value("cwd", ""), phoenix_worktrees() + "loop-"))
         << "the agent ran in " << r.value("cwd", "") << ", not in the loop's worktree under " << phoenix_worktrees();
   EXPECT_EQ(g({"rev-parse", "HEAD"}), user_head) << "the user's branch does not move";
-  EXPECT_FALSE(fs::exists(repo + "/" + w.agent_path) && w.agent_path != w.source) << "the agent's file reached the user's checkout";
+  EXPECT_FALSE(fs::exists(repo + "/" + w.agent_path) && w.agent_path != w.source)
+      << "the agent's file reached the user's checkout";
   const std::string pushed = "phoenix/loop-e2e";
 #else
   // Without phoenix-loop, a green branch that is not HEAD all the same.
@@ -226,7 +231,8 @@ void RealProjects::walk(const Walk& w) {
   // Each check green, measured in a tree of the pushed commit (not in place).
   for (const auto& c : cfg.checks)
     EXPECT_TRUE(has_line_with(push.output, {"phoenix: ok", c.id, pushed + "@" + tip.substr(0, 12), "worktree"}))
-        << c.id << "\n" << push.output;
+        << c.id << "\n"
+        << push.output;
   EXPECT_EQ(util::trim(run({"git", "-C", bare, "rev-parse", "--verify", "-q", pushed}).output), tip);
 
   // Through all of it Phoenix's own writes left the user's tree clean: the
@@ -236,7 +242,8 @@ void RealProjects::walk(const Walk& w) {
 
 TEST_F(RealProjects, CMakeLibraryWithCTest) {
   for (const char* tool : {"cmake", "ctest", "cc"})
-    if (util::find_executable(tool).empty()) GTEST_SKIP() << tool << " is not installed (scripts/deps.sh installs cmake and build-essential)";
+    if (util::find_executable(tool).empty())
+      GTEST_SKIP() << tool << " is not installed (scripts/deps.sh installs cmake and build-essential)";
   make_repo("cmake");
   // The user's own configured and built build folder, as init finds it.
   auto conf = sh({"cmake", "-S", ".", "-B", "build"});
@@ -263,19 +270,21 @@ TEST_F(RealProjects, NpmPackageWithLockfileAndPrettier) {
   auto ci = sh({"npm", "ci"});
   ASSERT_EQ(ci.exit_code, 0) << ci.output;
   ASSERT_TRUE(fs::exists(repo + "/node_modules/.bin/prettier")) << ci.output;
-  walk({.project = "npm",
-        .needs_setup = true,
-        .source = "lib/calc.js",
-        .good = "return a + b;",
-        .bad = "return a - b;",
-        .red_evidence = "actual: -1",
-        // Formatted as prettier wants: `npm test` checks every file. The
-        // agent's script separates actions with ';', so the code's own
-        // semicolons are written \x3b.
-        .agent_script = R"(write lib/twice.js 'const { add } = require("./calc")\x3b\n\nfunction twice(a) {\n  return add(a, a)\x3b\n}\n\nmodule.exports = { twice }\x3b\n'; )"
-                        R"(write test/twice.test.js 'const test = require("node:test")\x3b\nconst assert = require("node:assert")\x3b\nconst { twice } = require("../lib/twice")\x3b\n\ntest("twice", () => {\n  assert.strictEqual(twice(4), 8)\x3b\n})\x3b\n')",
-        .agent_path = "test/twice.test.js",
-        .agent_text = "twice(4)"});
+  walk(
+      {.project = "npm",
+       .needs_setup = true,
+       .source = "lib/calc.js",
+       .good = "return a + b;",
+       .bad = "return a - b;",
+       .red_evidence = "actual: -1",
+       // Formatted as prettier wants: `npm test` checks every file. The
+       // agent's script separates actions with ';', so the code's own
+       // semicolons are written \x3b.
+       .agent_script =
+           R"(write lib/twice.js 'const { add } = require("./calc")\x3b\n\nfunction twice(a) {\n  return add(a, a)\x3b\n}\n\nmodule.exports = { twice }\x3b\n'; )"
+           R"(write test/twice.test.js 'const test = require("node:test")\x3b\nconst assert = require("node:assert")\x3b\nconst { twice } = require("../lib/twice")\x3b\n\ntest("twice", () => {\n  assert.strictEqual(twice(4), 8)\x3b\n})\x3b\n')",
+       .agent_path = "test/twice.test.js",
+       .agent_text = "twice(4)"});
   if (HasFatalFailure()) return;
   // After bisect, the loop and the hook have made their trees, the
   // project's own test command, run by hand, finds the project's own two
@@ -296,16 +305,18 @@ TEST_F(RealProjects, PythonPackageWithPytest) {
   // `python3`, as init's check `python3 -m pytest -q` calls it, is an
   // interpreter with pytest: a PATH entry, not an edit of phoenix.json.
   fs::create_symlink(py, tmp / "bin/python3");
-  walk({.project = "python",
-        .needs_setup = false,
-        .source = "src/calc.py",
-        .good = "return a + b",
-        .bad = "return a - b",
-        .red_evidence = "test_add",
-        .agent_script = R"(write src/twice.py 'from calc import add\n\n\ndef twice(a):\n    return add(a, a)\n'; )"
-                        R"(write tests/test_twice.py 'import unittest\n\nfrom twice import twice\n\n\nclass TwiceTest(unittest.TestCase):\n    def test_twice(self):\n        self.assertEqual(twice(4), 8)\n')",
-        .agent_path = "tests/test_twice.py",
-        .agent_text = "twice(4)"});
+  walk(
+      {.project = "python",
+       .needs_setup = false,
+       .source = "src/calc.py",
+       .good = "return a + b",
+       .bad = "return a - b",
+       .red_evidence = "test_add",
+       .agent_script =
+           R"(write src/twice.py 'from calc import add\n\n\ndef twice(a):\n    return add(a, a)\n'; )"
+           R"(write tests/test_twice.py 'import unittest\n\nfrom twice import twice\n\n\nclass TwiceTest(unittest.TestCase):\n    def test_twice(self):\n        self.assertEqual(twice(4), 8)\n')",
+       .agent_path = "tests/test_twice.py",
+       .agent_text = "twice(4)"});
 }
 
 // A Python project with a hand-written phoenix.json (no init, no
@@ -338,7 +349,8 @@ TEST_F(RealProjects, GitAddAllBesideAHandWrittenConfigCommitsNoPhoenixState) {
   git(repo, {"add", "-A"});
   for (const auto& p : staged())
     if (util::starts_with(p, ".phoenix/"))
-      EXPECT_EQ(p, ".phoenix/.gitignore") << "committed Phoenix state\n" << git(repo, {"status", "--porcelain", "--ignored"});
+      EXPECT_EQ(p, ".phoenix/.gitignore") << "committed Phoenix state\n"
+                                          << git(repo, {"status", "--porcelain", "--ignored"});
   git(repo, {"commit", "-q", "--allow-empty", "-m", "everything git add -A takes"});
   // A regression, healed: the journal, the trace and bisect's tree all exist now.
   write(repo, "src/calc.py", replace_once(read(repo + "/src/calc.py"), "return a + b", "return a - b"));

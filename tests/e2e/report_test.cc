@@ -32,7 +32,8 @@ size_t columns(const std::string& line) {
 }
 
 // Where `want` lines appear, in order, among `got` (each a prefix match).
-void expect_in_order(const std::vector<std::string>& got, const std::vector<std::string>& want, const std::string& all) {
+void expect_in_order(const std::vector<std::string>& got, const std::vector<std::string>& want,
+                     const std::string& all) {
   size_t at = 0;
   for (const auto& w : want) {
     size_t i = at;
@@ -70,21 +71,38 @@ class ReportNight : public ::testing::Test {
           "# Tonight\n\n- [ ] easy: add a line\n- [ ] healable: add a feature\n- [ ] easy: add another line\n"
           "- [ ] unfixable: recolour the chart\n");
     std::string counter = *tmp / "limit-counter";
-    std::string script = "first 1 " + counter + " rate-limit 1;"
-                         "if-prompt \"" + kTaskIs + "easy\" append work.txt 'x\\n';"
-                         "if-prompt \"" + kTaskIs + "healable\" write src.txt 'BROKEN\\n';"
-                         "if-prompt \"" + kTaskIs + "healable\" write feature.txt 'feature\\n';"
-                         "if-prompt \"" + kTaskIs + "unfixable\" copy assets/red.png chart.png";
-    Json cfg = {{"checks",
-                 {{{"id", "nobreak"}, {"kind", "regex_in_file"}, {"target", "src.txt"}, {"pattern", "BROKEN"},
-                   {"expect", "absent"}, {"editable", {"src.txt"}}},
-                  {{"id", "chart"}, {"kind", "visual"}, {"target", "chart.png"}, {"screenshot", {"cp", "chart.png", "{out}"}},
-                   {"editable", {"chart.png"}}}}},
-                {"fixers", {"journal", "bisect", "harness"}},
-                {"harness", {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                             {"timeout_s", 60},
-                             {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}},
-                {"loop", {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.05}, {"no_progress_limit", 3}, {"on_escalate", "stop"}}}};
+    std::string script = "first 1 " + counter +
+                         " rate-limit 1;"
+                         "if-prompt \"" +
+                         kTaskIs +
+                         "easy\" append work.txt 'x\\n';"
+                         "if-prompt \"" +
+                         kTaskIs +
+                         "healable\" write src.txt 'BROKEN\\n';"
+                         "if-prompt \"" +
+                         kTaskIs +
+                         "healable\" write feature.txt 'feature\\n';"
+                         "if-prompt \"" +
+                         kTaskIs + "unfixable\" copy assets/red.png chart.png";
+    Json cfg = {
+        {"checks",
+         {{{"id", "nobreak"},
+           {"kind", "regex_in_file"},
+           {"target", "src.txt"},
+           {"pattern", "BROKEN"},
+           {"expect", "absent"},
+           {"editable", {"src.txt"}}},
+          {{"id", "chart"},
+           {"kind", "visual"},
+           {"target", "chart.png"},
+           {"screenshot", {"cp", "chart.png", "{out}"}},
+           {"editable", {"chart.png"}}}}},
+        {"fixers", {"journal", "bisect", "harness"}},
+        {"harness",
+         {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
+          {"timeout_s", 60},
+          {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}},
+        {"loop", {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.05}, {"no_progress_limit", 3}, {"on_escalate", "stop"}}}};
     write(repo, "phoenix.json", cfg.dump(2));
     commit_all(repo, "initial");
     run_phoenix(repo, {"run"});  // green: the first commit is known-good
@@ -123,7 +141,8 @@ class ReportNight : public ::testing::Test {
 
   static std::string verdict() {
     return "3 of 4 tasks done, 1 healed by bisect, 1 replayed from the journal, 1 escalated at " + at("incident") +
-           ": the loop stopped; known-good is " + util::trim(git(repo, {"rev-parse", "--short=7", "refs/phoenix/known-good"})) + ".";
+           ": the loop stopped; known-good is " +
+           util::trim(git(repo, {"rev-parse", "--short=7", "refs/phoenix/known-good"})) + ".";
   }
 };
 
@@ -147,15 +166,15 @@ TEST_F(ReportNight, TerminalReportLineByLine) {
   size_t i = 3;
   for (; i < lines.size() && !lines[i].empty(); ++i) v += (v.empty() ? "" : " ") + lines[i];
   EXPECT_EQ(v, verdict());
-  expect_in_order(lines,
-                  {"Needs a person first", "  1. Read " + note() + ": `chart` on \"unfixable: recolour the",
-                   "     chart\" escalated (no fixer has anything more to propose); the abandoned",
-                   "Tasks", "  done      easy: add a line", "            2 commits ", "  healed    healable: add a feature",
-                   "            1 commit ", "  done      easy: add another line", "  escalated unfixable: recolour the chart",
-                   "Heals", "Rate-limit waits", "  " + at("loop.wait") + "  rate-limited, waited ", "Escalations", "  " + at("incident") + "  chart: ",
-                   "Totals", "  4 iterations, ",
-                   "Next: phoenix report --html night.html"},
-                  r.out);
+  expect_in_order(
+      lines,
+      {"Needs a person first", "  1. Read " + note() + ": `chart` on \"unfixable: recolour the",
+       "     chart\" escalated (no fixer has anything more to propose); the abandoned", "Tasks",
+       "  done      easy: add a line", "            2 commits ", "  healed    healable: add a feature",
+       "            1 commit ", "  done      easy: add another line", "  escalated unfixable: recolour the chart",
+       "Heals", "Rate-limit waits", "  " + at("loop.wait") + "  rate-limited, waited ", "Escalations",
+       "  " + at("incident") + "  chart: ", "Totals", "  4 iterations, ", "Next: phoenix report --html night.html"},
+      r.out);
   bool bisect = false, replayed = false;
   for (const auto& l : lines) {
     bisect |= l.find("  nobreak by bisect, 1 attempt, ") == 7;
@@ -182,14 +201,26 @@ TEST_F(ReportNight, MarkdownLineByLine) {
   EXPECT_EQ(lines[0], "# Phoenix: the night on phoenix/loop-test");
   EXPECT_EQ(lines[4], "**" + verdict() + "**");
   expect_in_order(lines,
-                  {"## Needs a person first", "1. Read " + note() + ": `chart` on \"unfixable: recolour the chart\" escalated",
-                   "## Tasks", "| task | outcome | commits | duration | turns | cost |", "|---|---|---|---|---|---|",
-                   "| easy: add a line | done | ", "| healable: add a feature | healed | ", "| easy: add another line | done | ",
-                   "| unfixable: recolour the chart | escalated ([note](" + note() + ")) | — | ", "## Heals",
-                   "| at | check | fixer | attempts | duration | replayed | fix |", "|---|---|---|---|---|---|---|",
-                   "| ", "## Rate-limit waits",
-                   "- " + at("loop.wait") + ": rate-limited, waited ", "## Escalations", "- " + at("incident") + ": `chart`: ",
-                   "## Totals", "4 iterations, ", "Next: `phoenix report --html night.html`"},
+                  {"## Needs a person first",
+                   "1. Read " + note() + ": `chart` on \"unfixable: recolour the chart\" escalated",
+                   "## Tasks",
+                   "| task | outcome | commits | duration | turns | cost |",
+                   "|---|---|---|---|---|---|",
+                   "| easy: add a line | done | ",
+                   "| healable: add a feature | healed | ",
+                   "| easy: add another line | done | ",
+                   "| unfixable: recolour the chart | escalated ([note](" + note() + ")) | — | ",
+                   "## Heals",
+                   "| at | check | fixer | attempts | duration | replayed | fix |",
+                   "|---|---|---|---|---|---|---|",
+                   "| ",
+                   "## Rate-limit waits",
+                   "- " + at("loop.wait") + ": rate-limited, waited ",
+                   "## Escalations",
+                   "- " + at("incident") + ": `chart`: ",
+                   "## Totals",
+                   "4 iterations, ",
+                   "Next: `phoenix report --html night.html`"},
                   r.out);
   EXPECT_NE(r.out.find(" | `nobreak` | bisect | 1 | "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" | `nobreak` | journal | 1 | "), std::string::npos) << r.out;
@@ -201,7 +232,7 @@ TEST_F(ReportNight, MarkdownLineByLine) {
 struct Shown {
   int scroll_width = -1, svg_width = -1, iteration_marks = -1, heading_h3 = -1, heading_h4 = -1;
   std::string verdict;
-  std::string over;  // the first element past the window's right edge, if any
+  std::string over;                   // the first element past the window's right edge, if any
   std::vector<std::string> pictures;  // the incident's pictures that loaded: "alt@top"
   bool ok = false;
   std::string raw;
@@ -210,10 +241,12 @@ struct Shown {
 Shown render(const std::string& chromium, const std::string& html_path, int width, const std::string& work) {
   std::string probe = work + "/probe-" + std::to_string(width) + ".html";
   std::string page = read(html_path);
-  const std::string script = std::string()+
+  const std::string script =
+      std::string() +
       // Headless chromium will not make a window narrower than 500 px: the
       // body is held to the width under test instead.
-      "<script>window.addEventListener('load',()=>{document.body.style.width='" + std::to_string(width) + "px';"
+      "<script>window.addEventListener('load',()=>{document.body.style.width='" + std::to_string(width) +
+      "px';"
       "const v=document.getElementById('verdict');"
       "const tl=[...document.querySelectorAll('svg.timeline')].find(e=>e.getBoundingClientRect().width>0);"
       "const s=tl.getBoundingClientRect();"
@@ -233,9 +266,16 @@ Shown render(const std::string& chromium, const std::string& html_path, int widt
   page.insert(end, script);
   std::ofstream(probe) << page;
   util::ProcessOptions po;
-  po.argv = {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-             "--window-size=" + std::to_string(width) + ",2000", "--user-data-dir=" + work + "/profile-" + std::to_string(width),
-             "--virtual-time-budget=2000", "--dump-dom", "file://" + probe};
+  po.argv = {chromium,
+             "--headless",
+             "--no-sandbox",
+             "--disable-gpu",
+             "--hide-scrollbars",
+             "--window-size=" + std::to_string(width) + ",2000",
+             "--user-data-dir=" + work + "/profile-" + std::to_string(width),
+             "--virtual-time-budget=2000",
+             "--dump-dom",
+             "file://" + probe};
   po.cwd = work;
   po.timeout_s = 90;
   po.env = {{"HOME", work}};
@@ -246,8 +286,10 @@ Shown render(const std::string& chromium, const std::string& html_path, int widt
   if (at == std::string::npos) return s;
   at += 12;
   std::string j = r.output.substr(at, r.output.find('"', at) - at);
-  for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{{"&quot;", "\""}, {"&lt;", "<"}, {"&gt;", ">"}, {"&amp;", "&"}}) {
-    for (size_t p = j.find(from); p != std::string::npos; p = j.find(from, p + to.size())) j.replace(p, from.size(), to);
+  for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"&quot;", "\""}, {"&lt;", "<"}, {"&gt;", ">"}, {"&amp;", "&"}}) {
+    for (size_t p = j.find(from); p != std::string::npos; p = j.find(from, p + to.size()))
+      j.replace(p, from.size(), to);
   }
   Json v = Json::parse(j);
   s.scroll_width = v["scroll"];
@@ -272,11 +314,14 @@ TEST_F(ReportNight, HtmlPageInChromiumAt1200And400Pixels) {
   EXPECT_EQ(h.find("<link"), std::string::npos);
   EXPECT_EQ(h.find(repo + "/"), std::string::npos) << "paths relative to the repository";
   size_t iterations = 0;
-  for (size_t at = h.find("data-kind=\"iteration\""); at != std::string::npos; at = h.find("data-kind=\"iteration\"", at + 1)) ++iterations;
+  for (size_t at = h.find("data-kind=\"iteration\""); at != std::string::npos;
+       at = h.find("data-kind=\"iteration\"", at + 1))
+    ++iterations;
   EXPECT_EQ(iterations, 8u) << "one mark per iteration, in the wide drawing and the phone's";
 
   const std::string chromium = "/usr/bin/chromium";
-  if (!fs::exists(chromium)) GTEST_SKIP() << "no " << chromium << " (Debian package chromium): the page was not rendered";
+  if (!fs::exists(chromium))
+    GTEST_SKIP() << "no " << chromium << " (Debian package chromium): the page was not rendered";
   std::string work = *tmp / "chromium";
   fs::create_directories(work);
   for (int width : {1200, 400}) {
@@ -290,7 +335,8 @@ TEST_F(ReportNight, HtmlPageInChromiumAt1200And400Pixels) {
     // on a wide window: one row, the same top.
     ASSERT_EQ(s.pictures.size(), 3u) << width << " px: " << s.raw.substr(0, 400);
     if (width >= 1200)
-      for (const auto& p : s.pictures) EXPECT_EQ(p.substr(p.find('@')), s.pictures[0].substr(s.pictures[0].find('@'))) << p;
+      for (const auto& p : s.pictures)
+        EXPECT_EQ(p.substr(p.find('@')), s.pictures[0].substr(s.pictures[0].find('@'))) << p;
     EXPECT_LE(s.scroll_width, width) << "nothing wider than the window at " << width << " px";
     EXPECT_EQ(s.over, "") << "past the right edge at " << width << " px";
     EXPECT_GT(s.svg_width, width / 2) << "the timeline spans the page at " << width << " px";
@@ -299,8 +345,15 @@ TEST_F(ReportNight, HtmlPageInChromiumAt1200And400Pixels) {
   // And a picture of it, for a person to look at (docs/morning.png comes from the demo's night).
   std::string shot = work + "/night-400.png";
   util::ProcessOptions po;
-  po.argv = {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=400,1600",
-             "--user-data-dir=" + work + "/profile-shot", "--screenshot=" + shot, "file://" + html_path};
+  po.argv = {chromium,
+             "--headless",
+             "--no-sandbox",
+             "--disable-gpu",
+             "--hide-scrollbars",
+             "--window-size=400,1600",
+             "--user-data-dir=" + work + "/profile-shot",
+             "--screenshot=" + shot,
+             "file://" + html_path};
   po.cwd = work;
   po.timeout_s = 90;
   po.env = {{"HOME", work}};
@@ -312,7 +365,8 @@ TEST_F(ReportNight, HtmlPageInChromiumAt1200And400Pixels) {
 // SVG) finds neither an error nor a warning in the page.
 TEST_F(ReportNight, HtmlPassesTidy) {
   ASSERT_EQ(night.code, 2) << night.out;
-  if (!fs::exists("/usr/bin/tidy")) GTEST_SKIP() << "no /usr/bin/tidy (Debian package tidy): the page was not validated";
+  if (!fs::exists("/usr/bin/tidy"))
+    GTEST_SKIP() << "no /usr/bin/tidy (Debian package tidy): the page was not validated";
   std::string html_path = *tmp / "tidy.html";
   CliRun r = run_phoenix(repo, {"report", "--html", html_path}, 60, kUtc);
   ASSERT_EQ(r.code, 0) << r.out;

@@ -20,8 +20,9 @@ class RunE2E : public ::testing::Test {
   void SetUp() override {
     repo = init_repo(tmp / "repo");
     write(repo, "src/conf.sh", "LIMIT=10\n");
-    write(repo, "tests/limit_test.sh",
-          "#!/bin/sh\n. ./src/conf.sh\n[ \"$LIMIT\" = 10 ] || { echo \"FAIL limit_test: want 10, got $LIMIT\"; exit 1; }\necho ok\n");
+    write(
+        repo, "tests/limit_test.sh",
+        "#!/bin/sh\n. ./src/conf.sh\n[ \"$LIMIT\" = 10 ] || { echo \"FAIL limit_test: want 10, got $LIMIT\"; exit 1; }\necho ok\n");
     fs::permissions(repo + "/tests/limit_test.sh", fs::perms::owner_all, fs::perm_options::add);
     write(repo, ".gitignore", ".phoenix/\n");
     write(repo, "phoenix.json", R"({
@@ -168,7 +169,9 @@ TEST_F(RunE2E, UsageAndConfigErrors) {
   EXPECT_NE(only.out.find("did you mean 'unit'"), std::string::npos) << only.out;
   auto fixer = phoenix({"run", "--fixer", "bisekt"});
   EXPECT_EQ(fixer.code, 64) << fixer.out;
-  write(repo, "phoenix.json", "{\n  \"checks\": [ {\"id\": \"unit\", \"kind\": \"command_exit\", \"target\": \"true\", \"budget\": 3} ]\n}\n");
+  write(
+      repo, "phoenix.json",
+      "{\n  \"checks\": [ {\"id\": \"unit\", \"kind\": \"command_exit\", \"target\": \"true\", \"budget\": 3} ]\n}\n");
   auto cfg = phoenix({"run"});
   EXPECT_EQ(cfg.code, 78) << cfg.out;
   EXPECT_NE(cfg.out.find("phoenix.json:2:"), std::string::npos) << cfg.out;
@@ -181,7 +184,8 @@ TEST_F(RunE2E, UsageAndConfigErrors) {
 TEST(ConfigShowE2E, SaysWhereEachValueCameFrom) {
   ScopedTempDir tmp;
   std::string repo = init_repo(tmp / "r");
-  write(repo, "phoenix.json", R"({"checks":[{"id":"u","kind":"command_exit","target":"true"}],"budgets":{"unit":5},"diff_cap":50})");
+  write(repo, "phoenix.json",
+        R"({"checks":[{"id":"u","kind":"command_exit","target":"true"}],"budgets":{"unit":5},"diff_cap":50})");
   auto r = run_phoenix(repo, {"config", "show", "--json"}, 60, {{"PHOENIX_SESSION_CAP", "4"}});
   ASSERT_EQ(r.code, 0) << r.out;
   Json j = Json::parse(r.out);

@@ -11,7 +11,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   try {
     phoenix::config::parse(text, "phoenix.json");
-  } catch (const phoenix::Error&) {
-  }
+  } catch (const phoenix::Error&) {}
   return 0;
 }

@@ -13,9 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   phoenix::image::Image img;
   try {
     img = phoenix::image::decode_png(bytes, "fuzz", 1 << 20);
-  } catch (const phoenix::image::ImageError&) {
-    return 0;
-  }
+  } catch (const phoenix::image::ImageError&) { return 0; }
   if (img.width <= 0 || img.height <= 0 || img.rgba.size() != size_t(img.width) * img.height * 4) std::abort();
   phoenix::image::Image again = phoenix::image::decode_png(phoenix::image::encode_png(img), "round trip", 1 << 20);
   if (again.rgba != img.rgba) std::abort();

@@ -18,7 +18,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (r.local_sha.size() != 40 && r.local_sha.size() != 64) std::abort();
     }
     phoenix::hook::commits_to_measure(refs);
-  } catch (const phoenix::UsageError&) {
-  }
+  } catch (const phoenix::UsageError&) {}
   return 0;
 }

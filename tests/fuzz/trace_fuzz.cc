@@ -34,9 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!v.ok && v.kind == "torn") {
     try {
       phoenix::trace::repair_torn_tail(path);
-    } catch (const phoenix::Error&) {
-      return 0;
-    }
+    } catch (const phoenix::Error&) { return 0; }
     if (phoenix::trace::verify(path).kind == "torn") std::abort();
   }
   return 0;

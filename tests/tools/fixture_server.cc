@@ -108,7 +108,9 @@ void respond(int fd, int status, const std::string& type, const std::string& bod
 }
 
 std::string content_type(const std::string& path) {
-  auto ends = [&](const char* s) { return path.size() >= std::strlen(s) && path.compare(path.size() - std::strlen(s), std::string::npos, s) == 0; };
+  auto ends = [&](const char* s) {
+    return path.size() >= std::strlen(s) && path.compare(path.size() - std::strlen(s), std::string::npos, s) == 0;
+  };
   if (ends(".json")) return "application/json";
   if (ends(".png")) return "image/png";
   if (ends(".html")) return "text/html";

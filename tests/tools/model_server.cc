@@ -100,8 +100,12 @@ bool send_all(int fd, const std::string& s) {
 }
 
 void respond(int fd, int status, const std::string& type, const std::string& body, const std::string& extra = "") {
-  const char* reason = status == 200 ? "OK" : status == 429 ? "Too Many Requests" : status == 500 ? "Internal Server Error"
-                       : status == 529 ? "Overloaded" : status == 400 ? "Bad Request" : "Error";
+  const char* reason = status == 200   ? "OK"
+                       : status == 429 ? "Too Many Requests"
+                       : status == 500 ? "Internal Server Error"
+                       : status == 529 ? "Overloaded"
+                       : status == 400 ? "Bad Request"
+                                       : "Error";
   send_all(fd, "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Type: " + type +
                    "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra + "Connection: close\r\n\r\n" +
                    body);
@@ -142,10 +146,12 @@ bool send_error(int fd, const std::string& api) {
   } else if (m == "529") {
     status = 529, type = "overloaded_error", message = "Overloaded";
   } else if (m == "usage-limit") {
-    status = 429, type = "rate_limit_error", message = "You've hit your usage limit. Your limit resets 3am (Europe/Berlin)";
+    status = 429, type = "rate_limit_error",
+    message = "You've hit your usage limit. Your limit resets 3am (Europe/Berlin)";
   } else if (m == "credit") {
     status = 400, type = "invalid_request_error",
-    message = "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.";
+    message =
+        "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.";
   }
   Json body;
   if (api == "anthropic") {
@@ -159,11 +165,18 @@ bool send_error(int fd, const std::string& api) {
     // turns it into "You've hit your usage limit. ... Try again at 3:00 AM."
     // (a plain 429 it retries and reports as "last status: 429").
     const long long reset = static_cast<long long>(std::time(nullptr)) + 3 * 3600;
-    body = {{"error", {{"type", "usage_limit_reached"}, {"message", "The usage limit has been reached"},
-                       {"plan_type", "plus"}, {"resets_at", reset}, {"resets_in_seconds", 3 * 3600}}}};
+    body = {{"error",
+             {{"type", "usage_limit_reached"},
+              {"message", "The usage limit has been reached"},
+              {"plan_type", "plus"},
+              {"resets_at", reset},
+              {"resets_in_seconds", 3 * 3600}}}};
   } else {
-    std::string code = m == "credit" ? "insufficient_quota" : m == "429" || m == "usage-limit" ? "rate_limit_exceeded" : "server_error";
-    if (m == "credit") status = 429, message = "You exceeded your current quota, please check your plan and billing details.";
+    std::string code = m == "credit"                      ? "insufficient_quota"
+                       : m == "429" || m == "usage-limit" ? "rate_limit_exceeded"
+                                                          : "server_error";
+    if (m == "credit")
+      status = 429, message = "You exceeded your current quota, please check your plan and billing details.";
     body = {{"error", {{"message", message}, {"type", code}, {"code", code}}}};
   }
   respond(fd, status, "application/json", body.dump(), extra);
@@ -188,21 +201,33 @@ void anthropic(int fd, const Json& req, const std::string& body) {
   Json block;
   std::string stop = "end_turn";
   if (tools && results == 0) {
-    block = {{"type", "tool_use"}, {"id", "toolu_" + std::to_string(++g_ids)}, {"name", "Read"},
+    block = {{"type", "tool_use"},
+             {"id", "toolu_" + std::to_string(++g_ids)},
+             {"name", "Read"},
              {"input", {{"file_path", abs_path(body, e.file)}}}};
     stop = "tool_use";
   } else if (tools && results == 1) {
-    block = {{"type", "tool_use"}, {"id", "toolu_" + std::to_string(++g_ids)}, {"name", "Edit"},
-             {"input", {{"file_path", abs_path(body, e.file)}, {"old_string", e.old_text}, {"new_string", e.new_text}}}};
+    block = {
+        {"type", "tool_use"},
+        {"id", "toolu_" + std::to_string(++g_ids)},
+        {"name", "Edit"},
+        {"input", {{"file_path", abs_path(body, e.file)}, {"old_string", e.old_text}, {"new_string", e.new_text}}}};
     stop = "tool_use";
   } else {
     block = {{"type", "text"}, {"text", tools ? "Fixed: the edit is made." : "Fix"}};
   }
-  log_request("POST", "/v1/messages", body.substr(0, 0), "tools=" + std::to_string(tools) + " results=" + std::to_string(results));
-  Json usage = {{"input_tokens", 10}, {"output_tokens", 5}, {"cache_creation_input_tokens", 0}, {"cache_read_input_tokens", 0}};
-  Json msg = {{"id", "msg_" + std::to_string(++g_ids)}, {"type", "message"}, {"role", "assistant"},
-              {"model", req.value("model", "claude-test")}, {"content", Json::array({block})}, {"stop_reason", stop},
-              {"stop_sequence", nullptr}, {"usage", usage}};
+  log_request("POST", "/v1/messages", body.substr(0, 0),
+              "tools=" + std::to_string(tools) + " results=" + std::to_string(results));
+  Json usage = {
+      {"input_tokens", 10}, {"output_tokens", 5}, {"cache_creation_input_tokens", 0}, {"cache_read_input_tokens", 0}};
+  Json msg = {{"id", "msg_" + std::to_string(++g_ids)},
+              {"type", "message"},
+              {"role", "assistant"},
+              {"model", req.value("model", "claude-test")},
+              {"content", Json::array({block})},
+              {"stop_reason", stop},
+              {"stop_sequence", nullptr},
+              {"usage", usage}};
   if (!req.value("stream", false)) {
     respond(fd, 200, "application/json", msg.dump());
     return;
@@ -216,16 +241,20 @@ void anthropic(int fd, const Json& req, const std::string& body) {
     Json b = block;
     b["input"] = Json::object();
     out += sse("content_block_start", {{"type", "content_block_start"}, {"index", 0}, {"content_block", b}});
-    out += sse("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
-                                       {"delta", {{"type", "input_json_delta"}, {"partial_json", block["input"].dump()}}}});
+    out += sse("content_block_delta",
+               {{"type", "content_block_delta"},
+                {"index", 0},
+                {"delta", {{"type", "input_json_delta"}, {"partial_json", block["input"].dump()}}}});
   } else {
     out += sse("content_block_start",
                {{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}});
-    out += sse("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
-                                       {"delta", {{"type", "text_delta"}, {"text", block["text"]}}}});
+    out += sse(
+        "content_block_delta",
+        {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", block["text"]}}}});
   }
   out += sse("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}});
-  out += sse("message_delta", {{"type", "message_delta"}, {"delta", {{"stop_reason", stop}, {"stop_sequence", nullptr}}},
+  out += sse("message_delta", {{"type", "message_delta"},
+                               {"delta", {{"stop_reason", stop}, {"stop_sequence", nullptr}}},
                                {"usage", {{"output_tokens", 5}}}});
   out += sse("message_stop", {{"type", "message_stop"}});
   send_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nContent-Length: " +
@@ -264,21 +293,35 @@ void responses(int fd, const Json& req, const std::string& body) {
       old_line = e.old_text;
       new_line = e.new_text;
     }
-    patch = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: " + e.file + "\n@@\n-" + old_line + "\n+" + new_line +
-            "\n*** End Patch\nEOF\n";
+    patch = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: " + e.file + "\n@@\n-" + old_line + "\n+" +
+            new_line + "\n*** End Patch\nEOF\n";
     Json args = {{"cmd", patch}};
     if (!wd.empty()) args["workdir"] = wd;
-    item = {{"type", "function_call"}, {"id", "fc_" + std::to_string(++g_ids)}, {"call_id", "call_" + std::to_string(g_ids)},
-            {"name", "exec_command"}, {"arguments", args.dump()}, {"status", "completed"}};
+    item = {{"type", "function_call"},
+            {"id", "fc_" + std::to_string(++g_ids)},
+            {"call_id", "call_" + std::to_string(g_ids)},
+            {"name", "exec_command"},
+            {"arguments", args.dump()},
+            {"status", "completed"}};
   } else {
-    item = {{"type", "message"}, {"id", "msg_" + std::to_string(++g_ids)}, {"role", "assistant"}, {"status", "completed"},
-            {"content", Json::array({{{"type", "output_text"}, {"text", "Fixed: the edit is made."}, {"annotations", Json::array()}}})}};
+    item = {{"type", "message"},
+            {"id", "msg_" + std::to_string(++g_ids)},
+            {"role", "assistant"},
+            {"status", "completed"},
+            {"content",
+             Json::array(
+                 {{{"type", "output_text"}, {"text", "Fixed: the edit is made."}, {"annotations", Json::array()}}})}};
   }
-  Json usage = {{"input_tokens", 10}, {"input_tokens_details", {{"cached_tokens", 0}}}, {"output_tokens", 5},
-                {"output_tokens_details", {{"reasoning_tokens", 0}}}, {"total_tokens", 15}};
+  Json usage = {{"input_tokens", 10},
+                {"input_tokens_details", {{"cached_tokens", 0}}},
+                {"output_tokens", 5},
+                {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                {"total_tokens", 15}};
   std::string out;
-  out += sse("response.created", {{"type", "response.created"}, {"response", {{"id", rid}, {"status", "in_progress"}}}});
-  out += sse("response.output_item.added", {{"type", "response.output_item.added"}, {"output_index", 0}, {"item", item}});
+  out +=
+      sse("response.created", {{"type", "response.created"}, {"response", {{"id", rid}, {"status", "in_progress"}}}});
+  out +=
+      sse("response.output_item.added", {{"type", "response.output_item.added"}, {"output_index", 0}, {"item", item}});
   out += sse("response.output_item.done", {{"type", "response.output_item.done"}, {"output_index", 0}, {"item", item}});
   out += sse("response.completed",
              {{"type", "response.completed"},
@@ -303,16 +346,22 @@ void chat(int fd, const Json& req, const std::string& body) {
     for (const auto& m : req["messages"])
       if (m.value("role", "") == "tool") ++results;
   const Edit e = edit();
-  log_request("POST", "/v1/chat/completions", "", "tools=" + std::to_string(tools) + " results=" + std::to_string(results));
+  log_request("POST", "/v1/chat/completions", "",
+              "tools=" + std::to_string(tools) + " results=" + std::to_string(results));
   Json delta;
   std::string finish = "stop";
   const std::string path = abs_path(body, e.file);
   if (tools && results < 2) {
     Json args = results == 0 ? Json{{"filePath", path}}
                              : Json{{"filePath", path}, {"oldString", e.old_text}, {"newString", e.new_text}};
-    delta = {{"role", "assistant"}, {"content", nullptr},
-             {"tool_calls", Json::array({{{"index", 0}, {"id", "call_" + std::to_string(++g_ids)}, {"type", "function"},
-                                          {"function", {{"name", results == 0 ? read_name : edit_name}, {"arguments", args.dump()}}}}})}};
+    delta = {
+        {"role", "assistant"},
+        {"content", nullptr},
+        {"tool_calls",
+         Json::array({{{"index", 0},
+                       {"id", "call_" + std::to_string(++g_ids)},
+                       {"type", "function"},
+                       {"function", {{"name", results == 0 ? read_name : edit_name}, {"arguments", args.dump()}}}}})}};
     finish = "tool_calls";
   } else {
     delta = {{"role", "assistant"}, {"content", tools ? "Fixed: the edit is made." : "Fix calc"}};
@@ -322,15 +371,25 @@ void chat(int fd, const Json& req, const std::string& body) {
   if (!req.value("stream", false)) {
     Json msg = delta;
     respond(fd, 200, "application/json",
-            Json{{"id", id}, {"object", "chat.completion"}, {"created", 1700000000}, {"model", req.value("model", "m")},
-                 {"choices", Json::array({{{"index", 0}, {"message", msg}, {"finish_reason", finish}}})}, {"usage", usage}}
+            Json{{"id", id},
+                 {"object", "chat.completion"},
+                 {"created", 1700000000},
+                 {"model", req.value("model", "m")},
+                 {"choices", Json::array({{{"index", 0}, {"message", msg}, {"finish_reason", finish}}})},
+                 {"usage", usage}}
                 .dump());
     return;
   }
   std::string out;
-  out += sse("", {{"id", id}, {"object", "chat.completion.chunk"}, {"created", 1700000000}, {"model", req.value("model", "m")},
+  out += sse("", {{"id", id},
+                  {"object", "chat.completion.chunk"},
+                  {"created", 1700000000},
+                  {"model", req.value("model", "m")},
                   {"choices", Json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", nullptr}}})}});
-  out += sse("", {{"id", id}, {"object", "chat.completion.chunk"}, {"created", 1700000000}, {"model", req.value("model", "m")},
+  out += sse("", {{"id", id},
+                  {"object", "chat.completion.chunk"},
+                  {"created", 1700000000},
+                  {"model", req.value("model", "m")},
                   {"choices", Json::array({{{"index", 0}, {"delta", Json::object()}, {"finish_reason", finish}}})},
                   {"usage", usage}});
   out += "data: [DONE]\n\n";
@@ -354,19 +413,27 @@ void gemini(int fd, const std::string& path, const Json& req, const std::string&
   Json parts;
   const std::string file = abs_path(body, e.file);
   if (tools && results == 0) {
-    parts = Json::array({{{"functionCall", {{"name", read_name}, {"args", {{"absolute_path", file}, {"file_path", file}}}}}}});
+    parts = Json::array(
+        {{{"functionCall", {{"name", read_name}, {"args", {{"absolute_path", file}, {"file_path", file}}}}}}});
   } else if (tools && results == 1) {
-    parts = Json::array({{{"functionCall", {{"name", edit_name},
-                                            {"args", {{"file_path", file}, {"old_string", e.old_text},
-                                                      {"new_string", e.new_text}, {"instruction", "fix the bug"}}}}}}});
-  } else if (path.find("generateContent") != std::string::npos && !tools && body.find("next_speaker") != std::string::npos) {
+    parts = Json::array({{{"functionCall",
+                           {{"name", edit_name},
+                            {"args",
+                             {{"file_path", file},
+                              {"old_string", e.old_text},
+                              {"new_string", e.new_text},
+                              {"instruction", "fix the bug"}}}}}}});
+  } else if (path.find("generateContent") != std::string::npos && !tools &&
+             body.find("next_speaker") != std::string::npos) {
     parts = Json::array({{{"text", R"({"reasoning":"done","next_speaker":"user"})"}}});
   } else {
     parts = Json::array({{{"text", tools ? "Fixed: the edit is made." : "ok"}}});
   }
-  Json chunk = {{"candidates", Json::array({{{"content", {{"role", "model"}, {"parts", parts}}}, {"finishReason", "STOP"}, {"index", 0}}})},
-                {"usageMetadata", {{"promptTokenCount", 10}, {"candidatesTokenCount", 5}, {"totalTokenCount", 15}}},
-                {"modelVersion", "gemini-test"}};
+  Json chunk = {
+      {"candidates",
+       Json::array({{{"content", {{"role", "model"}, {"parts", parts}}}, {"finishReason", "STOP"}, {"index", 0}}})},
+      {"usageMetadata", {{"promptTokenCount", 10}, {"candidatesTokenCount", 5}, {"totalTokenCount", 15}}},
+      {"modelVersion", "gemini-test"}};
   if (path.find("streamGenerateContent") == std::string::npos) {
     respond(fd, 200, "application/json", chunk.dump());
     return;
@@ -439,9 +506,9 @@ void serve(int fd) {
     if (path.find("count_tokens") != std::string::npos || path.find("countTokens") != std::string::npos)
       respond(fd, 200, "application/json", R"({"input_tokens":10,"totalTokens":10})");
     else if (path.find("/models") != std::string::npos)
-      respond(fd, 200, "application/json", R"({"object":"list","data":[{"id":"test-model","object":"model"}],"models":[]})");
-    else
-      respond(fd, 200, "application/json", "{}");
+      respond(fd, 200, "application/json",
+              R"({"object":"list","data":[{"id":"test-model","object":"model"}],"models":[]})");
+    else respond(fd, 200, "application/json", "{}");
   } else if (send_error(fd, api)) {
     log_request(method, path, "", "error");
   } else if (api == "anthropic") {
@@ -455,8 +522,7 @@ void serve(int fd) {
   }
   ::shutdown(fd, SHUT_WR);
   // Let the client read everything before the socket goes.
-  while (::recv(fd, buf, sizeof buf, 0) > 0) {
-  }
+  while (::recv(fd, buf, sizeof buf, 0) > 0) {}
   ::close(fd);
 }
 

@@ -114,7 +114,8 @@ std::string unescape(const std::string& s) {
     if (s[i] == '\\' && i + 1 < s.size() && s[i + 1] == 'n') {
       out += '\n';
       ++i;
-    } else if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] == 'x' && std::isxdigit(static_cast<unsigned char>(s[i + 2])) &&
+    } else if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] == 'x' &&
+               std::isxdigit(static_cast<unsigned char>(s[i + 2])) &&
                std::isxdigit(static_cast<unsigned char>(s[i + 3]))) {
       out += static_cast<char>(std::stoi(s.substr(i + 2, 2), nullptr, 16));
       i += 3;
@@ -186,13 +187,16 @@ int run(int argc, char** argv) {
 
   if (const char* log = std::getenv("PHOENIX_AGENT_LOG")) {
     json env = json::object();
-    for (const char* k : {"PHOENIX_SANDBOX", "OPENCODE_PERMISSION", "GIT_CEILING_DIRECTORIES", "GIT_DIR",
-                          "HARNESS_TEST_VAR"}) {
+    for (const char* k :
+         {"PHOENIX_SANDBOX", "OPENCODE_PERMISSION", "GIT_CEILING_DIRECTORIES", "GIT_DIR", "HARNESS_TEST_VAR"}) {
       if (const char* v = std::getenv(k)) env[k] = v;
     }
-    json rec = {{"name", name},         {"args", args},
-                {"stdin", stdin_data},  {"prompt", prompt},
-                {"prompt_file", prompt_file}, {"cwd", fs::current_path().string()},
+    json rec = {{"name", name},
+                {"args", args},
+                {"stdin", stdin_data},
+                {"prompt", prompt},
+                {"prompt_file", prompt_file},
+                {"cwd", fs::current_path().string()},
                 {"env", env}};
     std::ofstream out(log, std::ios::app);
     out << rec.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
@@ -213,8 +217,7 @@ int run(int argc, char** argv) {
         long n = 0;
         try {
           n = std::stol(read_file(w[2]));
-        } catch (const std::exception&) {
-        }
+        } catch (const std::exception&) {}
         write_file(w[2], std::to_string(++n));
         if (n > std::stol(w[1])) skip = true;
         w.erase(w.begin(), w.begin() + 3);
@@ -313,17 +316,20 @@ int run(int argc, char** argv) {
       std::cout << prompt << std::flush;
     } else if (op == "print-json-cost") {
       need(1);
-      json r = {{"type", "result"},  {"subtype", "success"}, {"is_error", false},
+      json r = {{"type", "result"},
+                {"subtype", "success"},
+                {"is_error", false},
                 {"num_turns", w.size() > 2 ? std::stoi(w[2]) : 3},
-                {"total_cost_usd", std::stod(w[1])}, {"result", "Fixed the error handling in the parser."}};
+                {"total_cost_usd", std::stod(w[1])},
+                {"result", "Fixed the error handling in the parser."}};
       std::cout << r.dump() << "\n" << std::flush;
     } else if (op == "print-json-nocost") {
       json r = {{"type", "result"}, {"subtype", "success"}, {"is_error", false}, {"result", "Done."}};
       std::cout << r.dump() << "\n" << std::flush;
     } else if (op == "print-json-error") {
       need(1);
-      json r = {{"type", "result"}, {"subtype", "success"}, {"is_error", true}, {"num_turns", 1},
-                {"total_cost_usd", 0.01}, {"result", unescape(w[1])}};
+      json r = {{"type", "result"}, {"subtype", "success"},   {"is_error", true},
+                {"num_turns", 1},   {"total_cost_usd", 0.01}, {"result", unescape(w[1])}};
       std::cout << r.dump() << "\n" << std::flush;
     } else if (op == "rate-limit") {
       std::cerr << "API Error: 429 {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"This "
@@ -401,7 +407,5 @@ int main(int argc, char** argv) {
   // core file in the sandbox would count as a change).
   try {
     return run(argc, argv);
-  } catch (const std::exception& e) {
-    return fail(std::string("error: ") + e.what(), 70);
-  }
+  } catch (const std::exception& e) { return fail(std::string("error: ") + e.what(), 70); }
 }

@@ -25,9 +25,9 @@ namespace {
 
 using test::git;
 using test::init_repo;
-using test::trim;
 using test::read;
 using test::ScopedTempDir;
+using test::trim;
 using test::write;
 
 int ceil_log2(size_t n) {
@@ -54,8 +54,9 @@ std::vector<std::string> make_repo(const std::string& dir, const History& h) {
   for (int k = 0; k <= h.n; ++k) {
     s << "commit refs/heads/main\nmark :" << (k + 1) << "\n";
     s << "committer Test User <test@example.com> " << (1700000000 + k) << " +0000\n";
-    data(k == 0 ? "initial\n" : k == h.culprit ? "commit " + std::to_string(k) + ": switch state to BAD\n"
-                                               : "commit " + std::to_string(k) + "\n");
+    data(k == 0           ? "initial\n"
+         : k == h.culprit ? "commit " + std::to_string(k) + ": switch state to BAD\n"
+                          : "commit " + std::to_string(k) + "\n");
     if (k == 0) {
       s << "M 100644 inline .gitignore\n";
       data(".phoenix/\nbuild/\n");
@@ -431,9 +432,8 @@ TEST(BisectWorktree, RecreatedWhenItsGitFileIsCorrupted) {
 }
 
 TEST(BisectWorktree, RecreatedWhenTheRepositoryNoLongerListsIt) {
-  expect_recreated("not listed", [](const std::string& root) {
-    fs::remove_all(root + "/.git/worktrees/" + kBisectWorktreeName);
-  });
+  expect_recreated("not listed",
+                   [](const std::string& root) { fs::remove_all(root + "/.git/worktrees/" + kBisectWorktreeName); });
 }
 
 TEST(BisectWorktree, RecreatedWhenItPointsIntoAnotherRepository) {

@@ -32,7 +32,8 @@ TEST(Config, ParsesTheDesignExampleWithComments) {
     "protected": ["tests/**"],
     "hook": { "mode": "heal", "checks": ["unit"] },
     "loop": { "tasks": "TASKS.md", "on_escalate": "stop", "max_iterations": 50, "iteration_timeout_s": 1800 }
-  })", "phoenix.json");
+  })",
+                   "phoenix.json");
   ASSERT_EQ(c.checks.size(), 3u);
   EXPECT_EQ(c.checks[0].argv, (std::vector<std::string>{"ctest", "--test-dir", "build"}));
   EXPECT_EQ(c.budgets.at("unit"), 4);
@@ -49,7 +50,8 @@ TEST(Config, CommandStringIsSplitLikeAShellWithoutOne) {
 }
 
 TEST(Config, UnknownKeyNamesLineColAndSuggests) {
-  std::string e = error_of("{\n  \"checks\": [\n    {\"id\": \"u\", \"kind\": \"command_exit\",\n     \"tagret\": [\"true\"]}\n  ]\n}");
+  std::string e = error_of(
+      "{\n  \"checks\": [\n    {\"id\": \"u\", \"kind\": \"command_exit\",\n     \"tagret\": [\"true\"]}\n  ]\n}");
   EXPECT_NE(e.find("phoenix.json:4:6"), std::string::npos) << e;
   EXPECT_NE(e.find("checks[0].tagret"), std::string::npos) << e;
   EXPECT_NE(e.find("did you mean 'target'"), std::string::npos) << e;
@@ -61,18 +63,22 @@ TEST(Config, MalformedJsonNamesLineCol) {
 }
 
 TEST(Config, BadInputsNameTheField) {
-  EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"shell","target":"x"}]})").find("unknown kind 'shell'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"shell","target":"x"}]})").find("unknown kind 'shell'"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"command_exit"}]})").find("missing 'target'"), std::string::npos);
-  EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"command_exit","target":"true","expect":"0"}]})").find("checks[0].expect"),
+  EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"command_exit","target":"true","expect":"0"}]})")
+                .find("checks[0].expect"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"file_sha256","target":"f","expect":"abc"}]})").find("not 64 hex"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"regex_in_file","target":"f","pattern":"(","expect":"absent"}]})")
                 .find("invalid regular expression"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"checks":[{"id":"u","kind":"command_exit","target":"true"},{"id":"u","kind":"command_exit","target":"true"}]})")
-                .find("duplicate check id"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(
+          R"({"checks":[{"id":"u","kind":"command_exit","target":"true"},{"id":"u","kind":"command_exit","target":"true"}]})")
+          .find("duplicate check id"),
+      std::string::npos);
   EXPECT_NE(error_of(R"({"budgets":{"unti":3}})").find("did you mean 'unit'"), std::string::npos);
   EXPECT_NE(error_of(R"({"hook":{"mode":"heel"}})").find("did you mean 'heal'"), std::string::npos);
   EXPECT_NE(error_of(R"({"hook":{"checks":["nope"]}})").find("no check with id 'nope'"), std::string::npos);

@@ -55,7 +55,8 @@ TEST(ContractCheckShape, TypesRoundTripAndUnknownTypesAreNamed) {
     k::parse_type("number|integer", "c.json.shape[\"$.x\"]");
     FAIL() << "accepted";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("c.json.shape[\"$.x\"]: unknown type 'integer'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("c.json.shape[\"$.x\"]: unknown type 'integer'"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -144,9 +145,7 @@ TEST(ContractCheckShape, DiffOfATypeChangedParentDoesNotAlsoReportItsChildren) {
 std::string config_error(const std::string& text) {
   try {
     parse_check_text(text);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
+  } catch (const ConfigError& e) { return e.what(); }
   return "(accepted)";
 }
 
@@ -166,16 +165,39 @@ TEST(ContractCheckConfig, ParsesAContractCheckWithDefaults) {
 }
 
 TEST(ContractCheckConfig, BadContractObjectsNameTheField) {
-  EXPECT_NE(config_error(R"({"kind":"contract","target":"https://example.com/x"})").find("--check.target: 'https://example.com/x': https is not supported"), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"contract","target":"ftp://x/"})").find("--check.target: 'ftp://x/' is not an http:// URL"), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"contract","target":"http://127.0.0.1:99999/"})").find("invalid port '99999'"), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"contract","target":"http://127.0.0.1:1/","stritc":true})").find("unknown key 'stritc' (did you mean 'strict'?)"), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"contract","target":"http://127.0.0.1:1/","expect":200})").find("unknown key 'expect'"), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"contract","target":"http://127.0.0.1:1/","record":"always"})").find("--check.record: must be \"auto\" or \"never\""), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"contract","target":"http://127.0.0.1:1/","method":"FETCH"})").find("--check.method"), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"contract","target":"http://127.0.0.1:1/","server":{"run":["x"]}})").find("--check.server.ready_url: missing"), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"contract","target":"http://127.0.0.1:1/","server":{"run":[],"ready_url":"http://127.0.0.1:1/"}})").find("--check.server.run: the command is empty"), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"contract","target":"http://127.0.0.1:1/","server":{"run":"x","ready_url":"http://127.0.0.1:1/","ready_timeout_s":0}})").find("--check.server.ready_timeout_s: must be a positive number"), std::string::npos);
+  EXPECT_NE(config_error(R"({"kind":"contract","target":"https://example.com/x"})")
+                .find("--check.target: 'https://example.com/x': https is not supported"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"kind":"contract","target":"ftp://x/"})")
+                .find("--check.target: 'ftp://x/' is not an http:// URL"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"kind":"contract","target":"http://127.0.0.1:99999/"})").find("invalid port '99999'"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"kind":"contract","target":"http://127.0.0.1:1/","stritc":true})")
+                .find("unknown key 'stritc' (did you mean 'strict'?)"),
+            std::string::npos);
+  EXPECT_NE(
+      config_error(R"({"kind":"contract","target":"http://127.0.0.1:1/","expect":200})").find("unknown key 'expect'"),
+      std::string::npos);
+  EXPECT_NE(config_error(R"({"kind":"contract","target":"http://127.0.0.1:1/","record":"always"})")
+                .find("--check.record: must be \"auto\" or \"never\""),
+            std::string::npos);
+  EXPECT_NE(
+      config_error(R"({"kind":"contract","target":"http://127.0.0.1:1/","method":"FETCH"})").find("--check.method"),
+      std::string::npos);
+  EXPECT_NE(config_error(R"({"kind":"contract","target":"http://127.0.0.1:1/","server":{"run":["x"]}})")
+                .find("--check.server.ready_url: missing"),
+            std::string::npos);
+  EXPECT_NE(
+      config_error(
+          R"({"kind":"contract","target":"http://127.0.0.1:1/","server":{"run":[],"ready_url":"http://127.0.0.1:1/"}})")
+          .find("--check.server.run: the command is empty"),
+      std::string::npos);
+  EXPECT_NE(
+      config_error(
+          R"({"kind":"contract","target":"http://127.0.0.1:1/","server":{"run":"x","ready_url":"http://127.0.0.1:1/","ready_timeout_s":0}})")
+          .find("--check.server.ready_timeout_s: must be a positive number"),
+      std::string::npos);
   EXPECT_NE(config_error(R"({"kind":"contract"})").find("missing 'target'"), std::string::npos);
 }
 
@@ -193,12 +215,23 @@ TEST(VisualCheckConfig, ParsesAVisualCheckWithDefaults) {
 }
 
 TEST(VisualCheckConfig, BadVisualObjectsNameTheField) {
-  EXPECT_NE(config_error(R"({"kind":"visual","target":"http://127.0.0.1:1/c.png","tolerance":1.5})").find("--check.tolerance: must be a number from 0 to 1, not 1.5"), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"visual","target":"http://127.0.0.1:1/c.png","max_ratio":"low"})").find("--check.max_ratio: must be a number from 0 to 1"), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"visual","screenshot":["chromium","--screenshot"]})").find("--check.screenshot: no {out} placeholder"), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"visual"})").find("missing 'target' (a PNG URL, or give 'screenshot')"), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"visual","target":"http://127.0.0.1:1/c.png","ignore_anti_aliasing":"yes"})").find("--check.ignore_anti_aliasing: must be true or false"), std::string::npos);
-  EXPECT_NE(config_error(R"({"kind":"visual","target":"http://127.0.0.1:1/c.png","strict":true})").find("unknown key 'strict'"), std::string::npos);
+  EXPECT_NE(config_error(R"({"kind":"visual","target":"http://127.0.0.1:1/c.png","tolerance":1.5})")
+                .find("--check.tolerance: must be a number from 0 to 1, not 1.5"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"kind":"visual","target":"http://127.0.0.1:1/c.png","max_ratio":"low"})")
+                .find("--check.max_ratio: must be a number from 0 to 1"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"kind":"visual","screenshot":["chromium","--screenshot"]})")
+                .find("--check.screenshot: no {out} placeholder"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"kind":"visual"})").find("missing 'target' (a PNG URL, or give 'screenshot')"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"kind":"visual","target":"http://127.0.0.1:1/c.png","ignore_anti_aliasing":"yes"})")
+                .find("--check.ignore_anti_aliasing: must be true or false"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"kind":"visual","target":"http://127.0.0.1:1/c.png","strict":true})")
+                .find("unknown key 'strict'"),
+            std::string::npos);
 }
 
 }  // namespace

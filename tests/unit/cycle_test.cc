@@ -77,7 +77,8 @@ class ScriptedFixer : public fixers::Fixer {
 };
 
 std::string set_value_patch(const std::string& from, const std::string& to, const std::string& file = "value.txt") {
-  return "diff --git a/" + file + " b/" + file + "\n--- a/" + file + "\n+++ b/" + file + "\n@@ -1 +1 @@\n-" + from + "\n+" + to + "\n";
+  return "diff --git a/" + file + " b/" + file + "\n--- a/" + file + "\n+++ b/" + file + "\n@@ -1 +1 @@\n-" + from +
+         "\n+" + to + "\n";
 }
 
 std::string new_file_patch(const std::string& file, const std::string& line) {
@@ -95,8 +96,9 @@ class Cycle : public ::testing::Test {
     good = test::commit_all(root, "good");
     write(root, "value.txt", "bad\n");
     bad = test::commit_all(root, "break it");
-    cfg = config::parse(R"({"checks":[{"id":"value","kind":"command_exit","target":["true"],"editable":["value.txt","src/**"]}]})",
-                        "phoenix.json");
+    cfg = config::parse(
+        R"({"checks":[{"id":"value","kind":"command_exit","target":["true"],"editable":["value.txt","src/**"]}]})",
+        "phoenix.json");
     opt.templates_dir = PHOENIX_SOURCE_DIR "/templates";
   }
 
@@ -120,7 +122,8 @@ class Cycle : public ::testing::Test {
   }
   std::vector<std::string> trace_events() const {
     std::vector<std::string> out;
-    for (const auto& l : util::split_lines(read(root + "/.phoenix/trace.jsonl"))) out.push_back(Json::parse(l)["event"]);
+    for (const auto& l : util::split_lines(read(root + "/.phoenix/trace.jsonl")))
+      out.push_back(Json::parse(l)["event"]);
     return out;
   }
   std::string git(std::vector<std::string> args) { return util::trim(test::git(root, args)); }
@@ -198,10 +201,11 @@ TEST_F(Cycle, Invariant3_BudgetThenEscalate) {
   cfg.budgets["unit"] = 2;
   cfg.circuit_breaker = 10;
   // Different files each time: different attempt signatures.
-  RunResult r = run_with_patches({set_value_patch("bad", "nope1"), new_file_patch("src/n2.txt", "x"), set_value_patch("bad", "good")});
+  RunResult r = run_with_patches(
+      {set_value_patch("bad", "nope1"), new_file_patch("src/n2.txt", "x"), set_value_patch("bad", "good")});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.issues[0].attempts, 2);
-  EXPECT_EQ(fixer->calls, 2);  // the third (good) patch is never asked for
+  EXPECT_EQ(fixer->calls, 2);          // the third (good) patch is never asked for
   EXPECT_EQ(fixer->last_earlier, 1u);  // the failure was fed back
   EXPECT_FALSE(r.incident.empty());
   std::string note = read(r.incident);
@@ -345,8 +349,9 @@ TEST_F(Cycle, Invariant10And11_IncidentBeforeRollbackNothingLost) {
   note_seen_before_reset = inc < rb;
   EXPECT_TRUE(note_seen_before_reset);
   std::string note = read(r.incident);
-  for (const char* section : {"# Incident — ", "## Failure type", "## Check", "## Retries attempted", "## Failure signatures",
-                              "## Last attempted diff", "## Evidence", "## State: rolled back to "})
+  for (const char* section :
+       {"# Incident — ", "## Failure type", "## Check", "## Retries attempted", "## Failure signatures",
+        "## Last attempted diff", "## Evidence", "## State: rolled back to "})
     EXPECT_NE(note.find(section), std::string::npos) << section;
   EXPECT_LT(note.find("## Failure type"), note.find("## Check"));
   EXPECT_LT(note.find("## Evidence"), note.find("## State"));
@@ -368,7 +373,8 @@ TEST_F(Cycle, Invariant11_RollbackToKnownGoodKeepsTheAbandonedHead) {
 }
 
 TEST_F(Cycle, HealthFailuresRollBackAtOnce) {
-  cfg = config::parse(R"({"checks":[{"id":"value","kind":"command_exit","target":["true"],"type":"health"}]})", "phoenix.json");
+  cfg = config::parse(R"({"checks":[{"id":"value","kind":"command_exit","target":["true"],"type":"health"}]})",
+                      "phoenix.json");
   RunResult r = run_with_patches({set_value_patch("bad", "good")});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(fixer->calls, 0);
@@ -380,7 +386,8 @@ TEST_F(Cycle, RegressionInAnotherCheckIsNotAHeal) {
   bad = git({"rev-parse", "HEAD"});
   cfg = config::parse(R"({"checks":[
       {"id":"value","kind":"regex_in_file","target":"value.txt","pattern":"x","editable":["value.txt","other.txt"]},
-      {"id":"other","kind":"regex_in_file","target":"other.txt","pattern":"x"}]})", "phoenix.json");
+      {"id":"other","kind":"regex_in_file","target":"other.txt","pattern":"x"}]})",
+                      "phoenix.json");
   cfg.budgets["lint"] = 1;
   std::string both = set_value_patch("bad", "good") + set_value_patch("good", "broken", "other.txt");
   RunResult r = run_with_patches({both});

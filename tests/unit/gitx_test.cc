@@ -23,10 +23,10 @@ using test::commit_all;
 using test::git;
 using test::init_repo;
 using test::porcelain;
-using test::rev_parse;
-using test::trim;
 using test::read;
+using test::rev_parse;
 using test::ScopedTempDir;
+using test::trim;
 using test::write;
 
 std::vector<std::string> lines(const std::string& s) {
@@ -61,9 +61,7 @@ template <typename F>
 int exit_code_of(F&& f) {
   try {
     f();
-  } catch (const Error& e) {
-    return e.exit_code();
-  }
+  } catch (const Error& e) { return e.exit_code(); }
   return -1;
 }
 
@@ -71,9 +69,7 @@ template <typename F>
 std::string error_of(F&& f) {
   try {
     f();
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "";
 }
 
@@ -293,7 +289,7 @@ TEST(GitxStatus, CleanIgnoringPrefixes) {
   EXPECT_FALSE(r.is_clean());
   EXPECT_FALSE(r.is_clean({".phoenix/"}));
   EXPECT_TRUE(r.is_clean({".phoenix/", "incidents/"}));
-  EXPECT_TRUE(r.is_clean({".phoenix", "incidents"}));  // folder names without '/' work too
+  EXPECT_TRUE(r.is_clean({".phoenix", "incidents"}));   // folder names without '/' work too
   EXPECT_FALSE(r.is_clean({".phoenix/", "incident"}));  // but are not mere string prefixes
 
   write(repo, "src/a.txt", "2\n");  // a real change is never hidden by another prefix
@@ -316,7 +312,7 @@ TEST(GitxCommit, StagesModificationsDeletionsAndOptionallyNewFiles) {
   fs::remove(repo + "/b.txt");
   write(repo, "c.txt", "new\n");
   write(repo, "x.log", "ignored\n");
-  write(repo, ".phoenix/trace.jsonl", "{}\n");  // not ignored by mistake: still never committed
+  write(repo, ".phoenix/trace.jsonl", "{}\n");                   // not ignored by mistake: still never committed
   write(repo, ".phoenix/contracts/orders.json", "{\"v\":2}\n");  // tracked: committed
 
   Repo r = Repo::open(repo);
@@ -688,9 +684,9 @@ TEST_F(GitxPatch, DiffPatchCarriesEveryKindOfChange) {
   EXPECT_TRUE(Repo::patch_files("").empty());
   EXPECT_EQ(Repo::patch_stats("").files, 0u);
   // From the empty tree: everything is new.
-  EXPECT_EQ(Repo::patch_files(r.diff_patch("", c1)),
-            (std::vector<std::string>{"bin.dat", "gone.txt", "keep.txt", "no_newline.txt", "old_name.txt",
-                                      "script.sh"}));
+  EXPECT_EQ(
+      Repo::patch_files(r.diff_patch("", c1)),
+      (std::vector<std::string>{"bin.dat", "gone.txt", "keep.txt", "no_newline.txt", "old_name.txt", "script.sh"}));
 }
 
 TEST_F(GitxPatch, RoundTripsThroughApplyPatchAndGitApply) {
@@ -738,8 +734,7 @@ TEST_F(GitxPatch, WorkdirPatchIncludesUntrackedMovesAndBinaries) {
 
   Repo rs = Repo::open(sb);
   std::string patch = rs.diff_workdir_patch(c2);
-  EXPECT_NE(patch.find("rename from dir/new_name.txt\nrename to dir/moved_again.txt"), std::string::npos)
-      << patch;
+  EXPECT_NE(patch.find("rename from dir/new_name.txt\nrename to dir/moved_again.txt"), std::string::npos) << patch;
   EXPECT_EQ(Repo::patch_files(patch),
             (std::vector<std::string>{".gitignore", "added.txt", "dir/moved_again.txt", "dir/new_name.txt",
                                       "fresh/new.bin", "fresh/notes.md", "keep.txt"}));
@@ -825,13 +820,11 @@ TEST(GitxPatchText, TakesTheGitCliEmptyFileAndQuotedPathHeaders) {
   std::string c2 = commit_all(repo, "c2");
 
   std::string cli_patch = git(repo, {"diff", "--no-renames", c1, c2});
-  ASSERT_NE(cli_patch.find("new file mode 100644\nindex 0000000..e69de29\ndiff --git"), std::string::npos)
-      << cli_patch;
+  ASSERT_NE(cli_patch.find("new file mode 100644\nindex 0000000..e69de29\ndiff --git"), std::string::npos) << cli_patch;
   ASSERT_NE(cli_patch.find("deleted file mode 100644\nindex e69de29..0000000\ndiff --git"), std::string::npos)
       << cli_patch;
-  EXPECT_EQ(Repo::patch_files(cli_patch),
-            (std::vector<std::string>{"b-empty.txt", "empty-before.txt", "sp ace/\xc3\xa9t\xc3\xa9.txt",
-                                      "zz-empty.txt"}));
+  EXPECT_EQ(Repo::patch_files(cli_patch), (std::vector<std::string>{"b-empty.txt", "empty-before.txt",
+                                                                    "sp ace/\xc3\xa9t\xc3\xa9.txt", "zz-empty.txt"}));
   EXPECT_EQ(Repo::patch_stats(cli_patch).files, 4u);
   EXPECT_EQ(Repo::patch_stats(cli_patch).insertions, 1u);
 
@@ -924,7 +917,7 @@ TEST(GitxWorktree, AddListOpenRemove) {
   r.worktree_add("wt1", wt, c1);
   EXPECT_EQ(read(wt + "/a.txt"), "1\n");
   EXPECT_EQ(rev_parse(wt, "HEAD"), c1);
-  EXPECT_NE(test::run({"git", "-C", wt, "symbolic-ref", "-q", "HEAD"}).exit_code, 0);  // detached
+  EXPECT_NE(test::run({"git", "-C", wt, "symbolic-ref", "-q", "HEAD"}).exit_code, 0);      // detached
   EXPECT_EQ(git(repo, {"branch", "--list", "--format=%(refname)"}), "refs/heads/main\n");  // no leftovers
   EXPECT_EQ(porcelain(wt), "");
   std::string cli_list = git(repo, {"worktree", "list", "--porcelain"});
@@ -1034,7 +1027,6 @@ TEST(GitxConfig, ConfigGetSeesLaterEdits) {
   EXPECT_EQ(r.config_get("phoenix.mode"), "verify");
 }
 
-
 // --- persistent worktrees (gitx/worktree.h) -------------------------------------
 
 class GitxPersistentWorktree : public ::testing::Test {
@@ -1094,7 +1086,7 @@ TEST_F(GitxPersistentWorktree, AMoveFindsEveryLeftoverFromOneScan) {
   Repo r = Repo::open(repo);
   prepare_worktree(r, "phoenix-hook-x", path, c1);
   write(path, "added.txt", "untracked, in the way of c2's file\n");
-  fs::remove(path + "/stable.txt");                      // deleted tracked file
+  fs::remove(path + "/stable.txt");  // deleted tracked file
   write(path, "moving.txt", "staged edit\n");
   git(path, {"add", "moving.txt"});                      // staged modification
   write(path, "junk/deep/one.txt", "x\n");               // untracked folders
@@ -1130,7 +1122,8 @@ TEST_F(GitxPersistentWorktree, ADamagedOneIsRecreatedNeverTrusted) {
       {"HEAD of the worktree corrupted", [&] { write(admin, "HEAD", "not a sha at all\n"); }},
       {"admin entry deleted", [&] { fs::remove_all(admin); }},
       {"folder deleted", [&] { fs::remove_all(path); }},
-      {"folder replaced by a plain folder", [&] {
+      {"folder replaced by a plain folder",
+       [&] {
          fs::remove_all(path);
          write(path, "stray.txt", "x\n");
        }},

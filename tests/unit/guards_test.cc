@@ -43,11 +43,13 @@ TEST(PatchFacts, PathsAndLineCountsOfAGitPatch) {
   EXPECT_EQ(f.insertions, 2u);
   EXPECT_EQ(f.deletions, 2u);
   // A rename names both paths; a mode-only change still names its file.
-  PatchFacts r = patch_facts("diff --git a/old.cc b/new.cc\nsimilarity index 100%\nrename from old.cc\nrename to new.cc\n"
-                             "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n");
+  PatchFacts r = patch_facts(
+      "diff --git a/old.cc b/new.cc\nsimilarity index 100%\nrename from old.cc\nrename to new.cc\n"
+      "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n");
   EXPECT_EQ(r.files, (std::vector<std::string>{"new.cc", "old.cc", "run.sh"}));
   // git quotes unusual names with C escapes.
-  PatchFacts q = patch_facts("diff --git \"a/x\\tb\" \"b/x\\tb\"\n--- \"a/x\\tb\"\n+++ \"b/x\\tb\"\n@@ -1 +1 @@\n-a\n+b\n");
+  PatchFacts q =
+      patch_facts("diff --git \"a/x\\tb\" \"b/x\\tb\"\n--- \"a/x\\tb\"\n+++ \"b/x\\tb\"\n@@ -1 +1 @@\n-a\n+b\n");
   EXPECT_EQ(q.files, (std::vector<std::string>{"x\tb"}));
 }
 
@@ -56,9 +58,7 @@ TEST_F(Guards, AnOrdinaryEditPasses) {
   EXPECT_TRUE(v.ok) << v.guard << ": " << v.reason;
 }
 
-TEST_F(Guards, NothingToApplyIsRejected) {
-  EXPECT_EQ(verdict("").guard, "empty");
-}
+TEST_F(Guards, NothingToApplyIsRejected) { EXPECT_EQ(verdict("").guard, "empty"); }
 
 TEST_F(Guards, PhoenixAndGitFilesAreAlwaysProtected) {
   EXPECT_EQ(verdict(edit("phoenix.json")).guard, "protected");
@@ -93,8 +93,9 @@ TEST_F(Guards, PathsOutsideTheRepositoryEscape) {
 }
 
 TEST_F(Guards, SymbolicLinksAreNeitherMadeNorWrittenThrough) {
-  EXPECT_EQ(verdict("diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+/etc/passwd\n").guard,
-            "symlink");
+  EXPECT_EQ(
+      verdict("diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+/etc/passwd\n").guard,
+      "symlink");
   fs::create_directories(tmp / "real");
   ASSERT_EQ(::symlink((tmp / "real").c_str(), (tmp / "link").c_str()), 0);
   GuardVerdict v = verdict(edit("link/a.txt"));

@@ -58,18 +58,19 @@ TEST(HarnessPresets, TableIsTheOneFromHarnessesMd) {
   EXPECT_EQ(codex->via, PromptVia::kStdin);
   const HarnessPreset* aider = find_preset("aider");
   ASSERT_NE(aider, nullptr);
-  EXPECT_EQ(aider->argv,
-            (std::vector<std::string>{"aider", "--yes-always", "--no-auto-commits", "--message-file", "{prompt_file}"}));
+  EXPECT_EQ(aider->argv, (std::vector<std::string>{"aider", "--yes-always", "--no-auto-commits", "--message-file",
+                                                   "{prompt_file}"}));
   EXPECT_EQ(aider->via, PromptVia::kFile);
   const HarnessPreset* opencode = find_preset("opencode");
   ASSERT_NE(opencode, nullptr);
-  EXPECT_EQ(opencode->argv, (std::vector<std::string>{"opencode", "run", "--print-logs", "--log-level", "WARN", "--format", "json", "{prompt}"}));
+  EXPECT_EQ(opencode->argv, (std::vector<std::string>{"opencode", "run", "--print-logs", "--log-level", "WARN",
+                                                      "--format", "json", "{prompt}"}));
   EXPECT_EQ(opencode->via, PromptVia::kArgument);
   EXPECT_EQ(opencode->env.at("OPENCODE_PERMISSION"), R"({"*":"allow"})");
   const HarnessPreset* gemini = find_preset("gemini");
   ASSERT_NE(gemini, nullptr);
-  EXPECT_EQ(gemini->argv,
-            (std::vector<std::string>{"gemini", "--approval-mode", "yolo", "--skip-trust", "-o", "stream-json", "-p", "{prompt}"}));
+  EXPECT_EQ(gemini->argv, (std::vector<std::string>{"gemini", "--approval-mode", "yolo", "--skip-trust", "-o",
+                                                    "stream-json", "-p", "{prompt}"}));
   EXPECT_EQ(gemini->via, PromptVia::kArgument);
   EXPECT_EQ(find_preset("cursor"), nullptr);
 }
@@ -119,7 +120,8 @@ TEST(HarnessArgv, PresetsPassThePromptTheirWay) {
 
   h.preset = "gemini";
   inv = plan_invocation(h, "PROMPT", sink.fn());
-  EXPECT_EQ(inv.argv, (std::vector<std::string>{"gemini", "--approval-mode", "yolo", "--skip-trust", "-o", "stream-json", "-p", "PROMPT"}));
+  EXPECT_EQ(inv.argv, (std::vector<std::string>{"gemini", "--approval-mode", "yolo", "--skip-trust", "-o",
+                                                "stream-json", "-p", "PROMPT"}));
   EXPECT_FALSE(inv.stdin_data);
   EXPECT_EQ(sink.calls, 1);
 }
@@ -188,10 +190,12 @@ TEST(HarnessClaudeJson, ParsesTheResultObjectProperly) {
   EXPECT_FALSE(r->total_cost_usd);
 
   // After stderr noise, as the last line of stream-json, or in a --verbose array.
-  r = parse_claude_result("warning: something\n{\"type\":\"system\"}\n{\"type\":\"result\",\"is_error\":true,\"result\":\"boom\"}\n");
+  r = parse_claude_result(
+      "warning: something\n{\"type\":\"system\"}\n{\"type\":\"result\",\"is_error\":true,\"result\":\"boom\"}\n");
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->is_error);
-  r = parse_claude_result(R"([{"type":"system"},{"type":"result","is_error":false,"num_turns":2,"total_cost_usd":0.5}])");
+  r = parse_claude_result(
+      R"([{"type":"system"},{"type":"result","is_error":false,"num_turns":2,"total_cost_usd":0.5}])");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->num_turns, 2);
 
@@ -202,7 +206,8 @@ TEST(HarnessClaudeJson, ParsesTheResultObjectProperly) {
 TEST(HarnessClaudeJson, IsErrorFalseIsNeverAnErrorWhateverTheWords) {
   RunFacts f;
   f.program = "claude";
-  f.output = R"({"type":"result","subtype":"success","is_error":false,"num_turns":3,"result":"The error was a rate limit (429 Too Many Requests) in the test's mock; nothing to change.","total_cost_usd":0.02})";
+  f.output =
+      R"({"type":"result","subtype":"success","is_error":false,"num_turns":3,"result":"The error was a rate limit (429 Too Many Requests) in the test's mock; nothing to change.","total_cost_usd":0.02})";
   Classification c = classify_run(f, kNow);
   EXPECT_EQ(c.status, Status::kNothing);
   EXPECT_EQ(c.detail, "the agent changed nothing");
@@ -229,9 +234,10 @@ TEST(HarnessReport, CodexOpencodeAndGeminiEvents) {
   RunFacts f;
   f.program = "codex";
   f.exit_code = 1;
-  f.output = "{\"type\":\"thread.started\",\"thread_id\":\"t1\"}\n"
-             "{\"type\":\"turn.failed\",\"error\":{\"message\":\"exceeded retry limit, last status: 429 Too Many "
-             "Requests\"}}\n";
+  f.output =
+      "{\"type\":\"thread.started\",\"thread_id\":\"t1\"}\n"
+      "{\"type\":\"turn.failed\",\"error\":{\"message\":\"exceeded retry limit, last status: 429 Too Many "
+      "Requests\"}}\n";
   EXPECT_EQ(classify_run(f, kNow).status, Status::kRateLimited);
 
   AgentReport opencode = parse_agent_report(
@@ -250,8 +256,9 @@ TEST(HarnessReport, CodexOpencodeAndGeminiEvents) {
   EXPECT_EQ(gemini.is_error, std::optional<bool>(true));
   EXPECT_FALSE(gemini.cost_usd);
   f.program = "gemini";
-  f.output = "{\"type\":\"result\",\"status\":\"error\",\"error\":{\"message\":\"Quota exceeded for quota metric "
-             "'Generate Content API requests per minute'\"},\"stats\":{}}\n";
+  f.output =
+      "{\"type\":\"result\",\"status\":\"error\",\"error\":{\"message\":\"Quota exceeded for quota metric "
+      "'Generate Content API requests per minute'\"},\"stats\":{}}\n";
   EXPECT_EQ(classify_run(f, kNow).status, Status::kRateLimited) << "a per-minute quota is a rate limit";
 
   AgentReport text = parse_agent_report("just words\n");
@@ -285,9 +292,9 @@ TEST(HarnessClassify, RateLimitsAndQuotas) {
   EXPECT_EQ(c.retry_after_ms, 30'000);
   EXPECT_TRUE(contains(c.detail, "rate limit: API Error: 429 {")) << c.detail;
 
-  for (const char* said : {"HTTP 429", "Error: Too Many Requests", "rate limited, backing off",
-                           "Claude AI usage limit reached|1700003600", "5-hour limit reached ∙ resets 3pm",
-                           "You've hit your usage limit."}) {
+  for (const char* said :
+       {"HTTP 429", "Error: Too Many Requests", "rate limited, backing off", "Claude AI usage limit reached|1700003600",
+        "5-hour limit reached ∙ resets 3pm", "You've hit your usage limit."}) {
     f.output = said;
     c = classify_run(f, kNow);
     EXPECT_EQ(c.status, Status::kRateLimited) << said;
@@ -299,10 +306,11 @@ TEST(HarnessClassify, RateLimitsAndQuotas) {
     f.output = said;
     EXPECT_EQ(classify_run(f, kNow).status, Status::kQuota) << said;
   }
-  for (const char* said : {"Overloaded", "API Error: 529 {\"type\":\"overloaded_error\"}", "API Error: 500 Internal server error",
-                           "API Error: Unable to connect to API (ConnectionRefused)", "connect ECONNREFUSED 127.0.0.1:9",
-                           "Reconnecting... 2/5 (stream disconnected before completion)", "getaddrinfo ENOTFOUND api.example",
-                           "HTTP 503 Service Unavailable"}) {
+  for (const char* said :
+       {"Overloaded", "API Error: 529 {\"type\":\"overloaded_error\"}", "API Error: 500 Internal server error",
+        "API Error: Unable to connect to API (ConnectionRefused)", "connect ECONNREFUSED 127.0.0.1:9",
+        "Reconnecting... 2/5 (stream disconnected before completion)", "getaddrinfo ENOTFOUND api.example",
+        "HTTP 503 Service Unavailable"}) {
     f.output = said;
     EXPECT_EQ(classify_run(f, kNow).status, Status::kUnreachable) << said;
   }
@@ -329,7 +337,8 @@ TEST(HarnessClassify, EchoedPromptLinesAreNotTheCliSpeaking) {
   RunFacts f;
   f.program = "aider";
   f.prompt = "Fix the client.\n\n```text\nclient_test: expected 200, got HTTP 429 Too Many Requests\n```\n";
-  f.output = "Fix the client.\nclient_test: expected 200, got HTTP 429 Too Many Requests\nI could not find the cause.\n";
+  f.output =
+      "Fix the client.\nclient_test: expected 200, got HTTP 429 Too Many Requests\nI could not find the cause.\n";
   EXPECT_EQ(classify_run(f, kNow).status, Status::kNothing);
   f.exit_code = 2;
   Classification c = classify_run(f, kNow);
@@ -359,9 +368,11 @@ TEST(HarnessClassify, LogLinesAndLongLinesNameTheCause) {
       R"x(cause="Cause([Fail(HttpClientError: Transport error (cause: Error: Unable to connect. Is the computer able to access the url?))])")x";
   f.output = catalogue + "\n";
   EXPECT_EQ(classify_run(f, kNow).status, Status::kTimeout) << "the catalogue is not the model";
-  f.output = catalogue + "\n" +
-             R"(timestamp=2026-12-02T07:32:02.655Z level=ERROR run=00b96e96 message="stream error" providerID=fake )"
-             R"(modelID=test-model session.id=ses_1 small=false agent=build mode=primary error.error="AI_APICallError: Overloaded")" "\n";
+  f.output =
+      catalogue + "\n" +
+      R"(timestamp=2026-12-02T07:32:02.655Z level=ERROR run=00b96e96 message="stream error" providerID=fake )"
+      R"(modelID=test-model session.id=ses_1 small=false agent=build mode=primary error.error="AI_APICallError: Overloaded")"
+      "\n";
   Classification c = classify_run(f, kNow);
   EXPECT_EQ(c.status, Status::kUnreachable) << c.detail;
   EXPECT_EQ(c.first_error, "AI_APICallError: Overloaded");
@@ -369,10 +380,11 @@ TEST(HarnessClassify, LogLinesAndLongLinesNameTheCause) {
   f = {};
   f.program = "gemini";
   f.exit_code = 1;
-  f.output = "Error when talking to Gemini API Full report available at: /tmp/gemini-client-error-Turn.run-sendMessageStream-"
-             "2026-12-02T07-29-11-709Z.json _ApiError: {\"error\":{\"code\":400,\"message\":\"Your credit balance is too low "
-             "to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.\",\"status\":"
-             "\"INVALID_ARGUMENT\"}}\n";
+  f.output =
+      "Error when talking to Gemini API Full report available at: /tmp/gemini-client-error-Turn.run-sendMessageStream-"
+      "2026-12-02T07-29-11-709Z.json _ApiError: {\"error\":{\"code\":400,\"message\":\"Your credit balance is too low "
+      "to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.\",\"status\":"
+      "\"INVALID_ARGUMENT\"}}\n";
   c = classify_run(f, kNow);
   EXPECT_EQ(c.status, Status::kQuota) << c.detail;
   EXPECT_TRUE(contains(c.first_error, "Your credit balance is too low")) << c.first_error;
@@ -395,7 +407,8 @@ TEST(HarnessClassify, UnavailableTimeoutCrashedNothingProposed) {
   f.changed_files = 1;
   Classification c = classify_run(f, kNow);
   EXPECT_EQ(c.status, Status::kTimeout);
-  EXPECT_EQ(c.detail, "codex was stopped at its timeout of 1.5 s (its whole process group killed); 1 changed file discarded");
+  EXPECT_EQ(c.detail,
+            "codex was stopped at its timeout of 1.5 s (its whole process group killed); 1 changed file discarded");
   f = {};
   f.program = "codex";
   f.exit_code = 128 + SIGSEGV;
@@ -462,10 +475,10 @@ TEST(HarnessPrompt, ShippedTemplateCarriesTheCheckSignalEvidenceGlobsAndAttempts
   EXPECT_EQ(tmpl, read(std::string(PHOENIX_SOURCE_DIR) + "/templates/prompt.md"));
   const std::string p = render_prompt(tmpl, prompt_values(r));
   EXPECT_FALSE(contains(p, "{{")) << p;
-  for (const char* needle : {"`unit`", "ctest --test-dir build (expects exit 0)", "exit=1", "calc_test: expected 3, got -1",
-                             "`CalcTest.Adds`", "- `src/**`", "- `migrations/**`", "- `tests/calc_test.cc`",
-                             "- `phoenix.json`", "### Attempt 1 (harness): red: exit=1", "Files: `src/calc.cc`",
-                             "+a * b", "calc_test: expected 3, got 2"})
+  for (const char* needle :
+       {"`unit`", "ctest --test-dir build (expects exit 0)", "exit=1", "calc_test: expected 3, got -1",
+        "`CalcTest.Adds`", "- `src/**`", "- `migrations/**`", "- `tests/calc_test.cc`", "- `phoenix.json`",
+        "### Attempt 1 (harness): red: exit=1", "Files: `src/calc.cc`", "+a * b", "calc_test: expected 3, got 2"})
     EXPECT_TRUE(contains(p, needle)) << needle << "\n---\n" << p;
   // The evidence holds ``` itself: its fence is longer.
   EXPECT_TRUE(contains(p, "````text\ncalc_test: expected 3, got -1\n```\nnested fence\n```\n````")) << p;
@@ -635,7 +648,8 @@ TEST_F(HarnessRun, GeminiPresetGetsThePromptAfterDashP) {
   Proposal p = run("nothing", "gemini");
   EXPECT_EQ(p.status, Status::kNothing) << p.detail;
   Json rec = only_record();
-  EXPECT_EQ(args(rec), (std::vector<std::string>{"--approval-mode", "yolo", "--skip-trust", "-o", "stream-json", "-p", rendered_prompt()}));
+  EXPECT_EQ(args(rec), (std::vector<std::string>{"--approval-mode", "yolo", "--skip-trust", "-o", "stream-json", "-p",
+                                                 rendered_prompt()}));
 }
 
 TEST_F(HarnessRun, LongPromptsForArgumentPresetsGoThroughAFile) {
@@ -777,8 +791,8 @@ TEST_F(HarnessRun, CrashesNothingAndExitCodesThatDecideNothing) {
 }
 
 TEST_F(HarnessRun, PatchIsRightWhateverTheAgentDoesWithGit) {
-  for (const char* git_steps : {"git-commit", "git-commit; git-reset", "rm-git",
-                                       "git-commit; rm-git", "git checkout -q -b agent-branch; git-commit"}) {
+  for (const char* git_steps : {"git-commit", "git-commit; git-reset", "rm-git", "git-commit; rm-git",
+                                "git checkout -q -b agent-branch; git-commit"}) {
     SCOPED_TRACE(git_steps);
     Proposal p = run(std::string(kFix) + "; write src/new.cc 'int sub(int a, int b)\\n'; " + git_steps);
     EXPECT_EQ(p.status, Status::kProposed) << p.detail << "\n" << p.log;
@@ -920,8 +934,9 @@ TEST(AgentClassify, ACrashKeepsTheFirstErrorLineAndTheLastLines) {
   RunFacts f;
   f.program = "codex";
   f.exit_code = 2;
-  f.output = "error: unexpected argument '--full-auto' found\n\nUsage: codex exec [OPTIONS] [PROMPT]\n\n"
-             "For more information, try '--help'.\n";
+  f.output =
+      "error: unexpected argument '--full-auto' found\n\nUsage: codex exec [OPTIONS] [PROMPT]\n\n"
+      "For more information, try '--help'.\n";
   Classification c = classify_run(f, kNow);
   EXPECT_EQ(c.status, Status::kCrashed);
   EXPECT_TRUE(contains(c.detail, "error: unexpected argument '--full-auto' found")) << c.detail;
@@ -938,7 +953,8 @@ TEST(AgentClassify, ModelCallsAreTheCliOwnCountElseNull) {
   RunFacts f;
   f.program = "claude";
   f.changed_files = 1;
-  f.output = R"({"type":"result","subtype":"success","is_error":false,"num_turns":3,"total_cost_usd":0.01,"result":"ok"})";
+  f.output =
+      R"({"type":"result","subtype":"success","is_error":false,"num_turns":3,"total_cost_usd":0.01,"result":"ok"})";
   EXPECT_EQ(classify_run(f, kNow).model_calls, 3);
   f.output = "done\n";
   EXPECT_FALSE(classify_run(f, kNow).model_calls);

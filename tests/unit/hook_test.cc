@@ -32,8 +32,8 @@ std::string usage_error_of(const std::string& input) {
 }
 
 TEST(HookStdin, ParsesGitsLines) {
-  auto refs = hook::parse_pre_push("refs/heads/main " + kA + " refs/heads/main " + kB + "\n" +
-                                   "refs/heads/topic " + kB + " refs/heads/topic " + kZero + "\n");
+  auto refs = hook::parse_pre_push("refs/heads/main " + kA + " refs/heads/main " + kB + "\n" + "refs/heads/topic " +
+                                   kB + " refs/heads/topic " + kZero + "\n");
   ASSERT_EQ(refs.size(), 2u);
   EXPECT_EQ(refs[0].local_ref, "refs/heads/main");
   EXPECT_EQ(refs[0].local_sha, kA);
@@ -97,9 +97,12 @@ TEST(HookStdinMalformed, NamesTheLineAndWhy) {
 TEST(HookStdinMalformed, WhitespaceIsExact) {
   // git separates with single spaces; tabs, doubled spaces, CR and blank
   // lines are not git's output.
-  EXPECT_NE(usage_error_of("refs/heads/main  " + kA + " refs/heads/main " + kB + "\n").find("5 fields"), std::string::npos);
-  EXPECT_NE(usage_error_of("refs/heads/main\t" + kA + " refs/heads/main " + kB + "\n").find("3 fields"), std::string::npos);
-  EXPECT_NE(usage_error_of("refs/heads/main " + kA + " refs/heads/main " + kB + "\r\n").find("remote sha"), std::string::npos);
+  EXPECT_NE(usage_error_of("refs/heads/main  " + kA + " refs/heads/main " + kB + "\n").find("5 fields"),
+            std::string::npos);
+  EXPECT_NE(usage_error_of("refs/heads/main\t" + kA + " refs/heads/main " + kB + "\n").find("3 fields"),
+            std::string::npos);
+  EXPECT_NE(usage_error_of("refs/heads/main " + kA + " refs/heads/main " + kB + "\r\n").find("remote sha"),
+            std::string::npos);
   EXPECT_NE(usage_error_of("\n").find("stdin line 1: 1 field, not 4"), std::string::npos);
   EXPECT_NE(usage_error_of(" " + kA + " refs/heads/main " + kB).find("empty ref"), std::string::npos);
 }
@@ -129,8 +132,7 @@ TEST(HookStdinMalformed, AnyBytesGiveAResultOrAUsageError) {
     if (round % 3 == 0) s = "refs/heads/main " + kA + " refs/heads/main " + kB + "\n" + s;
     try {
       hook::parse_pre_push(s);
-    } catch (const UsageError&) {
-    }
+    } catch (const UsageError&) {}
   }
 }
 

@@ -27,8 +27,7 @@ std::uint32_t slow_crc(const std::string& s) {
   return c ^ 0xffffffffu;
 }
 std::string be32(std::uint32_t v) {
-  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-          static_cast<char>(v)};
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
 }
 std::string chunk(const std::string& type, const std::string& data) {
   return be32(static_cast<std::uint32_t>(data.size())) + type + data + be32(slow_crc(type + data));
@@ -67,8 +66,7 @@ std::string hand_png(std::uint32_t w, std::uint32_t h, int depth, int colour_typ
                      const std::vector<std::string>& rows) {
   std::string raw;
   for (const auto& r : rows) raw += '\0' + r;
-  return kSig + ihdr(w, h, depth, colour_type) + chunk("IDAT", zlib_stored(raw)) +
-         chunk("IEND", "");
+  return kSig + ihdr(w, h, depth, colour_type) + chunk("IDAT", zlib_stored(raw)) + chunk("IEND", "");
 }
 
 // ---- Pictures.
@@ -142,9 +140,7 @@ std::string error_of(const std::string& bytes, const std::string& what = "baseli
                      long long max_pixels = kMaxPixels) {
   try {
     decode_png(bytes, what, max_pixels);
-  } catch (const ImageError& e) {
-    return e.what();
-  }
+  } catch (const ImageError& e) { return e.what(); }
   return "";
 }
 
@@ -176,9 +172,9 @@ TEST(Image, WritePngIsAtomicAndReadPngReadsItBack) {
 
 TEST(Image, DecodesPngsFromAnIndependentWriterInEveryColourType) {
   // 2x2 RGB, 8-bit.
-  Image rgb = decode_png(hand_png(2, 2, 8, 2, {std::string("\xff\x00\x00\x00\xff\x00", 6),
-                                               std::string("\x00\x00\xff\x10\x20\x30", 6)}),
-                         "rgb");
+  Image rgb = decode_png(
+      hand_png(2, 2, 8, 2, {std::string("\xff\x00\x00\x00\xff\x00", 6), std::string("\x00\x00\xff\x10\x20\x30", 6)}),
+      "rgb");
   ASSERT_EQ(rgb.width, 2);
   EXPECT_EQ(rgb_at(rgb, 0, 0), 0xff0000u);
   EXPECT_EQ(rgb_at(rgb, 1, 0), 0x00ff00u);
@@ -192,8 +188,9 @@ TEST(Image, DecodesPngsFromAnIndependentWriterInEveryColourType) {
   EXPECT_EQ(rgb_at(grey, 2, 0), 0xffffffu);
   // 2x2 grey+alpha, 16-bit: stb's 16-bit buffer has the size of the RGBA
   // result, so this checks the decoder copies the real output over it.
-  Image ga = decode_png(hand_png(2, 2, 16, 4, {std::string("\x10\x00\xff\xff\x20\x00\x80\x00", 8),
-                                               std::string("\x30\x00\x00\x00\xf0\x00\xff\xff", 8)}),
+  Image ga = decode_png(hand_png(2, 2, 16, 4,
+                                 {std::string("\x10\x00\xff\xff\x20\x00\x80\x00", 8),
+                                  std::string("\x30\x00\x00\x00\xf0\x00\xff\xff", 8)}),
                         "grey-alpha16");
   EXPECT_EQ(rgb_at(ga, 0, 0), 0x101010u);
   EXPECT_EQ(px(ga, 0, 0)[3], 255);
@@ -273,8 +270,8 @@ TEST(Image, RefusesEmptyImages) {
 
 TEST(Image, RefusesAHugeDeclaredSizeFromTheHeaderAlone) {
   // 100000x100000 RGBA would need 40 GB; the header alone is enough to refuse.
-  const std::string huge = kSig + ihdr(100000, 100000, 8, 6) + chunk("IDAT", zlib_stored(std::string(64, '\0'))) +
-                           chunk("IEND", "");
+  const std::string huge =
+      kSig + ihdr(100000, 100000, 8, 6) + chunk("IDAT", zlib_stored(std::string(64, '\0'))) + chunk("IEND", "");
   EXPECT_EQ(error_of(huge),
             "baseline chart.png: declared size 100000x100000 (10000000000 pixels) is over the limit of " +
                 std::to_string(kMaxPixels) + " pixels");
@@ -289,8 +286,9 @@ TEST(Image, HugeDeclaredSizeCostsNoMemory) {
   test::ScopedTempDir tmp;
   // Within stb_image's own dimension fence (65536), so only Phoenix's limit stands
   // between this header and a 14 GB allocation.
-  test::write(tmp.path(), "huge.png",
-              kSig + ihdr(60000, 60000, 8, 6) + chunk("IDAT", zlib_stored(std::string(4096, '\0'))) + chunk("IEND", ""));
+  test::write(
+      tmp.path(), "huge.png",
+      kSig + ihdr(60000, 60000, 8, 6) + chunk("IDAT", zlib_stored(std::string(4096, '\0'))) + chunk("IEND", ""));
   auto r = test::run({test::test_tool("maxrss"), test::test_tool("png_probe"), tmp / "huge.png"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("huge.png: declared size 60000x60000"), std::string::npos) << r.output;
@@ -341,7 +339,8 @@ TEST(Image, ToleranceAbsorbsAntiAliasingNoise) {
   // The anti-aliased pixels are drawn yellow and nothing is red.
   long long yellow = 0, red = 0;
   for (std::size_t i = 0; i < with_aa.diff.rgba.size(); i += 4) {
-    std::uint32_t v = (std::uint32_t{with_aa.diff.rgba[i]} << 16) | (with_aa.diff.rgba[i + 1] << 8) | with_aa.diff.rgba[i + 2];
+    std::uint32_t v =
+        (std::uint32_t{with_aa.diff.rgba[i]} << 16) | (with_aa.diff.rgba[i + 1] << 8) | with_aa.diff.rgba[i + 2];
     yellow += v == 0xffff00u;
     red += v == 0xff0000u;
   }

@@ -24,9 +24,12 @@ const char* kPrettier = "/opt/phoenix-test-tools/node_modules/.bin/prettier";
 
 std::string cache(const std::string& generator, const std::string& build_type, const std::string& extra = "") {
   return "# This is the CMakeCache file.\n"
-         "CMAKE_BUILD_TYPE:STRING=" + build_type + "\n"
+         "CMAKE_BUILD_TYPE:STRING=" +
+         build_type +
+         "\n"
          "CMAKE_COMMAND:INTERNAL=/usr/bin/cmake\n"
-         "CMAKE_GENERATOR:INTERNAL=" + generator + "\n" + extra;
+         "CMAKE_GENERATOR:INTERNAL=" +
+         generator + "\n" + extra;
 }
 
 const Argv kCMakeInputs{"**/CMakeLists.txt", "**/*.cmake"};
@@ -63,8 +66,9 @@ TEST(InitDetect, CMakeFindsTheBuildFolderThatHoldsTheCache) {
   EXPECT_EQ(d.why, "CMakeLists.txt with include(CTest)");
   ASSERT_EQ(d.setup.size(), 1u);
   EXPECT_EQ(d.setup[0].run, (Argv{"cmake", "-S", ".", "-B", "cmake-build-debug", "-G", "Unix Makefiles"}));
-  EXPECT_EQ(d.checks[0].argv,
-            (Argv{"sh", "-c", "cmake --build cmake-build-debug && ctest --test-dir cmake-build-debug --output-on-failure"}));
+  EXPECT_EQ(
+      d.checks[0].argv,
+      (Argv{"sh", "-c", "cmake --build cmake-build-debug && ctest --test-dir cmake-build-debug --output-on-failure"}));
 }
 
 TEST(InitDetect, CMakeWithoutABuildFolderConfiguresBuild) {
@@ -87,10 +91,11 @@ TEST(InitDetect, CMakeMultiConfigBuildsAndTestsOneConfiguration) {
   Detected d = detect_project(tmp.path());
   ASSERT_EQ(d.setup.size(), 1u);
   EXPECT_EQ(d.setup[0].run, (Argv{"cmake", "-S", ".", "-B", "out/build/x64 debug", "-G", "Ninja Multi-Config"}));
-  EXPECT_EQ(d.checks[0].argv,
-            (Argv{"sh", "-c",
-                  "cmake --build 'out/build/x64 debug' --config RelWithDebInfo && ctest --test-dir 'out/build/x64 debug' "
-                  "-C RelWithDebInfo --output-on-failure"}));
+  EXPECT_EQ(
+      d.checks[0].argv,
+      (Argv{"sh", "-c",
+            "cmake --build 'out/build/x64 debug' --config RelWithDebInfo && ctest --test-dir 'out/build/x64 debug' "
+            "-C RelWithDebInfo --output-on-failure"}));
 }
 
 TEST(InitDetect, CMakeWithoutTestsComesLast) {
@@ -232,14 +237,18 @@ TEST(InitDetect, DetectionOrderIsKept) {
 std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> kinds() {
   return {
       {"cmake", {{"CMakeLists.txt", "enable_testing()\n"}, {"build/CMakeCache.txt", cache("Ninja", "RelWithDebInfo")}}},
-      {"cmake-long", {{"CMakeLists.txt", "enable_testing()\n"},
-                      {"cmake-build-relwithdebinfo-with-a-long-name/CMakeCache.txt", cache("Unix Makefiles", "RelWithDebInfo")}}},
+      {"cmake-long",
+       {{"CMakeLists.txt", "enable_testing()\n"},
+        {"cmake-build-relwithdebinfo-with-a-long-name/CMakeCache.txt", cache("Unix Makefiles", "RelWithDebInfo")}}},
       {"npm", {{"package.json", R"({"scripts": {"build": "tsc", "test": "vitest"}})"}, {"package-lock.json", "{}"}}},
       {"yarn", {{"package.json", R"({"scripts": {"test": "jest"}})"}, {"yarn.lock", ""}}},
       {"cargo", {{"Cargo.toml", "[package]\n"}}},
       {"go", {{"go.mod", "module x\n"}, {"go.sum", ""}}},
-      {"pytest-venv", {{"pytest.ini", "[pytest]\n"}, {"requirements.txt", ""}, {"requirements-test.txt", ""},
-                       {".venv/bin/python", ""}}},
+      {"pytest-venv",
+       {{"pytest.ini", "[pytest]\n"},
+        {"requirements.txt", ""},
+        {"requirements-test.txt", ""},
+        {".venv/bin/python", ""}}},
       {"make", {{"Makefile", "test:\n\ttrue\n"}}},
       {"nothing", {{"README", "hello\n"}}},
   };
@@ -273,7 +282,8 @@ TEST(InitRender, LoadsAndSaysWhatWasDetected) {
     } else {
       EXPECT_NE(text.find("// The test command was detected from " + d.why + "."), std::string::npos) << text;
     }
-    if (!d.setup.empty()) EXPECT_NE(text.find("// The setup steps were detected from " + d.setup_why + "."), std::string::npos) << text;
+    if (!d.setup.empty())
+      EXPECT_NE(text.find("// The setup steps were detected from " + d.setup_why + "."), std::string::npos) << text;
     EXPECT_EQ(text.back(), '\n');
   }
 }
@@ -335,10 +345,10 @@ TEST(InitRender, TheCMakeFileAsWritten) {
 // Runs the real prettier (scripts/deps.sh installs it) on `text` saved as
 // phoenix.json: "" when it is formatted as prettier formats it, else what
 // prettier would write (or says). Skips the calling test when prettier is absent.
-#define PRETTIER_OR_SKIP()                                                                             \
-  do {                                                                                                 \
-    if (!fs::exists(kPrettier))                                                                        \
-      GTEST_SKIP() << kPrettier << " is not installed (scripts/deps.sh installs prettier 3.6.2)";      \
+#define PRETTIER_OR_SKIP()                                                                                \
+  do {                                                                                                    \
+    if (!fs::exists(kPrettier))                                                                           \
+      GTEST_SKIP() << kPrettier << " is not installed (scripts/deps.sh installs prettier 3.6.2)";         \
     if (test::run({"sh", "-c", "command -v node"}).exit_code != 0) GTEST_SKIP() << "node is not on PATH"; \
   } while (0)
 

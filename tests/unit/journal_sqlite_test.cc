@@ -94,9 +94,7 @@ TEST_F(JournalSqlite, FailuresGoThroughOnErrorWithWhatWasBeingDone) {
 
 TEST(JournalSqliteOpen, AMissingFileWithoutCreateFails) {
   test::ScopedTempDir tmp;
-  Connection db([](int, const std::string& message, const std::string& what) {
-    throw Error(what + ": " + message);
-  });
+  Connection db([](int, const std::string& message, const std::string& what) { throw Error(what + ": " + message); });
   EXPECT_THROW(db.open(tmp / "absent.sqlite", SQLITE_OPEN_READWRITE, 100), Error);
 }
 

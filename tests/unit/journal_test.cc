@@ -35,8 +35,8 @@ using Clock = std::chrono::steady_clock;
 std::string sig_of(const std::string& name) { return util::sha256_hex("issue " + name); }
 
 std::string set_value_patch(const std::string& from, const std::string& to, const std::string& file = "value.txt") {
-  return "diff --git a/" + file + " b/" + file + "\n--- a/" + file + "\n+++ b/" + file + "\n@@ -1 +1 @@\n-" + from + "\n+" +
-         to + "\n";
+  return "diff --git a/" + file + " b/" + file + "\n--- a/" + file + "\n+++ b/" + file + "\n@@ -1 +1 @@\n-" + from +
+         "\n+" + to + "\n";
 }
 
 HealedFix fix(const std::string& sig, const std::string& patch, std::optional<long long> calls = 2,
@@ -114,7 +114,10 @@ class JournalStore : public ::testing::Test {
 // Records, verdicts and lookups
 
 TEST_F(JournalStore, CreatesAWalJournalWithItsSchemaVersion) {
-  { Journal j = Journal::open(path()); EXPECT_EQ(j.origin().size(), 32u); }
+  {
+    Journal j = Journal::open(path());
+    EXPECT_EQ(j.origin().size(), 32u);
+  }
   EXPECT_EQ(raw_int(path(), "PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(raw_text(path(), "PRAGMA journal_mode"), "wal");
   // Built beside the target and linked into place: nothing left behind.
@@ -165,9 +168,9 @@ TEST_F(JournalStore, SameSignatureAndPatchIsOneEntryThatKeepsTheOriginalFix) {
   auto all = j.list();
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].successes, 2);
-  EXPECT_EQ(all[0].fixer, "harness");       // the first fix's facts stay
+  EXPECT_EQ(all[0].fixer, "harness");  // the first fix's facts stay
   EXPECT_EQ(all[0].duration_ms, 60'000);
-  EXPECT_EQ(all[0].model_calls, 5);         // unknown ones are filled in
+  EXPECT_EQ(all[0].model_calls, 5);  // unknown ones are filled in
   EXPECT_EQ(all[0].cost_usd, 1.5);
 }
 
@@ -312,7 +315,8 @@ class JournalFile : public JournalStore {
   void make_journal(int n) {
     Journal j = Journal::open(path());
     for (int i = 0; i < n; ++i)
-      j.record_healed(fix(sig_of(std::to_string(i)), set_value_patch(std::string(500, 'a') + std::to_string(i), std::string(500, 'b'))));
+      j.record_healed(fix(sig_of(std::to_string(i)),
+                          set_value_patch(std::string(500, 'a') + std::to_string(i), std::string(500, 'b'))));
   }
   void expect_damaged(const std::string& bytes_before) {
     int code = 0;
@@ -487,7 +491,7 @@ TEST(JournalFormat, RoundTripsAndRejectsWhatIsWrong) {
   EXPECT_EQ(back[0].replays, 1);
   EXPECT_TRUE(back[0].verified);
   EXPECT_FALSE(back[0].model_calls.has_value());  // null survives as null
-  EXPECT_EQ(serialize(back), text);                // deterministic
+  EXPECT_EQ(serialize(back), text);               // deterministic
 
   auto lines = util::split_lines(text);
   ASSERT_EQ(lines.size(), 2u);
@@ -495,7 +499,8 @@ TEST(JournalFormat, RoundTripsAndRejectsWhatIsWrong) {
   EXPECT_TRUE(contains(err(""), "W: empty file"));
   EXPECT_TRUE(contains(err("hello\n"), "W: line 1: not JSON"));
   EXPECT_TRUE(contains(err("{\"format\":\"other\"}\n"), "not a Phoenix journal header"));
-  EXPECT_TRUE(contains(err("{\"entries\":0,\"format\":\"phoenix-journal\",\"version\":9}\n"), "newer Phoenix (format version 9"));
+  EXPECT_TRUE(contains(err("{\"entries\":0,\"format\":\"phoenix-journal\",\"version\":9}\n"),
+                       "newer Phoenix (format version 9"));
   EXPECT_TRUE(contains(err(lines[0] + "\n"), "announces 1 entries but 0 follow"));
   EXPECT_TRUE(contains(err(lines[0] + "\n" + lines[1] + "\n" + lines[1] + "\n"), "line 3:"));
   util::Json e = util::Json::parse(lines[1]);
@@ -926,7 +931,8 @@ TEST_F(JournalReplay, AStalePatchThatNoLongerAppliesIsDemotedAndTheFixerRuns) {
   EXPECT_EQ(fixer->calls, 1);
   auto all = journal->list();
   ASSERT_EQ(all.size(), 2u);
-  auto old = std::find_if(all.begin(), all.end(), [](const Entry& e) { return e.patch == set_value_patch("bad", "good"); });
+  auto old =
+      std::find_if(all.begin(), all.end(), [](const Entry& e) { return e.patch == set_value_patch("bad", "good"); });
   ASSERT_NE(old, all.end());
   EXPECT_FALSE(old->verified);
   EXPECT_EQ(old->failures, 1);
@@ -949,7 +955,8 @@ TEST_F(JournalReplay, APatchThatAppliesButNoLongerFixesIsDemotedOnItsFailure) {
   EXPECT_EQ(r.issues[0].attempts, 2);  // the replay was measured red, then the fix green
   EXPECT_EQ(fixer->calls, 1);
   auto all = journal->list();
-  auto old = std::find_if(all.begin(), all.end(), [](const Entry& e) { return e.patch == set_value_patch("bad", "good"); });
+  auto old =
+      std::find_if(all.begin(), all.end(), [](const Entry& e) { return e.patch == set_value_patch("bad", "good"); });
   ASSERT_NE(old, all.end());
   EXPECT_FALSE(old->verified);
   EXPECT_TRUE(contains(old->last_failure, "red")) << old->last_failure;

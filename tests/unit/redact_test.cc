@@ -32,8 +32,8 @@ class ScopedEnv {
 };
 
 TEST(Redact, SecretNamesAreMatchedByWordAnyCase) {
-  for (const char* n : {"GITHUB_TOKEN", "api_key", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MyTokenFile",
-                        "client_secret"})
+  for (const char* n : {"GITHUB_TOKEN", "api_key", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD",
+                        "MyTokenFile", "client_secret"})
     EXPECT_TRUE(secret_name(n)) << n;
   for (const char* n : {"HOME", "PATH", "PASSWD_FILE", "TOKYO", "SEC", "USER"}) EXPECT_FALSE(secret_name(n)) << n;
 }
@@ -56,8 +56,8 @@ TEST(Redact, ShortValuesAreLeftAloneAndLongestWins) {
 
 TEST(Redact, JsonStringsAndKeysAreRedactedNumbersKept) {
   ScopedEnv a("PHX_TEST_PASSWORD", "s3cr3t-pass");
-  Json j = {{"evidence", "login with s3cr3t-pass failed"}, {"n", 42},
-            {"list", {"s3cr3t-pass", 1}}, {"s3cr3t-pass", true}};
+  Json j = {
+      {"evidence", "login with s3cr3t-pass failed"}, {"n", 42}, {"list", {"s3cr3t-pass", 1}}, {"s3cr3t-pass", true}};
   Json r = redact_secrets(j);
   std::string dumped = r.dump();
   EXPECT_EQ(dumped.find("s3cr3t-pass"), std::string::npos) << dumped;
@@ -102,15 +102,18 @@ class Secrets : public ::testing::Test {
 // A check that prints secrets from its environment: the evidence, the
 // incident note and the trace show the variable's name, never its value.
 TEST_F(Secrets, EnvironmentSecretsAreRedactedInEvidenceIncidentsAndTrace) {
-  write(repo, "check.sh",
-        "#!/bin/sh\necho \"calling api with $DEPLOY_API_TOKEN as $DEPLOY_USER\"\necho \"db password: $DB_PASSWORD\"\nexit 1\n");
+  write(
+      repo, "check.sh",
+      "#!/bin/sh\necho \"calling api with $DEPLOY_API_TOKEN as $DEPLOY_USER\"\necho \"db password: $DB_PASSWORD\"\nexit 1\n");
   fs::permissions(repo + "/check.sh", fs::perms::owner_all, fs::perm_options::add);
-  Json cfg = {{"checks", {{{"id", "api"}, {"kind", "command_exit"}, {"target", {"./check.sh"}}, {"editable", {"src/**"}}}}},
-              {"fixers", {"noop"}}};
+  Json cfg = {
+      {"checks", {{{"id", "api"}, {"kind", "command_exit"}, {"target", {"./check.sh"}}, {"editable", {"src/**"}}}}},
+      {"fixers", {"noop"}}};
   write(repo, "phoenix.json", cfg.dump());
   commit_all(repo, "initial");
-  std::vector<std::pair<std::string, std::string>> env{
-      {"DEPLOY_API_TOKEN", "ghp_live_0123456789abcdef"}, {"DB_PASSWORD", "correct-horse-battery"}, {"DEPLOY_USER", "deploybot"}};
+  std::vector<std::pair<std::string, std::string>> env{{"DEPLOY_API_TOKEN", "ghp_live_0123456789abcdef"},
+                                                       {"DB_PASSWORD", "correct-horse-battery"},
+                                                       {"DEPLOY_USER", "deploybot"}};
 
   CliRun sensed = run_phoenix(repo, {"sense", "api", "--json"}, 60, env);
   EXPECT_EQ(sensed.code, 1) << sensed.out;
@@ -134,21 +137,24 @@ TEST_F(Secrets, EnvironmentSecretsAreRedactedInEvidenceIncidentsAndTrace) {
 // finds them, tracked or not. The same agent does find an ordinary file, so
 // the test can tell the difference.
 TEST_F(Secrets, SandboxNeverReceivesSecretFiles) {
-  write(repo, "tests/limit_test.sh",
-        "#!/bin/sh\n. ./src/conf.sh\n[ \"$LIMIT\" = 10 ] || { echo \"FAIL limit_test: want 10, got $LIMIT\"; exit 1; }\n");
+  write(
+      repo, "tests/limit_test.sh",
+      "#!/bin/sh\n. ./src/conf.sh\n[ \"$LIMIT\" = 10 ] || { echo \"FAIL limit_test: want 10, got $LIMIT\"; exit 1; }\n");
   fs::permissions(repo + "/tests/limit_test.sh", fs::perms::owner_all, fs::perm_options::add);
-  write(repo, ".env", "STRIPE_KEY=sk_live_tracked\n");          // tracked (a mistake, but it happens)
+  write(repo, ".env", "STRIPE_KEY=sk_live_tracked\n");  // tracked (a mistake, but it happens)
   write(repo, "config/server.pem", "-----BEGIN PRIVATE KEY-----\n");
   write(repo, "notes.txt", "ordinary\n");
   auto configure = [&](const std::string& read_first) {
     // The fix is written only when the agent could read `read_first`.
-    Json cfg = {{"checks", {{{"id", "unit"}, {"kind", "command_exit"}, {"target", {"./tests/limit_test.sh"}},
-                             {"editable", {"src/**"}}}}},
-                {"fixers", {"harness"}},
-                {"budgets", {{"unit", 1}}},
-                {"harness", {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                             {"timeout_s", 30},
-                             {"env", {{"PHOENIX_AGENT_SCRIPT", "cat " + read_first + "; replace src/conf.sh 11 10"}}}}}};
+    Json cfg = {
+        {"checks",
+         {{{"id", "unit"}, {"kind", "command_exit"}, {"target", {"./tests/limit_test.sh"}}, {"editable", {"src/**"}}}}},
+        {"fixers", {"harness"}},
+        {"budgets", {{"unit", 1}}},
+        {"harness",
+         {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
+          {"timeout_s", 30},
+          {"env", {{"PHOENIX_AGENT_SCRIPT", "cat " + read_first + "; replace src/conf.sh 11 10"}}}}}};
     write(repo, "phoenix.json", cfg.dump());
     commit_all(repo, "configure to read " + read_first);
   };

@@ -65,29 +65,49 @@ class ReportTest : public ::testing::Test {
   void night() {
     ev("01:00:00", "loop.start", {{"branch", "phoenix/loop-20261202"}, {"source", "TASKS.md"}, {"mode", "tasks"}});
     // 1: done in one turn, $0.42.
-    ev("01:04:12", "loop.agent", {{"iteration", 1}, {"status", "ok"}, {"changed", true}, {"duration_ms", 252000}, {"cost_usd", 0.42}, {"model_calls", 3}});
+    ev("01:04:12", "loop.agent",
+       {{"iteration", 1},
+        {"status", "ok"},
+        {"changed", true},
+        {"duration_ms", 252000},
+        {"cost_usd", 0.42},
+        {"model_calls", 3}});
     ev("01:04:13", "loop.measure", {{"iteration", 1}, {"checks", {{{"id", "unit"}, {"ok", true}}}}});
-    ev("01:04:14", "loop.task_done", {{"iteration", 1}, {"task", task(1, "Add a total to orders")}, {"head", "a1a1a1a1a1a1a1a1"}});
+    ev("01:04:14", "loop.task_done",
+       {{"iteration", 1}, {"task", task(1, "Add a total to orders")}, {"head", "a1a1a1a1a1a1a1a1"}});
     // 2: red, healed by bisect.
-    ev("01:20:00", "loop.agent", {{"iteration", 2}, {"status", "ok"}, {"changed", true}, {"duration_ms", 900000}, {"cost_usd", 1.1}});
+    ev("01:20:00", "loop.agent",
+       {{"iteration", 2}, {"status", "ok"}, {"changed", true}, {"duration_ms", 900000}, {"cost_usd", 1.1}});
     ev("01:20:01", "loop.measure", {{"iteration", 2}, {"checks", {{{"id", "unit"}, {"ok", false}}}}});
     ev("01:20:02", "state", {{"check", "unit"}, {"state", "DETECTED"}, {"signature", "5e5e5e5e5e5e"}});
-    ev("01:20:14", "state", {{"check", "unit"}, {"state", "HEALED"}, {"fixer", "bisect"}, {"attempts", 1}, {"commit", "b2b2b2b2b2b2b2b2"}});
-    ev("01:20:15", "loop.task_done", {{"iteration", 2}, {"task", task(2, "Paginate the orders list")}, {"head", "c3c3c3c3c3c3c3c3"}, {"healed", true}});
+    ev("01:20:14", "state",
+       {{"check", "unit"}, {"state", "HEALED"}, {"fixer", "bisect"}, {"attempts", 1}, {"commit", "b2b2b2b2b2b2b2b2"}});
+    ev("01:20:15", "loop.task_done",
+       {{"iteration", 2},
+        {"task", task(2, "Paginate the orders list")},
+        {"head", "c3c3c3c3c3c3c3c3"},
+        {"healed", true}});
     // 3: the provider refuses, the loop waits 5 min; then red, replayed from the journal.
-    ev("01:20:20", "loop.agent", {{"iteration", 3}, {"status", "rate-limited"}, {"changed", false}, {"duration_ms", 2000}});
+    ev("01:20:20", "loop.agent",
+       {{"iteration", 3}, {"status", "rate-limited"}, {"changed", false}, {"duration_ms", 2000}});
     ev("01:20:20", "loop.wait", {{"status", "rate-limited"}, {"wait_ms", 300000}, {"detail", "429 Too Many Requests"}});
     ev("01:30:00", "loop.agent", {{"iteration", 3}, {"status", "ok"}, {"changed", true}, {"duration_ms", 280000}});
     ev("01:30:01", "loop.measure", {{"iteration", 3}, {"checks", {{{"id", "unit"}, {"ok", false}}}}});
     ev("01:30:02", "state", {{"check", "unit"}, {"state", "DETECTED"}, {"signature", "5e5e5e5e5e5e"}});
-    ev("01:30:03", "state", {{"check", "unit"}, {"state", "HEALED"}, {"fixer", "journal"}, {"attempts", 1}, {"commit", "d4d4d4d4d4d4d4d4"}});
-    ev("01:30:04", "loop.task_done", {{"iteration", 3}, {"task", task(3, "Cache the totals")}, {"head", "e5e5e5e5e5e5e5e5"}, {"healed", true}});
+    ev("01:30:03", "state",
+       {{"check", "unit"}, {"state", "HEALED"}, {"fixer", "journal"}, {"attempts", 1}, {"commit", "d4d4d4d4d4d4d4d4"}});
+    ev("01:30:04", "loop.task_done",
+       {{"iteration", 3}, {"task", task(3, "Cache the totals")}, {"head", "e5e5e5e5e5e5e5e5"}, {"healed", true}});
     // 4: done.
-    ev("02:00:00", "loop.agent", {{"iteration", 4}, {"status", "ok"}, {"changed", true}, {"duration_ms", 60000}, {"cost_usd", 0.2}});
-    ev("02:00:01", "loop.measure", {{"iteration", 4}, {"checks", {{{"id", "unit"}, {"ok", true}}, {{"id", "chart"}, {"ok", true}}}}});
-    ev("02:00:02", "loop.task_done", {{"iteration", 4}, {"task", task(4, "Rename the CSV export")}, {"head", "f6f6f6f6f6f6f6f6"}});
+    ev("02:00:00", "loop.agent",
+       {{"iteration", 4}, {"status", "ok"}, {"changed", true}, {"duration_ms", 60000}, {"cost_usd", 0.2}});
+    ev("02:00:01", "loop.measure",
+       {{"iteration", 4}, {"checks", {{{"id", "unit"}, {"ok", true}}, {{"id", "chart"}, {"ok", true}}}}});
+    ev("02:00:02", "loop.task_done",
+       {{"iteration", 4}, {"task", task(4, "Rename the CSV export")}, {"head", "f6f6f6f6f6f6f6f6"}});
     // 5: the chart drifts; nothing heals it; escalated at 03:12, the loop stops.
-    ev("03:00:00", "loop.agent", {{"iteration", 5}, {"status", "ok"}, {"changed", true}, {"duration_ms", 120000}, {"cost_usd", 0.3}});
+    ev("03:00:00", "loop.agent",
+       {{"iteration", 5}, {"status", "ok"}, {"changed", true}, {"duration_ms", 120000}, {"cost_usd", 0.3}});
     ev("03:00:01", "loop.measure", {{"iteration", 5}, {"checks", {{{"id", "chart"}, {"ok", false}}}}});
     ev("03:00:02", "state", {{"check", "chart"}, {"state", "DETECTED"}, {"signature", "7a7a7a7a7a7a"}});
     std::string engine_note = root + "/.git/phoenix/loop/.phoenix/incidents/2026-12-02-03-12.md";
@@ -103,16 +123,17 @@ class ReportTest : public ::testing::Test {
     img.rgba.assign(4 * 2 * 4, 255);
     for (const char* name : {"expected", "actual", "diff"})
       image::write_png(root + "/incidents/2026-12-02-03-12-" + std::string(name) + ".png", img);
-    write(root, "incidents/2026-12-02-03-12.md",
-          "# Incident — 2026-12-02 03:12\n\n## Failure type\n\nvisual\n\n## Check\n\n`chart` — visual `http://127.0.0.1:3000/chart.png`\n\n"
-          "Signal: `3.2% of pixels differ`\n\n## Retries attempted\n\n1. harness: red: 3.2% <b>bold</b>\n\n## Failure signatures\n\n"
-          "- issue: `7a7a7a7a7a7a`\n- failing test: `ChartTest.Colours`\n\n## Last attempted diff\n\n"
-          "```diff\n--- a/src/chart.c\n+++ b/src/chart.c\n@@ -1 +1 @@\n-int colour = 1;\n+int colour = 2;\n```\n\n"
-          "## Evidence\n\n```\n[ RUN      ] ChartTest.Colours\n[  FAILED  ] ChartTest.Colours (3 ms)\n<script>alert(1)</script>\n```\n\n"
-          "![2026-12-02-03-12-expected.png](2026-12-02-03-12-expected.png)\n\n"
-          "![2026-12-02-03-12-actual.png](2026-12-02-03-12-actual.png)\n\n"
-          "![2026-12-02-03-12-diff.png](2026-12-02-03-12-diff.png)\n\n"
-          "## State: rolled back to f6f6f6f6f6f6f6f6\n");
+    write(
+        root, "incidents/2026-12-02-03-12.md",
+        "# Incident — 2026-12-02 03:12\n\n## Failure type\n\nvisual\n\n## Check\n\n`chart` — visual `http://127.0.0.1:3000/chart.png`\n\n"
+        "Signal: `3.2% of pixels differ`\n\n## Retries attempted\n\n1. harness: red: 3.2% <b>bold</b>\n\n## Failure signatures\n\n"
+        "- issue: `7a7a7a7a7a7a`\n- failing test: `ChartTest.Colours`\n\n## Last attempted diff\n\n"
+        "```diff\n--- a/src/chart.c\n+++ b/src/chart.c\n@@ -1 +1 @@\n-int colour = 1;\n+int colour = 2;\n```\n\n"
+        "## Evidence\n\n```\n[ RUN      ] ChartTest.Colours\n[  FAILED  ] ChartTest.Colours (3 ms)\n<script>alert(1)</script>\n```\n\n"
+        "![2026-12-02-03-12-expected.png](2026-12-02-03-12-expected.png)\n\n"
+        "![2026-12-02-03-12-actual.png](2026-12-02-03-12-actual.png)\n\n"
+        "![2026-12-02-03-12-diff.png](2026-12-02-03-12-diff.png)\n\n"
+        "## State: rolled back to f6f6f6f6f6f6f6f6\n");
   }
 
   report::Facts facts() const {
@@ -188,14 +209,16 @@ TEST_F(ReportTest, ModelOfTheNight) {
 TEST_F(ReportTest, VerdictAndWhatNeedsAPerson) {
   night();
   report::Night n = read();
-  EXPECT_EQ(report::verdict(n),
-            "4 of 5 tasks done, 1 healed by bisect, 1 replayed from the journal, 1 escalated at 03:12: the loop stopped; "
-            "known-good is f6f6f6f.");
+  EXPECT_EQ(
+      report::verdict(n),
+      "4 of 5 tasks done, 1 healed by bisect, 1 replayed from the journal, 1 escalated at 03:12: the loop stopped; "
+      "known-good is f6f6f6f.");
   auto needs = report::needs_person(n);
   ASSERT_EQ(needs.size(), 1u);
-  EXPECT_EQ(needs[0],
-            "Read incidents/2026-12-02-03-12.md: `chart` on \"Recolour the chart\" escalated (budget of 3 for visual spent); "
-            "the abandoned work is refs/phoenix/abandoned/20261202T031202Z.");
+  EXPECT_EQ(
+      needs[0],
+      "Read incidents/2026-12-02-03-12.md: `chart` on \"Recolour the chart\" escalated (budget of 3 for visual spent); "
+      "the abandoned work is refs/phoenix/abandoned/20261202T031202Z.");
   EXPECT_EQ(report::next_command(n), "phoenix report --html night.html");
 }
 
@@ -213,7 +236,8 @@ TEST_F(ReportTest, NothingToSayIsADash) {
   ev("01:00:00", "loop.start", {{"branch", "phoenix/loop-20261202"}, {"source", "TASKS.md"}});
   ev("01:00:01", "loop.agent", {{"iteration", 1}, {"status", "ok"}, {"changed", true}, {"duration_ms", 800}});
   ev("01:00:02", "loop.task_done", {{"iteration", 1}, {"task", task(1, "Only task")}, {"head", "a1a1a1a1"}});
-  ev("01:00:03", "loop.end", {{"exit_code", 0}, {"phase", "complete"}, {"why", "complete: every task ticked, every check green"}});
+  ev("01:00:03", "loop.end",
+     {{"exit_code", 0}, {"phase", "complete"}, {"why", "complete: every task ticked, every check green"}});
   report::Facts f;
   f.root = root;
   f.known_good = "a1a1a1a1";
@@ -349,7 +373,8 @@ TEST_F(ReportTest, HtmlPageTellsTheStory) {
   night();
   report::Night n = read();
   std::string h = report::html(n, root);
-  EXPECT_NE(h.find("<p id=\"verdict\" class=\"verdict escalated\">4 of 5 tasks done, 1 healed by bisect"), std::string::npos);
+  EXPECT_NE(h.find("<p id=\"verdict\" class=\"verdict escalated\">4 of 5 tasks done, 1 healed by bisect"),
+            std::string::npos);
   // The timeline: one mark per iteration, the wait, both heals, the escalation.
   // Drawn twice, for a wide window and a phone (CSS shows one), the same marks.
   auto count = [](const std::string& in, const std::string& s) {

@@ -22,12 +22,14 @@ namespace {
 using test::commit_all;
 using test::git;
 using test::init_repo;
-using test::trim;
 using test::read;
 using test::ScopedTempDir;
+using test::trim;
 using test::write;
 
-bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 std::string skip_reason(const Sandbox& sb, const std::string& path) {
   for (const Skipped& s : sb.skipped())
@@ -110,7 +112,9 @@ class SandboxTest : public SandboxBase, public ::testing::WithParamInterface<Kin
   void sb_write(const Sandbox& sb, const std::string& rel, const std::string& content) {
     sh(sb, "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"", rel, content);
   }
-  bool sb_exists(const Sandbox& sb, const std::string& rel) { return sh_ok(sb, "test -e \"$1\" || test -L \"$1\"", rel); }
+  bool sb_exists(const Sandbox& sb, const std::string& rel) {
+    return sh_ok(sb, "test -e \"$1\" || test -L \"$1\"", rel);
+  }
   bool sb_is_link(const Sandbox& sb, const std::string& rel) { return sh_ok(sb, "test -L \"$1\"", rel); }
   unsigned sb_mode(const Sandbox& sb, const std::string& rel) {
     return static_cast<unsigned>(std::stoul(trim(sh(sb, "stat -c %a \"$1\"", rel)), nullptr, 8));
@@ -150,9 +154,18 @@ TEST_P(SandboxTest, CopiesTrackedFilesAsTheyAreInTheWorkTree) {
 }
 
 TEST_P(SandboxTest, NeverCopiesSecretsEvenWhenTrackedOrCarried) {
-  const std::vector<std::string> secrets{".env",          ".env.local",       "config/server.pem", "tls.key",
-                                         "keys/id_rsa",   "id_rsa.pub",       "id_ed25519",        ".npmrc",
-                                         "sub/.pypirc",   ".netrc",           "cert.p12",          "credentials.json",
+  const std::vector<std::string> secrets{".env",
+                                         ".env.local",
+                                         "config/server.pem",
+                                         "tls.key",
+                                         "keys/id_rsa",
+                                         "id_rsa.pub",
+                                         "id_ed25519",
+                                         ".npmrc",
+                                         "sub/.pypirc",
+                                         ".netrc",
+                                         "cert.p12",
+                                         "credentials.json",
                                          "gcp/credentials-prod.json"};
   for (const auto& s : secrets) write(repo, s, "SECRET\n");
   write(repo, "src/main.cc", "int main() {}\n");
@@ -173,9 +186,9 @@ TEST_P(SandboxTest, NeverCopiesSecretsEvenWhenTrackedOrCarried) {
 }
 
 TEST_F(SandboxBase, SecretListIsTheDocumentedOne) {
-  EXPECT_EQ(secret_globs(), (std::vector<std::string>{".env", ".env.*", "*.pem", "*.key", "*.p12", "id_rsa*",
-                                                      "id_ed25519*", ".npmrc", ".pypirc", ".netrc",
-                                                      "credentials*.json"}));
+  EXPECT_EQ(secret_globs(),
+            (std::vector<std::string>{".env", ".env.*", "*.pem", "*.key", "*.p12", "id_rsa*", "id_ed25519*", ".npmrc",
+                                      ".pypirc", ".netrc", "credentials*.json"}));
   EXPECT_TRUE(is_secret("deep/dir/.env.production"));
   EXPECT_TRUE(is_secret("a/b/key.pem"));
   EXPECT_FALSE(is_secret("src/environment.cc"));
@@ -257,9 +270,7 @@ TEST_P(SandboxTest, KeepsExecutableBitsAndInsideSymlinksSkipsEscapingOnes) {
 
   Sandbox sb = make();
   EXPECT_EQ(sb_mode(sb, "run.sh") & 0100, 0100u);
-  if (GetParam() == Kind::kCopy) {
-    EXPECT_EQ(sb_mode(sb, "run.sh"), 0755u);
-  }
+  if (GetParam() == Kind::kCopy) { EXPECT_EQ(sb_mode(sb, "run.sh"), 0755u); }
   // The copy makes a read-only file editable; the overlay shows the file
   // as it is (the agent may chmod it: that writes only the upper layer).
   EXPECT_EQ(sb_mode(sb, "readonly.txt"), GetParam() == Kind::kCopy ? 0644u : 0400u);
@@ -360,10 +371,15 @@ TEST_P(SandboxPatchTest, PatchIsTheSameWhateverTheAgentDidToItsGitRepository) {
   };
   const std::vector<Case> cases{
       {"commit", {{"add", "-A"}, {"commit", "-q", "-m", "agent"}}, false},
-      {"commit then reset --hard HEAD~0", {{"add", "-A"}, {"commit", "-q", "-m", "agent"}, {"reset", "-q", "--hard", "HEAD~0"}}, false},
+      {"commit then reset --hard HEAD~0",
+       {{"add", "-A"}, {"commit", "-q", "-m", "agent"}, {"reset", "-q", "--hard", "HEAD~0"}},
+       false},
       {"commit, branch switch, gc",
-       {{"add", "-A"}, {"commit", "-q", "-m", "agent"}, {"checkout", "-q", "-b", "elsewhere"},
-        {"reflog", "expire", "--expire=now", "--all"}, {"gc", "-q", "--prune=now"}},
+       {{"add", "-A"},
+        {"commit", "-q", "-m", "agent"},
+        {"checkout", "-q", "-b", "elsewhere"},
+        {"reflog", "expire", "--expire=now", "--all"},
+        {"gc", "-q", "--prune=now"}},
        false},
       {"index rewritten", {{"rm", "-q", "--cached", "src/a.cc"}, {"add", "new/file.txt"}}, false},
       {"rm -rf .git", {}, true},

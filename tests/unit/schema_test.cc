@@ -33,7 +33,8 @@ TEST(Schema, EveryTopLevelKeyTheParserAcceptsIsInTheSchemaAndBack) {
 TEST(Schema, DefaultsMatchTheParser) {
   Json s = schema();
   Config c = parse("{}", "probe");
-  for (auto it = s["properties"]["budgets"]["properties"].begin(); it != s["properties"]["budgets"]["properties"].end(); ++it)
+  for (auto it = s["properties"]["budgets"]["properties"].begin(); it != s["properties"]["budgets"]["properties"].end();
+       ++it)
     EXPECT_EQ(it.value()["default"].get<int>(), c.budgets.at(it.key())) << it.key();
   EXPECT_EQ(s["properties"]["session_cap"]["default"].get<int>(), c.session_cap);
   EXPECT_EQ(s["properties"]["diff_cap"]["default"].get<int>(), c.diff_cap);

@@ -104,7 +104,9 @@ TEST_F(SetupTest, AFailedStepIsItsOwnSignalAndRunsAgainNextTime) {
   setup::Result r = setup::ensure(steps, repo, stamp);
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(r.ran);
-  EXPECT_EQ(r.signal, "setup failed: sh -c 'echo run >> runs.txt; echo '\\''npm ERR! lockfile out of date'\\'' >&2; exit 3': exit=3")
+  EXPECT_EQ(
+      r.signal,
+      "setup failed: sh -c 'echo run >> runs.txt; echo '\\''npm ERR! lockfile out of date'\\'' >&2; exit 3': exit=3")
       << r.signal;
   EXPECT_NE(r.evidence.find("npm ERR! lockfile out of date"), std::string::npos) << r.evidence;
   EXPECT_FALSE(fs::exists(repo + "/never-ran")) << "steps after a failed one do not run";
@@ -124,7 +126,8 @@ TEST_F(SetupTest, StepsSeeTheTreeAsTheirWorkingDirectoryAndPwd) {
   ASSERT_TRUE(setup::ensure({s}, repo, "").ok);
   const std::string real = fs::canonical(repo).string();
   EXPECT_EQ(test::read(repo + "/where.txt"), real + "\n");
-  EXPECT_EQ(fs::canonical(test::read(repo + "/pwd.txt").substr(0, test::read(repo + "/pwd.txt").size() - 1)).string(), real);
+  EXPECT_EQ(fs::canonical(test::read(repo + "/pwd.txt").substr(0, test::read(repo + "/pwd.txt").size() - 1)).string(),
+            real);
   // Without a stamp file the steps always run.
   fs::remove(repo + "/where.txt");
   ASSERT_TRUE(setup::ensure({s}, repo, "").ran);

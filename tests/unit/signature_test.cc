@@ -20,10 +20,10 @@ using Names = std::vector<std::string>;
 // failing with a different message, c1 is a different test failing.
 
 struct Runner {
-  std::string dir;          // folder under runner-output/
-  std::string ext;          // "txt" (console output) or "xml" (JUnit report)
-  Names fails_a;            // failing tests in a1, a2 and b1
-  Names fails_c;            // failing tests in c1
+  std::string dir;  // folder under runner-output/
+  std::string ext;  // "txt" (console output) or "xml" (JUnit report)
+  Names fails_a;    // failing tests in a1, a2 and b1
+  Names fails_c;    // failing tests in c1
 };
 
 std::string recorded(const Runner& r, const std::string& run) {
@@ -362,9 +362,10 @@ TEST(ExtractFailingTests, NothingInOrdinaryOutput) {
 TEST(SignatureRules, PassingTestNoiseDoesNotChangeAnIssue) {
   // With failing tests named, only failure lines count: a passing test's
   // log line (not normalizable: a random word) may change freely.
-  std::string a = "[ RUN      ] Calc.Logs\nrequest id banana\n[       OK ] Calc.Logs (0 ms)\n"
-                  "x.cc:3: Failure\nExpected equality of these values:\n  add(2, 3)\n    Which is: 4\n  5\n"
-                  "[  FAILED  ] Calc.Adds (0 ms)\n";
+  std::string a =
+      "[ RUN      ] Calc.Logs\nrequest id banana\n[       OK ] Calc.Logs (0 ms)\n"
+      "x.cc:3: Failure\nExpected equality of these values:\n  add(2, 3)\n    Which is: 4\n  5\n"
+      "[  FAILED  ] Calc.Adds (0 ms)\n";
   std::string b = a;
   b.replace(b.find("banana"), 6, "cherry");
   EXPECT_EQ(issue_signature("unit", a), issue_signature("unit", b));

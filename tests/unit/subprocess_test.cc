@@ -94,8 +94,7 @@ TEST(Subprocess, TimeoutKillsTheWholeTree) {
   test::ScopedTempDir tmp;
   std::string pidfile = tmp / "grandchild.pid";
   // The grandchild ignores SIGTERM and would run for a minute.
-  ProcessOptions o{.argv = {"sh", "-c", "sh -c 'trap \"\" TERM; echo $$ > " + pidfile +
-                                            "; sleep 60' & sleep 60"}};
+  ProcessOptions o{.argv = {"sh", "-c", "sh -c 'trap \"\" TERM; echo $$ > " + pidfile + "; sleep 60' & sleep 60"}};
   o.timeout_s = 0.5;
   o.kill_grace_s = 0.2;
   auto r = run_process(o);
