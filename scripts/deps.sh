@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config git
   libgit2-dev libboost-program-options-dev libboost-filesystem-dev libboost-dev
-  nlohmann-json3-dev libsqlite3-dev libssl-dev libstb-dev zlib1g-dev libcmark-gfm-dev
+  nlohmann-json3-dev libsqlite3-dev libssl-dev libstb-dev zlib1g-dev libcmark-gfm-dev libcmark-gfm-extensions-dev
   libgtest-dev libgmock-dev sqlite3
   clang libclang-rt-14-dev ccache chromium tidy
   python3-yaml python3-pytest
