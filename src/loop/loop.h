@@ -60,6 +60,7 @@ struct Options {
   std::string deadline_text;             // as ISO-8601, for the state file
   std::string branch;                    // overrides loop.branch
   bool resume = false;
+  int workers = 0;            // --workers N; 0: loop.workers (or the resumed run's)
   std::string templates_dir;  // shipped templates (prompt-task.md)
 };
 
