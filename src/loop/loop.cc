@@ -1101,12 +1101,12 @@ struct Loop {
       // Not healed and no incident (a guard refused every patch): another
       // run on the next tip, within the same bound as a failed merge.
       failures[t.index] = r.why;
-      if (++tries[t.index] >= kMergeTries) skip(t.index, t.id(), "", r.why);
+      if (++tries[t.index] >= kMergeTries) skip(t.index, task_json(t.index, t.id(), t.title), "", r.why);
       return;
     }
     escalated_note(r.incident);
     if (cfg.loop.on_escalate == "stop") return wind_down(kExitEscalated, "escalated", "escalated: see " + r.incident);
-    skip(t.index, t.id(), r.incident, r.why);
+    skip(t.index, task_json(t.index, t.id(), t.title), r.incident, r.why);
   }
 
   void escalated_note(const std::string& incident) {
@@ -1117,11 +1117,16 @@ struct Loop {
     ++escalations_in_row;
   }
 
-  void skip(int index, const std::string& id, const std::string& incident, const std::string& why) {
+  static Json task_json(int index, const std::string& id, const std::string& title) {
+    return Json{{"id", id}, {"title", title}, {"index", index}};
+  }
+
+  void skip(int index, const Json& tj, const std::string& incident, const std::string& why) {
     skipped.insert(index);
     write_run_file();
-    trace.append("loop.task_skipped", {{"task", id}, {"incident", incident}, {"why", why}});
-    say("skipping " + id + ": " + why + (incident.empty() ? "" : "; see " + incident));
+    trace.append("loop.task_skipped",
+                 {{"iteration", iteration.load()}, {"task", tj}, {"incident", incident}, {"why", why}});
+    say("skipping " + tj.value("id", "") + ": " + why + (incident.empty() ? "" : "; see " + incident));
     if (escalations_in_row >= cfg.circuit_breaker)
       wind_down(kExitEscalated, "escalated",
                 "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");
@@ -1207,7 +1212,8 @@ struct Loop {
     }
     std::string incident = merge_incident(root + "/incidents", *repo, e, m, kept);
     escalated_note(incident);
-    skip(e.index, e.id, incident, std::string(kind_name(m.kind)) + " after " + std::to_string(e.tries) + " tries");
+    skip(e.index, task_json(e.index, e.id, e.title), incident,
+         std::string(kind_name(m.kind)) + " after " + std::to_string(e.tries) + " tries");
   }
 
   int escalated_baseline(const Heal& h) {

@@ -249,6 +249,12 @@ TEST_F(LoopWorkersTest, GreenAloneRedCombinedIsSkippedWithAnIncident) {
   ASSERT_TRUE(fs::exists(incident)) << incident;
   EXPECT_NE(read(incident).find("# Incident"), std::string::npos);
   EXPECT_EQ(util::trim(read(repo + "/.phoenix/ESCALATED")), incident);
+  CliRun rep = run_phoenix(repo, {"report", "--json"});
+  ASSERT_EQ(rep.code, 0) << rep.out;
+  Json j = Json::parse(rep.out);
+  EXPECT_EQ(j["tasks_done"].size(), 1u);
+  ASSERT_EQ(j["tasks_skipped"].size(), 1u);
+  EXPECT_EQ(j["tasks_skipped"][0]["task"]["title"].get<std::string>().substr(0, 5), "task ");
   EXPECT_EQ(subjects().size(), 1u);
   EXPECT_EQ(rev_parse(repo, "refs/phoenix/known-good"), rev_parse(repo, "phoenix/loop-test"));
   expect_every_commit_green();
