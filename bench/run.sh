@@ -44,6 +44,9 @@ echo "== engine overhead per heal cycle (checks and fixers excluded)"
 echo "== phoenix-loop overhead per iteration (agent and check excluded), 1-task and 500-task files"
 "$build/phoenix_bench_loop" "$build/phoenix-loop" 100
 
+echo "== phoenix-loop --workers 1, 2, 4: tasks per hour (40 tasks, a 2 s agent) and the merge queue's time per task"
+"$build/phoenix_bench_workers" "$build/phoenix-loop" 40 2
+
 echo "== sandbox ready time beside git worktree add"
 "$build/phoenix_bench_sandbox" 1000 10000
 PHOENIX_BUILD_DIR="$build" "$here/bench/hook_bench.sh"

@@ -26,7 +26,7 @@ _phoenix_loop() {
     --tasks|--prompt|-C|--directory)
       COMPREPLY=($(compgen -f -- "$cur"))
       return ;;
-    --max-iterations|--until|--branch)
+    --max-iterations|--until|--branch|--workers)
       COMPREPLY=()
       return ;;
   esac

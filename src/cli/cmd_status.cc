@@ -61,6 +61,18 @@ void print_human(const Context& ctx, const json& s, bool stale) {
     std::cout << "task:       " << t.value("index", 0) + 1 << "/" << t.value("total", 0) << " " << t.value("title", "")
               << "\n";
   }
+  // --workers N: what each busy worker is on, and the merge queue in order.
+  if (s.contains("workers") && s["workers"].is_array())
+    for (const json& w : s["workers"])
+      if (w.is_object() && w.contains("task") && w["task"].is_object())
+        std::cout << "worker:     " << w["task"].value("id", "") << " " << w["task"].value("title", "") << " ("
+                  << w.value("phase", "") << ")\n";
+  if (s.contains("queue") && s["queue"].is_array() && !s["queue"].empty()) {
+    std::cout << "queue:     ";
+    for (const json& e : s["queue"])
+      if (e.is_object() && e.contains("task") && e["task"].is_object()) std::cout << " " << e["task"].value("id", "");
+    std::cout << "\n";
+  }
   std::cout << "iteration:  " << str(s, "iteration") << " of " << str(s, "max_iterations") << "\n";
   std::cout << "retries:    " << str(s, "retry_count") << " this issue, " << str(s, "session_retries")
             << " in the loop\n";

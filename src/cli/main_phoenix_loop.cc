@@ -28,7 +28,9 @@ int loop_main(int argc, char** argv) {
       "max-iterations", cli::po::value<int>(), "stop after N iterations (default loop.max_iterations)")(
       "until", cli::po::value<std::string>(), "stop at HH:MM (local) or an ISO-8601 time")(
       "branch", cli::po::value<std::string>(), "branch to work on (default phoenix/loop-YYYYMMDD)")(
-      "resume", "carry on from .phoenix/loop-run.json and the branch after a crash");
+      "workers", cli::po::value<int>(),
+      "work on up to N tasks at once, each in its own worktree, through the verified merge queue (default "
+      "loop.workers, 1)")("resume", "carry on from .phoenix/loop-run.json and the branch after a crash");
   cli::Parsed p;
   if (!cli::parse_command("phoenix-loop", desc, args, p, false)) {
     std::cout << "exit codes: 0 every task done and every check green, 1 stopped / skipped tasks,\n"
@@ -50,6 +52,11 @@ int loop_main(int argc, char** argv) {
   if (p.vm.count("until")) {
     o.deadline_ms = loop::parse_until(p.vm["until"].as<std::string>(), util::now_ms());
     o.deadline_text = p.vm["until"].as<std::string>();
+  }
+  if (p.vm.count("workers")) {
+    int n = p.vm["workers"].as<int>();
+    if (n < 1) throw UsageError("phoenix-loop: --workers must be at least 1");
+    o.workers = n;
   }
   if (p.vm.count("branch")) o.branch = p.vm["branch"].as<std::string>();
   o.resume = p.vm.count("resume") > 0;

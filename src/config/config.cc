@@ -166,7 +166,7 @@ void parse_into(Config& c, const Json& j) {
     if (!l.is_object()) throw ConfigError("loop: must be an object");
     util::reject_unknown_keys(l,
                               {"tasks", "prompt", "on_escalate", "max_iterations", "iteration_timeout_s", "baseline",
-                               "heartbeat_s", "no_progress_limit", "notify", "branch"},
+                               "heartbeat_s", "no_progress_limit", "notify", "branch", "workers"},
                               "loop");
     auto str = [&](const char* k, std::string& dst) {
       if (!l.contains(k)) return;
@@ -185,6 +185,7 @@ void parse_into(Config& c, const Json& j) {
       c.loop.iteration_timeout_s = positive_seconds(l["iteration_timeout_s"], "loop.iteration_timeout_s");
     if (l.contains("heartbeat_s")) c.loop.heartbeat_s = positive_seconds(l["heartbeat_s"], "loop.heartbeat_s");
     if (l.contains("notify")) c.loop.notify = util::string_array(l["notify"], "loop.notify");
+    if (l.contains("workers")) c.loop.workers = positive_int(l["workers"], "loop.workers");
   }
 }
 

@@ -46,6 +46,7 @@ struct Loop {
   int no_progress_limit = 3;
   std::vector<std::string> notify;
   std::string branch;
+  int workers = 1;  // tasks worked on at once (--workers), each in its own worktree
 };
 
 // One step of `setup`: what gives a tree of Phoenix's own (the loop's,

@@ -248,7 +248,7 @@ RunResult Engine::Impl::run() {
 
   // Only a green measurement of every check at a clean HEAD blesses it.
   bool all_green = std::all_of(green.begin(), green.end(), [](bool g) { return g; });
-  if (all_green && !opt.dry_run && repo->tracked_clean(keep) &&
+  if (all_green && !opt.dry_run && opt.bless_known_good && repo->tracked_clean(keep) &&
       (opt.only.empty() || selected.size() == cfg.checks.size())) {
     std::string head = repo->head_sha();
     repo->write_ref(kKnownGoodRef, head, "phoenix: every check green");

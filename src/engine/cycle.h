@@ -53,6 +53,10 @@ struct RunOptions {
   bool allow_dirty = false;
   bool explain = false;
   std::string rollback;  // "" (pre-run state) or "known-good"
+  // false: a green end does not move refs/phoenix/known-good (a loop
+  // worker's tree, whose commits reach the loop branch only through the
+  // merge queue, which blesses the combined tree itself).
+  bool bless_known_good = true;
   std::string templates_dir;
   // The longest a rate-limited or unreachable harness may keep one run
   // waiting, in total (harness.max_wait_s; 600 in `phoenix run` and the

@@ -274,4 +274,48 @@ std::string Repo::revert_patch(const std::string& rev) const {
   return diff_to_text(diff_trees(raw(), current.get(), reverted.get(), /*for_patch=*/true).get());
 }
 
+std::string Repo::merge_onto(const std::string& base, const std::string& ours, const std::string& theirs,
+                             const std::string& message, const std::string& author_name,
+                             const std::string& author_email, std::vector<std::string>* conflicts) const {
+  TreePtr ancestor = tree_or_empty(raw(), base);
+  CommitPtr our_commit = lookup_commit(raw(), ours);
+  TreePtr our_tree = commit_tree(our_commit.get());
+  TreePtr their_tree = tree_or_empty(raw(), theirs);
+  git_merge_options mo;
+  check(git_merge_options_init(&mo, GIT_MERGE_OPTIONS_VERSION), "merge options");
+  git_index* idx = nullptr;
+  check(git_merge_trees(&idx, raw(), ancestor.get(), our_tree.get(), their_tree.get(), &mo),
+        ("merge " + theirs + " onto " + ours).c_str());
+  IndexPtr index(idx);
+  if (git_index_has_conflicts(index.get())) {
+    git_index_conflict_iterator* it_raw = nullptr;
+    check(git_index_conflict_iterator_new(&it_raw, index.get()), "list conflicts");
+    ConflictIterPtr it(it_raw);
+    std::vector<std::string> paths;
+    const git_index_entry *anc, *o, *t;
+    while (git_index_conflict_next(&anc, &o, &t, it.get()) == 0) {
+      const git_index_entry* any = o ? o : t ? t : anc;
+      if (any) paths.emplace_back(any->path);
+    }
+    sort_unique(paths);
+    if (conflicts) *conflicts = paths;
+    return "";
+  }
+  git_oid tree_id;
+  check(git_index_write_tree_to(&tree_id, index.get(), raw()), "write merged tree");
+  git_tree* t = nullptr;
+  check(git_tree_lookup(&t, raw(), &tree_id), "read merged tree");
+  TreePtr merged(t);
+  Buf msg;
+  check(git_message_prettify(&msg.b, message.c_str(), /*strip_comments=*/0, '#'), "clean message");
+  git_signature* sig_raw = nullptr;
+  check(git_signature_now(&sig_raw, author_name.c_str(), author_email.c_str()), "author signature");
+  SignaturePtr sig(sig_raw);
+  const git_commit* parents[] = {our_commit.get()};
+  git_oid id;
+  check(git_commit_create(&id, raw(), nullptr, sig.get(), sig.get(), nullptr, msg.b.ptr, merged.get(), 1, parents),
+        "commit merged tree");
+  return oid_hex(id);
+}
+
 }  // namespace phoenix::gitx

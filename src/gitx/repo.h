@@ -237,6 +237,15 @@ class Repo {
   // work tree, index and refs are untouched. "" when HEAD already lacks the
   // change. Throws Error naming the paths when the revert conflicts.
   std::string revert_patch(const std::string& rev) const;
+  // Puts the change `base`..`theirs` on top of commit `ours` (what a
+  // squashing `git rebase --onto ours base theirs` does): a three-way merge
+  // of the three trees in memory. Clean: a new commit holding the merged
+  // tree, parent `ours`, author = committer = name <email>, now, is written
+  // (no ref, index or work tree changes) and its sha returned. Conflicted:
+  // "" and the conflicting paths (sorted) in *conflicts.
+  std::string merge_onto(const std::string& base, const std::string& ours, const std::string& theirs,
+                         const std::string& message, const std::string& author_name, const std::string& author_email,
+                         std::vector<std::string>* conflicts) const;
 
   // --- worktrees ---------------------------------------------------------
   // `git worktree add --detach PATH REV` under `name`. `path` must not

@@ -1,10 +1,16 @@
 #include "loop/loop.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
+#include <deque>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -16,8 +22,11 @@
 #include "gitx/repo.h"
 #include "gitx/worktree.h"
 #include "layout/layout.h"
+#include "loop/queue.h"
 #include "loop/state.h"
 #include "loop/tasks.h"
+#include "loop/tree.h"
+#include "loop/workers.h"
 #include "setup/setup.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -107,11 +116,14 @@ struct Loop {
   std::function<void(const std::string&)> say;
 
   std::string root, wt, branch, wt_name, tasks_rel, prompt_rel;
-  std::optional<gitx::Repo> repo;  // the worktree's
+  std::optional<gitx::Repo> repo;       // the worktree's
+  std::optional<gitx::Repo> main_repo;  // the user's repository
   StateFile state{state_path(opt.root)};
   int max_iterations = 0;
-  int iteration = 0;
-  int session_retries = 0;
+  std::atomic<int> iteration{0};        // workers count theirs here too
+  std::atomic<int> session_retries{0};  // heal attempts over the whole run, every worker's
+  int workers = 1;
+  std::deque<QueueEntry> queue;  // the merge queue (--workers N)
   int escalations_in_row = 0;
   int no_progress = 0;
   int rate_waits = 0;            // rate-limited or unreachable harness runs in a row
@@ -128,8 +140,8 @@ struct Loop {
   void phase(const std::string& p, const std::function<void(Json&)>& more = {}) {
     state.update([&](Json& s) {
       s["phase"] = p;
-      s["iteration"] = iteration;
-      s["session_retries"] = session_retries;
+      s["iteration"] = iteration.load();
+      s["session_retries"] = session_retries.load();
       if (repo) s["head"] = repo->head_sha();
       if (repo) {
         if (auto kg = repo->read_ref(engine::kKnownGoodRef)) s["known_good"] = *kg;
@@ -151,9 +163,19 @@ struct Loop {
            {"tasks", tasks_rel},
            {"prompt", prompt_rel},
            {"skipped", std::vector<int>(skipped.begin(), skipped.end())},
-           {"ignored", std::vector<std::string>(ignored.begin(), ignored.end())}};
+           {"ignored", std::vector<std::string>(ignored.begin(), ignored.end())},
+           {"workers", workers},
+           {"queue", queue_json()}};
     util::write_file_atomic(run_path(root), j.dump(2) + "\n");
   }
+
+  Json queue_json() const {
+    Json a = Json::array();
+    for (const auto& e : queue) a.push_back(to_json(e));
+    return a;
+  }
+
+  Tree main_tree() { return Tree{wt, wt_name, &*repo}; }
 
   void notify(const std::string& event, const std::string& incident) {
     if (cfg.loop.notify.empty()) return;
@@ -207,6 +229,37 @@ struct Loop {
 
   // --- setup -----------------------------------------------------------------
 
+  // --resume: what the run file and the state file of the earlier run say.
+  // Returns the earlier state (null when unreadable: it costs the counters,
+  // not the work; the branch holds that).
+  Json read_earlier_run(gitx::Repo& main) {
+    if (!util::path_exists(run_path(root)))
+      throw UsageError("phoenix-loop: --resume: no earlier loop here (" + run_path(root) + " is missing)");
+    Json run = util::parse_json(util::read_file(run_path(root)), run_path(root));
+    branch = run.value("branch", "");
+    wt_name = run.value("worktree_name", "");
+    // Where this version keeps it; a loop started by an earlier version
+    // had it inside the work tree, and its worktree is remade here.
+    wt = wt_name.empty() ? run.value("worktree", "") : layout::worktree_path(main, wt_name);
+    if (opt.tasks.empty() && opt.prompt.empty()) {
+      tasks_rel = run.value("tasks", "");
+      prompt_rel = run.value("prompt", "");
+    }
+    for (int i : run.value("skipped", std::vector<int>{})) skipped.insert(i);
+    for (const auto& c : run.value("ignored", std::vector<std::string>{})) ignored.insert(c);
+    if (opt.workers == 0) workers = run.value("workers", workers);
+    for (const auto& e : run.value("queue", Json::array())) queue.push_back(queue_entry_from_json(e));
+    Json prev;
+    if (util::path_exists(state_path(root))) {
+      try {
+        prev = util::parse_json(util::read_file(state_path(root)), state_path(root));
+      } catch (const Error&) {
+        // An unreadable state file costs the counters, not the work: the branch holds that.
+      }
+    }
+    return prev;
+  }
+
   void setup() {
     tasks_rel = opt.tasks.empty() && opt.prompt.empty() ? cfg.loop.tasks : opt.tasks;
     prompt_rel = opt.tasks.empty() && opt.prompt.empty() ? cfg.loop.prompt : opt.prompt;
@@ -220,32 +273,14 @@ struct Loop {
       throw ConfigError("phoenix-loop: no harness configured in phoenix.json");
     max_iterations = opt.max_iterations.value_or(cfg.loop.max_iterations);
 
-    gitx::Repo main = gitx::Repo::discover(root);
+    main_repo.emplace(gitx::Repo::discover(root));
+    gitx::Repo& main = *main_repo;
+    workers = opt.workers > 0 ? opt.workers : cfg.loop.workers;
     if (main.head_sha().empty()) throw UsageError("phoenix-loop: the repository has no commits yet");
 
     Json prev;
     if (opt.resume) {
-      if (!util::path_exists(run_path(root)))
-        throw UsageError("phoenix-loop: --resume: no earlier loop here (" + run_path(root) + " is missing)");
-      Json run = util::parse_json(util::read_file(run_path(root)), run_path(root));
-      branch = run.value("branch", "");
-      wt_name = run.value("worktree_name", "");
-      // Where this version keeps it; a loop started by an earlier version
-      // had it inside the work tree, and its worktree is remade here.
-      wt = wt_name.empty() ? run.value("worktree", "") : layout::worktree_path(main, wt_name);
-      if (opt.tasks.empty() && opt.prompt.empty()) {
-        tasks_rel = run.value("tasks", "");
-        prompt_rel = run.value("prompt", "");
-      }
-      for (int i : run.value("skipped", std::vector<int>{})) skipped.insert(i);
-      for (const auto& c : run.value("ignored", std::vector<std::string>{})) ignored.insert(c);
-      if (util::path_exists(state_path(root))) {
-        try {
-          prev = util::parse_json(util::read_file(state_path(root)), state_path(root));
-        } catch (const Error&) {
-          // An unreadable state file costs the counters, not the work: the branch holds that.
-        }
-      }
+      prev = read_earlier_run(main);
     } else {
       branch = !opt.branch.empty()        ? opt.branch
                : !cfg.loop.branch.empty() ? cfg.loop.branch
@@ -254,6 +289,9 @@ struct Loop {
       wt_name = "loop-" + (util::starts_with(tail, "loop-") ? tail.substr(5) : tail);
       wt = layout::worktree_path(main, wt_name);
     }
+    if (workers > 1 && prompt_mode())
+      throw UsageError("phoenix-loop: --workers " + std::to_string(workers) +
+                       " needs a tasks file: a prompt file is one task, run again and again");
     for (const std::string& line : layout::migrate_legacy_trees(main)) say(line);
     std::string ref = "refs/heads/" + branch;
     std::optional<std::string> tip = main.read_ref(ref);
@@ -268,6 +306,7 @@ struct Loop {
       if (w.name == wt_name) have_wt = w.valid && util::normalize_path(w.path) == util::normalize_path(wt);
     // Not there, or not trustworthy: made (or remade) by gitx's persistent
     // worktrees, which reuse a healthy one with an incremental checkout.
+    if (opt.resume) resume_workers(main, prev);
     if (!have_wt) gitx::prepare_worktree(main, wt_name, wt, start);
     repo.emplace(gitx::Repo::open(wt));
     if (have_wt) {
@@ -312,30 +351,25 @@ struct Loop {
 
   // --- checks ----------------------------------------------------------------
 
-  struct Measure {
-    std::vector<checks::SenseResult> results;
-    bool green = true;             // every check that counts is green
-    std::vector<std::string> red;  // ids of red checks that count
-    bool interrupted = false;
-    std::string setup_failed;  // the setup steps failed: nothing was measured
-  };
-
   // The worktree holds tracked files only: phoenix.json's setup steps give
   // it the project's environment, again only when their inputs changed.
   // A failed setup is its own signal, never a red check of the agent's.
-  setup::Result prepare_environment() {
+  setup::Result prepare_environment(const Tree& t) {
     setup::Result su =
-        setup::ensure(cfg.setup, wt, layout::setup_stamp(*repo, wt_name), {},
+        setup::ensure(cfg.setup, t.path, layout::setup_stamp(*t.repo, t.name), {},
                       [&](const config::SetupStep& step) { say("setup: " + util::join_argv(step.run)); });
     if (su.ran)
-      trace.append("loop.setup",
-                   {{"iteration", iteration}, {"ok", su.ok}, {"signal", su.signal}, {"duration_ms", su.duration_ms}});
+      trace.append(
+          "loop.setup",
+          {{"iteration", iteration.load()}, {"ok", su.ok}, {"signal", su.signal}, {"duration_ms", su.duration_ms}});
     return su;
   }
 
-  Measure measure() {
+  Measure measure() { return measure(main_tree()); }
+
+  Measure measure(const Tree& t) {
     Measure m;
-    setup::Result su = prepare_environment();
+    setup::Result su = prepare_environment(t);
     if (su.interrupted) {
       m.interrupted = true;
       m.green = false;
@@ -347,7 +381,7 @@ struct Loop {
       return m;
     }
     for (const auto& c : cfg.checks) {
-      checks::SenseResult r = checks::sense(c, wt);
+      checks::SenseResult r = checks::sense(c, t.path);
       if (r.interrupted) m.interrupted = true;
       if (!r.ok && !ignored.count(c.id)) {
         m.green = false;
@@ -357,7 +391,8 @@ struct Loop {
     }
     Json a = Json::array();
     for (const auto& r : m.results) a.push_back({{"id", r.id}, {"ok", r.ok}, {"signal", r.signal}});
-    trace.append("loop.measure", {{"iteration", iteration}, {"head", repo->head_sha()}, {"checks", a}});
+    trace.append("loop.measure",
+                 {{"iteration", iteration.load()}, {"head", t.repo->head_sha()}, {"tree", t.name}, {"checks", a}});
     return m;
   }
 
@@ -370,15 +405,20 @@ struct Loop {
     std::string incident;  // in <root>/incidents, when escalated
   };
 
-  Heal heal(const std::vector<std::string>& red) {
+  Heal heal(const std::vector<std::string>& red) { return heal(main_tree(), red, false); }
+
+  // In a worker's tree (`worker`), the loop's state keeps its phase and
+  // known-good stays where the merge queue put it.
+  Heal heal(const Tree& t, const std::vector<std::string>& red, bool worker) {
     engine::SessionOptions so;
     so.run.rollback = "known-good";
+    so.run.bless_known_good = !worker;
     so.run.only = red;
     so.run.templates_dir = opt.templates_dir;
     so.run.max_wait_s = max_wait_s();
-    phase("healing", [&](Json& s) { s["retry_count"] = 0; });
-    engine::RunResult r = engine::run_session(wt, cfg, so, trace, [&](const Json& ev) {
-      if (ev.value("event", "") != "state") return;
+    if (!worker) phase("healing", [&](Json& s) { s["retry_count"] = 0; });
+    engine::RunResult r = engine::run_session(t.path, cfg, so, trace, [&](const Json& ev) {
+      if (worker || ev.value("event", "") != "state") return;
       std::string st = ev.value("state", "");
       state.update([&](Json& s) {
         if (st == "DETECTED") {
@@ -424,7 +464,7 @@ struct Loop {
       util::write_file_atomic(dest, note);
       std::error_code ec;
       fs::remove(r.incident, ec);
-      fs::remove(wt + "/.phoenix/ESCALATED", ec);
+      fs::remove(t.path + "/.phoenix/ESCALATED", ec);
       h.incident = dest;
       trace.append("loop.incident", {{"path", dest}, {"from", r.incident}});
     }
@@ -434,6 +474,10 @@ struct Loop {
   // --- prompt ----------------------------------------------------------------
 
   std::string prompt_for(const Task* task, const std::vector<Task>& tasks) {
+    return prompt_for(task, tasks, last_failure);
+  }
+
+  std::string prompt_for(const Task* task, const std::vector<Task>& tasks, const std::string& failure) {
     std::string tmpl;
     std::string mine = wt + "/.phoenix/prompt-task.md";
     if (util::path_exists(mine)) tmpl = util::read_file(mine);
@@ -453,7 +497,7 @@ struct Loop {
         {"tasks_file", prompt_mode() ? prompt_rel : tasks_rel},
         {"progress", progress},
         {"iteration", std::to_string(iteration)},
-        {"last_failure", last_failure.empty() ? "(none)" : last_failure},
+        {"last_failure", failure.empty() ? "(none)" : failure},
         {"last_incident", last_incident.empty() ? "(none)" : last_incident},
     };
     return agent::render_prompt(tmpl, v);
@@ -469,15 +513,19 @@ struct Loop {
     bool changed = false;
   };
 
-  AgentRun run_agent(const std::string& prompt) {
-    std::string pfile = wt + "/.phoenix/loop-prompt.md";
+  AgentRun run_agent(const std::string& prompt) { return run_agent(prompt, main_tree(), {}); }
+
+  // With `on_pid` (a worker), the agent's pid is told as it starts.
+  AgentRun run_agent(const std::string& prompt, const Tree& t, const std::function<void(long)>& on_pid) {
+    std::string pfile = t.path + "/.phoenix/loop-prompt.md";
+    if (on_pid) fs::create_directories(t.path + "/.phoenix");
     agent::Invocation inv = agent::plan_invocation(cfg.harness, prompt, [&](const std::string& content) {
       util::write_file_atomic(pfile, content);
       return pfile;
     });
     util::ProcessOptions po;
     po.argv = inv.argv;
-    po.cwd = wt;
+    po.cwd = t.path;
     po.env = inv.env;
     po.env["PHOENIX_LOOP"] = "1";
     po.unset_env = agent::git_location_env();
@@ -487,7 +535,14 @@ struct Loop {
       double left = static_cast<double>(*opt.deadline_ms - util::now_ms()) / 1000.0;
       po.timeout_s = std::max(1.0, std::min(po.timeout_s, left));
     }
-    util::ProcessResult r = util::run_process(po);
+    util::ProcessResult r;
+    if (on_pid) {
+      util::Subprocess proc(po);
+      on_pid(proc.pid());
+      r = proc.wait();
+    } else {
+      r = util::run_process(po);
+    }
     AgentRun a;
     a.output = r.output;
     a.duration_ms = r.duration_ms;
@@ -495,11 +550,11 @@ struct Loop {
     // tasks or prompt file (ticked by the loop, maybe not even committed).
     std::vector<std::string> own = kKeep;
     own.push_back(prompt_mode() ? prompt_rel : tasks_rel);
-    a.changed = !repo->is_clean(own);
+    a.changed = !t.repo->is_clean(own);
     a.program = agent::program_name(inv.argv);
     const agent::RunFacts f = agent::run_facts(a.program, r, po.timeout_s, prompt, a.changed ? 1 : 0);
     a.cls = agent::classify_run(f, util::now_ms());
-    Json ev{{"iteration", iteration},
+    Json ev{{"iteration", iteration.load()},
             {"exit_code", r.exit_code},
             {"status", agent::status_name(a.cls.status)},
             {"detail", a.cls.detail},
@@ -526,7 +581,8 @@ struct Loop {
   // --- the end ---------------------------------------------------------------
 
   int finish(int code, const std::string& phase_name, const std::string& why) {
-    trace.append("loop.end", {{"exit_code", code}, {"phase", phase_name}, {"why", why}, {"iteration", iteration}});
+    trace.append("loop.end",
+                 {{"exit_code", code}, {"phase", phase_name}, {"why", why}, {"iteration", iteration.load()}});
     say(why);
     phase(phase_name, [&](Json& s) {
       s["exit_code"] = code;
@@ -562,6 +618,7 @@ struct Loop {
     state.start_heartbeat(cfg.loop.heartbeat_s);
     if (!opt.resume)
       if (Ending e = baseline()) return *e;
+    if (workers > 1) return run_workers();
     while (true) {
       if (Ending e = stop_requested()) return *e;
       std::vector<Task> tasks;
@@ -681,7 +738,7 @@ struct Loop {
       bless();
       escalations_in_row = 0;
       last_failure.clear();
-      trace.append("loop.task_done", {{"iteration", iteration}, {"task", tj}, {"head", repo->head_sha()}});
+      trace.append("loop.task_done", {{"iteration", iteration.load()}, {"task", tj}, {"head", repo->head_sha()}});
       phase("committing");
       if (prompt_mode() && promised(a.output, prompt))
         return finish(kExitOk, "complete", "complete: the agent promised and every check is green");
@@ -734,7 +791,7 @@ struct Loop {
   // The agent changed nothing.
   Ending no_change(const AgentRun& a, const std::string& prompt) {
     ++no_progress;
-    trace.append("loop.no_change", {{"iteration", iteration}, {"in_a_row", no_progress}});
+    trace.append("loop.no_change", {{"iteration", iteration.load()}, {"in_a_row", no_progress}});
     if (prompt_mode() && promised(a.output, prompt)) {
       // The agent says it is done: only the checks can agree.
       Measure m = measure();
@@ -774,7 +831,7 @@ struct Loop {
       escalations_in_row = 0;
       last_failure.clear();
       trace.append("loop.task_done",
-                   {{"iteration", iteration}, {"task", tj}, {"head", repo->head_sha()}, {"healed", true}});
+                   {{"iteration", iteration.load()}, {"task", tj}, {"head", repo->head_sha()}, {"healed", true}});
       phase("committing");
       return std::nullopt;
     }
@@ -788,7 +845,7 @@ struct Loop {
       if (task) {
         skipped.insert(task->index);
         write_run_file();
-        trace.append("loop.task_skipped", {{"iteration", iteration}, {"task", tj}, {"incident", h.incident}});
+        trace.append("loop.task_skipped", {{"iteration", iteration.load()}, {"task", tj}, {"incident", h.incident}});
       }
       say("escalated: " + h.incident + "; skipping the task (loop.on_escalate = skip)");
       if (escalations_in_row >= cfg.circuit_breaker)
@@ -804,6 +861,359 @@ struct Loop {
       return finish(kExitEscalated, "escalated",
                     "loop-wide retry cap: " + std::to_string(session_retries) + " heal attempts");
     return std::nullopt;
+  }
+
+  // --- workers (--workers N) ---------------------------------------------------
+  //
+  // The loop's thread hands open tasks to the worker pool (loop/workers.h),
+  // takes what the workers return, and alone moves the loop branch: one
+  // queued task at a time through the verified merge queue (loop/queue.h).
+
+  struct Drain {  // why the run winds down: no new task starts, the queue empties
+    int code = kExitRed;
+    std::string phase = "stopped";
+    std::string why;
+  };
+  std::optional<Drain> drain;
+  std::map<int, int> tries;             // failed merges (and unhealed runs) per task index
+  std::map<int, std::string> failures;  // per task: why its last run did not reach the branch
+  std::unique_ptr<WorkerPool> pool;     // last: destroyed (threads joined) first
+
+  void wind_down(int code, const std::string& phase_name, const std::string& why) {
+    if (!drain || (code == kExitEscalated && drain->code != kExitEscalated)) drain = Drain{code, phase_name, why};
+  }
+
+  void publish_queue() {
+    Json q = queue_json();
+    state.update([&](Json& s) { s["queue"] = q; });
+  }
+
+  bool queued(int index) const {
+    return std::any_of(queue.begin(), queue.end(), [&](const QueueEntry& e) { return e.index == index; });
+  }
+
+  std::vector<Task> read_tasks() { return parse_tasks(util::read_file(wt + "/" + tasks_rel)); }
+
+  // --resume: agents a killed loop left running are stopped, and whatever
+  // they left in the workers' trees is kept under refs/phoenix/abandoned/.
+  void resume_workers(gitx::Repo& main, const Json& prev) {
+    if (!prev.is_object() || !prev.contains("workers") || !prev["workers"].is_array()) return;
+    for (const auto& w : prev["workers"]) {
+      long pid = w.value("pid", Json(nullptr)).is_number() ? w["pid"].get<long>() : 0;
+      if (pid > 1 && ::getpgid(static_cast<pid_t>(pid)) == pid) ::kill(-static_cast<pid_t>(pid), SIGKILL);
+      std::string path = w.value("worktree", "");
+      if (path.empty() || !util::path_exists(path + "/.git")) continue;
+      try {
+        gitx::Repo t = gitx::Repo::open(path);
+        if (t.is_clean(kKeep)) continue;
+        std::string wip =
+            t.snapshot_workdir("phoenix-loop: left by an interrupted worker", "phoenix", "phoenix@localhost", true);
+        main.write_ref(std::string(engine::kAbandonedPrefix) + "loop-worker-" + std::to_string(util::now_ms()), wip,
+                       "phoenix-loop: resume");
+      } catch (const Error& e) { say("resume: cannot keep what a worker left in " + path + ": " + e.what()); }
+    }
+  }
+
+  int run_workers() {
+    pool = std::make_unique<WorkerPool>(
+        workers, *main_repo, wt_name, [this](WorkerPool::Worker& w, const Job& j) { return work(w, j); },
+        [this] {
+          Json w = pool->to_json();
+          state.update([&](Json& s) { s["workers"] = w; });
+        });
+    drop_merged();
+    say(std::to_string(workers) + " workers, through the merge queue");
+    phase("agent", [&](Json& s) { s["task"] = nullptr; });
+    while (true) {
+      if (util::interrupted_signal()) return after_workers([&] { return interrupted(); });
+      if (!drain) stop_reason();
+      for (const JobResult& r : pool->take_finished(queue.empty() ? 50 : 0)) on_job(r);
+      if (!queue.empty()) {
+        if (Ending e = merge_next()) return *e;
+        continue;
+      }
+      if (!drain) assign();
+      if (pool->busy() > 0) continue;
+      if (drain) return finish(drain->code, drain->phase, drain->why);
+      std::vector<Task> tasks = read_tasks();
+      bool open =
+          std::any_of(tasks.begin(), tasks.end(), [&](const Task& t) { return !t.done && !skipped.count(t.index); });
+      if (!open) return all_ticked();
+    }
+  }
+
+  // Waits for every worker to end (on a signal the runner has stopped their
+  // agents), then ends the run with `end`.
+  int after_workers(const std::function<int()>& end) {
+    while (pool->busy() > 0) pool->take_finished(50);
+    pool->take_finished(0);
+    return end();
+  }
+
+  void stop_reason() {
+    if (util::path_exists(stop_path(root))) wind_down(kExitRed, "stopped", "stopped: .phoenix/STOP exists");
+    if (opt.deadline_ms && util::now_ms() >= *opt.deadline_ms)
+      wind_down(kExitRed, "stopped", "stopped: --until " + opt.deadline_text + " reached");
+  }
+
+  // A resumed run's entries whose task is ticked on the branch were merged
+  // before the crash: dropped, never merged twice.
+  void drop_merged() {
+    std::vector<Task> tasks = read_tasks();
+    for (auto it = queue.begin(); it != queue.end();) {
+      bool done = it->index < static_cast<int>(tasks.size()) && tasks[it->index].done;
+      if (!done) {
+        tries[it->index] = it->tries - 1;
+        ++it;
+        continue;
+      }
+      repo->delete_ref(queue_ref(it->id));
+      trace.append("loop.queue_dropped", {{"task", it->id}, {"why", "ticked on the branch already"}});
+      it = queue.erase(it);
+    }
+    write_run_file();
+    publish_queue();
+  }
+
+  // Hands open tasks, in order, to free workers.
+  void assign() {
+    std::vector<Task> tasks = read_tasks();
+    for (const auto& t : tasks) {
+      if (!pool->has_free()) return;
+      if (t.done || skipped.count(t.index) || pool->on_task(t.index) || queued(t.index)) continue;
+      if (iteration >= max_iterations) {
+        wind_down(kExitRed, "stopped", "stopped: --max-iterations " + std::to_string(max_iterations) + " reached");
+        return;
+      }
+      ++iteration;
+      Job job{t, tries[t.index] + 1, prompt_for(&t, tasks, failures[t.index])};
+      say("iteration " + std::to_string(iteration) + ": " + t.title);
+      trace.append("loop.worker_start", {{"iteration", iteration.load()}, {"task", t.id()}, {"tries", job.tries}});
+      pool->start(job, repo->head_sha());
+      phase("agent");
+    }
+  }
+
+  // One task in a worker's own tree: the agent, the checks, the heal cycle.
+  JobResult work(WorkerPool::Worker& w, const Job& job) {
+    JobResult r;
+    const Tree& t = w.tree;
+    r.base = t.repo->head_sha();
+    AgentRun a = run_agent(job.prompt, t, [&](long pid) { pool->set_phase(w, "agent", pid); });
+    pool->set_phase(w, "checking");
+    using agent::Status;
+    if (util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
+    if (a.cls.status == Status::kQuota)
+      return stop(r, "stopped", "stopped: harness " + a.cls.detail + " (credit or billing: waiting will not help)");
+    if (a.cls.status == Status::kUnavailable) return stop(r, "failed", "harness unavailable: " + a.cls.detail);
+    if (agent::waits(a.cls.status)) {
+      --iteration;  // a run the provider refused is not one of the agent's iterations
+      pool->set_phase(w, "waiting");
+      long long wait = agent::wait_ms(a.cls, 0, static_cast<long long>(max_wait_s() * 1000));
+      trace.append("loop.wait",
+                   {{"status", agent::status_name(a.cls.status)}, {"wait_ms", wait}, {"task", job.task.id()}});
+      nap(wait);
+      return ended(r, JobResult::End::kWait);
+    }
+    if (a.cls.status == Status::kTimeout) a.changed = false;
+    if (!a.changed) return ended(r, JobResult::End::kNoChange);
+    Measure m = measure(t);
+    if (!m.setup_failed.empty())
+      return stop(r, "stopped",
+                  "stopped: " + m.setup_failed.substr(0, m.setup_failed.find('\n')) + " (in the worker's worktree " +
+                      t.path + "); fix phoenix.json's setup, then --resume");
+    if (m.interrupted) return ended(r, JobResult::End::kInterrupted);
+    pool->set_phase(w, "committing");
+    if (m.green) {
+      r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, "phoenix", "phoenix@localhost", true);
+      return ended(r, JobResult::End::kQueued);
+    }
+    t.repo->commit_all("phoenix-loop: attempt: " + job.task.title, "phoenix", "phoenix@localhost", true);
+    pool->set_phase(w, "healing");
+    return healed_in_worker(r, t, m);
+  }
+
+  JobResult healed_in_worker(JobResult& r, const Tree& t, const Measure& m) {
+    Heal h = heal(t, m.red, true);
+    if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
+    if (h.exit_code == kExitOk) {
+      Measure hm = measure(t);
+      if (hm.green) {
+        r.commit = t.repo->head_sha();
+        return ended(r, JobResult::End::kQueued);
+      }
+    }
+    r.incident = h.incident;
+    r.why = "red in its own tree and not healed: " + util::join_argv(m.red);
+    return ended(r, JobResult::End::kEscalated);
+  }
+
+  static JobResult ended(JobResult& r, JobResult::End end) {
+    r.end = end;
+    return r;
+  }
+
+  static JobResult stop(JobResult& r, const std::string& phase_name, const std::string& why) {
+    r.end = JobResult::End::kStop;
+    r.code = kExitRed;
+    r.phase = phase_name;
+    r.why = why;
+    return r;
+  }
+
+  void on_job(const JobResult& r) {
+    const Task& t = r.job.task;
+    using End = JobResult::End;
+    if (r.end == End::kQueued) {
+      no_progress = 0;
+      enqueue(r);
+    } else if (r.end == End::kNoChange) {
+      trace.append("loop.no_change", {{"task", t.id()}, {"in_a_row", ++no_progress}});
+      if (no_progress >= cfg.loop.no_progress_limit)
+        wind_down(kExitRed, "stopped",
+                  "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
+    } else if (r.end == End::kEscalated) {
+      no_progress = 0;
+      worker_escalated(r);
+    } else if (r.end == End::kStop) {
+      wind_down(r.code, r.phase, r.why);
+    } else if (r.end == End::kError) {
+      wind_down(kExitRed, "failed", "a worker on " + t.id() + " failed: " + r.why);
+    }
+    if (session_retries >= cfg.session_cap)
+      wind_down(kExitEscalated, "escalated",
+                "loop-wide retry cap: " + std::to_string(session_retries) + " heal attempts");
+  }
+
+  void enqueue(const JobResult& r) {
+    const Task& t = r.job.task;
+    QueueEntry e{t.index, t.id(), t.title, r.base, r.commit, r.job.tries, util::now_iso8601()};
+    repo->write_ref(queue_ref(e.id), e.commit, "phoenix-loop: queued");
+    queue.push_back(e);
+    write_run_file();
+    publish_queue();
+    trace.append("loop.queued", to_json(e));
+  }
+
+  void worker_escalated(const JobResult& r) {
+    const Task& t = r.job.task;
+    if (r.incident.empty()) {
+      // Not healed and no incident (a guard refused every patch): another
+      // run on the next tip, within the same bound as a failed merge.
+      failures[t.index] = r.why;
+      if (++tries[t.index] >= kMergeTries) skip(t.index, task_json(t.index, t.id(), t.title), "", r.why);
+      return;
+    }
+    escalated_note(r.incident);
+    if (cfg.loop.on_escalate == "stop") return wind_down(kExitEscalated, "escalated", "escalated: see " + r.incident);
+    skip(t.index, task_json(t.index, t.id(), t.title), r.incident, r.why);
+  }
+
+  void escalated_note(const std::string& incident) {
+    last_incident = incident;
+    util::write_file_atomic(root + "/.phoenix/ESCALATED", incident + "\n");
+    state.update([&](Json& s) { s["last_incident"] = incident; });
+    notify("escalated", incident);
+    ++escalations_in_row;
+  }
+
+  static Json task_json(int index, const std::string& id, const std::string& title) {
+    return Json{{"id", id}, {"title", title}, {"index", index}};
+  }
+
+  void skip(int index, const Json& tj, const std::string& incident, const std::string& why) {
+    skipped.insert(index);
+    write_run_file();
+    trace.append("loop.task_skipped",
+                 {{"iteration", iteration.load()}, {"task", tj}, {"incident", incident}, {"why", why}});
+    say("skipping " + tj.value("id", "") + ": " + why + (incident.empty() ? "" : "; see " + incident));
+    if (escalations_in_row >= cfg.circuit_breaker)
+      wind_down(kExitEscalated, "escalated",
+                "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");
+  }
+
+  static const char* kind_name(MergeResult::Kind k) {
+    switch (k) {
+      case MergeResult::Kind::kMerged: return "merged";
+      case MergeResult::Kind::kConflict: return "conflict";
+      case MergeResult::Kind::kRed: return "red";
+      case MergeResult::Kind::kInterrupted: return "interrupted";
+      case MergeResult::Kind::kSetupFailed: return "setup-failed";
+    }
+    return "";
+  }
+
+  // The first entry of the queue onto the loop branch's tip, verified.
+  Ending merge_next() {
+    QueueEntry e = queue.front();
+    std::string saved = util::read_file(wt + "/" + tasks_rel);
+    std::vector<Task> tasks = parse_tasks(saved);
+    phase("merging", [&](Json& s) {
+      s["task"] = Json{{"id", e.id}, {"title", e.title}, {"index", e.index}, {"total", tasks.size()}};
+    });
+    std::vector<std::string> keep = kKeep;
+    keep.push_back(tasks_rel);
+    size_t line = e.index < static_cast<int>(tasks.size()) ? tasks[e.index].line : 0;
+    Tree t = main_tree();
+    MergeResult m = merge_entry(
+        t, e, keep, [&] { util::write_file_atomic(wt + "/" + tasks_rel, tick_task(saved, line)); },
+        [&] { return measure(); }, [&] { util::write_file_atomic(wt + "/" + tasks_rel, saved); });
+    trace.append("loop.merge", {{"task", e.id},
+                                {"result", kind_name(m.kind)},
+                                {"duration_ms", m.duration_ms},
+                                {"tip", m.tip},
+                                {"commit", m.commit},
+                                {"tries", e.tries},
+                                {"conflicts", m.conflicts},
+                                {"red", m.measure.red}});
+    if (m.kind == MergeResult::Kind::kInterrupted || util::interrupted_signal())
+      return after_workers([&] { return interrupted(); });
+    if (m.kind == MergeResult::Kind::kSetupFailed) return after_workers([&] { return setup_stopped(m.measure); });
+    queue.pop_front();
+    if (m.kind == MergeResult::Kind::kMerged) merged(e);
+    else not_merged(e, m);
+    write_run_file();
+    publish_queue();
+    phase(drain ? "stopped" : "agent", [&](Json& s) { s["task"] = nullptr; });
+    return std::nullopt;
+  }
+
+  void merged(const QueueEntry& e) {
+    sync_branch("merged " + e.id);
+    bless();
+    repo->delete_ref(queue_ref(e.id));
+    escalations_in_row = 0;
+    failures.erase(e.index);
+    trace.append("loop.task_done", {{"iteration", iteration.load()},
+                                    {"task", {{"id", e.id}, {"title", e.title}, {"index", e.index}}},
+                                    {"head", repo->head_sha()},
+                                    {"merged", true}});
+    say("merged " + e.id + ": " + e.title);
+  }
+
+  // A conflict or a red combined tree: the task's work is kept, and the
+  // task goes back to a worker on the new tip, or is given up on.
+  void not_merged(const QueueEntry& e, const MergeResult& m) {
+    std::string kept = std::string(engine::kAbandonedPrefix) + "task-" + e.id + "-" + std::to_string(util::now_ms());
+    repo->write_ref(kept, e.commit, "phoenix-loop: not merged");
+    repo->delete_ref(queue_ref(e.id));
+    std::string why =
+        m.kind == MergeResult::Kind::kConflict
+            ? "your last attempt conflicted with work merged meanwhile, in " + util::join_argv(m.conflicts)
+            : "your last attempt was green alone but red combined with work merged meanwhile: " +
+                  util::join_argv(m.measure.red);
+    for (const auto& r : m.measure.results)
+      if (!r.ok) why += "\n  " + r.id + ": " + r.signal;
+    tries[e.index] = e.tries;
+    if (e.tries < kMergeTries) {
+      failures[e.index] = why + "\nStart again from the files as they are now.";
+      say(e.id + " not merged (" + kind_name(m.kind) + "): back to a worker on the new tip");
+      return;
+    }
+    std::string incident = merge_incident(root + "/incidents", *repo, e, m, kept);
+    escalated_note(incident);
+    skip(e.index, task_json(e.index, e.id, e.title), incident,
+         std::string(kind_name(m.kind)) + " after " + std::to_string(e.tries) + " tries");
   }
 
   int escalated_baseline(const Heal& h) {

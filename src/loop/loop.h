@@ -37,6 +37,13 @@
 // rate-limited or quota-capped harness run waits (backoff, bounded by
 // --until) instead of counting as no progress.
 //
+// --workers N (loop.workers, N > 1, a tasks file): up to N tasks at once,
+// each by a worker in its own worktree (loop/workers.h); a task green there
+// reaches the branch only through the verified merge queue (loop/queue.h),
+// run on this loop's thread, which alone moves the branch and known-good.
+// Stops and caps count over the whole run; when one ends it, no new task
+// starts, running ones finish and the queue empties before the exit.
+//
 // --resume: carries on from .phoenix/loop-run.json and the branch: the
 // worktree is reset to the branch tip (a half-done iteration is kept under
 // refs/phoenix/abandoned/), counters continue from loop-state.json.
@@ -60,6 +67,7 @@ struct Options {
   std::string deadline_text;             // as ISO-8601, for the state file
   std::string branch;                    // overrides loop.branch
   bool resume = false;
+  int workers = 0;            // --workers N; 0: loop.workers (or the resumed run's)
   std::string templates_dir;  // shipped templates (prompt-task.md)
 };
 

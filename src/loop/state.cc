@@ -31,6 +31,8 @@ Json empty_state() {
               {"deadline", nullptr},
               {"waiting_until", nullptr},
               {"waiting_for", nullptr},
+              {"workers", Json::array()},
+              {"queue", Json::array()},
               {"exit_code", nullptr}};
 }
 

@@ -5,7 +5,9 @@
 // phase, task {id,title,index,total} (null between tasks), iteration,
 // max_iterations, retry_count, session_retries, last_failure_type,
 // last_signature, last_incident, known_good, head, started_at, updated_at,
-// deadline, exit_code (null until the loop has finished).
+// deadline, waiting_until, waiting_for, exit_code (null until the loop has
+// finished); since version 2 also workers (what each worker of
+// --workers N is on) and queue (the merge queue), both empty with one worker.
 //
 // Every write replaces the file atomically (util::write_file_atomic), so a
 // reader sees the previous state or the next, never a mix. Writes are
@@ -24,11 +26,12 @@
 
 namespace phoenix::loop {
 
-inline constexpr int kStateSchemaVersion = 1;
+inline constexpr int kStateSchemaVersion = 2;
 
 // Phases written to "phase".
 //   starting, baseline, agent, checking, healing, committing, waiting
-//   (rate limit), complete, stopped, escalated, interrupted, failed
+//   (rate limit), merging (the merge queue, --workers N), complete,
+//   stopped, escalated, interrupted, failed
 class StateFile {
  public:
   // Starts from every field at its empty value, pid = this process.
