@@ -2,6 +2,8 @@
 //   phoenix_bench gen-trace N FILE   write a valid N-entry trace quickly
 //   phoenix_bench verify-trace FILE  time trace::verify, print MB/s and entries/s
 //   phoenix_bench journal-replay N   replay overhead with a journal of N entries
+//   phoenix_bench move-worktree WT REV... move the worktree WT to each REV in
+//                                    turn, printing each move's time (for a profiler)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include "fixers/journal_fixer.h"
 #include "fixers/noop.h"
 #include "gitx/repo.h"
+#include "gitx/worktree.h"
 #include "journal/journal.h"
 #include "engine/journal_sink.h"
 #include "trace/trace.h"
@@ -197,6 +200,16 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "journal-replay" && argc == 3) return journal_replay(std::stol(argv[2]));
+  if (cmd == "move-worktree" && argc >= 4) {
+    gitx::Repo wt = gitx::Repo::open(argv[2]);
+    for (int i = 3; i < argc; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      gitx::move_worktree(wt, argv[i]);
+      std::printf("move to %s: %.1f ms\n", argv[i],
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return 0;
+  }
   if (cmd == "verify-trace") {
     auto t0 = std::chrono::steady_clock::now();
     trace::VerifyResult v = trace::verify(argv[2]);
