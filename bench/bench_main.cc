@@ -2,6 +2,11 @@
 //   phoenix_bench gen-trace N FILE   write a valid N-entry trace quickly
 //   phoenix_bench verify-trace FILE  time trace::verify, print MB/s and entries/s
 //   phoenix_bench journal-replay N   replay overhead with a journal of N entries
+//   phoenix_bench move-worktree WT REV... move the worktree WT to each REV in
+//                                    turn, printing each move's time (for a profiler)
+//   phoenix_bench bisect GOOD BAD CHECK WT...  bisect GOOD..BAD with the shell
+//                                    command CHECK, probing in the given
+//                                    worktrees (one = serial), timed
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +22,8 @@
 #include "fixers/journal_fixer.h"
 #include "fixers/noop.h"
 #include "gitx/repo.h"
+#include "fixers/bisect.h"
+#include "gitx/worktree.h"
 #include "journal/journal.h"
 #include "engine/journal_sink.h"
 #include "trace/trace.h"
@@ -197,6 +204,36 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "journal-replay" && argc == 3) return journal_replay(std::stol(argv[2]));
+  if (cmd == "bisect" && argc >= 6) {
+    std::vector<std::string> trees(argv + 5, argv + argc);
+    gitx::Repo repo = gitx::Repo::open(trees[0]);
+    int runs = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    fixers::BisectResult r = fixers::bisect_commits_parallel(repo, trees, argv[2], argv[3],
+                                                             [&](const std::string&, const fixers::BisectProbe& p) {
+                                                               ++runs;
+                                                               util::ProcessOptions o;
+                                                               o.argv = {"sh", "-c", argv[4]};
+                                                               o.cwd = p.worktree;
+                                                               o.cancel_fd = p.cancel_fd;
+                                                               return util::run_process(o).exit_code == 0;
+                                                             });
+    std::printf("bisect over %zu commits with %zu worktree(s): %.0f ms, %d check runs (%zu used, %zu stopped), %s\n",
+                r.range_size, trees.size(),
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), runs,
+                r.steps.size(), r.cancelled, r.culprit.substr(0, 7).c_str());
+    return r.verdict == fixers::BisectResult::Verdict::kFound ? 0 : 1;
+  }
+  if (cmd == "move-worktree" && argc >= 4) {
+    gitx::Repo wt = gitx::Repo::open(argv[2]);
+    for (int i = 3; i < argc; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      gitx::move_worktree(wt, argv[i]);
+      std::printf("move to %s: %.1f ms\n", argv[i],
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return 0;
+  }
   if (cmd == "verify-trace") {
     auto t0 = std::chrono::steady_clock::now();
     trace::VerifyResult v = trace::verify(argv[2]);

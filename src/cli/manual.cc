@@ -171,6 +171,8 @@ const std::map<std::string, std::string>& key_descriptions() {
       {"prompt_template", "the repository's own prompt template, relative to its top."},
       {"sandbox", "what the fixer's sandbox copy gets besides tracked files."},
       {"sandbox.carry", "untracked paths copied into the sandbox (secrets never are)."},
+      {"bisect", "the bisect fixer."},
+      {"bisect.parallel", "commits measured at once, each in a worktree of its own (default: the cores, at most 4)."},
       {"hook", "the pre-push hook."},
       {"hook.mode", "verify blocks a red push; heal also commits a verified fix."},
       {"hook.checks", "check ids the hook runs (all when unset)."},

@@ -14,22 +14,10 @@ using util::Json;
 
 namespace {
 
-const std::vector<std::string> kTopKeys{"$schema",
-                                        "checks",
-                                        "harness",
-                                        "fixers",
-                                        "budgets",
-                                        "session_cap",
-                                        "diff_cap",
-                                        "patch_files_cap",
-                                        "patch_bytes_cap",
-                                        "circuit_breaker",
-                                        "protected",
-                                        "hook",
-                                        "loop",
-                                        "sandbox",
-                                        "prompt_template",
-                                        "setup"};
+const std::vector<std::string> kTopKeys{
+    "$schema",  "checks",          "harness",         "fixers",          "budgets",   "session_cap",
+    "diff_cap", "patch_files_cap", "patch_bytes_cap", "circuit_breaker", "protected", "hook",
+    "loop",     "sandbox",         "prompt_template", "setup",           "bisect"};
 
 int positive_int(const Json& j, const std::string& where) {
   if (!j.is_number_integer() || j.get<long long>() < 0 || j.get<long long>() > 1000000)
@@ -52,6 +40,16 @@ std::string one_of(const Json& j, const std::string& where, const std::vector<st
   std::string near = util::nearest(v, allowed);
   throw ConfigError(where + ": '" + v + "' is not one of " + all +
                     (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+}
+
+void parse_bisect(Config& c, const Json& b) {
+  if (!b.is_object()) throw ConfigError("bisect: must be an object");
+  util::reject_unknown_keys(b, {"parallel"}, "bisect");
+  if (!b.contains("parallel")) return;
+  const Json& k = b["parallel"];
+  if (!k.is_number_integer() || k.get<long long>() < 1 || k.get<long long>() > 64)
+    throw ConfigError("bisect.parallel: '" + k.dump() + "' must be a whole number from 1 to 64");
+  c.bisect_parallel = static_cast<int>(k.get<long long>());
 }
 
 void parse_into(Config& c, const Json& j) {
@@ -150,6 +148,7 @@ void parse_into(Config& c, const Json& j) {
       c.sandbox_kind = v;
     }
   }
+  if (j.contains("bisect")) parse_bisect(c, j["bisect"]);
   if (j.contains("hook")) {
     const Json& h = j["hook"];
     if (!h.is_object()) throw ConfigError("hook: must be an object");

@@ -77,6 +77,7 @@ struct Config {
   std::vector<std::string> sandbox_carry;
   std::string sandbox_kind = "auto";  // auto | copy | overlay (PHOENIX_SANDBOX overrides)
   std::string prompt_template;        // path relative to the repository, "" for the shipped one
+  int bisect_parallel = 0;            // bisect.parallel: worktrees probed at once, 0 = the cores (at most 4)
   Hook hook;
   Loop loop;
   util::Json raw;

@@ -1,6 +1,17 @@
 #include "fixers/bisect.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -57,84 +68,305 @@ std::vector<std::string> changed_paths(const gitx::Repo& repo, const std::vector
 
 // ---------------------------------------------------------------------------
 
-BisectResult bisect_commits(gitx::Repo& repo, const std::string& worktree_path, const std::string& good,
-                            const std::string& bad, const BisectOracle& oracle) {
-  BisectResult r;
+namespace {
+
+// The positions of one search and what is known of them. Position 0 is
+// `good`, 1..n the first-parent commits after it, n = bad. Invariant: the
+// first red position is in [lo, hi]; everything below lo was measured
+// green, hi is red (measured, or `bad`).
+struct Range {
+  std::vector<std::string> pos;
+  size_t lo = 0, hi = 0;
+  std::set<size_t> skipped;
+  std::string last_skip_why;
+};
+
+// Resolves good..bad into `range`; false (and r.reason) when there is no
+// range to search.
+bool open_range(gitx::Repo& repo, const std::string& good, const std::string& bad, Range& range, BisectResult& r) {
   const std::string g = repo.resolve(good);
   const std::string b = repo.resolve(bad);
   if (g == b) {
     r.reason = "good and bad are the same commit " + short_sha(g);
-    return r;
+    return false;
   }
   if (!repo.is_ancestor(g, b)) {
     r.reason = "good " + short_sha(g) + " is not an ancestor of bad " + short_sha(b);
-    return r;
+    return false;
   }
-  // Position 0 is `good`, 1..n the first-parent commits after it, n = bad.
-  std::vector<std::string> pos{g};
-  for (std::string& sha : repo.rev_list(g, b)) pos.push_back(std::move(sha));
-  r.range_size = pos.size() - 1;
-  if (r.range_size == 0 || pos.back() != b) {
+  range.pos = {g};
+  for (std::string& sha : repo.rev_list(g, b)) range.pos.push_back(std::move(sha));
+  r.range_size = range.pos.size() - 1;
+  if (r.range_size == 0 || range.pos.back() != b) {
     r.reason = "no first-parent path from " + short_sha(g) + " to " + short_sha(b);
-    return r;
+    return false;
   }
+  range.lo = 0;
+  range.hi = r.range_size;
+  return true;
+}
 
-  std::optional<gitx::Repo> wt;
-  if (!worktree_path.empty()) wt.emplace(gitx::Repo::open(worktree_path));
+// The position in [a, b) nearest `want` (above first) not in `taken`.
+std::optional<size_t> nearest_free(size_t want, size_t a, size_t b, const std::set<size_t>& taken) {
+  for (size_t d = 0; d < b - a; ++d) {
+    if (want + d < b && !taken.count(want + d)) return want + d;
+    if (want >= a + d && !taken.count(want - d)) return want - d;
+  }
+  return std::nullopt;
+}
 
-  // Invariant: the first red position is in [lo, hi]; everything below lo
-  // was measured green, hi is red (measured, or `bad`). With s = hi-lo+1
-  // possible answers, measuring mid = lo + (hi-lo)/2 leaves ceil(s/2) (red)
-  // or floor(s/2) (green): ceil(log2(n+1)) runs at most.
-  size_t lo = 0, hi = r.range_size;
-  std::set<size_t> skipped;
-  std::string last_skip_why;
-  while (lo < hi) {
-    // The measurable position nearest the middle of [lo, hi).
-    const size_t want = lo + (hi - lo) / 2;
-    std::optional<size_t> mid;
-    for (size_t d = 0; d < hi - lo && !mid; ++d) {
-      if (want + d < hi && !skipped.count(want + d)) mid = want + d;
-      else if (want >= lo + d && !skipped.count(want - d)) mid = want - d;
+// Up to `free` new positions to measure. The probes in flight inside
+// [lo, hi) cut the possible answers into segments; each new probe goes to
+// the segment whose pieces would stay largest, and a segment's probes
+// split it evenly: with s answers [a, b] and c probes, the i-th at
+// a + ceil(s*i/(c+1)) - 1 (for one probe, the midpoint bisect uses).
+std::vector<size_t> plan_probes(const Range& range, const std::set<size_t>& in_flight, size_t free) {
+  struct Segment {
+    size_t a, b, probes = 0;
+    size_t size() const { return b - a + 1; }
+  };
+  std::vector<Segment> segments;
+  size_t a = range.lo;
+  for (size_t m : in_flight) {
+    if (m < a || m >= range.hi) continue;
+    segments.push_back({a, m});
+    a = m + 1;
+  }
+  segments.push_back({a, range.hi});
+  for (size_t i = 0; i < free; ++i) {
+    Segment* best = nullptr;
+    double best_piece = 1;
+    for (Segment& g : segments) {
+      const double piece = static_cast<double>(g.size()) / static_cast<double>(g.probes + 1);
+      if (g.probes + 1 < g.size() && piece > best_piece) best = &g, best_piece = piece;
     }
-    if (!mid) {
-      r.verdict = BisectResult::Verdict::kSkipped;
-      std::string names;
-      for (size_t i = std::max<size_t>(lo, 1); i <= hi; ++i) names += (names.empty() ? "" : ", ") + short_sha(pos[i]);
-      r.reason = "the first red commit is one of " + names + ": the commits between could not be measured (" +
-                 last_skip_why + ")";
-      return r;
-    }
-    if (wt) gitx::move_worktree(*wt, pos[*mid]);
-    bool green = false;
-    try {
-      green = oracle(pos[*mid]);
-    } catch (const BisectSkip& s) {
-      skipped.insert(*mid);
-      r.skipped.push_back(pos[*mid]);
-      last_skip_why = short_sha(pos[*mid]) + ": " + s.why;
-      continue;
-    }
-    r.steps.push_back({pos[*mid], *mid, green});
-    if (green) {
-      lo = *mid + 1;
-    } else {
-      hi = *mid;
+    if (!best) break;
+    ++best->probes;
+  }
+  std::set<size_t> taken = range.skipped;
+  taken.insert(in_flight.begin(), in_flight.end());
+  std::vector<size_t> out;
+  for (const Segment& g : segments) {
+    for (size_t i = 1; i <= g.probes; ++i) {
+      const size_t want = g.a + (g.size() * i + g.probes) / (g.probes + 1) - 1;
+      if (std::optional<size_t> m = nearest_free(want, g.a, g.b, taken)) {
+        out.push_back(*m);
+        taken.insert(*m);
+      }
     }
   }
-  if (lo == 0) {
+  return out;
+}
+
+// The verdict once nothing is left to measure.
+void conclude(const Range& range, BisectResult& r) {
+  if (range.lo < range.hi) {
+    r.verdict = BisectResult::Verdict::kSkipped;
+    std::string names;
+    for (size_t i = std::max<size_t>(range.lo, 1); i <= range.hi; ++i)
+      names += (names.empty() ? "" : ", ") + short_sha(range.pos[i]);
+    r.reason = "the first red commit is one of " + names + ": the commits between could not be measured (" +
+               range.last_skip_why + ")";
+    return;
+  }
+  if (range.lo == 0) {
     r.verdict = BisectResult::Verdict::kGoodIsRed;
-    return r;
+    return;
   }
   r.verdict = BisectResult::Verdict::kFound;
-  r.culprit = pos[lo];
-  r.last_good = pos[lo - 1];
-  r.culprit_position = lo;
+  r.culprit = range.pos[range.lo];
+  r.last_good = range.pos[range.lo - 1];
+  r.culprit_position = range.lo;
+}
+
+// The outcome of one probe.
+struct Outcome {
+  size_t slot = 0, position = 0;
+  bool green = false, skipped = false;
+  std::string why;  // skipped: the oracle's reason
+  std::exception_ptr error;
+};
+
+// Runs the probes of one search on its workers (inline when there is one)
+// and folds their outcomes into the range.
+class Multisection {
+ public:
+  Multisection(const std::vector<std::string>& paths, const ParallelBisectOracle& oracle, Range& range, BisectResult& r)
+      : oracle_(oracle), range_(range), r_(r), slots_(paths.size()) {
+    for (size_t i = 0; i < paths.size(); ++i) {
+      slots_[i].path = paths[i];
+      if (!paths[i].empty()) slots_[i].repo.emplace(gitx::Repo::open(paths[i]));
+    }
+  }
+  ~Multisection() { stop_all(); }
+
+  void run() {
+    while (range_.lo < range_.hi) {
+      std::vector<size_t> free;
+      for (size_t i = 0; i < slots_.size(); ++i)
+        if (!slots_[i].busy) free.push_back(i);
+      const std::vector<size_t> plan = plan_probes(range_, in_flight(), free.size());
+      for (size_t i = 0; i < plan.size(); ++i) launch(free[i], plan[i]);
+      if (in_flight().empty()) break;
+      apply(wait_one());
+    }
+    stop_all();
+  }
+
+ private:
+  struct Slot {
+    std::string path;
+    std::optional<gitx::Repo> repo;
+    bool busy = false, cancelled = false;
+    size_t position = 0;
+    int cancel_fd = -1;
+    std::thread thread;
+  };
+
+  std::set<size_t> in_flight() const {
+    std::set<size_t> out;
+    for (const Slot& s : slots_)
+      if (s.busy && !s.cancelled) out.insert(s.position);
+    return out;
+  }
+
+  // Moves the slot's worktree and asks the oracle; never throws.
+  Outcome probe(size_t slot, size_t position, int cancel_fd) {
+    Outcome o;
+    o.slot = slot;
+    o.position = position;
+    try {
+      const std::string& sha = range_.pos[position];
+      if (slots_[slot].repo) gitx::move_worktree(*slots_[slot].repo, sha);
+      o.green = oracle_(sha, BisectProbe{slot, slots_[slot].path, cancel_fd});
+    } catch (const BisectSkip& s) {
+      o.skipped = true;
+      o.why = s.why;
+    } catch (...) { o.error = std::current_exception(); }
+    return o;
+  }
+
+  void launch(size_t slot, size_t position) {
+    Slot& s = slots_[slot];
+    s.busy = true;
+    s.cancelled = false;
+    s.position = position;
+    if (slots_.size() == 1) {
+      done_.push_back(probe(slot, position, -1));
+      return;
+    }
+    s.cancel_fd = ::eventfd(0, EFD_CLOEXEC);
+    if (s.cancel_fd < 0) throw Error("bisect: eventfd: " + std::string(std::strerror(errno)));
+    s.thread = std::thread([this, slot, position, fd = s.cancel_fd] {
+      Outcome o = probe(slot, position, fd);
+      std::lock_guard<std::mutex> lock(mu_);
+      done_.push_back(std::move(o));
+      cv_.notify_all();
+    });
+  }
+
+  Outcome wait_one() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !done_.empty(); });
+    Outcome o = std::move(done_.front());
+    done_.pop_front();
+    lock.unlock();
+    release(slots_[o.slot]);
+    return o;
+  }
+
+  void release(Slot& s) {
+    if (s.thread.joinable()) s.thread.join();
+    if (s.cancel_fd >= 0) ::close(s.cancel_fd);
+    s.cancel_fd = -1;
+    s.busy = false;
+  }
+
+  void apply(const Outcome& o) {
+    const bool wanted = !slots_[o.slot].cancelled && o.position >= range_.lo && o.position < range_.hi;
+    slots_[o.slot].cancelled = false;
+    if (!wanted) {
+      ++r_.cancelled;
+      return;
+    }
+    if (o.error) {
+      stop_all();
+      std::rethrow_exception(o.error);
+    }
+    const std::string& sha = range_.pos[o.position];
+    if (o.skipped) {
+      range_.skipped.insert(o.position);
+      r_.skipped.push_back(sha);
+      range_.last_skip_why = short_sha(sha) + ": " + o.why;
+      return;
+    }
+    r_.steps.push_back({sha, o.position, o.green});
+    if (o.green) range_.lo = o.position + 1;
+    else range_.hi = o.position;
+    cancel_unneeded();
+  }
+
+  // Tells every probe whose commit is now known green or red to stop.
+  void cancel_unneeded() {
+    for (Slot& s : slots_) {
+      if (!s.busy || s.cancelled || (s.position >= range_.lo && s.position < range_.hi)) continue;
+      s.cancelled = true;
+      const uint64_t one = 1;
+      if (s.cancel_fd >= 0 && ::write(s.cancel_fd, &one, sizeof one) < 0) {
+        // The probe then runs to its end; its result is ignored all the same.
+      }
+    }
+  }
+
+  // Stops and waits for every probe still running; their results are ignored.
+  void stop_all() {
+    for (Slot& s : slots_) {
+      if (!s.busy) continue;
+      const uint64_t one = 1;
+      if (s.cancel_fd >= 0 && ::write(s.cancel_fd, &one, sizeof one) < 0) {
+        // see cancel_unneeded()
+      }
+      ++r_.cancelled;
+      release(s);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    done_.clear();
+  }
+
+  const ParallelBisectOracle& oracle_;
+  Range& range_;
+  BisectResult& r_;
+  std::vector<Slot> slots_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Outcome> done_;
+};
+
+}  // namespace
+
+BisectResult bisect_commits_parallel(gitx::Repo& repo, const std::vector<std::string>& worktree_paths,
+                                     const std::string& good, const std::string& bad,
+                                     const ParallelBisectOracle& oracle) {
+  if (worktree_paths.empty()) throw Error("bisect: no worker to probe with");
+  BisectResult r;
+  Range range;
+  if (!open_range(repo, good, bad, range, r)) return r;
+  Multisection(worktree_paths, oracle, range, r).run();
+  conclude(range, r);
   return r;
 }
 
-BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path, const std::string& rev) {
-  gitx::PersistentWorktree w = gitx::prepare_worktree(repo, kBisectWorktreeName, path, rev);
+BisectResult bisect_commits(gitx::Repo& repo, const std::string& worktree_path, const std::string& good,
+                            const std::string& bad, const BisectOracle& oracle) {
+  return bisect_commits_parallel(repo, {worktree_path}, good, bad,
+                                 [&](const std::string& sha, const BisectProbe&) { return oracle(sha); });
+}
+
+std::string bisect_tree_name(size_t slot) { return slot == 0 ? "bisect" : "bisect-" + std::to_string(slot + 1); }
+
+BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path, const std::string& rev, size_t slot) {
+  const std::string name = slot == 0 ? std::string(kBisectWorktreeName) : "phoenix-" + bisect_tree_name(slot);
+  gitx::PersistentWorktree w = gitx::prepare_worktree(repo, name, path, rev);
   BisectWorktree out;
   out.path = std::move(w.path);
   out.state = w.state == gitx::PersistentWorktree::State::kCreated  ? BisectWorktree::State::kCreated
@@ -176,175 +408,236 @@ Proposal BisectFixer::propose(const Request& request) {
   return p;
 }
 
-Proposal BisectFixer::search(const Request& request, bool* memoize) {
-  Proposal p;
-  p.status = Status::kNothing;
-  auto nothing = [&](std::string why) {
-    p.status = Status::kNothing;
-    p.detail = std::move(why);
-    return p;
-  };
-  if (request.known_good.empty()) return nothing("no known-good commit to bisect from");
-  if (request.failure.result.ok)
-    return nothing("the check " + request.failure.check.id + " is not red: nothing to bisect");
+namespace {
 
-  const long long t0 = util::now_ms();
-  const long long deadline = t0 + static_cast<long long>(request.timeout_s * 1000);
-  std::map<std::string, std::string> signals;  // sha -> the check's signal there
-  std::ostringstream log;
+// How many worktrees to probe with (see the header): bisect.parallel, 0 =
+// the cores, at most 4; 1 without a config or for a check with a server;
+// never more than the commits that can be measured.
+size_t parallel_slots(const Request& request, size_t commits) {
+  if (!request.config || request.failure.check.has_server) return 1;
+  size_t k = static_cast<size_t>(request.config->bisect_parallel);
+  if (k == 0) k = std::min<size_t>(4, std::max(1u, std::thread::hardware_concurrency()));
+  return std::max<size_t>(1, std::min(k, commits));
+}
 
-  // Runs the red check, fresh, in the worktree (already at `sha`), after
-  // the setup steps whose inputs changed there.
-  std::string wt_path, setup_stamp_path;
-  auto oracle = [&](const std::string& sha) {
-    if (int sig = util::interrupted_signal()) throw Interrupted{sig};
-    if (request.timeout_s > 0 && util::now_ms() > deadline) throw OutOfTime{};
-    if (request.config && !request.config->setup.empty()) {
-      setup::Result su = setup::ensure(request.config->setup, wt_path, setup_stamp_path);
-      if (su.interrupted) throw Interrupted{util::interrupted_signal()};
-      if (su.ran)
-        log << "setup at " << short_sha(sha) << ": " << (su.ok ? "ran" : su.signal) << " (" << su.duration_ms
-            << " ms)\n";
-      if (!su.ok) {
-        signals[sha] = su.signal;
-        throw BisectSkip{su.signal};
-      }
-    }
-    checks::SenseResult s = checks::sense(request.failure.check, wt_path);
-    ++p.check_runs;
-    if (s.interrupted) throw Interrupted{util::interrupted_signal()};
-    signals[sha] = s.signal;
-    log << "run " << p.check_runs << ": " << short_sha(sha) << " " << (s.ok ? "green" : "red")
-        << (s.signal.empty() ? "" : " (" + s.signal + ")") << "\n";
-    return s.ok;
-  };
+// One search of the fixer: the request, and what it learns on the way.
+// Measurements may run on several threads at once: everything they record
+// goes through mu_.
+class BisectRun {
+ public:
+  explicit BisectRun(const Request& request) : req_(request) {
+    p_.status = Status::kNothing;
+    deadline_ = util::now_ms() + static_cast<long long>(request.timeout_s * 1000);
+  }
 
-  try {
-    gitx::Repo repo = gitx::Repo::open(request.repo_root);
-    const std::string head = repo.head_sha();
-    if (head.empty()) return nothing("the repository has no commit yet");
-    if (!request.head.empty() && repo.resolve(request.head) != head) {
-      *memoize = false;
-      p.status = Status::kAborted;
-      p.detail = "HEAD is " + short_sha(head) + ", not " + short_sha(request.head) + " as requested";
-      return p;
-    }
-    std::string good;
+  Proposal search(bool* memoize) {
+    if (req_.known_good.empty()) return nothing("no known-good commit to bisect from");
+    if (req_.failure.result.ok) return nothing("the check " + req_.failure.check.id + " is not red: nothing to bisect");
     try {
-      good = repo.resolve(request.known_good);
-    } catch (const Error&) {
-      return nothing("known-good " + request.known_good + " is not a commit of this repository");
+      return search_repo(memoize);
+    } catch (const Interrupted& i) {
+      *memoize = false;
+      return nothing("interrupted" + (i.signal ? " by signal " + std::to_string(i.signal) : std::string()) + " after " +
+                     std::to_string(p_.check_runs) + " check runs");
+    } catch (const OutOfTime&) {
+      *memoize = false;
+      return ended(Status::kTimeout, "bisect ran out of its " + std::to_string(static_cast<long long>(req_.timeout_s)) +
+                                         " s after " + std::to_string(p_.check_runs) + " check runs");
+    } catch (const std::exception& e) {
+      *memoize = false;
+      return ended(Status::kCrashed, std::string("bisect failed: ") + e.what());
     }
-    if (good == head) return nothing("HEAD is the known-good commit " + short_sha(good) + ": no commit to bisect");
-    if (!repo.is_ancestor(good, head))
-      return nothing("known-good " + short_sha(good) + " is not an ancestor of HEAD " + short_sha(head) +
-                     ": no commit range to bisect");
+  }
 
-    // Phoenix's own state (and the worktree inside it) is not the user's
-    // change; everything else is, and must not move while we work.
-    const std::string root = util::normalize_path(request.repo_root.empty() ? repo.workdir() : request.repo_root);
-    const std::string phoenix_dir =
-        util::normalize_path(request.phoenix_dir.empty() ? root + "/.phoenix" : request.phoenix_dir);
-    std::vector<std::string> ignore{std::string(layout::kStateDirName) + "/"};
-    if (util::same_or_inside(phoenix_dir, root) && phoenix_dir != root)
-      ignore.push_back(phoenix_dir.substr(root.size() + 1) + "/");
+ private:
+  Proposal nothing(std::string why) { return ended(Status::kNothing, std::move(why)); }
+  Proposal ended(Status status, std::string detail) {
+    p_.status = status;
+    p_.detail = std::move(detail);
+    p_.log = log_.str();
+    return p_;
+  }
+
+  Proposal search_repo(bool* memoize) {
+    gitx::Repo repo = gitx::Repo::open(req_.repo_root);
+    std::string head, good;
+    if (std::optional<Proposal> stop = check_range(repo, head, good, memoize)) return *stop;
+    const std::vector<std::string> ignore = own_paths(repo);
     const std::vector<std::string> before = changed_paths(repo, ignore);
-
-    for (const std::string& line : layout::migrate_legacy_trees(repo)) log << line << "\n";
-    BisectWorktree wt = prepare_bisect_worktree(repo, layout::worktree_path(repo, "bisect"), head);
-    wt_path = wt.path;
-    setup_stamp_path = layout::setup_stamp(repo, "bisect");
-    log << "worktree " << wt.path << ": "
-        << (wt.state == BisectWorktree::State::kCreated  ? "created"
-            : wt.state == BisectWorktree::State::kReused ? "reused"
-                                                         : "recreated (" + wt.damage + ")")
-        << "\n";
-
+    for (const std::string& line : layout::migrate_legacy_trees(repo)) log(line);
+    const size_t k = parallel_slots(req_, repo.rev_list(good, head).size());
+    const std::vector<std::string> trees = prepare_trees(repo, head, k);
     // The engine's red measurement covers the work tree as it is; with
     // uncommitted changes that is not HEAD's commit, so measure the commit
     // (the worktree is at HEAD already) before blaming history.
     if (!before.empty()) {
-      log << "work tree has uncommitted changes: measuring HEAD's commit\n";
+      log("work tree has uncommitted changes: measuring HEAD's commit");
       try {
-        if (oracle(head))
+        if (measure(head, BisectProbe{0, trees[0], -1}))
           return nothing("the check is green at HEAD's commit " + short_sha(head) +
                          ": the failure comes from uncommitted changes, which bisect cannot blame");
       } catch (const BisectSkip& s) {
         return nothing("HEAD's commit " + short_sha(head) + " cannot be measured: " + s.why);
       }
     }
-
-    BisectResult r = bisect_commits(repo, wt.path, good, head, oracle);
-
+    BisectResult r = bisect_commits_parallel(
+        repo, trees, good, head, [&](const std::string& sha, const BisectProbe& probe) { return measure(sha, probe); });
     if (repo.head_sha() != head || changed_paths(repo, ignore) != before) {
       *memoize = false;
-      p.status = Status::kAborted;
-      p.detail = "the repository changed while bisecting (HEAD or its changed files)";
-      p.log = log.str();
-      return p;
+      return ended(Status::kAborted, "the repository changed while bisecting (HEAD or its changed files)");
     }
+    return verdict(repo, r, good, head);
+  }
 
+  // HEAD and known-good resolved and checked; a Proposal when the search stops here.
+  std::optional<Proposal> check_range(gitx::Repo& repo, std::string& head, std::string& good, bool* memoize) {
+    head = repo.head_sha();
+    if (head.empty()) return nothing("the repository has no commit yet");
+    if (!req_.head.empty() && repo.resolve(req_.head) != head) {
+      *memoize = false;
+      return ended(Status::kAborted, "HEAD is " + short_sha(head) + ", not " + short_sha(req_.head) + " as requested");
+    }
+    try {
+      good = repo.resolve(req_.known_good);
+    } catch (const Error&) { return nothing("known-good " + req_.known_good + " is not a commit of this repository"); }
+    if (good == head) return nothing("HEAD is the known-good commit " + short_sha(good) + ": no commit to bisect");
+    if (!repo.is_ancestor(good, head))
+      return nothing("known-good " + short_sha(good) + " is not an ancestor of HEAD " + short_sha(head) +
+                     ": no commit range to bisect");
+    return std::nullopt;
+  }
+
+  // Phoenix's own state (and the worktree inside it) is not the user's
+  // change; everything else is, and must not move while we work.
+  std::vector<std::string> own_paths(const gitx::Repo& repo) const {
+    const std::string root = util::normalize_path(req_.repo_root.empty() ? repo.workdir() : req_.repo_root);
+    const std::string phoenix_dir =
+        util::normalize_path(req_.phoenix_dir.empty() ? root + "/.phoenix" : req_.phoenix_dir);
+    std::vector<std::string> ignore{std::string(layout::kStateDirName) + "/"};
+    if (util::same_or_inside(phoenix_dir, root) && phoenix_dir != root)
+      ignore.push_back(phoenix_dir.substr(root.size() + 1) + "/");
+    return ignore;
+  }
+
+  // The k persistent worktrees, each at HEAD, with their setup stamps.
+  std::vector<std::string> prepare_trees(gitx::Repo& repo, const std::string& head, size_t k) {
+    std::vector<std::string> paths;
+    for (size_t slot = 0; slot < k; ++slot) {
+      const std::string name = bisect_tree_name(slot);
+      BisectWorktree wt = prepare_bisect_worktree(repo, layout::worktree_path(repo, name), head, slot);
+      paths.push_back(wt.path);
+      stamps_.push_back(layout::setup_stamp(repo, name));
+      log("worktree " + wt.path + ": " +
+          (wt.state == BisectWorktree::State::kCreated  ? "created"
+           : wt.state == BisectWorktree::State::kReused ? "reused"
+                                                        : "recreated (" + wt.damage + ")"));
+    }
+    if (k > 1) log("probing " + std::to_string(k) + " commits at a time");
+    return paths;
+  }
+
+  // The oracle: the red check, fresh, in the probe's worktree (already at
+  // `sha`), after the setup steps whose inputs changed there.
+  bool measure(const std::string& sha, const BisectProbe& probe) {
+    if (int sig = util::interrupted_signal()) throw Interrupted{sig};
+    if (req_.timeout_s > 0 && util::now_ms() > deadline_) throw OutOfTime{};
+    if (req_.config && !req_.config->setup.empty()) set_up(sha, probe);
+    const checks::CheckSpec& check = req_.failure.check;
+    checks::SenseResult s = check.kind == "command_exit"
+                                ? checks::sense_command_exit(check, probe.worktree, probe.cancel_fd)
+                                : checks::sense(check, probe.worktree);
+    if (s.interrupted) throw Interrupted{util::interrupted_signal()};
+    std::lock_guard<std::mutex> lock(mu_);
+    ++p_.check_runs;
+    log_ << "run " << p_.check_runs << ": " << short_sha(sha) << " ";
+    if (probe.slot) log_ << "[" << bisect_tree_name(probe.slot) << "] ";
+    if (s.signal == "cancelled") {
+      log_ << "stopped: the answer no longer needs it\n";
+      return false;
+    }
+    signals_[sha] = s.signal;
+    log_ << (s.ok ? "green" : "red") << (s.signal.empty() ? "" : " (" + s.signal + ")") << "\n";
+    return s.ok;
+  }
+
+  void set_up(const std::string& sha, const BisectProbe& probe) {
+    setup::Result su = setup::ensure(req_.config->setup, probe.worktree, stamps_.at(probe.slot));
+    if (su.interrupted) throw Interrupted{util::interrupted_signal()};
+    std::lock_guard<std::mutex> lock(mu_);
+    if (su.ran)
+      log_ << "setup at " << short_sha(sha) << ": " << (su.ok ? "ran" : su.signal) << " (" << su.duration_ms
+           << " ms)\n";
+    if (!su.ok) {
+      signals_[sha] = su.signal;
+      throw BisectSkip{su.signal};
+    }
+  }
+
+  void log(const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    log_ << line << "\n";
+  }
+
+  std::string steps_text(const BisectResult& r) {
     std::ostringstream steps;
     for (size_t i = 0; i < r.steps.size(); ++i) {
       const BisectStep& s = r.steps[i];
       steps << (i ? "; " : "") << short_sha(s.sha) << " [" << s.position << "/" << r.range_size << "] "
             << (s.green ? "green" : "red");
-      const std::string& sig = signals[s.sha];
+      const std::string& sig = signals_[s.sha];
       if (!s.green && !sig.empty()) steps << " (" << sig << ")";
     }
+    if (r.cancelled)
+      steps << "; " << r.cancelled << " probe" << (r.cancelled == 1 ? "" : "s") << " stopped as unneeded";
+    return steps.str();
+  }
+
+  Proposal verdict(gitx::Repo& repo, const BisectResult& r, const std::string& good, const std::string& head) {
+    const std::string steps = steps_text(r);
     const std::string range = "known-good " + short_sha(good) + "..HEAD " + short_sha(head) + " (" +
                               std::to_string(r.range_size) + " first-parent commits)";
-    p.log = log.str();
-
     switch (r.verdict) {
       case BisectResult::Verdict::kEmptyRange: return nothing(r.reason);
-      case BisectResult::Verdict::kSkipped: return nothing(r.reason + "; steps: " + steps.str());
+      case BisectResult::Verdict::kSkipped: return nothing(r.reason + "; steps: " + steps);
       case BisectResult::Verdict::kGoodIsRed: {
-        const std::string& sig = signals[good];
+        const std::string& sig = signals_[good];
         return nothing("the check is red at known-good " + short_sha(good) + (sig.empty() ? "" : " (" + sig + ")") +
-                       " too: the failure predates known-good, no commit of " + range +
-                       " to blame; steps: " + steps.str());
+                       " too: the failure predates known-good, no commit of " + range + " to blame; steps: " + steps);
       }
       case BisectResult::Verdict::kFound: break;
     }
-
     const std::string subject = subject_of(repo, r.culprit);
     const std::string named = "culprit " + short_sha(r.culprit) + " \"" + subject + "\": first red commit of " + range +
                               ", after " + short_sha(r.last_good) + " (green), found in " +
-                              std::to_string(p.check_runs) + " check run" + (p.check_runs == 1 ? "" : "s") +
-                              "; steps: " + steps.str();
-    log << "culprit: " << r.culprit << " " << subject << "\n";
-    p.log = log.str();
+                              std::to_string(p_.check_runs) + " check run" + (p_.check_runs == 1 ? "" : "s") +
+                              "; steps: " + steps;
+    log("culprit: " + r.culprit + " " + subject);
+    return revert(repo, r.culprit, subject, named);
+  }
+
+  Proposal revert(gitx::Repo& repo, const std::string& culprit, const std::string& subject, const std::string& named) {
     std::string patch;
     try {
-      patch = repo.revert_patch(r.culprit);
+      patch = repo.revert_patch(culprit);
     } catch (const Error& e) { return nothing(named + "; its revert conflicts with HEAD: " + e.what()); }
     if (patch.empty()) return nothing(named + "; HEAD already lacks its change, so reverting it changes nothing");
-    p.status = Status::kProposed;
-    p.patch = std::move(patch);
-    p.files = gitx::Repo::patch_files(p.patch);
-    p.summary = "revert " + short_sha(r.culprit) + " (culprit: " + subject + ")";
-    p.detail = named;
-    return p;
-  } catch (const Interrupted& i) {
-    *memoize = false;
-    p.log = log.str();
-    return nothing("interrupted" + (i.signal ? " by signal " + std::to_string(i.signal) : std::string()) + " after " +
-                   std::to_string(p.check_runs) + " check runs");
-  } catch (const OutOfTime&) {
-    *memoize = false;
-    p.status = Status::kTimeout;
-    p.log = log.str();
-    p.detail = "bisect ran out of its " + std::to_string(static_cast<long long>(request.timeout_s)) + " s after " +
-               std::to_string(p.check_runs) + " check runs";
-    return p;
-  } catch (const std::exception& e) {
-    *memoize = false;
-    p.status = Status::kCrashed;
-    p.log = log.str();
-    p.detail = std::string("bisect failed: ") + e.what();
-    return p;
+    p_.patch = std::move(patch);
+    p_.files = gitx::Repo::patch_files(p_.patch);
+    p_.summary = "revert " + short_sha(culprit) + " (culprit: " + subject + ")";
+    return ended(Status::kProposed, named);
   }
-}
+
+  const Request& req_;
+  Proposal p_;
+  long long deadline_ = 0;
+  std::vector<std::string> stamps_;  // each worktree's setup stamp
+  std::mutex mu_;
+  std::ostringstream log_;
+  std::map<std::string, std::string> signals_;  // sha -> the check's signal there
+};
+
+}  // namespace
+
+Proposal BisectFixer::search(const Request& request, bool* memoize) { return BisectRun(request).search(memoize); }
 
 }  // namespace phoenix::fixers

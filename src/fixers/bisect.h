@@ -17,6 +17,15 @@
 //   warm; the check must cope with that. phoenix.json's `setup` runs there
 //   before each measurement whose inputs changed (setup/setup.h); a commit
 //   whose setup fails is skipped, as `git bisect skip` does.
+// - Parallel: with Request.config's bisect.parallel = k > 1 (default: the
+//   number of cores, at most 4; 1 without a config, and for a check that
+//   starts a server, whose port k copies would share) the search runs
+//   bisect_commits_parallel() over k persistent worktrees, "bisect" and
+//   "bisect-2".."bisect-k" (git names phoenix-bisect, phoenix-bisect-2, ...),
+//   each with its own setup stamp, so each stays set up across runs; never
+//   more worktrees than commits to measure. check_runs then counts every
+//   run started, the ones stopped because the answer no longer needed them
+//   too.
 // - The red measurement at HEAD is Request.failure: it is reused, HEAD is not
 //   measured again — except when the user's work tree has uncommitted
 //   changes (outside .phoenix/), because then the engine measured those
@@ -86,6 +95,7 @@ struct BisectResult {
   std::vector<BisectStep> steps;
   std::vector<std::string> skipped;  // commits the oracle skipped, in the order tried
   std::string reason;                // kEmptyRange, kSkipped: why
+  size_t cancelled = 0;              // parallel: probes stopped (or ignored) once the answer no longer needed them
   int runs() const { return static_cast<int>(steps.size()); }
 };
 
@@ -115,8 +125,38 @@ struct BisectSkip {
 BisectResult bisect_commits(gitx::Repo& repo, const std::string& worktree_path, const std::string& good,
                             const std::string& bad, const BisectOracle& oracle);
 
-// The git name of bisect's worktree (under <common_dir>/worktrees/).
+// Where one probe of a parallel bisect runs.
+struct BisectProbe {
+  size_t slot = 0;       // which of the worktrees (0-based)
+  std::string worktree;  // its path, "" when the search moves none
+  int cancel_fd = -1;    // readable once the answer no longer needs this probe: stop (the result is ignored)
+};
+using ParallelBisectOracle = std::function<bool(const std::string& sha, const BisectProbe& probe)>;
+
+// Multisection: the search of bisect_commits() with one worker per entry
+// of `worktree_paths` (each a linked worktree of `repo` as above, or "" for
+// none), probing up to that many commits of the remaining range at once.
+// Free workers are placed so that the probes in flight split what is left
+// into near-equal parts (with one worker: exactly bisect_commits()'s
+// choices), so the rounds fall from log2(n+1) towards log(k+1)(n+1). The
+// moment a result makes another probe useless (its commit is now known
+// green or red) that probe is told through its cancel_fd and its result,
+// whatever it is, is ignored. `oracle` is called on the workers' threads,
+// concurrently, each worker in its own worktree already moved to `sha`;
+// BisectSkip as in bisect_commits(). Any other exception stops every probe
+// and propagates once all have ended. The verdict equals bisect_commits()'s
+// for a deterministic, monotonic check; `steps` holds the results used, in
+// the order they arrived.
+BisectResult bisect_commits_parallel(gitx::Repo& repo, const std::vector<std::string>& worktree_paths,
+                                     const std::string& good, const std::string& bad,
+                                     const ParallelBisectOracle& oracle);
+
+// The git name of bisect's worktree (under <common_dir>/worktrees/); a
+// parallel bisect's further worktrees are "phoenix-bisect-2", "-3", ...
 inline constexpr const char* kBisectWorktreeName = "phoenix-bisect";
+// The layout name (layout::worktree_path, layout::setup_stamp) of the
+// worktree of parallel slot `slot`: "bisect", "bisect-2", "bisect-3", ...
+std::string bisect_tree_name(size_t slot);
 
 struct BisectWorktree {
   enum class State { kCreated, kReused, kRecreated };
@@ -133,7 +173,10 @@ struct BisectWorktree {
 // link broken or pointing elsewhere, admin entry gone, another worktree
 // registered at the path) is removed and created afresh — never trusted.
 // Throws phoenix::Error when it cannot (e.g. the worktree is locked).
-BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path, const std::string& rev);
+// `slot` > 0: the same for a parallel bisect's further worktree (git name
+// "phoenix-" + bisect_tree_name(slot)).
+BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path, const std::string& rev,
+                                       size_t slot = 0);
 
 class BisectFixer : public Fixer {
  public:

@@ -183,6 +183,61 @@ std::string create_commit(git_repository* repo, const char* update_ref, const gi
   return oid_hex(id);
 }
 
+// Appends the path of every file under `tree` ("dir/" + its path), for a
+// folder only one side has.
+void all_paths(const git_tree* tree, const std::string& dir, std::vector<std::string>& out) {
+  struct Walk {
+    const std::string& dir;
+    std::vector<std::string>& out;
+  } walk{dir, out};
+  check(git_tree_walk(
+            tree, GIT_TREEWALK_PRE,
+            [](const char* root, const git_tree_entry* e, void* payload) {
+              auto* w = static_cast<Walk*>(payload);
+              if (git_tree_entry_type(e) != GIT_OBJECT_TREE) w->out.push_back(w->dir + root + git_tree_entry_name(e));
+              return 0;
+            },
+            &walk),
+        "walk tree");
+}
+
+// Appends the path of every file that differs between trees `a` and `b`
+// (either may be null: empty). Folders with the same id on both sides are
+// skipped unread, so a commit that changes one file costs the trees on its
+// path, not the whole tree (git_diff_tree_to_tree reads every folder).
+void changed_files(git_repository* repo, const git_tree* a, const git_tree* b, const std::string& dir,
+                   std::vector<std::string>& out) {
+  auto subtree = [&](const git_tree_entry* e) {
+    git_tree* t = nullptr;
+    if (e && git_tree_entry_type(e) == GIT_OBJECT_TREE)
+      check(git_tree_lookup(&t, repo, git_tree_entry_id(e)), "read tree");
+    return TreePtr(t);
+  };
+  auto side = [&](const git_tree_entry* e) {  // one side's entry, the other has nothing (or another kind) there
+    const std::string path = dir + git_tree_entry_name(e);
+    if (TreePtr t = subtree(e)) all_paths(t.get(), path + "/", out);
+    else out.push_back(path);
+  };
+  for (size_t i = 0, n = a ? git_tree_entrycount(a) : 0; i < n; ++i) {
+    const git_tree_entry* ea = git_tree_entry_byindex(a, i);
+    const git_tree_entry* eb = b ? git_tree_entry_byname(b, git_tree_entry_name(ea)) : nullptr;
+    if (eb && git_oid_equal(git_tree_entry_id(ea), git_tree_entry_id(eb)) &&
+        git_tree_entry_filemode(ea) == git_tree_entry_filemode(eb))
+      continue;
+    TreePtr ta = subtree(ea), tb = subtree(eb);
+    if (ta && tb) {
+      changed_files(repo, ta.get(), tb.get(), dir + git_tree_entry_name(ea) + "/", out);
+      continue;
+    }
+    side(ea);
+    if (eb) side(eb);
+  }
+  for (size_t i = 0, n = b ? git_tree_entrycount(b) : 0; i < n; ++i) {
+    const git_tree_entry* eb = git_tree_entry_byindex(b, i);
+    if (!a || !git_tree_entry_byname(a, git_tree_entry_name(eb))) side(eb);
+  }
+}
+
 // Every path a forced checkout of `target` may have to touch, found without
 // reading the whole tree twice: where HEAD's tree and target's differ (a
 // tree-to-tree diff skips identical folders), plus every path `scan` (one
@@ -194,16 +249,8 @@ std::vector<std::string> paths_to_check_out(git_repository* repo, const git_comm
                                             git_status_list* scan) {
   std::vector<std::string> paths;
   TreePtr from = commit_tree(head), to = commit_tree(target);
-  if (!git_oid_equal(git_tree_id(from.get()), git_tree_id(to.get()))) {
-    git_diff* raw = nullptr;
-    check(git_diff_tree_to_tree(&raw, repo, from.get(), to.get(), nullptr), "diff trees");
-    DiffPtr diff(raw);
-    for (size_t i = 0, n = git_diff_num_deltas(diff.get()); i < n; ++i) {
-      const git_diff_delta* d = git_diff_get_delta(diff.get(), i);
-      paths.emplace_back(d->old_file.path);
-      paths.emplace_back(d->new_file.path);
-    }
-  }
+  if (!git_oid_equal(git_tree_id(from.get()), git_tree_id(to.get())))
+    changed_files(repo, from.get(), to.get(), "", paths);
   for (size_t i = 0, n = git_status_list_entrycount(scan); i < n; ++i) {
     const git_status_entry* e = git_status_byindex(scan, i);
     if (e->status == GIT_STATUS_WT_NEW) continue;
@@ -219,7 +266,14 @@ std::vector<std::string> paths_to_check_out(git_repository* repo, const git_comm
 }
 
 void checkout(git_repository* repo, const git_commit* commit, const CheckoutOptions& options) {
-  IndexPtr index = fresh_index(repo);
+  // Read again only when the file changed on disk (a new stamp or
+  // checksum): Repo never leaves unsaved changes in its index (staging in
+  // memory is dropped with a forced read), so what is loaded is what is on
+  // disk, and a forced read would parse every entry again for nothing.
+  git_index* index_raw = nullptr;
+  check(git_repository_index(&index_raw, repo), "open index");
+  IndexPtr index(index_raw);
+  check(git_index_read(index.get(), /*force=*/0), "read index");
   git_checkout_options co;
   check(git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION), "checkout options");
   co.checkout_strategy = options.force ? GIT_CHECKOUT_FORCE : GIT_CHECKOUT_SAFE;

@@ -4,6 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "util/atomic_file.h"
@@ -188,112 +193,244 @@ uint64_t claimed_seq(std::string_view l) {
 
 }  // namespace
 
-VerifyResult verify(const std::string& path) {
-  VerifyResult r;
-  std::string all;
-  try {
-    all = util::read_file(path);
-  } catch (const Error&) { throw Error("cannot read trace " + path, kExitRed); }
-  r.bytes = all.size();
+namespace {
+
+// The file's lines (the last one without its newline when torn).
+std::vector<std::string_view> split_lines(std::string_view all, bool* torn) {
   std::vector<std::string_view> lines;
-  bool torn = false;
+  lines.reserve(all.size() / 200 + 1);
+  *torn = false;
   for (size_t start = 0; start < all.size();) {
-    size_t nl = all.find('\n', start);
-    if (nl == std::string::npos) {
+    const char* nl = static_cast<const char*>(std::memchr(all.data() + start, '\n', all.size() - start));
+    if (!nl) {
       lines.emplace_back(all.data() + start, all.size() - start);
-      torn = true;
+      *torn = true;
       break;
     }
-    lines.emplace_back(all.data() + start, nl - start);
-    start = nl + 1;
+    lines.emplace_back(all.data() + start, static_cast<size_t>(nl - all.data()) - start);
+    start = static_cast<size_t>(nl - all.data()) + 1;
   }
-  auto fail = [&](size_t i, uint64_t expected, const std::string& kind, const std::string& why) {
+  return lines;
+}
+
+// Line i exactly as Phoenix writes entry i+1, chained to `prev` (the hash
+// line i-1 holds). Only the hash itself is parsed, not the entry's JSON.
+bool fast_ok(std::string_view line, uint64_t index, std::string_view prev, util::Sha256& hasher,
+             std::string_view* hash) {
+  Fast f = read_fast(line);
+  if (!f.ok || f.seq != index + 1 || f.prev != prev) return false;
+  hasher.reset();
+  hasher.update(prev);
+  hasher.update("\n");
+  hasher.update(f.body_a);
+  hasher.update(f.body_b);
+  *hash = f.hash;
+  return hasher.hex() == f.hash;
+}
+
+// The lines as Phoenix wrote them, checked while the file streams through
+// one small buffer (it stays in the cache; the whole file in memory cost a
+// page fault per page and several passes over memory): how many lines at
+// the start are valid links of the chain, and whether that is all of them
+// (no other line, no torn tail). Only when not does verify() read the
+// whole file to diagnose.
+struct FastPass {
+  uint64_t entries = 0, bytes = 0;
+  bool all = false;
+};
+
+FastPass stream_fast(const std::string& path) {
+  FastPass out;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error("cannot read trace " + path, kExitRed);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  std::vector<char> buf(1 << 20);
+  size_t have = 0;  // bytes in buf, the first ones an incomplete line carried over
+  std::string prev;
+  std::string_view hash;
+  util::Sha256 hasher;
+  for (;;) {
+    if (have == buf.size()) buf.resize(buf.size() * 2);  // a line longer than the buffer
+    const ssize_t n = ::read(fd, buf.data() + have, buf.size() - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      throw Error("cannot read trace " + path, kExitRed);
+    }
+    if (n == 0) break;
+    out.bytes += static_cast<uint64_t>(n);
+    have += static_cast<size_t>(n);
+    size_t start = 0;
+    for (const char* nl; (nl = static_cast<const char*>(std::memchr(buf.data() + start, '\n', have - start)));) {
+      const std::string_view line(buf.data() + start, static_cast<size_t>(nl - buf.data()) - start);
+      if (!fast_ok(line, out.entries, prev, hasher, &hash)) {
+        ::close(fd);
+        return out;
+      }
+      prev.assign(hash);
+      ++out.entries;
+      start = static_cast<size_t>(nl - buf.data()) + 1;
+    }
+    std::memmove(buf.data(), buf.data() + start, have - start);
+    have -= start;
+  }
+  ::close(fd);
+  out.all = have == 0;
+  return out;
+}
+
+// Where each seq first appears: only needed once something is wrong, to
+// tell a deletion from a reordering.
+size_t first_index_of(const std::vector<std::string_view>& lines, uint64_t seq) {
+  for (size_t k = 0; k < lines.size(); ++k)
+    if (claimed_seq(lines[k]) == seq) return k;
+  return std::string::npos;
+}
+
+// The sequential walk from line `i` on, with the state the lines before it
+// left: what a line that is not Phoenix's own formatting holds, and the
+// diagnosis of the first one that breaks the chain.
+struct Walk {
+  const std::vector<std::string_view>& lines;
+  bool torn;
+  VerifyResult& r;
+  std::string prev;
+  uint64_t expected;
+
+  VerifyResult fail(size_t i, const std::string& kind, const std::string& why) {
     r.ok = false;
     r.bad_line = i + 1;
     r.bad_seq = expected;
     r.kind = kind;
     r.why = why;
     return r;
-  };
-  // Where each seq first appears: only needed once something is wrong, to
-  // tell a deletion from a reordering.
-  auto first_index_of = [&](uint64_t seq) -> size_t {
-    for (size_t k = 0; k < lines.size(); ++k)
-      if (claimed_seq(lines[k]) == seq) return k;
-    return std::string::npos;
-  };
-  std::string prev;
-  uint64_t expected = 1;
-  util::Sha256 hasher;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    std::string_view l = lines[i];
-    if (torn && i + 1 == lines.size()) {
-      return fail(i, expected, "torn",
-                  "the last line is incomplete (" + std::to_string(l.size()) +
-                      " bytes, no newline): a write was cut short by a crash; 'phoenix recover' repairs it");
+  }
+
+  VerifyResult run(size_t from) {
+    util::Sha256 hasher;
+    for (size_t i = from; i < lines.size(); ++i) {
+      std::string_view l = lines[i];
+      if (torn && i + 1 == lines.size())
+        return fail(i, "torn",
+                    "the last line is incomplete (" + std::to_string(l.size()) +
+                        " bytes, no newline): a write was cut short by a crash; 'phoenix recover' repairs it");
+      std::string_view hash;
+      if (fast_ok(l, expected - 1, prev, hasher, &hash)) {
+        prev = std::string(hash);
+        ++expected;
+        ++r.entries;
+        continue;
+      }
+      std::optional<VerifyResult> bad = slow(i);
+      if (bad) return *bad;
     }
-    // Fast path: a line exactly as Phoenix wrote it.
-    Fast f = read_fast(l);
-    if (f.ok && f.seq == expected && f.prev == prev) {
-      hasher.reset();
-      hasher.update(prev);
-      hasher.update("\n");
-      hasher.update(f.body_a);
-      hasher.update(f.body_b);
-    }
-    if (f.ok && f.seq == expected && f.prev == prev && hasher.hex() == f.hash) {
-      prev = std::string(f.hash);
-      ++expected;
-      ++r.entries;
-      continue;
-    }
-    // Slow path: parse it to say precisely what is wrong.
-    Json j = Json::parse(l, nullptr, false);
+    return r;
+  }
+
+  // Parses line i to say precisely what is wrong (nullopt: valid, only not
+  // in Phoenix's own formatting, re-serialised by a tool).
+  std::optional<VerifyResult> slow(size_t i) {
+    Json j = Json::parse(lines[i], nullptr, false);
     bool shaped = j.is_object() && j.contains("seq") && j["seq"].is_number_unsigned() && j.contains("hash") &&
                   j["hash"].is_string() && j.contains("prev") && j["prev"].is_string() && j.contains("event") &&
                   j.contains("ts") && j.contains("data") && j.size() == 6;
-    if (!shaped) return fail(i, expected, "edited", "line " + std::to_string(i + 1) + " is not a trace entry");
+    if (!shaped) return fail(i, "edited", "line " + std::to_string(i + 1) + " is not a trace entry");
     uint64_t seq = j["seq"].get<uint64_t>();
     Json body = j;
     body.erase("hash");
     bool hash_ok = entry_hash(j["prev"].get<std::string>(), body) == j["hash"].get<std::string>();
     bool prev_ok = j["prev"].get<std::string>() == prev;
     if (seq == expected && prev_ok && hash_ok) {
-      // Valid, only not in Phoenix's own formatting (re-serialised by a tool).
       prev = j["hash"].get<std::string>();
       ++expected;
       ++r.entries;
-      continue;
+      return std::nullopt;
     }
-    if (seq == expected) {
-      // Either this line was changed, or a forged line sits here and the
-      // real entry follows (an insertion).
-      if (i + 1 < lines.size()) {
-        Json next = Json::parse(lines[i + 1], nullptr, false);
-        if (next.is_object() && next.value("seq", uint64_t(0)) == expected && next.value("prev", std::string()) == prev)
-          return fail(i, expected, "inserted",
-                      "line " + std::to_string(i + 1) + " was inserted before seq " + std::to_string(expected));
-      }
-      return fail(i, expected, "edited",
-                  "seq " + std::to_string(seq) + " was edited (" +
-                      (hash_ok ? "its link to the previous entry" : "its hash") + " does not match)");
-    }
-    if (seq < expected) {
-      return fail(i, expected, first_index_of(seq) < i ? "inserted" : "reordered",
+    if (seq == expected) return edited_or_inserted(i, seq, hash_ok);
+    if (seq < expected)
+      return fail(i, first_index_of(lines, seq) < i ? "inserted" : "reordered",
                   "line " + std::to_string(i + 1) + " repeats seq " + std::to_string(seq) + " where seq " +
                       std::to_string(expected) + " belongs");
-    }
     // seq > expected: the expected entry is missing here. Later: reordered; never: deleted.
-    size_t later = first_index_of(expected);
+    size_t later = first_index_of(lines, expected);
     if (later != std::string::npos && later > i)
-      return fail(i, expected, "reordered",
-                  "seq " + std::to_string(seq) + " comes before seq " + std::to_string(expected));
-    return fail(i, expected, "deleted",
+      return fail(i, "reordered", "seq " + std::to_string(seq) + " comes before seq " + std::to_string(expected));
+    return fail(i, "deleted",
                 "seq " + std::to_string(expected) +
                     (seq - expected > 1 ? "-" + std::to_string(seq - 1) : std::string()) +
                     " missing: the next line holds seq " + std::to_string(seq));
   }
-  return r;
+
+  // Either line i was changed, or a forged line sits here and the real
+  // entry follows (an insertion).
+  VerifyResult edited_or_inserted(size_t i, uint64_t seq, bool hash_ok) {
+    if (i + 1 < lines.size()) {
+      Json next = Json::parse(lines[i + 1], nullptr, false);
+      if (next.is_object() && next.value("seq", uint64_t(0)) == expected && next.value("prev", std::string()) == prev)
+        return fail(i, "inserted",
+                    "line " + std::to_string(i + 1) + " was inserted before seq " + std::to_string(expected));
+    }
+    return fail(i, "edited",
+                "seq " + std::to_string(seq) + " was edited (" +
+                    (hash_ok ? "its link to the previous entry" : "its hash") + " does not match)");
+  }
+};
+
+}  // namespace
+
+// The trace's bytes, read with one allocation of the file's size: appending
+// a few hundred MB to a string in 64 KiB pieces cost its reallocations (a
+// copy and fresh page faults at each doubling), which took most of
+// verify's time. (Not mmap: a trace truncated by `phoenix recover` while
+// mapped would end this process with SIGBUS.) Bytes appended after the
+// size was read are left for the next verify.
+class TraceBytes {
+ public:
+  explicit TraceBytes(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0) {
+      if (fd >= 0) ::close(fd);
+      throw Error("cannot read trace " + path, kExitRed);
+    }
+    const size_t want = static_cast<size_t>(st.st_size);
+    data_.reset(new char[want + 1]);
+    while (size_ < want) {
+      const ssize_t n = ::read(fd, data_.get() + size_, want - size_);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        ::close(fd);
+        throw Error("cannot read trace " + path, kExitRed);
+      }
+      if (n == 0) break;  // truncated meanwhile: what is there
+      size_ += static_cast<size_t>(n);
+    }
+    ::close(fd);
+  }
+  std::string_view view() const { return {data_.get(), size_}; }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+};
+
+VerifyResult verify(const std::string& path) {
+  VerifyResult r;
+  const FastPass fast = stream_fast(path);
+  r.entries = fast.entries;
+  r.bytes = fast.bytes;
+  if (fast.all) return r;
+  // Something is not as Phoenix wrote it: read it all, and walk on from there.
+  const TraceBytes file(path);
+  const std::string_view all = file.view();
+  r.bytes = all.size();
+  bool torn = false;
+  const std::vector<std::string_view> lines = split_lines(all, &torn);
+  const size_t from = std::min<size_t>(fast.entries, lines.size());
+  Walk walk{lines, torn, r, "", from + 1};
+  if (from > 0) walk.prev = std::string(read_fast(lines[from - 1]).hash);
+  r.entries = from;
+  return walk.run(from);
 }
 
 }  // namespace phoenix::trace

@@ -1,8 +1,11 @@
 #include "fixers/bisect.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -260,6 +263,121 @@ TEST(BisectSearch, WorktreeIsCleanAndAtTheCommitForEveryRun) {
   EXPECT_EQ(runs, r.runs());
   // The user's checkout saw none of it.
   EXPECT_EQ(trim(git(root, {"status", "--porcelain"})), "");
+}
+
+// --- multisection: several probes at once --------------------------------------
+
+TEST(BisectParallel, SameVerdictAsSerialForEveryCulpritAndWorkerCount) {
+  ScopedTempDir tmp;
+  const std::string root = tmp / "repo";
+  auto shas = make_repo(root, {.n = 40});
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < shas.size(); ++i) index[shas[i]] = static_cast<int>(i);
+  gitx::Repo repo = gitx::Repo::open(root);
+  // With and without commits that cannot be measured: a skipped commit is
+  // never blamed, and the answer is either the culprit or a named range.
+  for (const std::set<int>& broken : {std::set<int>{}, std::set<int>{9, 10, 27}}) {
+    for (size_t k : {2, 3, 4}) {
+      for (int culprit = 0; culprit <= 40; ++culprit) {
+        SCOPED_TRACE("k=" + std::to_string(k) + " culprit=" + std::to_string(culprit) +
+                     " broken=" + std::to_string(broken.size()));
+        std::mutex mu;
+        std::vector<int> asked;
+        BisectResult r = bisect_commits_parallel(repo, std::vector<std::string>(k), shas[0], shas[40],
+                                                 [&](const std::string& sha, const BisectProbe& p) {
+                                                   EXPECT_LT(p.slot, k);
+                                                   EXPECT_GE(p.cancel_fd, 0);
+                                                   const int at = index.at(sha);
+                                                   {
+                                                     std::lock_guard<std::mutex> lock(mu);
+                                                     asked.push_back(at);
+                                                   }
+                                                   if (broken.count(at)) throw BisectSkip{"setup failed"};
+                                                   return at < culprit;
+                                                 });
+        std::sort(asked.begin(), asked.end());
+        EXPECT_EQ(std::adjacent_find(asked.begin(), asked.end()), asked.end()) << "a commit asked twice";
+        EXPECT_EQ(std::count(asked.begin(), asked.end(), 40), 0) << "bad is known red";
+        if (broken.count(culprit) || broken.count(culprit - 1)) {
+          if (r.verdict == BisectResult::Verdict::kSkipped) {
+            EXPECT_NE(r.reason.find(shas[culprit].substr(0, 7)), std::string::npos) << r.reason;
+            continue;
+          }
+        }
+        if (culprit == 0) {
+          EXPECT_EQ(r.verdict, BisectResult::Verdict::kGoodIsRed);
+          continue;
+        }
+        ASSERT_EQ(r.verdict, BisectResult::Verdict::kFound) << r.reason;
+        EXPECT_EQ(r.culprit, shas[culprit]);
+        EXPECT_EQ(r.last_good, shas[culprit - 1]);
+        // Fewer rounds than serial bisect's ceil(log2(41)) = 6 runs would
+        // need: the used results alone (k of them may land per round).
+        if (broken.empty()) EXPECT_LE(r.runs(), 6 * 2);
+      }
+    }
+  }
+}
+
+TEST(BisectParallel, AProbeTheAnswerNoLongerNeedsIsStopped) {
+  ScopedTempDir tmp;
+  const std::string root = tmp / "repo";
+  auto shas = make_repo(root, {.n = 3});
+  gitx::Repo repo = gitx::Repo::open(root);
+  // Two workers over answers 0..3 probe commits 1 and 2 at once. Commit 1
+  // answers red at once, which makes commit 2 (known red now) useless:
+  // its probe waits for the cancel descriptor and must be told.
+  std::atomic<bool> told{false};
+  BisectResult r =
+      bisect_commits_parallel(repo, {"", ""}, shas[0], shas[3], [&](const std::string& sha, const BisectProbe& p) {
+        if (sha == shas[2]) {
+          pollfd f{p.cancel_fd, POLLIN, 0};
+          told = ::poll(&f, 1, 60 * 1000) == 1;
+          return true;  // a wrong answer, ignored
+        }
+        return sha == shas[0];
+      });
+  EXPECT_TRUE(told);
+  EXPECT_EQ(r.cancelled, 1u);
+  ASSERT_EQ(r.verdict, BisectResult::Verdict::kFound) << r.reason;
+  EXPECT_EQ(r.culprit, shas[1]);
+}
+
+TEST(BisectParallel, FixerFindsTheSameCulpritAsSerialInItsWorktrees) {
+  ScopedTempDir tmp;
+  const std::string root = tmp / "repo";
+  auto shas = make_repo(root, {.n = 60, .culprit = 37});
+  // A real check run in each worktree; `build/` is ignored and survives.
+  const checks::CheckSpec check = checks::parse_check_text(
+      R"({"id":"state","kind":"command_exit","target":["sh","-c","mkdir -p build && echo x >> build/runs && grep -q GOOD state.txt"]})");
+  auto propose = [&](int parallel) {
+    config::Config cfg;
+    cfg.bisect_parallel = parallel;
+    Request req = make_request(root, shas[0]);
+    req.failure.check = check;
+    req.config = &cfg;
+    return BisectFixer().propose(req);
+  };
+  Proposal serial = propose(1);
+  Proposal parallel = propose(3);
+  ASSERT_EQ(serial.status, Status::kProposed) << serial.detail;
+  ASSERT_EQ(parallel.status, Status::kProposed) << parallel.detail;
+  EXPECT_EQ(parallel.summary, serial.summary);
+  EXPECT_EQ(parallel.patch, serial.patch);
+  EXPECT_NE(parallel.log.find("probing 3 commits at a time"), std::string::npos) << parallel.log;
+  gitx::Repo repo = gitx::Repo::open(root);
+  for (const char* name : {"bisect", "bisect-2", "bisect-3"}) {
+    const std::string wt = layout::worktree_path(repo, name);
+    EXPECT_TRUE(fs::exists(wt + "/build/runs")) << name << " measured nothing";
+    EXPECT_NE(parallel.log.find("worktree " + wt + ": "), std::string::npos) << parallel.log;
+  }
+  // The user's checkout saw none of it.
+  EXPECT_EQ(trim(git(root, {"status", "--porcelain"})), "");
+  // Again: the three worktrees are reused, not created.
+  Proposal again = propose(3);
+  ASSERT_EQ(again.status, Status::kProposed) << again.detail;
+  EXPECT_EQ(again.summary, serial.summary);
+  EXPECT_EQ(again.log.find(": created"), std::string::npos) << again.log;
 }
 
 // --- the fixer on 200-commit histories ----------------------------------------

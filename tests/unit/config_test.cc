@@ -83,6 +83,11 @@ TEST(Config, BadInputsNameTheField) {
   EXPECT_NE(error_of(R"({"hook":{"mode":"heel"}})").find("did you mean 'heal'"), std::string::npos);
   EXPECT_NE(error_of(R"({"hook":{"checks":["nope"]}})").find("no check with id 'nope'"), std::string::npos);
   EXPECT_NE(error_of(R"({"checkz":[]})").find("did you mean 'checks'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"bisect":{"parallel":0}})").find("bisect.parallel: '0' must be a whole number from 1 to 64"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"bisect":{"paralel":2}})").find("did you mean 'parallel'"), std::string::npos);
+  EXPECT_EQ(parse(R"({"bisect":{"parallel":3}})", "phoenix.json").bisect_parallel, 3);
+  EXPECT_EQ(parse("{}", "phoenix.json").bisect_parallel, 0);  // 0: the cores, at most 4
   EXPECT_NE(error_of(R"([1,2])").find("JSON object"), std::string::npos);
 }
 
