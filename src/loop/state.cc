@@ -31,6 +31,13 @@ Json empty_state() {
               {"deadline", nullptr},
               {"waiting_until", nullptr},
               {"waiting_for", nullptr},
+              // loop/caps.h fills it in at the first transition.
+              {"caps",
+               {{"max_cost_usd", nullptr},
+                {"max_hours", nullptr},
+                {"cost_usd", 0.0},
+                {"unknown_cost_runs", 0},
+                {"elapsed_s", 0.0}}},
               {"exit_code", nullptr}};
 }
 

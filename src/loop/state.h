@@ -5,7 +5,8 @@
 // phase, task {id,title,index,total} (null between tasks), iteration,
 // max_iterations, retry_count, session_retries, last_failure_type,
 // last_signature, last_incident, known_good, head, started_at, updated_at,
-// deadline, exit_code (null until the loop has finished).
+// deadline, waiting_until, waiting_for, caps (loop/caps.h: the caps and
+// what was spent against them), exit_code (null until the loop has finished).
 //
 // Every write replaces the file atomically (util::write_file_atomic), so a
 // reader sees the previous state or the next, never a mix. Writes are
