@@ -84,6 +84,24 @@ TEST_F(LoopGuards, RedAcceptanceCheckIsNeverTickedAndItsFollowersWait) {
   EXPECT_EQ(state()["iteration"], 2) << "the follower never ran";
 }
 
+TEST_F(LoopGuards, TasksJsonIsTickedInPlaceWhenItsCheckIsGreen) {
+  const std::string tasks =
+      "{\n  // tonight\n  \"tasks\": [\n    {\"title\": \"totals\", \"after\": \"csv\",\n"
+      "     \"check\": {\"kind\": \"regex_in_file\", \"target\": \"out.csv\", \"pattern\": \"total\", "
+      "\"expect\": \"present\"}},\n    {\"id\": \"csv\", \"title\": \"export CSV\", \"done\": false}\n  ]\n}\n";
+  write(repo, "tasks.json", tasks);
+  configure("append work.txt 'x\\n'; write out.csv 'id,total\\n'", {{"tasks", "tasks.json"}});
+  CliRun r = loop({});
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::string done = branch_file("tasks.json");
+  EXPECT_NE(done.find("// tonight"), std::string::npos) << done;
+  EXPECT_NE(done.find("{\"done\": true, \"title\": \"totals\""), std::string::npos) << done;
+  EXPECT_NE(done.find("\"title\": \"export CSV\", \"done\": true}"), std::string::npos) << done;
+  // The order: export CSV first, though it is listed second.
+  EXPECT_EQ(util::split_lines(git(repo, {"log", "--format=%s", "-2", "phoenix/loop-test"})),
+            (std::vector<std::string>{"phoenix-loop: totals", "phoenix-loop: export CSV"}));
+}
+
 TEST_F(LoopGuards, PromiseWithoutChangeIsNeverTicked) {
   configure("replace TASKS.md '[ ]' '[x]'; print '<promise>COMPLETE</promise>'");
   CliRun r = loop({});
