@@ -19,6 +19,7 @@
 
 #include "cli/app.h"
 #include "config/config.h"
+#include "loop/caps.h"
 #include "loop/loop.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -98,6 +99,7 @@ void print_human(const Context& ctx, const json& s, bool stale) {
     const std::string why = str(s, "waiting_for") == "unreachable" ? "model unreachable" : "rate limit";
     std::cout << "waiting: " << why << " until " << hhmm << "\n";
   }
+  if (s.contains("caps") && s["caps"].is_object()) std::cout << "spent:      " << loop::figures_text(s["caps"]) << "\n";
   std::cout << "exit code:  " << (s["exit_code"].is_null() ? "(running)" : str(s, "exit_code")) << "\n";
 }
 

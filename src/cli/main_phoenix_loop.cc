@@ -30,10 +30,14 @@ int loop_main(int argc, char** argv) {
       "branch", cli::po::value<std::string>(), "branch to work on (default phoenix/loop-YYYYMMDD)")(
       "workers", cli::po::value<int>(),
       "work on up to N tasks at once, each in its own worktree, through the verified merge queue (default "
-      "loop.workers, 1)")("resume", "carry on from .phoenix/loop-run.json and the branch after a crash");
+      "loop.workers, 1)")("resume", "carry on from .phoenix/loop-run.json and the branch after a crash")(
+      "max-cost", cli::po::value<double>(),
+      "start no iteration that would take the agents' reported cost past USD (default loop.max_cost_usd)")(
+      "max-hours", cli::po::value<double>(),
+      "start no iteration that would end past H hours of running (default loop.max_hours)");
   cli::Parsed p;
   if (!cli::parse_command("phoenix-loop", desc, args, p, false)) {
-    std::cout << "exit codes: 0 every task done and every check green, 1 stopped / skipped tasks,\n"
+    std::cout << "exit codes: 0 every task done and every check green, 1 stopped / skipped tasks / a cap reached,\n"
                  "2 escalated, 64 usage error, 78 configuration error, 130 interrupted.\n";
     return kExitOk;
   }
@@ -60,6 +64,12 @@ int loop_main(int argc, char** argv) {
   }
   if (p.vm.count("branch")) o.branch = p.vm["branch"].as<std::string>();
   o.resume = p.vm.count("resume") > 0;
+  for (const char* cap : {"max-cost", "max-hours"}) {
+    if (!p.vm.count(cap)) continue;
+    double v = p.vm[cap].as<double>();
+    if (!(v > 0)) throw UsageError(std::string("phoenix-loop: --") + cap + " must be a positive number");
+    (std::string(cap) == "max-cost" ? o.max_cost_usd : o.max_hours) = v;
+  }
   o.templates_dir = cli::templates_dir();
   return loop::run_loop(o, cfg, p.ctx.trace(),
                         [](const std::string& s) { std::cerr << "phoenix-loop: " << s << "\n"; });

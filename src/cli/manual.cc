@@ -186,7 +186,7 @@ const std::map<std::string, std::string>& key_descriptions() {
       {"loop.baseline", "what to do with a check already red before the first iteration."},
       {"loop.heartbeat_s", "how often loop-state.json is rewritten while waiting."},
       {"loop.no_progress_limit", "iterations in a row that changed nothing before the loop stops."},
-      {"loop.notify", "a command run on escalation and at the end (argv)."},
+      {"loop.notify", "a command (argv) or a webhook told on escalation, rate-limit waits and the end."},
       {"loop.branch", "branch the loop works on."},
       {"check.id", "unique name; no spaces, commas or slashes."},
       {"check.kind", "what is measured."},
@@ -366,7 +366,8 @@ std::string program_man_page(const std::string& program, const std::string& summ
         "branch or checkout. Each iteration runs the agent CLI named by \\fBharness\\fR in \\fIphoenix.json\\fR with a "
         "fresh prompt, then the checks; green commits and ticks the task, red starts the bounded heal cycle of "
         "\\fBphoenix run\\fR. Completion is decided by the checks and the tasks file, never by the agent.\n"
-        ".PP\nIt stops at \\fB\\-\\-max\\-iterations\\fR, at \\fB\\-\\-until\\fR, when \\fI.phoenix/STOP\\fR appears, "
+        ".PP\nIt stops at \\fB\\-\\-max\\-iterations\\fR, at \\fB\\-\\-until\\fR, before an iteration that would "
+        "pass \\fB\\-\\-max\\-cost\\fR or \\fB\\-\\-max\\-hours\\fR, when \\fI.phoenix/STOP\\fR appears, "
         "and on SIGINT or SIGTERM (the agent's process tree is killed, the state written). "
         "\\fI.phoenix/loop\\-state.json\\fR says what it is doing; \\fBphoenix status\\fR reads it.\n";
   s += ".SH OPTIONS\n";

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "checks/url.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -50,6 +51,75 @@ void parse_bisect(Config& c, const Json& b) {
   if (!k.is_number_integer() || k.get<long long>() < 1 || k.get<long long>() > 64)
     throw ConfigError("bisect.parallel: '" + k.dump() + "' must be a whole number from 1 to 64");
   c.bisect_parallel = static_cast<int>(k.get<long long>());
+}
+
+double positive_amount(const Json& j, const std::string& where, const std::string& unit) {
+  if (!j.is_number() || j.get<double>() <= 0) throw ConfigError(where + ": must be a positive number of " + unit);
+  return j.get<double>();
+}
+
+// loop.notify: an argv array (run on each event), or an object with a
+// webhook "url" and "format" (and optionally that "command" too).
+void parse_notify(const Json& n, Loop& loop) {
+  if (n.is_array()) {
+    loop.notify = util::string_array(n, "loop.notify");
+    return;
+  }
+  if (!n.is_object())
+    throw ConfigError(
+        "loop.notify: must be an argv array or an object like {\"url\": \"http://...\", \"format\": \"ntfy\"}");
+  util::reject_unknown_keys(n, {"url", "format", "command", "attempts", "timeout_s"}, "loop.notify");
+  if (n.contains("command")) loop.notify = util::string_array(n["command"], "loop.notify.command");
+  if (!n.contains("url")) {
+    if (loop.notify.empty()) throw ConfigError("loop.notify: give a \"url\" (a webhook) or a \"command\" (argv)");
+    return;
+  }
+  Webhook w;
+  if (!n["url"].is_string()) throw ConfigError("loop.notify.url: must be an http:// URL");
+  w.url = n["url"].get<std::string>();
+  if (util::starts_with(w.url, "https://"))
+    throw ConfigError("loop.notify.url: '" + w.url +
+                      "': https is not supported (Phoenix links no TLS library); use http:// to a server you "
+                      "run, e.g. a local ntfy or a relay that forwards over TLS");
+  checks::parse_url(w.url, "loop.notify.url");
+  if (n.contains("format")) w.format = one_of(n["format"], "loop.notify.format", {"json", "ntfy", "slack"});
+  if (n.contains("attempts")) {
+    w.attempts = positive_int(n["attempts"], "loop.notify.attempts");
+    if (w.attempts < 1 || w.attempts > 10) throw ConfigError("loop.notify.attempts: must be 1 to 10");
+  }
+  if (n.contains("timeout_s")) w.timeout_s = positive_seconds(n["timeout_s"], "loop.notify.timeout_s");
+  loop.webhook = w;
+}
+
+// The "loop" object: phoenix-loop's settings.
+void parse_loop(const Json& l, Loop& loop) {
+  if (!l.is_object()) throw ConfigError("loop: must be an object");
+  util::reject_unknown_keys(
+      l,
+      {"tasks", "prompt", "on_escalate", "max_iterations", "iteration_timeout_s", "baseline", "heartbeat_s",
+       "no_progress_limit", "notify", "branch", "max_cost_usd", "max_hours", "workers"},
+      "loop");
+  auto str = [&](const char* k, std::string& dst) {
+    if (!l.contains(k)) return;
+    if (!l[k].is_string()) throw ConfigError(std::string("loop.") + k + ": must be a string");
+    dst = l[k].get<std::string>();
+  };
+  str("tasks", loop.tasks);
+  str("prompt", loop.prompt);
+  str("branch", loop.branch);
+  if (l.contains("on_escalate")) loop.on_escalate = one_of(l["on_escalate"], "loop.on_escalate", {"stop", "skip"});
+  if (l.contains("baseline")) loop.baseline = one_of(l["baseline"], "loop.baseline", {"heal", "ignore", "stop"});
+  if (l.contains("max_iterations")) loop.max_iterations = positive_int(l["max_iterations"], "loop.max_iterations");
+  if (l.contains("no_progress_limit"))
+    loop.no_progress_limit = positive_int(l["no_progress_limit"], "loop.no_progress_limit");
+  if (l.contains("iteration_timeout_s"))
+    loop.iteration_timeout_s = positive_seconds(l["iteration_timeout_s"], "loop.iteration_timeout_s");
+  if (l.contains("heartbeat_s")) loop.heartbeat_s = positive_seconds(l["heartbeat_s"], "loop.heartbeat_s");
+  if (l.contains("notify")) parse_notify(l["notify"], loop);
+  if (l.contains("max_cost_usd"))
+    loop.max_cost_usd = positive_amount(l["max_cost_usd"], "loop.max_cost_usd", "US dollars");
+  if (l.contains("max_hours")) loop.max_hours = positive_amount(l["max_hours"], "loop.max_hours", "hours");
+  if (l.contains("workers")) loop.workers = positive_int(l["workers"], "loop.workers");
 }
 
 void parse_into(Config& c, const Json& j) {
@@ -160,32 +230,7 @@ void parse_into(Config& c, const Json& j) {
       if (!c.find(c.hook.checks[i]))
         throw ConfigError("hook.checks[" + std::to_string(i) + "]: no check with id '" + c.hook.checks[i] + "'");
   }
-  if (j.contains("loop")) {
-    const Json& l = j["loop"];
-    if (!l.is_object()) throw ConfigError("loop: must be an object");
-    util::reject_unknown_keys(l,
-                              {"tasks", "prompt", "on_escalate", "max_iterations", "iteration_timeout_s", "baseline",
-                               "heartbeat_s", "no_progress_limit", "notify", "branch", "workers"},
-                              "loop");
-    auto str = [&](const char* k, std::string& dst) {
-      if (!l.contains(k)) return;
-      if (!l[k].is_string()) throw ConfigError(std::string("loop.") + k + ": must be a string");
-      dst = l[k].get<std::string>();
-    };
-    str("tasks", c.loop.tasks);
-    str("prompt", c.loop.prompt);
-    str("branch", c.loop.branch);
-    if (l.contains("on_escalate")) c.loop.on_escalate = one_of(l["on_escalate"], "loop.on_escalate", {"stop", "skip"});
-    if (l.contains("baseline")) c.loop.baseline = one_of(l["baseline"], "loop.baseline", {"heal", "ignore", "stop"});
-    if (l.contains("max_iterations")) c.loop.max_iterations = positive_int(l["max_iterations"], "loop.max_iterations");
-    if (l.contains("no_progress_limit"))
-      c.loop.no_progress_limit = positive_int(l["no_progress_limit"], "loop.no_progress_limit");
-    if (l.contains("iteration_timeout_s"))
-      c.loop.iteration_timeout_s = positive_seconds(l["iteration_timeout_s"], "loop.iteration_timeout_s");
-    if (l.contains("heartbeat_s")) c.loop.heartbeat_s = positive_seconds(l["heartbeat_s"], "loop.heartbeat_s");
-    if (l.contains("notify")) c.loop.notify = util::string_array(l["notify"], "loop.notify");
-    if (l.contains("workers")) c.loop.workers = positive_int(l["workers"], "loop.workers");
-  }
+  if (j.contains("loop")) parse_loop(j["loop"], c.loop);
 }
 
 }  // namespace

@@ -35,6 +35,16 @@ struct Hook {
   double timeout_s = 600;
 };
 
+// loop.notify given as an object: a webhook the loop POSTs to on an
+// escalation, at the end and while it waits on a rate limit (plain http://
+// only: Phoenix links no TLS library; docs/loop.md "Notify").
+struct Webhook {
+  std::string url;              // http://host[:port]/path
+  std::string format = "json";  // json | ntfy | slack
+  int attempts = 4;             // deliveries tried before giving up
+  double timeout_s = 10;        // per attempt
+};
+
 struct Loop {
   std::string tasks;                 // tasks file (Markdown "- [ ]" lines)
   std::string prompt;                // prompt file (ralph mode)
@@ -44,9 +54,12 @@ struct Loop {
   std::string baseline = "heal";  // heal | ignore | stop
   double heartbeat_s = 5;
   int no_progress_limit = 3;
-  std::vector<std::string> notify;
+  std::vector<std::string> notify;  // argv (loop.notify as an array, or its "command")
+  std::optional<Webhook> webhook;   // loop.notify as an object with a "url"
   std::string branch;
-  int workers = 1;  // tasks worked on at once (--workers), each in its own worktree
+  int workers = 1;                     // tasks worked on at once (--workers), each in its own worktree
+  std::optional<double> max_cost_usd;  // no iteration starts that would pass it (loop/caps.h)
+  std::optional<double> max_hours;
 };
 
 // One step of `setup`: what gives a tree of Phoenix's own (the loop's,

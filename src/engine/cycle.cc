@@ -406,6 +406,8 @@ fixers::Proposal Engine::Impl::propose(Heal& h, fixers::Fixer& fixer, std::strin
   fixers::Proposal p = fixer.propose(req);
   p.fixer = fixer.name();
   if (p.model_calls) h.out.model_calls = h.out.model_calls.value_or(0) + *p.model_calls;
+  if (p.cost_usd) h.out.cost_usd += *p.cost_usd;
+  else if (p.model_calls.value_or(1) != 0) ++h.out.unknown_cost_runs;
   trace.append("proposal", {{"check", h.check.id},
                             {"fixer", p.fixer},
                             {"status", fixers::status_name(p.status)},

@@ -76,6 +76,11 @@ struct IssueOutcome {
   std::string issue_signature;
   std::string patch;               // the healing (or, dry run, proposed) patch
   std::optional<int> model_calls;  // null when no fixer reported its count
+  // What its proposals cost, as the fixers reported it: the sum of the
+  // reported costs, and the proposals that called a model (or may have) and
+  // reported none (unknown, never counted as 0).
+  double cost_usd = 0;
+  int unknown_cost_runs = 0;
 };
 
 struct RunResult {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -23,6 +24,9 @@
 #include "gitx/worktree.h"
 #include "layout/layout.h"
 #include "loop/queue.h"
+#include "loop/acceptance.h"
+#include "loop/caps.h"
+#include "loop/notify.h"
 #include "loop/state.h"
 #include "loop/tasks.h"
 #include "loop/tree.h"
@@ -131,9 +135,25 @@ struct Loop {
   std::set<int> skipped;
   std::set<std::string> ignored;  // checks red at the baseline, loop.baseline = ignore
   std::string last_failure, last_incident;
+  // Caps, acceptance checks, webhooks (loop/caps.h, loop/acceptance.h, loop/notify.h).
+  Caps caps{CapLimits{opt.max_cost_usd ? opt.max_cost_usd : cfg.loop.max_cost_usd,
+                      opt.max_hours ? opt.max_hours : cfg.loop.max_hours}};
+  std::mutex caps_mu;  // workers' agent runs and heals add to the caps from their threads
+  Json caps_figures() {
+    std::lock_guard<std::mutex> g(caps_mu);
+    return caps.figures();
+  }
+  double caps_seconds_left() {
+    std::lock_guard<std::mutex> g(caps_mu);
+    return caps.seconds_left();
+  }
+  std::optional<config::Config> task_cfg;  // phoenix.json's checks + the current task's acceptance check
 
   Loop(const Options& o, const config::Config& c, trace::Trace& t, std::function<void(const std::string&)> s)
       : opt(o), cfg(c), trace(t), say(std::move(s)), root(o.root) {}
+
+  // What the loop measures and heals with now.
+  const config::Config& checks_now() const { return task_cfg ? *task_cfg : cfg; }
 
   bool prompt_mode() const { return !prompt_rel.empty(); }
 
@@ -146,6 +166,7 @@ struct Loop {
       if (repo) {
         if (auto kg = repo->read_ref(engine::kKnownGoodRef)) s["known_good"] = *kg;
       }
+      s["caps"] = caps_figures();
       if (more) more(s);
     });
   }
@@ -177,7 +198,8 @@ struct Loop {
 
   Tree main_tree() { return Tree{wt, wt_name, &*repo}; }
 
-  void notify(const std::string& event, const std::string& incident) {
+  void notify(const std::string& event, const std::string& incident, const std::string& summary = "") {
+    send_webhook(event, incident, summary);
     if (cfg.loop.notify.empty()) return;
     util::ProcessOptions po;
     po.argv = cfg.loop.notify;
@@ -189,13 +211,46 @@ struct Loop {
     if (r.exit_code != 0) say("notify command exited " + std::to_string(r.exit_code) + " (ignored)");
   }
 
+  // loop.notify's webhook: delivered with retries; a failure is said and traced, never fatal.
+  void send_webhook(const std::string& event, const std::string& incident, const std::string& summary) {
+    if (!cfg.loop.webhook) return;
+    Json s = state.snapshot();
+    NotifyEvent e;
+    e.kind = event == "escalated" || event == "waiting" ? event : "finished";
+    e.summary = summary.empty() ? "phoenix-loop: " + event : summary;
+    e.repository = root;
+    e.branch = branch;
+    e.state_path = state_path(root);
+    e.phase = s.value("phase", "");
+    if (s["exit_code"].is_number_integer()) e.exit_code = s["exit_code"].get<int>();
+    if (s["waiting_until"].is_string()) e.waiting_until = s["waiting_until"].get<std::string>();
+    if (s["waiting_for"].is_string()) e.waiting_for = s["waiting_for"].get<std::string>();
+    if (!incident.empty() && event != "waiting") {
+      IncidentFacts f = read_incident(incident);
+      e.incident_path = incident;
+      e.incident_title = f.title;
+      e.signature = !f.signature.empty()              ? f.signature
+                    : s["last_signature"].is_string() ? s.value("last_signature", "")
+                                                      : "";
+      e.rollback_sha = f.rollback_sha;
+    }
+    Delivery d = deliver(*cfg.loop.webhook, e, [&](long long ms) { nap(ms); });
+    trace.append("loop.webhook",
+                 {{"event", e.kind}, {"ok", d.ok}, {"attempts", d.attempts}, {"status", d.status}, {"error", d.error}});
+    if (!d.ok)
+      say("webhook " + cfg.loop.webhook->url + ": not delivered after " + std::to_string(d.attempts) +
+          " attempt(s): " + d.error + " (ignored)");
+  }
+
   // How long the loop waits on a rate-limited or unreachable model in a
   // row: harness.max_wait_s when set, else until --until (no --until: as
   // long as it takes; every wait is at most the reset time or 5 min).
   double max_wait_s() const {
-    if (cfg.harness.max_wait_s) return *cfg.harness.max_wait_s;
-    if (opt.deadline_ms) return std::max(0.0, static_cast<double>(*opt.deadline_ms - util::now_ms()) / 1000.0);
-    return 1e9;
+    if (cfg.harness.max_wait_s) return std::min(*cfg.harness.max_wait_s, caps_seconds_left());
+    if (opt.deadline_ms)
+      return std::min(caps_seconds_left(),
+                      std::max(0.0, static_cast<double>(*opt.deadline_ms - util::now_ms()) / 1000.0));
+    return caps_seconds_left();
   }
 
   static std::string iso8601(long long ms) {
@@ -260,6 +315,20 @@ struct Loop {
     return prev;
   }
 
+  // A bad tasks file is refused before any branch or worktree is made.
+  void refuse_bad_tasks_file() const {
+    if (!tasks_rel.empty() && util::path_exists(root + "/" + tasks_rel))
+      parse_tasks(util::read_file(root + "/" + tasks_rel), tasks_rel);
+  }
+
+  // --resume: the counters (and what was spent against the caps) carry on.
+  void restore_counters(const Json& prev) {
+    iteration = prev.value("iteration", 0);
+    session_retries = prev.value("session_retries", 0);
+    if (prev.contains("caps")) caps.restore(prev["caps"]);
+    if (prev.contains("last_incident") && prev["last_incident"].is_string()) last_incident = prev["last_incident"];
+  }
+
   void setup() {
     tasks_rel = opt.tasks.empty() && opt.prompt.empty() ? cfg.loop.tasks : opt.tasks;
     prompt_rel = opt.tasks.empty() && opt.prompt.empty() ? cfg.loop.prompt : opt.prompt;
@@ -272,6 +341,7 @@ struct Loop {
     if (cfg.harness.command.empty() && cfg.harness.preset.empty())
       throw ConfigError("phoenix-loop: no harness configured in phoenix.json");
     max_iterations = opt.max_iterations.value_or(cfg.loop.max_iterations);
+    refuse_bad_tasks_file();
 
     main_repo.emplace(gitx::Repo::discover(root));
     gitx::Repo& main = *main_repo;
@@ -329,11 +399,7 @@ struct Loop {
       util::write_file_atomic(wt + "/" + src, util::read_file(root + "/" + src));
     }
 
-    if (opt.resume && prev.is_object()) {
-      iteration = prev.value("iteration", 0);
-      session_retries = prev.value("session_retries", 0);
-      if (prev.contains("last_incident") && prev["last_incident"].is_string()) last_incident = prev["last_incident"];
-    }
+    if (opt.resume && prev.is_object()) restore_counters(prev);
     state.update([&](Json& s) {
       s["max_iterations"] = max_iterations;
       s["deadline"] = opt.deadline_text.empty() ? Json(nullptr) : Json(opt.deadline_text);
@@ -380,7 +446,8 @@ struct Loop {
       m.setup_failed = su.signal + (su.evidence.empty() ? "" : "\n" + util::trim(su.evidence));
       return m;
     }
-    for (const auto& c : cfg.checks) {
+    const config::Config& tc = t.cfg ? *t.cfg : checks_now();
+    for (const auto& c : tc.checks) {
       checks::SenseResult r = checks::sense(c, t.path);
       if (r.interrupted) m.interrupted = true;
       if (!r.ok && !ignored.count(c.id)) {
@@ -417,13 +484,13 @@ struct Loop {
     so.run.templates_dir = opt.templates_dir;
     so.run.max_wait_s = max_wait_s();
     if (!worker) phase("healing", [&](Json& s) { s["retry_count"] = 0; });
-    engine::RunResult r = engine::run_session(t.path, cfg, so, trace, [&](const Json& ev) {
+    const config::Config& tc = t.cfg ? *t.cfg : checks_now();
+    engine::RunResult r = engine::run_session(t.path, tc, so, trace, [&](const Json& ev) {
       if (worker || ev.value("event", "") != "state") return;
       std::string st = ev.value("state", "");
       state.update([&](Json& s) {
         if (st == "DETECTED") {
-          const config::Config& c = cfg;
-          if (const auto* spec = c.find(ev.value("check", ""))) s["last_failure_type"] = spec->type;
+          if (const auto* spec = tc.find(ev.value("check", ""))) s["last_failure_type"] = spec->type;
           if (ev.contains("signature")) s["last_signature"] = ev["signature"];
         }
         if (st == "PROPOSING") s["retry_count"] = s.value("retry_count", 0) + 1;
@@ -438,7 +505,11 @@ struct Loop {
     });
     Heal h;
     h.exit_code = r.exit_code;
-    for (const auto& i : r.issues) session_retries += i.attempts;
+    for (const auto& i : r.issues) {
+      session_retries += i.attempts;
+      std::lock_guard<std::mutex> g(caps_mu);
+      caps.add(i.cost_usd, i.unknown_cost_runs);
+    }
     if (!r.incident.empty()) {
       // The engine wrote the note in the worktree (fsynced before its
       // rollback); the user reads incidents/ of their own checkout.
@@ -505,6 +576,33 @@ struct Loop {
 
   // --- one harness run -------------------------------------------------------
 
+  // The files only the loop may change while a task runs: the tasks file and
+  // the scripts the open tasks' acceptance checks run (loop/acceptance.h).
+  std::vector<std::string> pinned_files(const Task* task, const std::vector<Task>& tasks) const {
+    if (!task) return {};
+    std::vector<std::string> out{tasks_rel};
+    for (const auto& t : tasks)
+      for (const auto& p : t.done ? std::vector<std::string>{} : acceptance_scripts(t, wt))
+        if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    return out;
+  }
+
+  // Puts back what the agent changed of them; true when it changed any.
+  bool unpin(const PinnedFiles& pins) {
+    std::vector<std::string> changed = pins.restore();
+    if (changed.empty()) return false;
+    trace.append("loop.pinned", {{"iteration", iteration.load()}, {"files", changed}});
+    say("the agent changed " + util::join_argv(changed) + ", which only the loop may change: put back");
+    return true;
+  }
+
+  // Untracked run-time state and the task source never count as the agent's progress.
+  std::vector<std::string> own_files() const {
+    std::vector<std::string> own = kKeep;
+    own.push_back(prompt_mode() ? prompt_rel : tasks_rel);
+    return own;
+  }
+
   struct AgentRun {
     agent::Classification cls;
     std::string output;
@@ -535,6 +633,7 @@ struct Loop {
       double left = static_cast<double>(*opt.deadline_ms - util::now_ms()) / 1000.0;
       po.timeout_s = std::max(1.0, std::min(po.timeout_s, left));
     }
+    po.timeout_s = std::max(1.0, std::min(po.timeout_s, caps_seconds_left()));  // --max-hours
     util::ProcessResult r;
     if (on_pid) {
       util::Subprocess proc(po);
@@ -548,12 +647,14 @@ struct Loop {
     a.duration_ms = r.duration_ms;
     // Progress is what the agent changed, never the loop's own files: the
     // tasks or prompt file (ticked by the loop, maybe not even committed).
-    std::vector<std::string> own = kKeep;
-    own.push_back(prompt_mode() ? prompt_rel : tasks_rel);
-    a.changed = !t.repo->is_clean(own);
+    a.changed = !t.repo->is_clean(own_files());
     a.program = agent::program_name(inv.argv);
     const agent::RunFacts f = agent::run_facts(a.program, r, po.timeout_s, prompt, a.changed ? 1 : 0);
     a.cls = agent::classify_run(f, util::now_ms());
+    {
+      std::lock_guard<std::mutex> g(caps_mu);
+      caps.add_run(a.cls.cost_usd, a.cls.status != agent::Status::kUnavailable && a.cls.model_calls.value_or(1) != 0);
+    }
     Json ev{{"iteration", iteration.load()},
             {"exit_code", r.exit_code},
             {"status", agent::status_name(a.cls.status)},
@@ -581,15 +682,18 @@ struct Loop {
   // --- the end ---------------------------------------------------------------
 
   int finish(int code, const std::string& phase_name, const std::string& why) {
-    trace.append("loop.end",
-                 {{"exit_code", code}, {"phase", phase_name}, {"why", why}, {"iteration", iteration.load()}});
+    trace.append("loop.end", {{"exit_code", code},
+                              {"phase", phase_name},
+                              {"why", why},
+                              {"iteration", iteration.load()},
+                              {"caps", caps_figures()}});
     say(why);
     phase(phase_name, [&](Json& s) {
       s["exit_code"] = code;
       s["task"] = nullptr;
     });
     state.stop_heartbeat();
-    notify(phase_name == "escalated" ? "escalated-end" : "end", last_incident);
+    notify(phase_name == "escalated" ? "escalated-end" : "end", last_incident, why);
     return code;
   }
 
@@ -624,18 +728,45 @@ struct Loop {
       std::vector<Task> tasks;
       const Task* task = nullptr;
       if (!prompt_mode()) {
-        tasks = parse_tasks(util::read_file(wt + "/" + tasks_rel));
-        for (const auto& t : tasks)
-          if (!t.done && !skipped.count(t.index)) {
-            task = &t;
-            break;
-          }
-        if (!task) return all_ticked();
+        tasks = parse_tasks(util::read_file(wt + "/" + tasks_rel), tasks_rel);
+        task = next_ready(tasks, skipped);  // in file order, `after` respected
+        if (!task) {
+          skip_blocked(tasks);
+          return all_ticked();
+        }
       }
       if (iteration >= max_iterations)
         return finish(kExitRed, "stopped", "stopped: --max-iterations " + std::to_string(max_iterations) + " reached");
+      if (Ending e = over_cap()) return *e;
       if (Ending e = iterate(task, tasks)) return *e;
     }
+  }
+
+  // --max-cost / --max-hours: no iteration starts that would pass them.
+  Ending over_cap() {
+    Caps::Verdict v = caps.before_iteration(iteration);
+    if (!v.warning.empty()) {
+      say(v.warning);
+      trace.append("loop.cap_warning", {{"warning", v.warning}, {"caps", caps_figures()}});
+    }
+    if (!v.stop) return std::nullopt;
+    trace.append("loop.cap", {{"cap", v.cap}, {"why", v.why}, {"caps", caps_figures()}});
+    return finish(kExitRed, "stopped", "stopped: " + v.why);
+  }
+
+  // Open tasks that come after a skipped one can never start: skipped too.
+  void skip_blocked(const std::vector<Task>& tasks) {
+    std::vector<int> blocked = blocked_by_skipped(tasks, skipped);
+    if (blocked.empty()) return;
+    for (int i : blocked) {
+      skipped.insert(i);
+      const Task& t = tasks[static_cast<size_t>(i)];
+      trace.append("loop.task_skipped", {{"iteration", iteration.load()},
+                                         {"task", {{"id", t.id()}, {"title", t.title}, {"index", t.index}}},
+                                         {"blocked_by", t.after}});
+      say("skipping " + t.id() + " (" + t.title + "): it comes after a skipped task");
+    }
+    write_run_file();
   }
 
   // Baseline: red before the agent started is not the agent's doing.
@@ -680,6 +811,7 @@ struct Loop {
 
   // No task left to do.
   int all_ticked() {
+    task_cfg.reset();  // the final verdict is phoenix.json's checks
     if (!skipped.empty())
       return finish(kExitRed, "stopped",
                     std::to_string(skipped.size()) + " task(s) skipped after escalation; the rest done");
@@ -703,8 +835,12 @@ struct Loop {
     std::string title = task ? task->title : "iteration " + std::to_string(iteration);
     say("iteration " + std::to_string(iteration) + ": " + title);
     std::string prompt = prompt_for(task, tasks);
+    if (task && task->check) task_cfg = with_acceptance(cfg, task);
+    else task_cfg.reset();
+    PinnedFiles pins(wt, pinned_files(task, tasks));
     AgentRun a = run_agent(prompt);
     if (util::interrupted_signal()) return interrupted();
+    if (unpin(pins)) a.changed = !repo->is_clean(own_files());
 
     using agent::Status;
     if (a.cls.status == Status::kQuota)
@@ -725,7 +861,7 @@ struct Loop {
 
     if (task) {
       std::string path = wt + "/" + tasks_rel;
-      util::write_file_atomic(path, tick_task(util::read_file(path), task->line));
+      util::write_file_atomic(path, tick_task(util::read_file(path), *task, tasks_rel));
     }
     phase("checking");
     Measure m = measure();
@@ -779,6 +915,7 @@ struct Loop {
       s["waiting_until"] = iso8601(until);
       s["waiting_for"] = kind;
     });
+    if (rate_waits == 1) notify("waiting", "", "waiting on a " + kind + " model until " + iso8601(until));
     if (!repo->is_clean(kKeep)) repo->reset_hard(repo->head_sha(), true, kKeep);
     nap(wait);
     state.update([&](Json& s) {
@@ -839,7 +976,7 @@ struct Loop {
       last_incident = h.incident;
       util::write_file_atomic(root + "/.phoenix/ESCALATED", h.incident + "\n");
       phase("escalated", [&](Json& s) { s["last_incident"] = h.incident; });
-      notify("escalated", h.incident);
+      notify("escalated", h.incident, "escalated on " + title + ": " + util::join_argv(m.red));
       ++escalations_in_row;
       if (cfg.loop.on_escalate == "stop") return finish(kExitEscalated, "escalated", "escalated: see " + h.incident);
       if (task) {
@@ -892,7 +1029,7 @@ struct Loop {
     return std::any_of(queue.begin(), queue.end(), [&](const QueueEntry& e) { return e.index == index; });
   }
 
-  std::vector<Task> read_tasks() { return parse_tasks(util::read_file(wt + "/" + tasks_rel)); }
+  std::vector<Task> read_tasks() { return parse_tasks(util::read_file(wt + "/" + tasks_rel), tasks_rel); }
 
   // --resume: agents a killed loop left running are stopped, and whatever
   // they left in the workers' trees is kept under refs/phoenix/abandoned/.
@@ -978,9 +1115,12 @@ struct Loop {
   // Hands open tasks, in order, to free workers.
   void assign() {
     std::vector<Task> tasks = read_tasks();
+    skip_blocked(tasks);
     for (const auto& t : tasks) {
       if (!pool->has_free()) return;
       if (t.done || skipped.count(t.index) || pool->on_task(t.index) || queued(t.index)) continue;
+      if (!after_done(t, tasks)) continue;  // its `after` tasks are not merged yet
+      if (cap_reached()) return;
       if (iteration >= max_iterations) {
         wind_down(kExitRed, "stopped", "stopped: --max-iterations " + std::to_string(max_iterations) + " reached");
         return;
@@ -994,12 +1134,40 @@ struct Loop {
     }
   }
 
+  static bool after_done(const Task& t, const std::vector<Task>& tasks) {
+    for (const auto& id : t.after)
+      for (const auto& o : tasks)
+        if (o.id() == id && !o.done) return false;
+    return true;
+  }
+
+  // --max-cost / --max-hours with workers: no new task starts past them.
+  bool cap_reached() {
+    Caps::Verdict v;
+    {
+      std::lock_guard<std::mutex> g(caps_mu);
+      v = caps.before_iteration(iteration);
+    }
+    if (!v.stop) return false;
+    trace.append("loop.cap", {{"cap", v.cap}, {"why", v.why}, {"caps", caps_figures()}});
+    wind_down(kExitRed, "stopped", "stopped: " + v.why);
+    return true;
+  }
+
   // One task in a worker's own tree: the agent, the checks, the heal cycle.
+  // The task's acceptance check is measured with phoenix.json's, and the
+  // tasks file and acceptance scripts are put back after the agent's run.
   JobResult work(WorkerPool::Worker& w, const Job& job) {
     JobResult r;
-    const Tree& t = w.tree;
+    Tree t = w.tree;
+    const config::Config task_checks = with_acceptance(cfg, &job.task);
+    t.cfg = &task_checks;
     r.base = t.repo->head_sha();
+    std::vector<std::string> pinned{tasks_rel};
+    for (const auto& p : acceptance_scripts(job.task, t.path)) pinned.push_back(p);
+    PinnedFiles pins(t.path, pinned);
     AgentRun a = run_agent(job.prompt, t, [&](long pid) { pool->set_phase(w, "agent", pid); });
+    if (!pins.restore().empty()) a.changed = !t.repo->is_clean(own_files());
     pool->set_phase(w, "checking");
     using agent::Status;
     if (util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
@@ -1147,17 +1315,23 @@ struct Loop {
   Ending merge_next() {
     QueueEntry e = queue.front();
     std::string saved = util::read_file(wt + "/" + tasks_rel);
-    std::vector<Task> tasks = parse_tasks(saved);
+    std::vector<Task> tasks = parse_tasks(saved, tasks_rel);
     phase("merging", [&](Json& s) {
       s["task"] = Json{{"id", e.id}, {"title", e.title}, {"index", e.index}, {"total", tasks.size()}};
     });
     std::vector<std::string> keep = kKeep;
     keep.push_back(tasks_rel);
-    size_t line = e.index < static_cast<int>(tasks.size()) ? tasks[e.index].line : 0;
+    const Task* task = e.index < static_cast<int>(tasks.size()) ? &tasks[e.index] : nullptr;
     Tree t = main_tree();
+    // The combined tree is measured with the task's acceptance check too.
+    config::Config merge_cfg = with_acceptance(cfg, task);
+    t.cfg = &merge_cfg;
     MergeResult m = merge_entry(
-        t, e, keep, [&] { util::write_file_atomic(wt + "/" + tasks_rel, tick_task(saved, line)); },
-        [&] { return measure(); }, [&] { util::write_file_atomic(wt + "/" + tasks_rel, saved); });
+        t, e, keep,
+        [&] {
+          if (task) util::write_file_atomic(wt + "/" + tasks_rel, tick_task(saved, *task, tasks_rel));
+        },
+        [&] { return measure(t); }, [&] { util::write_file_atomic(wt + "/" + tasks_rel, saved); });
     trace.append("loop.merge", {{"task", e.id},
                                 {"result", kind_name(m.kind)},
                                 {"duration_ms", m.duration_ms},
@@ -1221,7 +1395,7 @@ struct Loop {
       last_incident = h.incident;
       util::write_file_atomic(root + "/.phoenix/ESCALATED", h.incident + "\n");
       phase("escalated", [&](Json& s) { s["last_incident"] = h.incident; });
-      notify("escalated", h.incident);
+      notify("escalated", h.incident, "escalated: the baseline could not be healed");
       return finish(kExitEscalated, "escalated", "baseline could not be healed: see " + h.incident);
     }
     return finish(kExitRed, "stopped", "baseline red and not healed");

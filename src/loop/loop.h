@@ -69,6 +69,9 @@ struct Options {
   bool resume = false;
   int workers = 0;            // --workers N; 0: loop.workers (or the resumed run's)
   std::string templates_dir;  // shipped templates (prompt-task.md)
+  // Override loop.max_cost_usd / loop.max_hours (loop/caps.h).
+  std::optional<double> max_cost_usd;
+  std::optional<double> max_hours;
 };
 
 // Runs the loop to its end; returns the exit code (0, 1, 2, 130).

@@ -33,6 +33,13 @@ Json empty_state() {
               {"waiting_for", nullptr},
               {"workers", Json::array()},
               {"queue", Json::array()},
+              // loop/caps.h fills it in at the first transition.
+              {"caps",
+               {{"max_cost_usd", nullptr},
+                {"max_hours", nullptr},
+                {"cost_usd", 0.0},
+                {"unknown_cost_runs", 0},
+                {"elapsed_s", 0.0}}},
               {"exit_code", nullptr}};
 }
 

@@ -5,7 +5,8 @@
 // phase, task {id,title,index,total} (null between tasks), iteration,
 // max_iterations, retry_count, session_retries, last_failure_type,
 // last_signature, last_incident, known_good, head, started_at, updated_at,
-// deadline, waiting_until, waiting_for, exit_code (null until the loop has
+// deadline, waiting_until, waiting_for, caps (loop/caps.h: the caps and
+// what was spent against them), exit_code (null until the loop has
 // finished); since version 2 also workers (what each worker of
 // --workers N is on) and queue (the merge queue), both empty with one worker.
 //

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "checks/check.h"
+#include "config/config.h"
 #include "gitx/repo.h"
 
 namespace phoenix::loop {
@@ -16,6 +17,9 @@ struct Tree {
   std::string path;
   std::string name;
   gitx::Repo* repo = nullptr;
+  // The checks measured and healed there: phoenix.json's plus the task's
+  // acceptance check (loop/acceptance.h); nullptr: the loop's current ones.
+  const config::Config* cfg = nullptr;
 };
 
 // One measurement of every check in a tree, after its setup steps.
