@@ -138,12 +138,12 @@ struct Loop {
   // Caps, acceptance checks, webhooks (loop/caps.h, loop/acceptance.h, loop/notify.h).
   Caps caps{CapLimits{opt.max_cost_usd ? opt.max_cost_usd : cfg.loop.max_cost_usd,
                       opt.max_hours ? opt.max_hours : cfg.loop.max_hours}};
-  std::mutex caps_mu;  // workers' agent runs and heals add to the caps from their threads
-  Json caps_figures() {
+  mutable std::mutex caps_mu;  // workers' agent runs and heals add to the caps from their threads
+  Json caps_figures() const {
     std::lock_guard<std::mutex> g(caps_mu);
     return caps.figures();
   }
-  double caps_seconds_left() {
+  double caps_seconds_left() const {
     std::lock_guard<std::mutex> g(caps_mu);
     return caps.seconds_left();
   }
