@@ -54,5 +54,6 @@ PHOENIX_BUILD_DIR="$build" "$here/bench/hook_bench.sh"
 echo "== what another view of the repository costs: sandboxes, worktrees, bisect, a clean HEAD's push"
 echo "   (1k and 10k files; PHOENIX_BENCH_100K=1 adds 100k, generated once into \$build/bench-repos)"
 PHOENIX_BUILD_DIR="$build" "$here/bench/perf_bench.sh" ${PHOENIX_BENCH_100K:+--with-100k}
+PHOENIX_BUILD_DIR="$build" "$here/bench/real_project_bench.sh"
 PHOENIX_BUILD_DIR="$build" "$here/bench/visual_bench.sh"
 PHOENIX_BUILD_DIR="$build" "$here/bench/setup_bench.sh"

@@ -11,7 +11,7 @@
 //                     repository is gone is removed by the next Phoenix
 //                     run that makes a tree
 //   worktrees/<name>  the persistent worktrees of the loop ("loop-…"),
-//                     bisect ("bisect"), the pre-push hook ("phoenix-hook-…")
+//                     bisect ("bisect", "bisect-2"...), the pre-push hook ("phoenix-hook-…")
 //                     and init's fresh tree ("init")
 //   sandboxes/        fixers' sandboxes
 //   setup/<name>.json each tree's setup stamp (setup/setup.h)
