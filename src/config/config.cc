@@ -28,6 +28,7 @@ const std::vector<std::string> kTopKeys{"$schema",
                                         "hook",
                                         "loop",
                                         "sandbox",
+                                        "git",
                                         "prompt_template",
                                         "setup"};
 
@@ -148,6 +149,17 @@ void parse_into(Config& c, const Json& j) {
       if (v != "auto" && v != "copy" && v != "overlay")
         throw ConfigError("sandbox.kind: '" + v + "' is not one of auto, copy, overlay");
       c.sandbox_kind = v;
+    }
+  }
+  if (j.contains("git")) {
+    const Json& g = j["git"];
+    if (!g.is_object()) throw ConfigError("git: must be an object");
+    util::reject_unknown_keys(g, {"lock_wait_s"}, "git");
+    if (g.contains("lock_wait_s")) {
+      const Json& w = g["lock_wait_s"];
+      if (!w.is_number() || w.get<double>() < 0 || w.get<double>() > 86400)
+        throw ConfigError("git.lock_wait_s: must be a number of seconds from 0 to 86400, not " + w.dump());
+      c.git_lock_wait_s = w.get<double>();
     }
   }
   if (j.contains("hook")) {

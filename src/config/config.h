@@ -76,6 +76,9 @@ struct Config {
   std::vector<std::string> sandbox_carry;
   std::string sandbox_kind = "auto";  // auto | copy | overlay (PHOENIX_SANDBOX overrides)
   std::string prompt_template;        // path relative to the repository, "" for the shipped one
+  // git.lock_wait_s: how long a write waits for .git/index.lock or a ref's
+  // lock that another process holds, before the step fails naming it.
+  double git_lock_wait_s = 5;
   Hook hook;
   Loop loop;
   util::Json raw;

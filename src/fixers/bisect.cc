@@ -1,5 +1,6 @@
 #include "fixers/bisect.h"
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -145,7 +146,11 @@ BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path
 }
 
 Proposal BisectFixer::propose(const Request& request) {
-  const long long t0 = util::now_ms();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto ms_since_t0 = [&t0] {
+    return static_cast<long long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+  };
   const std::string key = request_key(request);
   if (auto it = memo_.find(key); it != memo_.end()) {
     Proposal p;
@@ -154,7 +159,7 @@ Proposal BisectFixer::propose(const Request& request) {
     p.detail = it->second.status == Status::kProposed
                    ? "already proposed: " + it->second.summary + " — bisect has one proposal per culprit"
                    : it->second.detail;
-    p.duration_ms = util::now_ms() - t0;
+    p.duration_ms = ms_since_t0();
     return p;
   }
   for (const EarlierAttempt& e : request.earlier) {
@@ -164,14 +169,14 @@ Proposal BisectFixer::propose(const Request& request) {
       p.status = Status::kNothing;
       p.detail =
           "bisect already proposed a revert for this issue (" + e.outcome + ") — bisect has one proposal per culprit";
-      p.duration_ms = util::now_ms() - t0;
+      p.duration_ms = ms_since_t0();
       return p;
     }
   }
   bool memoize = true;
   Proposal p = search(request, &memoize);
   p.fixer = name();
-  p.duration_ms = util::now_ms() - t0;
+  p.duration_ms = ms_since_t0();
   if (memoize) memo_[key] = p;
   return p;
 }
@@ -188,8 +193,8 @@ Proposal BisectFixer::search(const Request& request, bool* memoize) {
   if (request.failure.result.ok)
     return nothing("the check " + request.failure.check.id + " is not red: nothing to bisect");
 
-  const long long t0 = util::now_ms();
-  const long long deadline = t0 + static_cast<long long>(request.timeout_s * 1000);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(request.timeout_s * 1000));
   std::map<std::string, std::string> signals;  // sha -> the check's signal there
   std::ostringstream log;
 
@@ -198,7 +203,7 @@ Proposal BisectFixer::search(const Request& request, bool* memoize) {
   std::string wt_path, setup_stamp_path;
   auto oracle = [&](const std::string& sha) {
     if (int sig = util::interrupted_signal()) throw Interrupted{sig};
-    if (request.timeout_s > 0 && util::now_ms() > deadline) throw OutOfTime{};
+    if (request.timeout_s > 0 && std::chrono::steady_clock::now() > deadline) throw OutOfTime{};
     if (request.config && !request.config->setup.empty()) {
       setup::Result su = setup::ensure(request.config->setup, wt_path, setup_stamp_path);
       if (su.interrupted) throw Interrupted{util::interrupted_signal()};
