@@ -187,6 +187,9 @@ const Point kPoints[] = {
     {"snapshot_write", "snapshot-write", Scenario::kSnapshot, 1, "/.phoenix/snapshots/"},
 };
 
+// gtest names a case by its point, not by the bytes of the struct.
+void PrintTo(const Point& p, std::ostream* os) { *os << p.name; }
+
 class WriteFault : public Faults, public ::testing::WithParamInterface<std::tuple<Point, const char*>> {};
 
 TEST_P(WriteFault, OneLineExitCodeNothingLostConsistentAfterRecover) {
