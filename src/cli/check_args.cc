@@ -31,9 +31,17 @@ void print_sense(const Context& ctx, const checks::SenseResult& r, bool to_stder
 }
 
 void trace_sense(Context& ctx, const checks::CheckSpec& spec, const checks::SenseResult& r) {
-  ctx.trace().append(
-      "sense",
-      {{"check", spec.id}, {"kind", spec.kind}, {"ok", r.ok}, {"signal", r.signal}, {"duration_ms", r.duration_ms}});
+  try {
+    ctx.trace().append(
+        "sense",
+        {{"check", spec.id}, {"kind", spec.kind}, {"ok", r.ok}, {"signal", r.signal}, {"duration_ms", r.duration_ms}});
+  } catch (const Error& e) {
+    // A measurement stands without its trace line (a read-only checkout,
+    // a full disk): said once, never a red check.
+    static bool said = false;
+    if (!said) std::cerr << "phoenix: note: not traced: " << e.what() << "\n";
+    said = true;
+  }
 }
 
 }  // namespace phoenix::cli

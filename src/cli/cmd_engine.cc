@@ -9,6 +9,7 @@
 #include "engine/session.h"
 #include "fixers/factory.h"
 #include "gitx/repo.h"
+#include "layout/layout.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -134,6 +135,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (p.vm.count("fixer")) so.fixers = fixers::parse_fixer_list(p.vm["fixer"].as<std::string>());
   so.no_journal = p.vm.count("no-journal") > 0;
   Context& ctx = p.ctx;
+  layout::require_writable(gitx::Repo::open(ctx.root));
   engine::RunResult r = engine::run_session(ctx.root, cfg, so, ctx.trace(), [&](const json& ev) {
     if (ctx.json) std::cout << ev.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
     print_event(ctx, ev);

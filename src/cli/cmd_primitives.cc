@@ -5,6 +5,8 @@
 #include "cli/check_args.h"
 #include "engine/recover.h"
 #include "engine/retry.h"
+#include "gitx/repo.h"
+#include "layout/layout.h"
 #include "snapshot/snapshot.h"
 #include "util/atomic_file.h"
 #include "trace/trace.h"
@@ -58,6 +60,7 @@ int cmd_snapshot(const std::vector<std::string>& args) {
   if (!p.vm.count("check"))
     throw UsageError("snapshot: --check is required (a snapshot is blessed only while a check passes)");
   config::Config cfg = config::load(p.ctx.root, false);
+  if (p.ctx.in_repo) layout::require_writable(gitx::Repo::open(p.ctx.root));
   checks::CheckSpec spec = resolve_check(cfg, p.vm["check"].as<std::string>());
   std::string rel = snapshot::relative_to_root(p.ctx.root, p.ctx.cwd, p.positional[0]);
   checks::SenseResult r = checks::sense(spec, p.ctx.root);
@@ -120,6 +123,7 @@ int cmd_heal(const std::vector<std::string>& args) {
   if (!p.vm.count("strategy")) throw UsageError("heal: --strategy is required (rollback or retry)");
   std::string strategy = p.vm["strategy"].as<std::string>();
   config::Config cfg = config::load(p.ctx.root, false);
+  if (p.ctx.in_repo) layout::require_writable(gitx::Repo::open(p.ctx.root));
   json out = {{"strategy", strategy}, {"healed", false}};
   if (strategy == "rollback") {
     if (!p.vm.count("snap")) throw UsageError("heal: --strategy rollback needs --snap ID");
@@ -232,6 +236,7 @@ int cmd_recover(const std::vector<std::string>& args) {
   Parsed p;
   if (!parse_command("recover", desc, args, p, false)) return kExitOk;
   json actions = json::array();
+  if (p.ctx.in_repo) layout::require_writable(gitx::Repo::open(p.ctx.root));
   if (util::path_exists(p.ctx.trace_path()) && trace::repair_torn_tail(p.ctx.trace_path()))
     actions.push_back("moved a torn last trace line into a trace.torn_repaired entry");
   if (p.ctx.in_repo)

@@ -5,6 +5,8 @@
 
 #include "cli/app.h"
 #include "config/config.h"
+#include "gitx/repo.h"
+#include "layout/layout.h"
 #include "loop/loop.h"
 #include "util/error.h"
 #include "util/subprocess.h"
@@ -43,6 +45,7 @@ int loop_main(int argc, char** argv) {
   }
   if (!p.ctx.in_repo) throw UsageError("phoenix-loop: " + p.ctx.root + " is not inside a git repository");
   config::Config cfg = config::load(p.ctx.root, true);
+  phoenix::layout::require_writable(phoenix::gitx::Repo::open(p.ctx.root));
   loop::Options o;
   o.root = p.ctx.root;
   if (p.vm.count("tasks")) o.tasks = p.vm["tasks"].as<std::string>();

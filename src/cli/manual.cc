@@ -173,6 +173,10 @@ const std::map<std::string, std::string>& key_descriptions() {
       {"sandbox.carry", "untracked paths copied into the sandbox (secrets never are)."},
       {"bisect", "the bisect fixer."},
       {"bisect.parallel", "commits measured at once, each in a worktree of its own (default: the cores, at most 4)."},
+      {"git", "how Phoenix shares the repository with other git users."},
+      {"git.lock_wait_s",
+       "seconds a write waits for .git/index.lock or a ref's lock held by another process before the step fails "
+       "naming it (default 5); Phoenix never removes a lock it did not take."},
       {"hook", "the pre-push hook."},
       {"hook.mode", "verify blocks a red push; heal also commits a verified fix."},
       {"hook.checks", "check ids the hook runs (all when unset)."},

@@ -18,7 +18,7 @@ namespace {
 const std::vector<std::string> kTopKeys{
     "$schema",  "checks",          "harness",         "fixers",          "budgets",   "session_cap",
     "diff_cap", "patch_files_cap", "patch_bytes_cap", "circuit_breaker", "protected", "hook",
-    "loop",     "sandbox",         "prompt_template", "setup",           "bisect"};
+    "loop",     "sandbox",         "prompt_template", "setup",           "bisect",    "git"};
 
 int positive_int(const Json& j, const std::string& where) {
   if (!j.is_number_integer() || j.get<long long>() < 0 || j.get<long long>() > 1000000)
@@ -219,6 +219,17 @@ void parse_into(Config& c, const Json& j) {
     }
   }
   if (j.contains("bisect")) parse_bisect(c, j["bisect"]);
+  if (j.contains("git")) {
+    const Json& g = j["git"];
+    if (!g.is_object()) throw ConfigError("git: must be an object");
+    util::reject_unknown_keys(g, {"lock_wait_s"}, "git");
+    if (g.contains("lock_wait_s")) {
+      const Json& w = g["lock_wait_s"];
+      if (!w.is_number() || w.get<double>() < 0 || w.get<double>() > 86400)
+        throw ConfigError("git.lock_wait_s: must be a number of seconds from 0 to 86400, not " + w.dump());
+      c.git_lock_wait_s = w.get<double>();
+    }
+  }
   if (j.contains("hook")) {
     const Json& h = j["hook"];
     if (!h.is_object()) throw ConfigError("hook: must be an object");

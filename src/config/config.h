@@ -91,6 +91,9 @@ struct Config {
   std::string sandbox_kind = "auto";  // auto | copy | overlay (PHOENIX_SANDBOX overrides)
   std::string prompt_template;        // path relative to the repository, "" for the shipped one
   int bisect_parallel = 0;            // bisect.parallel: worktrees probed at once, 0 = the cores (at most 4)
+  // git.lock_wait_s: how long a write waits for .git/index.lock or a ref's
+  // lock that another process holds, before the step fails naming it.
+  double git_lock_wait_s = 5;
   Hook hook;
   Loop loop;
   util::Json raw;

@@ -87,6 +87,7 @@ struct Engine::Impl {
   // Invariant 1: a checkpoint commit of the whole work tree precedes every
   // write to it. The first one of the run is also the pre-run checkpoint.
   std::string checkpoint(const std::string& why) {
+    PHOENIX_FAULT_IO("checkpoint-commit", repo->common_dir() + "/objects");
     std::string cp =
         repo->snapshot_workdir("phoenix: checkpoint before " + why, opt.author_name, opt.author_email, true);
     if (pre_run.empty()) {
@@ -171,6 +172,7 @@ RunResult Engine::Impl::run() {
   RunResult result;
   layout::ensure_state_dir(root);
   util::FileLock lock(layout::lock_file(root), 0, "this repository");
+  gitx::set_lock_wait_s(cfg.git_lock_wait_s);
   repo.emplace(gitx::Repo::open(root));
   head0 = repo->head_sha();
   if (head0.empty()) throw UsageError("the repository has no commits yet: commit something for Phoenix to measure");
@@ -585,6 +587,7 @@ void Engine::Impl::healed(Heal& h, const fixers::Proposal& p, const PatchFacts& 
                       ")\nSignal before: " + h.red.signal + "\nSignal after: " + a.again.signal +
                       "\nIssue-Signature: " + h.failure.issue_signature + "\nAttempt-Signature: " + attempt_sig + "\n";
     // The patch's files only: the user's untracked files stay out of it.
+    PHOENIX_FAULT_IO("heal-commit", repo->common_dir() + "/objects");
     h.out.fix_commit = repo->commit_tracked_and(facts.files, msg, opt.author_name, opt.author_email);
   }
   if (outcomes) outcomes->healed(h.failure, p, a.verify_ms);
@@ -614,7 +617,17 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   inc.why_escalated = why;
   inc.not_rolled_back_why = "rollback in progress";
   // Invariant 10: the note exists (fsynced) before the rollback starts.
-  std::string path = write_incident(layout::incidents_dir(root), inc);
+  std::string path;
+  try {
+    path = write_incident(layout::incidents_dir(root), inc);
+  } catch (const Error& e) {
+    // No note on disk, no rollback. The trace may sit on the same full disk.
+    const std::string why_not = std::string(e.what()) + "; not rolled back (no incident note)";
+    try {
+      trace.append("incident.failed", {{"check", f.check.id}, {"why", why}, {"error", e.what()}});
+    } catch (const Error&) {}
+    throw Error(why_not, e.exit_code());
+  }
   result.incident = path;
   trace.append("incident", {{"path", path}, {"check", f.check.id}, {"why", why}});
   state(f.check.id, "ESCALATED", {{"why", why}, {"incident", path}});
@@ -645,6 +658,7 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   set_incident_state(path, state_line);
   result.rolled_back_to = target;
   trace.append("rollback", {{"to", target}, {"abandoned", head}});
+  PHOENIX_FAULT_IO("escalated-flag", layout::escalated_flag(root));
   util::write_file_atomic(layout::escalated_flag(root), path + "\n");
 }
 

@@ -5,6 +5,7 @@
 
 #include <ctime>
 #include <filesystem>
+#include <vector>
 
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -65,7 +66,9 @@ std::string render_incident(const Incident& inc) {
 }
 
 std::string write_incident(const std::string& dir, const Incident& inc) {
-  fs::create_directories(dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("cannot write incident note in " + dir + ": " + ec.message());
   std::string base = utc_now("%Y-%m-%d-%H-%M");
   std::string text = util::redact_secrets(render_incident(inc));
   for (int n = 0; n < 1000; ++n) {
@@ -74,22 +77,34 @@ std::string write_incident(const std::string& dir, const Incident& inc) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
       if (errno == EEXIST) continue;
-      throw_errno("cannot create incident note " + path);
+      throw_errno("cannot write incident note " + path);
     }
     ::close(fd);
-    if (!inc.artifacts.empty()) {
-      // Evidence pictures go beside the note, named after it.
-      Incident with_files = inc;
-      std::string stem = fs::path(path).stem().string();
-      for (const auto& [name, bytes] : inc.artifacts) {
-        std::string file = stem + "-" + name;
-        util::write_file_atomic(dir + "/" + file, bytes);
-        with_files.images.push_back(file);
+    std::vector<std::string> written;
+    try {
+      if (!inc.artifacts.empty()) {
+        // Evidence pictures go beside the note, named after it.
+        Incident with_files = inc;
+        std::string stem = fs::path(path).stem().string();
+        for (const auto& [name, bytes] : inc.artifacts) {
+          std::string file = stem + "-" + name;
+          PHOENIX_FAULT_IO("evidence-write", dir + "/" + file);
+          util::write_file_atomic(dir + "/" + file, bytes);
+          written.push_back(dir + "/" + file);
+          with_files.images.push_back(file);
+        }
+        text = util::redact_secrets(render_incident(with_files));
       }
-      text = util::redact_secrets(render_incident(with_files));
+      PHOENIX_FAULT_TORN("mid-incident", path + ".tmp.fault", text);
+      PHOENIX_FAULT_IO("incident-write", path);
+      util::write_file_atomic(path, text);
+    } catch (const Error&) {
+      // No half note: an empty claimed name would read as a crash in the
+      // middle of an escalation, which `phoenix recover` completes.
+      for (const auto& f : written) ::unlink(f.c_str());
+      ::unlink(path.c_str());
+      throw;
     }
-    PHOENIX_FAULT_TORN("mid-incident", path + ".tmp.fault", text);
-    util::write_file_atomic(path, text);
     return path;
   }
   throw Error("cannot find a free incident note name in " + dir);

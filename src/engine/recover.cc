@@ -133,16 +133,28 @@ void remove_stale_sandboxes(const std::string& dir, std::vector<std::string>& ac
 namespace {
 
 // Lock files a killed libgit2 call left behind would block every later
-// write; no Phoenix run is alive (the caller's lock says so).
+// write; no Phoenix run is alive (the caller's lock says so). A lock some
+// live process has open (an editor's git) is that process's, and stays.
 void remove_stale_locks(const gitx::Repo& repo, std::vector<std::string>& actions) {
   std::error_code ec;
+  auto remove_if_stale = [&](const std::string& lock) {
+    if (!fs::exists(lock, ec)) return;
+    const std::string holder = util::FileLock::open_by(lock);
+    if (!holder.empty()) {
+      actions.push_back("left " + lock + ": held by " + holder);
+      return;
+    }
+    if (fs::remove(lock, ec)) actions.push_back("removed " + lock + " left by the interrupted run");
+  };
   for (const std::string& stale : {repo.git_dir() + "/index.lock", repo.git_dir() + "/HEAD.lock"})
-    if (fs::remove(stale, ec)) actions.push_back("removed " + stale + " left by the interrupted run");
-  for (const std::string& dir : {repo.common_dir() + "/refs/phoenix", repo.common_dir() + "/refs/heads"})
+    remove_if_stale(stale);
+  for (const std::string& dir : {repo.common_dir() + "/refs/phoenix", repo.common_dir() + "/refs/heads"}) {
+    std::vector<std::string> locks;
     if (fs::is_directory(dir, ec))
       for (const auto& e : fs::recursive_directory_iterator(dir, ec))
-        if (e.path().extension() == ".lock" && fs::remove(e.path(), ec))
-          actions.push_back("removed " + e.path().string() + " left by the interrupted run");
+        if (e.path().extension() == ".lock") locks.push_back(e.path().string());
+    for (const auto& l : locks) remove_if_stale(l);
+  }
 }
 
 // The interrupted run's work tree back to its pre-run state, or its
@@ -174,7 +186,11 @@ std::string restore_interrupted(gitx::Repo& repo, const Interrupted& in, const s
     done["abandoned_head"] = head;
   }
   if (!in.dirty0) {
-    repo.reset_hard(in.head0, true, kKeep);
+    // The user's untracked files (invariant 5) stay: on a clean tree the
+    // checkpoint holds exactly those beside HEAD's files.
+    std::vector<std::string> keep(kKeep.begin(), kKeep.end());
+    for (std::string& f : repo.commit_files(in.checkpoint)) keep.push_back(std::move(f));
+    repo.reset_hard(in.head0, true, keep);
   } else {
     if (head != in.head0) repo.reset_hard(in.head0, false, kKeep);
     repo.restore_paths(in.checkpoint, changed_since(repo, in.checkpoint));

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -377,7 +378,11 @@ BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path
 }
 
 Proposal BisectFixer::propose(const Request& request) {
-  const long long t0 = util::now_ms();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto ms_since_t0 = [&t0] {
+    return static_cast<long long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+  };
   const std::string key = request_key(request);
   if (auto it = memo_.find(key); it != memo_.end()) {
     Proposal p;
@@ -386,7 +391,7 @@ Proposal BisectFixer::propose(const Request& request) {
     p.detail = it->second.status == Status::kProposed
                    ? "already proposed: " + it->second.summary + " — bisect has one proposal per culprit"
                    : it->second.detail;
-    p.duration_ms = util::now_ms() - t0;
+    p.duration_ms = ms_since_t0();
     return p;
   }
   for (const EarlierAttempt& e : request.earlier) {
@@ -396,14 +401,14 @@ Proposal BisectFixer::propose(const Request& request) {
       p.status = Status::kNothing;
       p.detail =
           "bisect already proposed a revert for this issue (" + e.outcome + ") — bisect has one proposal per culprit";
-      p.duration_ms = util::now_ms() - t0;
+      p.duration_ms = ms_since_t0();
       return p;
     }
   }
   bool memoize = true;
   Proposal p = search(request, &memoize);
   p.fixer = name();
-  p.duration_ms = util::now_ms() - t0;
+  p.duration_ms = ms_since_t0();
   if (memoize) memo_[key] = p;
   return p;
 }
@@ -427,7 +432,8 @@ class BisectRun {
  public:
   explicit BisectRun(const Request& request) : req_(request) {
     p_.status = Status::kNothing;
-    deadline_ = util::now_ms() + static_cast<long long>(request.timeout_s * 1000);
+    deadline_ =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(request.timeout_s * 1000));
   }
 
   Proposal search(bool* memoize) {
@@ -540,7 +546,7 @@ class BisectRun {
   // `sha`), after the setup steps whose inputs changed there.
   bool measure(const std::string& sha, const BisectProbe& probe) {
     if (int sig = util::interrupted_signal()) throw Interrupted{sig};
-    if (req_.timeout_s > 0 && util::now_ms() > deadline_) throw OutOfTime{};
+    if (req_.timeout_s > 0 && std::chrono::steady_clock::now() > deadline_) throw OutOfTime{};
     if (req_.config && !req_.config->setup.empty()) set_up(sha, probe);
     const checks::CheckSpec& check = req_.failure.check;
     checks::SenseResult s = check.kind == "command_exit"
@@ -629,7 +635,7 @@ class BisectRun {
 
   const Request& req_;
   Proposal p_;
-  long long deadline_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
   std::vector<std::string> stamps_;  // each worktree's setup stamp
   std::mutex mu_;
   std::ostringstream log_;

@@ -1,5 +1,6 @@
 #include "fixers/harness.h"
 
+#include <chrono>
 #include <signal.h>
 #include <sys/stat.h>
 #include <string.h>
@@ -368,12 +369,14 @@ std::string summary_of(const std::string& program, const Classification& c, cons
 Proposal HarnessFixer::propose(const Request& request) {
   Proposal p;
   p.fixer = name();
-  const long long started = util::now_ms();
+  const auto started = std::chrono::steady_clock::now();
   auto done = [&](Status s, std::string detail, std::string summary) {
     p.status = s;
     p.detail = std::move(detail);
     p.summary = std::move(summary);
-    if (p.duration_ms == 0) p.duration_ms = util::now_ms() - started;
+    if (p.duration_ms == 0)
+      p.duration_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
     return p;
   };
 

@@ -1,5 +1,6 @@
 #include "fixers/journal_fixer.h"
 
+#include <chrono>
 #include <algorithm>
 #include <optional>
 
@@ -28,7 +29,11 @@ std::string describe(const journal::Entry& e) {
 }  // namespace
 
 Proposal JournalFixer::propose(const Request& request) {
-  const long long t0 = util::now_ms();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto ms_since_t0 = [&t0] {
+    return static_cast<long long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+  };
   Proposal p;
   p.fixer = name();
   const std::string& sig = request.failure.issue_signature;
@@ -56,7 +61,7 @@ Proposal JournalFixer::propose(const Request& request) {
       p.summary = "replay the verified fix for " + e.signature.substr(0, 12) + " first proposed by " + e.fixer;
       p.detail = describe(e);
       p.model_calls = 0;
-      p.duration_ms = util::now_ms() - t0;
+      p.duration_ms = ms_since_t0();
       return p;
     }
     p.status = Status::kNothing;
@@ -73,7 +78,7 @@ Proposal JournalFixer::propose(const Request& request) {
     p.status = Status::kUnavailable;
     p.detail = e.what();
   }
-  p.duration_ms = util::now_ms() - t0;
+  p.duration_ms = ms_since_t0();
   return p;
 }
 

@@ -218,7 +218,10 @@ void Repo::apply_patch(const std::string& patch, ApplyLocation where) {
   DiffPtr diff = parse_patch(patch);
   fresh_index(raw());
   PHOENIX_FAULT("mid-apply");
-  check(git_apply(raw(), diff.get(), to_location(where), nullptr), "apply patch");
+  // libgit2 takes the index lock before it writes a file: a locked index
+  // fails the apply before anything changed, so it can run again.
+  with_lock_wait(index_locks(), true,
+                 [&] { check(git_apply(raw(), diff.get(), to_location(where), nullptr), "apply patch"); });
   if (where == ApplyLocation::kWorkdir) smudge_index_entries(raw(), diff.get());
 }
 

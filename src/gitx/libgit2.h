@@ -6,8 +6,12 @@
 
 #include <git2.h>
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "util/error.h"
 
 namespace phoenix::gitx::lg2 {
 
@@ -19,8 +23,24 @@ void ensure_init();
 std::string last_error_message(int rc);
 
 // Turns a failed libgit2 call into the one exception Phoenix throws for it:
-// Error("libgit2: <what>: <message>").
+// Error("libgit2: <what>: <message>"); Locked when the call failed because
+// another process holds a lock file it needs (GIT_ELOCKED).
 void check(int rc, const std::string& what);
+
+class Locked : public Error {
+ public:
+  using Error::Error;
+};
+
+// Runs `op`. While it throws Locked (someone else holds .git/index.lock or
+// a ref's .lock: an editor's git, a user's commit), waits with backoff and
+// runs it again, up to set_lock_wait_s(); then throws an Error naming the
+// lock file and, where /proc says, the process holding it. `locks` are the
+// files the operation takes: it starts only once they are gone, so an
+// operation that is not safe to repeat (`repeatable` false: a commit moves
+// HEAD before it writes the index) runs once, on free locks. Phoenix never
+// removes a lock file it did not take.
+void with_lock_wait(const std::vector<std::string>& locks, bool repeatable, const std::function<void()>& op);
 
 template <typename T, void (*FreeFn)(T*)>
 struct Deleter {

@@ -386,11 +386,16 @@ std::optional<std::string> Repo::read_ref(const std::string& name) const {
 void Repo::write_ref(const std::string& name, const std::string& rev, const std::string& log_message) {
   // Not peeled to a commit: a ref may name any object, as with git update-ref.
   ObjectPtr target = revparse(raw(), rev);
-  git_reference* ref = nullptr;
-  check(git_reference_create(&ref, raw(), name.c_str(), git_object_id(target.get()), /*force=*/1, log_message.c_str()),
+  with_lock_wait({common_dir() + "/" + name + ".lock"}, true, [&] {
+    git_reference* ref = nullptr;
+    check(
+        git_reference_create(&ref, raw(), name.c_str(), git_object_id(target.get()), /*force=*/1, log_message.c_str()),
         ("write ref " + name).c_str());
-  git_reference_free(ref);
+    git_reference_free(ref);
+  });
 }
+
+std::vector<std::string> Repo::index_locks() const { return {git_dir() + "/index.lock", git_dir() + "/HEAD.lock"}; }
 
 bool Repo::delete_ref(const std::string& name) {
   git_reference* ref = nullptr;
@@ -398,7 +403,8 @@ bool Repo::delete_ref(const std::string& name) {
   if (rc == GIT_ENOTFOUND) return false;
   check(rc, ("read ref " + name).c_str());
   ReferencePtr owned(ref);
-  check(git_reference_delete(owned.get()), ("delete ref " + name).c_str());
+  with_lock_wait({common_dir() + "/" + name + ".lock"}, true,
+                 [&] { check(git_reference_delete(owned.get()), ("delete ref " + name).c_str()); });
   return true;
 }
 
@@ -497,6 +503,14 @@ std::vector<std::string> Repo::listed_files() const {
 
 std::string Repo::commit_all(const std::string& message, const std::string& author_name,
                              const std::string& author_email, bool include_untracked) {
+  std::string out;
+  with_lock_wait(index_locks(), false,
+                 [&] { out = commit_all_now(message, author_name, author_email, include_untracked); });
+  return out;
+}
+
+std::string Repo::commit_all_now(const std::string& message, const std::string& author_name,
+                                 const std::string& author_email, bool include_untracked) {
   IndexPtr index = fresh_index(raw());
   try {
     git_oid tree = stage_workdir(index.get(), include_untracked);
@@ -513,6 +527,14 @@ std::string Repo::commit_all(const std::string& message, const std::string& auth
 
 std::string Repo::commit_tracked_and(const std::vector<std::string>& paths, const std::string& message,
                                      const std::string& author_name, const std::string& author_email) {
+  std::string out;
+  with_lock_wait(index_locks(), false,
+                 [&] { out = commit_tracked_and_now(paths, message, author_name, author_email); });
+  return out;
+}
+
+std::string Repo::commit_tracked_and_now(const std::vector<std::string>& paths, const std::string& message,
+                                         const std::string& author_name, const std::string& author_email) {
   IndexPtr index = fresh_index(raw());
   try {
     check(git_index_update_all(index.get(), nullptr, nullptr, nullptr), "stage tracked changes");
@@ -557,19 +579,25 @@ void Repo::reset_hard(const std::string& rev, bool remove_untracked, const std::
   git_checkout_options co;
   check(git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION), "checkout options");
   co.checkout_strategy = GIT_CHECKOUT_FORCE;
-  check(git_reset(raw(), reinterpret_cast<const git_object*>(target.get()), GIT_RESET_HARD, &co),
-        ("reset --hard " + rev).c_str());
+  // Repeatable: a second reset --hard to the same commit is the first one.
+  with_lock_wait(index_locks(), true, [&] {
+    check(git_reset(raw(), reinterpret_cast<const git_object*>(target.get()), GIT_RESET_HARD, &co),
+          ("reset --hard " + rev).c_str());
+  });
   if (remove_untracked) remove_untracked_files(raw(), keep_prefixes);
 }
 
 void Repo::checkout_tree(const std::string& rev, const CheckoutOptions& options) {
-  checkout(raw(), lookup_commit(raw(), rev).get(), options);
+  CommitPtr commit = lookup_commit(raw(), rev);
+  with_lock_wait(index_locks(), true, [&] { checkout(raw(), commit.get(), options); });
 }
 
 void Repo::checkout_detached(const std::string& rev, const CheckoutOptions& options) {
   CommitPtr commit = lookup_commit(raw(), rev);
-  checkout(raw(), commit.get(), options);
-  check(git_repository_set_head_detached(raw(), git_commit_id(commit.get())), "detach HEAD");
+  with_lock_wait(index_locks(), true, [&] {
+    checkout(raw(), commit.get(), options);
+    check(git_repository_set_head_detached(raw(), git_commit_id(commit.get())), "detach HEAD");
+  });
 }
 
 // ---------------------------------------------------------------------------

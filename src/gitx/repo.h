@@ -95,6 +95,11 @@ struct CheckoutOptions {
 // `phoenix doctor` reports).
 std::string libgit2_version();
 
+// How long a write waits for a lock file another process holds
+// (.git/index.lock, a ref's .lock) before it fails naming the lock and its
+// holder: phoenix.json's git.lock_wait_s (default 5). Process-wide.
+void set_lock_wait_s(double seconds);
+
 class Repo {
  public:
   // The repository containing `start_dir` (searching upwards, not across
@@ -285,6 +290,12 @@ class Repo {
   };
   explicit Repo(git_repository* repo);
   git_repository* raw() const { return repo_.get(); }
+  // The lock files a write to the index or HEAD takes (lg2::with_lock_wait).
+  std::vector<std::string> index_locks() const;
+  std::string commit_all_now(const std::string& message, const std::string& author_name,
+                             const std::string& author_email, bool include_untracked);
+  std::string commit_tracked_and_now(const std::vector<std::string>& paths, const std::string& message,
+                                     const std::string& author_name, const std::string& author_email);
 
   std::unique_ptr<git_repository, Free> repo_;
 };

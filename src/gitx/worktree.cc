@@ -11,6 +11,7 @@
 #include "gitx/internal.h"
 #include "gitx/libgit2.h"
 #include "util/error.h"
+#include "util/fault.h"
 #include "util/path.h"
 #include "util/text.h"
 
@@ -149,6 +150,7 @@ void Repo::worktree_add(const std::string& name, const std::string& path, const 
   // this call created.
   if (fs::exists(dir, ec)) throw Error("worktree path already exists: " + dir.string());
   if (fs::exists(admin, ec)) throw Error("worktree already exists: " + name);
+  PHOENIX_FAULT_IO("worktree-add", dir.string());
   CommitPtr commit = lookup_commit(raw(), rev);
   const git_oid* oid = git_commit_id(commit.get());
 

@@ -1,5 +1,8 @@
 #include "journal/sqlite.h"
 
+#include <errno.h>
+#include <sys/types.h>
+
 #include "util/error.h"
 #include "util/fault.h"
 
@@ -70,8 +73,53 @@ bool Use::step(const std::string& what) {
   return rc == SQLITE_ROW;
 }
 
+#if defined(PHOENIX_FAULT_POINTS) && PHOENIX_FAULT_POINTS
+namespace {
+
+// The fault point "journal-write" uses SQLite's own hook for failing I/O
+// (the one its test suite uses): the unix VFS's write system calls are
+// replaced for one COMMIT by ones that fail with the armed errno, so SQLite
+// itself sees a full disk (SQLITE_FULL) or an I/O error (SQLITE_IOERR_WRITE)
+// in the middle of writing its WAL, and rolls the transaction back.
+int g_write_errno = 0;
+ssize_t failing_write(int, const void*, size_t) {
+  errno = g_write_errno;
+  return -1;
+}
+ssize_t failing_pwrite(int, const void*, size_t, off_t) {
+  errno = g_write_errno;
+  return -1;
+}
+
+class FailingWrites {
+ public:
+  explicit FailingWrites(int err) : vfs_(err ? sqlite3_vfs_find(nullptr) : nullptr) {
+    if (!vfs_ || !vfs_->xSetSystemCall) return;
+    g_write_errno = err;
+    vfs_->xSetSystemCall(vfs_, "write", reinterpret_cast<sqlite3_syscall_ptr>(&failing_write));
+    vfs_->xSetSystemCall(vfs_, "pwrite", reinterpret_cast<sqlite3_syscall_ptr>(&failing_pwrite));
+    vfs_->xSetSystemCall(vfs_, "pwrite64", reinterpret_cast<sqlite3_syscall_ptr>(&failing_pwrite));
+  }
+  ~FailingWrites() {
+    if (!vfs_ || !vfs_->xSetSystemCall) return;
+    for (const char* name : {"write", "pwrite", "pwrite64"}) vfs_->xSetSystemCall(vfs_, name, nullptr);
+  }
+  FailingWrites(const FailingWrites&) = delete;
+  FailingWrites& operator=(const FailingWrites&) = delete;
+
+ private:
+  sqlite3_vfs* vfs_;
+};
+
+}  // namespace
+#endif
+
 void Tx::commit() {
   PHOENIX_FAULT("mid-journal-write");
+#if defined(PHOENIX_FAULT_POINTS) && PHOENIX_FAULT_POINTS
+  static std::atomic<int> hits{0};
+  FailingWrites failing(util::fault_errno("journal-write", hits));
+#endif
   conn_.exec("COMMIT", what_);
   done_ = true;
 }

@@ -1,6 +1,10 @@
 #include "layout/layout.h"
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -84,6 +88,24 @@ std::string trees_root(const gitx::Repo& repo) {
   }
   return root;
 }
+void require_writable(const gitx::Repo& repo) {
+  const std::string top = repo.workdir();
+  std::vector<std::pair<std::string, std::string>> places;
+  if (!top.empty()) places.emplace_back("the work tree", top);
+  places.emplace_back("the git directory", repo.git_dir());
+  if (repo.common_dir() != repo.git_dir()) places.emplace_back("the git directory", repo.common_dir());
+  if (!top.empty()) {
+    std::error_code ec;
+    if (fs::exists(state_dir(top), ec)) places.emplace_back("Phoenix's state folder", state_dir(top));
+  }
+  for (const auto& [what, dir] : places) {
+    if (::access(dir.c_str(), W_OK) == 0) continue;
+    const int e = errno;
+    throw Error(what + " " + dir + " is read-only (" + std::strerror(e) +
+                "): nothing was written; 'phoenix sense' and 'phoenix trace verify' work read-only");
+  }
+}
+
 std::string worktree_path(const gitx::Repo& repo, const std::string& name) {
   return trees_root(repo) + "/worktrees/" + name;
 }

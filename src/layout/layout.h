@@ -42,6 +42,13 @@ std::string worktree_path(const gitx::Repo& repo, const std::string& name);
 std::string sandboxes_dir(const gitx::Repo& repo);
 std::string setup_stamp(const gitx::Repo& repo, const std::string& tree_name);
 
+// Throws Error (exit 1) naming the first of these that cannot be written,
+// before a command that writes has written anything: the work tree, the
+// git directory (and the common one, for a linked worktree), .phoenix/.
+// access(2) answers for permission bits and for a read-only mount alike
+// (root included: a read-only file system refuses root too).
+void require_writable(const gitx::Repo& repo);
+
 // Removes, once, what earlier versions left inside the work tree:
 // worktrees registered under <top>/.phoenix/worktrees/ (registration and
 // folder; a locked one is left and named), folders there that are linked

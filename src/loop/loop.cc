@@ -150,7 +150,22 @@ struct Loop {
   std::optional<config::Config> task_cfg;  // phoenix.json's checks + the current task's acceptance check
 
   Loop(const Options& o, const config::Config& c, trace::Trace& t, std::function<void(const std::string&)> s)
-      : opt(o), cfg(c), trace(t), say(std::move(s)), root(o.root) {}
+      : opt(o), cfg(c), trace(t), say(std::move(s)), root(o.root) {
+    if (opt.deadline_ms) deadline_from_start_ms = *opt.deadline_ms - util::now_ms();
+  }
+
+  // Milliseconds left until --until: the nearer of the wall clock's answer
+  // and the monotonic clock's since the start, so a wall clock stepped
+  // forward past the deadline stops the loop at once and one stepped back
+  // does not stretch the night. Empty without --until.
+  std::optional<long long> ms_to_deadline() const {
+    if (!opt.deadline_ms) return std::nullopt;
+    const long long since_start =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+    return std::min(*opt.deadline_ms - util::now_ms(), deadline_from_start_ms - since_start);
+  }
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  long long deadline_from_start_ms = 0;
 
   // What the loop measures and heals with now.
   const config::Config& checks_now() const { return task_cfg ? *task_cfg : cfg; }
@@ -247,9 +262,8 @@ struct Loop {
   // long as it takes; every wait is at most the reset time or 5 min).
   double max_wait_s() const {
     if (cfg.harness.max_wait_s) return std::min(*cfg.harness.max_wait_s, caps_seconds_left());
-    if (opt.deadline_ms)
-      return std::min(caps_seconds_left(),
-                      std::max(0.0, static_cast<double>(*opt.deadline_ms - util::now_ms()) / 1000.0));
+    if (auto left = ms_to_deadline())
+      return std::min(caps_seconds_left(), std::max(0.0, static_cast<double>(*left) / 1000.0));
     return caps_seconds_left();
   }
 
@@ -278,6 +292,7 @@ struct Loop {
     auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
     while (std::chrono::steady_clock::now() < end) {
       if (util::interrupted_signal() != 0 || util::path_exists(stop_path(root))) return;
+      if (auto left = ms_to_deadline(); left && *left <= 0) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
@@ -629,8 +644,8 @@ struct Loop {
     po.unset_env = agent::git_location_env();
     po.stdin_data = inv.stdin_data;
     po.timeout_s = cfg.loop.iteration_timeout_s;
-    if (opt.deadline_ms) {
-      double left = static_cast<double>(*opt.deadline_ms - util::now_ms()) / 1000.0;
+    if (auto left_ms = ms_to_deadline()) {
+      double left = static_cast<double>(*left_ms) / 1000.0;
       po.timeout_s = std::max(1.0, std::min(po.timeout_s, left));
     }
     po.timeout_s = std::max(1.0, std::min(po.timeout_s, caps_seconds_left()));  // --max-hours
@@ -804,7 +819,7 @@ struct Loop {
   Ending stop_requested() {
     if (util::interrupted_signal()) return interrupted();
     if (util::path_exists(stop_path(root))) return finish(kExitRed, "stopped", "stopped: .phoenix/STOP exists");
-    if (opt.deadline_ms && util::now_ms() >= *opt.deadline_ms)
+    if (auto left = ms_to_deadline(); left && *left <= 0)
       return finish(kExitRed, "stopped", "stopped: --until " + opt.deadline_text + " reached");
     return std::nullopt;
   }
@@ -1089,7 +1104,7 @@ struct Loop {
 
   void stop_reason() {
     if (util::path_exists(stop_path(root))) wind_down(kExitRed, "stopped", "stopped: .phoenix/STOP exists");
-    if (opt.deadline_ms && util::now_ms() >= *opt.deadline_ms)
+    if (auto left = ms_to_deadline(); left && *left <= 0)
       wind_down(kExitRed, "stopped", "stopped: --until " + opt.deadline_text + " reached");
   }
 
@@ -1406,6 +1421,7 @@ struct Loop {
 
 int run_loop(const Options& options, const config::Config& cfg, trace::Trace& trace,
              const std::function<void(const std::string&)>& say) {
+  gitx::set_lock_wait_s(cfg.git_lock_wait_s);
   Loop l(options, cfg, trace, say);
   try {
     return l.run();
@@ -1414,9 +1430,19 @@ int run_loop(const Options& options, const config::Config& cfg, trace::Trace& tr
       if (l.repo) return l.interrupted();
     }
     if (l.repo) {
-      // Setup went through: the state file must say the loop is over.
-      l.phase("failed", [&](Json& s) { s["exit_code"] = e.exit_code(); });
-      l.trace.append("loop.end", {{"exit_code", e.exit_code()}, {"phase", "failed"}, {"why", e.what()}});
+      // Setup went through: the state file must say the loop is over, and
+      // why. Best effort: on a full disk these writes fail too, and then the
+      // last state written stays (whole: it is replaced atomically) and the
+      // error that stopped the loop is the one reported.
+      try {
+        l.phase("failed", [&](Json& s) {
+          s["exit_code"] = e.exit_code();
+          s["error"] = e.what();
+        });
+      } catch (const Error&) {}
+      try {
+        l.trace.append("loop.end", {{"exit_code", e.exit_code()}, {"phase", "failed"}, {"why", e.what()}});
+      } catch (const Error&) {}
     }
     throw;
   }

@@ -40,7 +40,8 @@ Json empty_state() {
                 {"cost_usd", 0.0},
                 {"unknown_cost_runs", 0},
                 {"elapsed_s", 0.0}}},
-              {"exit_code", nullptr}};
+              {"exit_code", nullptr},
+              {"error", nullptr}};
 }
 
 StateFile::StateFile(std::string path) : path_(std::move(path)), state_(empty_state()) {}
@@ -51,6 +52,7 @@ void StateFile::write_locked() {
   state_["updated_at"] = util::now_iso8601();
   std::string text = state_.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   PHOENIX_FAULT_TORN("state-write", path_ + ".tmp.fault", text);
+  PHOENIX_FAULT_IO("state-write", path_);
   util::write_file_atomic(path_, text);
 }
 

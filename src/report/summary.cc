@@ -1,5 +1,6 @@
 // The report as data (`phoenix report --json`): figures an outer harness
 // reads. Its keys are stable; the words people read are in night.h.
+#include <algorithm>
 #include <map>
 
 #include "report/summary.h"
@@ -34,13 +35,13 @@ Json summary_json(const std::string& trace_text, long long since) {
       ++loops;
       loop_start = t;
     } else if (ev == "loop.end" && loop_start >= 0) {
-      busy_ms += t - loop_start;
+      busy_ms += std::max(0LL, t - loop_start);  // a wall clock stepped back
       loop_start = -1;
     } else if (ev == "run.start") {
       ++runs;
       run_start = t;
     } else if (ev == "run.end" && run_start >= 0) {
-      if (loop_start < 0) busy_ms += t - run_start;  // a loop's runs are inside its time
+      if (loop_start < 0) busy_ms += std::max(0LL, t - run_start);  // a loop's runs are inside its time
       run_start = -1;
     } else if (ev == "loop.task_done") {
       done.push_back({{"task", d.value("task", Json())},

@@ -19,6 +19,7 @@
 #include "sandbox/common.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/fault.h"
 #include "util/text.h"
 
 namespace fs = std::filesystem;
@@ -82,6 +83,7 @@ Sandbox Sandbox::create(const std::string& repo_root, const std::string& base_di
   sb.top_ = top;
   fs::create_directory(sb.work_, ec);
   if (ec) throw Error("sandbox: cannot create " + sb.work_ + ": " + ec.message());
+  PHOENIX_FAULT_IO("sandbox-write", sb.work_);
   // The sandboxes' own folder, when it lies inside the repository somewhere
   // other than .phoenix/, is never part of what the agent sees.
   std::string base_rel;

@@ -8,6 +8,7 @@
 
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/fault.h"
 #include "util/hash.h"
 #include "util/text.h"
 
@@ -59,6 +60,7 @@ std::string manifest_hash(const std::vector<Entry>& es) {
 
 void copy_file(const fs::path& from, const fs::path& to, unsigned mode) {
   fs::create_directories(to.parent_path());
+  PHOENIX_FAULT_IO("snapshot-write", to.string());
   util::write_file_atomic(to.string(), util::read_file(from.string()), mode);
 }
 
@@ -95,20 +97,30 @@ Snapshot take(const std::string& root, const std::string& rel, const std::string
   if (fs::exists(dir)) return load(snapshots_dir, s.id);  // the same content at the same second
   fs::path tmp = fs::path(snapshots_dir) / (".tmp-" + s.id);
   fs::remove_all(tmp);
-  Json files = Json::array();
-  for (const auto& e : entries) {
-    copy_file(e.rel.empty() ? src : src / e.rel,
-              tmp / "content" / (e.rel.empty() ? fs::path(rel).filename() : fs::path(e.rel)), e.mode);
-    files.push_back({{"path", e.rel}, {"sha256", e.sha}, {"mode", e.mode}, {"size", e.size}});
-    s.files++;
-    s.bytes += e.size;
+  try {
+    Json files = Json::array();
+    for (const auto& e : entries) {
+      copy_file(e.rel.empty() ? src : src / e.rel,
+                tmp / "content" / (e.rel.empty() ? fs::path(rel).filename() : fs::path(e.rel)), e.mode);
+      files.push_back({{"path", e.rel}, {"sha256", e.sha}, {"mode", e.mode}, {"size", e.size}});
+      s.files++;
+      s.bytes += e.size;
+    }
+    fs::create_directories(tmp / "content");
+    Json m = {{"version", kManifestVersion}, {"id", s.id},           {"path", rel},          {"directory", s.directory},
+              {"check", check_id},           {"created", s.created}, {"content_sha256", mh}, {"files", files}};
+    util::write_file_atomic((tmp / "manifest.json").string(), m.dump(2) + "\n");
+    // The snapshot appears whole or not at all.
+    fs::rename(tmp, dir);
+  } catch (const fs::filesystem_error& e) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw Error("cannot write " + e.path1().string() + ": " + e.code().message());
+  } catch (const Error&) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);  // a full disk leaves no half snapshot behind
+    throw;
   }
-  fs::create_directories(tmp / "content");
-  Json m = {{"version", kManifestVersion}, {"id", s.id},           {"path", rel},          {"directory", s.directory},
-            {"check", check_id},           {"created", s.created}, {"content_sha256", mh}, {"files", files}};
-  util::write_file_atomic((tmp / "manifest.json").string(), m.dump(2) + "\n");
-  // The snapshot appears whole or not at all.
-  fs::rename(tmp, dir);
   util::fsync_dir(snapshots_dir);
   return s;
 }

@@ -131,6 +131,7 @@ uint64_t Trace::append(const std::string& event, const Json& data) {
   }
   std::string line = make_line(seq, event, util::redact_secrets(data), prev);
   PHOENIX_FAULT_TORN("mid-trace-append", path_, line);
+  PHOENIX_FAULT_IO("trace-append", path_);
   util::append_durable(path_, line);
   return seq;
 }

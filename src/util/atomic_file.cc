@@ -52,13 +52,14 @@ void write_file_atomic(const std::string& path, std::string_view content, unsign
     fs::create_directories(dir, ec);
     if (ec) throw Error("cannot create directory " + dir + ": " + ec.message());
   }
+  // Errors name the file the caller asked for; the temporary one is gone.
   std::string tmp = path + ".tmp." + random_suffix();
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) throw_errno("cannot create " + tmp);
+  if (fd < 0) throw_errno("cannot write " + path);
   try {
-    write_all(fd, content, tmp);
-    if (::fchmod(fd, mode) != 0) throw_errno("cannot chmod " + tmp);
-    if (::fsync(fd) != 0) throw_errno("cannot fsync " + tmp);
+    write_all(fd, content, path);
+    if (::fchmod(fd, mode) != 0) throw_errno("cannot chmod " + path);
+    if (::fsync(fd) != 0) throw_errno("cannot write " + path);
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -69,19 +70,26 @@ void write_file_atomic(const std::string& path, std::string_view content, unsign
     int e = errno;
     ::unlink(tmp.c_str());
     errno = e;
-    throw_errno("cannot rename " + tmp + " to " + path);
+    throw_errno("cannot write " + path);
   }
   fsync_dir(dir);
 }
 
 void append_durable(const std::string& path, std::string_view line) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw_errno("cannot open " + path);
+  if (fd < 0) throw_errno("cannot write " + path);
+  struct stat st;
+  const off_t size_before = ::fstat(fd, &st) == 0 ? st.st_size : -1;
   try {
     write_all(fd, line, path);
-    if (::fdatasync(fd) != 0) throw_errno("cannot fsync " + path);
+    if (::fdatasync(fd) != 0) throw_errno("cannot write " + path);
   } catch (...) {
+    // A full disk can take half a line: cut it off again (best effort; a
+    // reader still detects a torn last line when even that fails).
+    int e = errno;
+    if (size_before >= 0 && ::ftruncate(fd, size_before) == 0) ::fdatasync(fd);
     ::close(fd);
+    errno = e;
     throw;
   }
   ::close(fd);

@@ -64,6 +64,30 @@ FileLock::~FileLock() {
   }
 }
 
+std::string FileLock::open_by(const std::string& path) {
+  std::error_code ec;
+  const std::string want = std::filesystem::weakly_canonical(path, ec).string();
+  if (ec) return "";
+  std::string out;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = proc.path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code fd_ec;
+    for (const auto& fd : std::filesystem::directory_iterator(proc.path() / "fd", fd_ec)) {
+      std::error_code link_ec;
+      if (std::filesystem::read_symlink(fd.path(), link_ec).string() != want) continue;
+      std::string comm;
+      try {
+        comm = read_file(proc.path().string() + "/comm");
+      } catch (const Error&) {}
+      while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+      out += (out.empty() ? "" : ", ") + std::string("pid ") + pid + (comm.empty() ? "" : " (" + comm + ")");
+      break;
+    }
+  }
+  return out;
+}
+
 long FileLock::holder_pid(const std::string& path) {
   try {
     std::string s = read_file(path);

@@ -22,6 +22,11 @@ class FileLock {
   // Pid recorded by the current holder of `path`, or 0.
   static long holder_pid(const std::string& path);
 
+  // The processes that have `path` open, as "pid 123 (vim)", comma
+  // separated; "" when none (or /proc is not readable). What fuser does,
+  // for a lock file that holds no pid (git's index.lock).
+  static std::string open_by(const std::string& path);
+
  private:
   static constexpr size_t kRecordSize = 21;  // a 64-bit pid, padded, and a newline
   void write_record(const std::string& pid) const;

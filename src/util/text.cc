@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "util/error.h"
+#include "util/fault.h"
 
 namespace phoenix::util {
 
@@ -241,7 +242,8 @@ std::string compact_utc(bool millis) {
 
 long long now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+             .count() +
+         PHOENIX_FAULT_CLOCK_OFFSET_MS();
 }
 
 long long iso8601_ms(const std::string& ts) {
