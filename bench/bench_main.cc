@@ -155,7 +155,7 @@ int journal_replay(long n) {
       engine::Engine e(root, cfg, opt, check, std::move(fx), t, nullptr, &sink);
       engine::RunResult res = e.run();
       double total = since_us(t0);
-      if (res.issues.size() != 1 || res.issues[0].state != "HEALED" || res.issues[0].fixer != "journal")
+      if (res.issues.size() != 1 || res.issues[0].state != engine::State::kHealed || res.issues[0].fixer != "journal")
         throw Error("round " + std::to_string(r) + " did not heal from the journal");
       engine_us.push_back(total - check.check_us);
     }

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     engine::Engine e(root, cfg, opt, check, std::move(fx), t, nullptr);
     engine::RunResult r = e.run();
     double total = ms_since(t0);
-    if (r.issues.empty() || r.issues[0].state != "HEALED") {
+    if (r.issues.empty() || r.issues[0].state != engine::State::kHealed) {
       std::fprintf(stderr, "bench: the cycle did not heal\n");
       return 1;
     }

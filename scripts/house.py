@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""The figures of docs/architecture.md, read off src/: the longest functions
-and the #include arrows that point upward (against the layer order named in
-LAYERS below, which docs/architecture.md draws).
+"""The figures of docs/architecture.md, read off src/: the longest functions,
+the #include arrows that point upward (against the layer order named in
+LAYERS below, which docs/architecture.md draws), and, where the
+`duplicates` command is installed, the pairs of places in src/ that share
+six or more lines of the same shape.
 
-  scripts/house.py [--top N]     exit 1 when an arrow points upward
+  scripts/house.py [--top N] [--no-duplicates]     exit 1 when an arrow points upward
 """
 import os
 import re
+import shutil
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -101,6 +105,19 @@ def functions(path):
     return results
 
 
+def duplicates_line():
+    """The first line of `duplicates` over src/ (how many pairs), or why not."""
+    if not shutil.which("duplicates"):
+        return "duplicates: the command is not installed (it counts pairs of places sharing 6+ lines)"
+    try:
+        out = subprocess.run(["duplicates", "--repo", SRC, "--most", "200", "--seconds", "120"],
+                             capture_output=True, text=True, timeout=180).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"duplicates: did not run ({e})"
+    lines = out.splitlines()
+    return "duplicates in src/: " + (lines[0] if lines else "(no answer)")
+
+
 def main():
     top = 10
     if "--top" in sys.argv:
@@ -134,6 +151,8 @@ def main():
     print(f"include arrows pointing upward or sideways: {len(up)}")
     for u in up:
         print("  " + u)
+    if "--no-duplicates" not in sys.argv:
+        print(duplicates_line())
     return 1 if up or unknown else 0
 
 

@@ -20,6 +20,7 @@
 #include "util/json.h"
 #include "util/subprocess.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace fs = std::filesystem;
 
@@ -33,11 +34,7 @@ constexpr size_t kErrorTextBytes = 2 * 1024;
 constexpr size_t kCrashTailLines = 5;
 constexpr size_t kCrashTailBytes = 1024;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using util::lower;
 
 bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
 
@@ -81,9 +78,7 @@ std::string signal_name(int sig) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
-std::string plural(size_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
+using util::plural;
 
 // ---------------------------------------------------------------------------
 // Claude's result object.
@@ -688,8 +683,21 @@ std::optional<long long> parse_retry_after_ms(std::string_view text, long long n
   }
 }
 
+namespace {
+
+// Which kind one line (lower case) names, if any.
 LimitKind limit_kind(std::string_view lower_line) { return limit_kind_of(lower_line); }
 
+}  // namespace
+
+namespace {
+
+// Looks for a quota, a rate limit or an unreachable model in what the CLI
+// said: its non-JSON output lines plus report.error_texts, minus every line
+// that also appears in `prompt`. Quota wins over a rate limit (OpenAI's
+// insufficient_quota arrives as HTTP 429), a rate limit over an unreachable
+// model; a "quota … per minute" is a rate limit. `now_ms` turns reset times
+// into a delay.
 LimitHit find_limit(std::string_view output, const AgentReport& report, std::string_view prompt, long long now_ms) {
   // Lines of the prompt, as the agent may echo them back.
   std::set<std::string> echoed;
@@ -749,6 +757,12 @@ LimitHit find_limit(std::string_view output, const AgentReport& report, std::str
   return hit;
 }
 
+}  // namespace
+
+namespace {
+
+// The first line of `output` that reads like an error (not JSON, not an
+// echo of the prompt), else the first non-empty line; bounded.
 std::string first_error_line(std::string_view output, std::string_view prompt) {
   std::set<std::string> echoed;
   for (const std::string& l : util::split_lines(prompt)) echoed.insert(util::trim(l));
@@ -764,6 +778,8 @@ std::string first_error_line(std::string_view output, std::string_view prompt) {
   }
   return first;
 }
+
+}  // namespace
 
 namespace {
 

@@ -179,17 +179,6 @@ struct LimitHit {
   std::optional<long long> retry_after_ms;  // when the output says when to retry
 };
 
-// Which kind one line (lower case) names, if any.
-LimitKind limit_kind(std::string_view lower_line);
-
-// Looks for a quota, a rate limit or an unreachable model in what the CLI
-// said: its non-JSON output lines plus report.error_texts, minus every line
-// that also appears in `prompt`. Quota wins over a rate limit (OpenAI's
-// insufficient_quota arrives as HTTP 429), a rate limit over an unreachable
-// model; a "quota … per minute" is a rate limit. `now_ms` turns reset times
-// into a delay.
-LimitHit find_limit(std::string_view output, const AgentReport& report, std::string_view prompt, long long now_ms);
-
 // When the text says to retry: "retry after 30 seconds", "Retry-After: 30",
 // "retry_after_ms": 1500, "try again in 1m30s", "in 2h 13m",
 // "retryDelay": "20s", "Retrying in 2892 seconds", "limit reached|1753077600"
@@ -233,10 +222,6 @@ struct Classification {
 // The rules at the top of this file, minus kAborted (which needs the
 // fingerprints). Pure.
 Classification classify_run(const RunFacts& facts, long long now_ms);
-
-// The first line of `output` that reads like an error (not JSON, not an
-// echo of the prompt), else the first non-empty line; bounded.
-std::string first_error_line(std::string_view output, std::string_view prompt = {});
 
 // --- waits -------------------------------------------------------------------
 

@@ -75,14 +75,16 @@ SenseResult sense_regex(const CheckSpec& c, const std::string& root) {
 }  // namespace
 
 SenseResult sense(const CheckSpec& spec, const std::string& root) {
-  if (spec.kind == "command_exit") return sense_command_exit(spec, root);
+  if (spec.kind == Kind::kCommandExit) return sense_command_exit(spec, root);
   auto start = std::chrono::steady_clock::now();
   SenseResult r;
-  if (spec.kind == "file_sha256") r = sense_sha256(spec, root);
-  else if (spec.kind == "regex_in_file") r = sense_regex(spec, root);
-  else if (spec.kind == "contract") r = sense_contract(spec, root);
-  else if (spec.kind == "visual") r = sense_visual(spec, root);
-  else throw ConfigError("check " + spec.id + ": unknown kind '" + spec.kind + "'");
+  switch (spec.kind) {
+    case Kind::kFileSha256: r = sense_sha256(spec, root); break;
+    case Kind::kRegexInFile: r = sense_regex(spec, root); break;
+    case Kind::kContract: r = sense_contract(spec, root); break;
+    case Kind::kVisual: r = sense_visual(spec, root); break;
+    case Kind::kCommandExit: break;  // above
+  }
   return finish_sense(std::move(r), spec, start);
 }
 

@@ -10,6 +10,7 @@
 
 #include "util/error.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::checks {
 
@@ -22,11 +23,7 @@ namespace {
 
 std::chrono::milliseconds ms(double s) { return std::chrono::milliseconds(static_cast<long long>(s * 1000)); }
 
-std::string secs(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
+using util::secs;
 
 std::string describe(const beast::error_code& ec) {
   if (ec == beast::error::timeout) return "timed out";

@@ -6,16 +6,13 @@
 
 #include "checks/http.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::checks {
 
 namespace {
 
-std::string secs(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
+using util::secs;
 
 std::string with_log(const std::string& head, const std::string& log) {
   std::string tail = util::to_valid_utf8(log);

@@ -7,15 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "checks/check_spec.h"
 #include "util/subprocess.h"
 
 namespace phoenix::checks {
-
-struct ServerSpec {
-  std::vector<std::string> run;  // argv, started in the repository's work tree
-  std::string ready_url;         // http://host:port/path answering 2xx once ready
-  double ready_timeout_s = 30;
-};
 
 // A booted server. Destroying it stops the process group (SIGTERM, grace,
 // SIGKILL), grandchildren included.

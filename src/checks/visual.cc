@@ -11,6 +11,7 @@
 #include "util/error.h"
 #include "util/subprocess.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::checks {
 
@@ -18,11 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string secs(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
+using util::secs;
 
 std::string size_of(const image::Image& i) { return std::to_string(i.width) + "x" + std::to_string(i.height); }
 
@@ -41,11 +38,7 @@ struct TempDir {
   }
 };
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
-    s.replace(at, from.size(), to);
-  return s;
-}
+using util::replace_all;
 
 // The picture to judge, or false with r filled in.
 bool take_picture(const CheckSpec& c, const std::string& root, std::string& bytes, std::string& source,

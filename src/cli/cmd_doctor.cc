@@ -154,7 +154,7 @@ void check_checks(Report& r, const config::Config& cfg, const std::string& root)
   for (const auto& c : cfg.checks) {
     json data{{"id", c.id}, {"kind", c.kind}};
     std::string name = "check " + c.id;
-    if (c.kind == "command_exit") {
+    if (c.kind == checks::Kind::kCommandExit) {
       if (c.argv.empty()) {
         r.add(name, "fail", "no command", data);
         continue;
@@ -170,7 +170,7 @@ void check_checks(Report& r, const config::Config& cfg, const std::string& root)
     } else {
       std::string file = root + "/" + c.path;
       data["file"] = c.path;
-      if (fs::exists(file, ec)) r.add(name, "ok", c.kind + " " + c.path, data);
+      if (fs::exists(file, ec)) r.add(name, "ok", std::string(checks::kind_name(c.kind)) + " " + c.path, data);
       else r.add(name, "warn", c.path + " does not exist yet (the check is red until it does)", data);
     }
   }

@@ -7,11 +7,13 @@
 #include "cli/app.h"
 #include "cli/check_args.h"
 #include "engine/session.h"
+#include "engine/state.h"
 #include "fixers/factory.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
 #include "util/error.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::cli {
 
@@ -66,9 +68,12 @@ void print_event(const Context& ctx, const json& ev) {
   std::string check = ev.value("check", "");
   std::string padded_state = st;
   padded_state.resize(std::max<size_t>(st.size(), 11), ' ');
-  std::string coloured = st == "HEALED" || st == "GREEN"                             ? green(ctx, padded_state, true)
-                         : st == "ESCALATED" || st == "REJECTED" || st == "DETECTED" ? red(ctx, padded_state, true)
-                                                                                     : bold(ctx, padded_state, true);
+  using engine::State;
+  const std::optional<State> s = engine::parse_state(st);
+  std::string coloured = s == State::kHealed || s == State::kGreen ? green(ctx, padded_state, true)
+                         : s == State::kEscalated || s == State::kRejected || s == State::kDetected
+                             ? red(ctx, padded_state, true)
+                             : bold(ctx, padded_state, true);
   line << check << "  " << coloured;
   std::string rest;
   if (ev.contains("fixer")) rest += " fixer=" + ev["fixer"].get<std::string>();
@@ -84,7 +89,7 @@ void print_event(const Context& ctx, const json& ev) {
     rest += " (" + ev["status"].get<std::string>() + (detail.empty() ? "" : ": " + detail) + ")";
   }
   if (ev.contains("commit") && !ev["commit"].get<std::string>().empty())
-    rest += " commit " + ev["commit"].get<std::string>().substr(0, 12);
+    rest += " commit " + util::sha12(ev["commit"].get<std::string>());
   if (ev.contains("incident")) rest += "\n            incident: " + ev["incident"].get<std::string>();
   std::cerr << "phoenix: " << line.str() << rest << "\n";
 }
@@ -153,7 +158,7 @@ int cmd_run(const std::vector<std::string>& args) {
                       {"commit", i.fix_commit},
                       {"signature", i.issue_signature},
                       {"model_calls", i.model_calls ? json(*i.model_calls) : json(nullptr)}});
-    if (opt.dry_run && i.state == "PROPOSED" && !ctx.json)
+    if (opt.dry_run && i.state == engine::State::kProposed && !ctx.json)
       std::cout << "proposed by " << i.fixer << " for " << i.check << " (not applied: --dry-run):\n" << i.patch;
   }
   summary["issues"] = issues;
@@ -162,19 +167,19 @@ int cmd_run(const std::vector<std::string>& args) {
   else {
     if (r.issues.empty())
       std::cerr << "phoenix: every check is green"
-                << (r.known_good.empty() ? "" : "; known-good " + r.known_good.substr(0, 12)) << "\n";
+                << (r.known_good.empty() ? "" : "; known-good " + util::sha12(r.known_good)) << "\n";
     // The model could not be reached for max_wait_s: one line with the cause.
     if (!r.waited_out.empty()) {
       std::cerr << "phoenix: " << r.waited_out << "\n";
       return r.exit_code;
     }
     for (const auto& i : r.issues) {
-      std::string line = i.check + ": " + i.state;
-      if (i.state == "HEALED")
+      std::string line = i.check + ": " + engine::state_name(i.state);
+      if (i.state == engine::State::kHealed)
         line +=
-            " by " + i.fixer + (i.fix_commit.empty() ? " (fix left uncommitted)" : " in " + i.fix_commit.substr(0, 12));
-      if (i.state == "ESCALATED")
-        line += " — see " + r.incident + " (rolled back to " + r.rolled_back_to.substr(0, 12) + ")";
+            " by " + i.fixer + (i.fix_commit.empty() ? " (fix left uncommitted)" : " in " + util::sha12(i.fix_commit));
+      if (i.state == engine::State::kEscalated)
+        line += " — see " + r.incident + " (rolled back to " + util::sha12(r.rolled_back_to) + ")";
       std::cerr << "phoenix: " << line << "\n";
     }
   }

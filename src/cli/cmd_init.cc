@@ -22,6 +22,7 @@
 #include "util/error.h"
 #include "util/term.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::cli {
 
@@ -72,7 +73,7 @@ FreshTree prepare_fresh_tree(const Context& ctx, const config::Config& cfg) {
     }
     f.dirty = !repo.tracked_clean({"phoenix.json", ".gitignore", std::string(layout::kStateDirName) + "/"});
     f.path = gitx::prepare_worktree(repo, "init", layout::worktree_path(repo, "init"), "HEAD").path;
-    if (!ctx.json) std::cout << "  fresh tree: " << f.path << dim(ctx, " (HEAD " + f.head.substr(0, 12) + ")") << "\n";
+    if (!ctx.json) std::cout << "  fresh tree: " << f.path << dim(ctx, " (HEAD " + util::sha12(f.head) + ")") << "\n";
     f.setup = [&] {
       util::term::Progress progress("phoenix: setting up the fresh tree");  // drawn on a TTY only
       return setup::ensure(cfg.setup, f.path, layout::setup_stamp(repo, "init"), {}, [&](const config::SetupStep& s) {

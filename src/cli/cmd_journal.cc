@@ -5,7 +5,6 @@
 //   phoenix journal pull [REMOTE] [--json]       merge a remote's into this journal
 // Reading commands never create .phoenix/journal.sqlite; a missing one is an
 // empty journal.
-#include <ctime>
 #include <iostream>
 
 #include "cli/app.h"
@@ -14,6 +13,7 @@
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::cli {
 
@@ -22,16 +22,7 @@ using nlohmann::json;
 namespace {
 
 // ms since the epoch as "2026-12-01T02:09:41.123Z"; 0 (never) as null.
-json iso(long long ms) {
-  if (ms <= 0) return nullptr;
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
-  return buf;
-}
+json iso(long long ms) { return ms <= 0 ? json(nullptr) : json(util::iso8601(ms)); }
 
 template <typename T>
 json opt(const std::optional<T>& v) {
@@ -115,8 +106,8 @@ int list(const Parsed& p) {
     std::string files;
     for (const auto& f : e.files) files += (files.empty() ? "" : ",") + f;
     if (files.size() > 60) files = files.substr(0, 57) + "...";
-    rows.push_back({e.signature.substr(0, 12), e.verified ? "verified" : "demoted", e.check,
-                    std::to_string(e.successes), std::to_string(e.replays),
+    rows.push_back({util::sha12(e.signature), e.verified ? "verified" : "demoted", e.check, std::to_string(e.successes),
+                    std::to_string(e.replays),
                     e.replays ? saved_text(e.saved_ms(), e.saved_model_calls(), e.saved_cost_usd()) : "-", files});
   }
   std::vector<size_t> width(header.size());
@@ -154,7 +145,7 @@ int forget(Parsed& p, const std::string& prefix) {
   if (p.ctx.json) {
     print_json(p.ctx, {{"forgotten", list}});
   } else {
-    std::cout << "forgot " << removed.front().signature.substr(0, 12) << " (" << removed.front().check
+    std::cout << "forgot " << util::sha12(removed.front().signature) << " (" << removed.front().check
               << "): " << removed.size() << (removed.size() == 1 ? " fix" : " fixes") << "\n";
   }
   return kExitOk;
@@ -209,7 +200,7 @@ int push(Parsed& p, const std::string& remote) {
     std::cout << remote << "'s journal is up to date (" << r.entries << (r.entries == 1 ? " fix)" : " fixes)") << "\n";
   } else {
     std::cout << "pushed " << r.entries << (r.entries == 1 ? " fix" : " fixes") << " to " << remote << " ("
-              << journal::kShareRef << " " << r.commit.substr(0, 12) << ")";
+              << journal::kShareRef << " " << util::sha12(r.commit) << ")";
     if (r.from_remote > 0)
       std::cout << ", " << r.from_remote << " of them only on " << remote
                 << " (kept; 'phoenix journal pull' brings them here)";

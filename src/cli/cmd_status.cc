@@ -25,6 +25,7 @@
 #include "util/error.h"
 #include "util/subprocess.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::cli {
 
@@ -80,7 +81,7 @@ void print_human(const Context& ctx, const json& s, bool stale) {
   if (!s["last_failure_type"].is_null())
     std::cout << "last red:   " << str(s, "last_failure_type") << " " << str(s, "last_signature") << "\n";
   if (!s["last_incident"].is_null()) std::cout << "incident:   " << str(s, "last_incident") << "\n";
-  std::cout << "known-good: " << str(s, "known_good").substr(0, 12) << "   head: " << str(s, "head").substr(0, 12)
+  std::cout << "known-good: " << util::sha12(str(s, "known_good")) << "   head: " << util::sha12(str(s, "head"))
             << "\n";
   std::cout << "started:    " << str(s, "started_at") << "   updated: " << str(s, "updated_at") << "\n";
   if (!s["deadline"].is_null()) std::cout << "until:      " << str(s, "deadline") << "\n";

@@ -27,9 +27,7 @@ namespace {
 
 bool want_color(int fd) { return util::term::color_enabled(fd); }
 
-std::string paint(bool on, const char* code, const std::string& s) {
-  return on ? std::string("\033[") + code + "m" + s + "\033[0m" : s;
-}
+using util::term::paint;
 
 }  // namespace
 

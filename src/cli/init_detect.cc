@@ -9,6 +9,7 @@
 #include "util/json.h"
 #include "util/json_pretty.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::cli {
 
@@ -36,10 +37,7 @@ struct Project {
   }
 };
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using util::lower;
 
 // A word for `sh -c`: as it is when it needs no quoting, else in single quotes.
 std::string sh_word(const std::string& w) {

@@ -122,79 +122,81 @@ void parse_loop(const Json& l, Loop& loop) {
   if (l.contains("workers")) loop.workers = positive_int(l["workers"], "loop.workers");
 }
 
-void parse_into(Config& c, const Json& j) {
-  if (!j.is_object()) throw ConfigError("(top level): phoenix.json must hold a JSON object");
-  util::reject_unknown_keys(j, kTopKeys, "");
-  for (const auto& k : kTopKeys) c.origin[k] = j.contains(k) ? "phoenix.json" : "default";
+// "setup": the steps that prepare a fresh tree.
+void parse_setup(Config& c, const Json& ss) {
+  if (!ss.is_array())
+    throw ConfigError(
+        "setup: must be an array of steps like {\"run\": [\"npm\", \"ci\"], \"inputs\": [\"package-lock.json\"]}");
+  for (size_t i = 0; i < ss.size(); ++i) {
+    std::string where = "setup[" + std::to_string(i) + "]";
+    const Json& s = ss[i];
+    if (!s.is_object()) throw ConfigError(where + ": must be an object with \"run\" and \"inputs\"");
+    util::reject_unknown_keys(s, {"run", "inputs", "timeout_s"}, where);
+    SetupStep step;
+    if (!s.contains("run")) throw ConfigError(where + ".run: missing (an argv array, e.g. [\"npm\", \"ci\"])");
+    step.run = util::string_array(s["run"], where + ".run");
+    if (step.run.empty() || step.run[0].empty()) throw ConfigError(where + ".run: the command is empty");
+    if (s.contains("inputs")) step.inputs = util::string_array(s["inputs"], where + ".inputs");
+    if (s.contains("timeout_s")) step.timeout_s = positive_seconds(s["timeout_s"], where + ".timeout_s");
+    c.setup.push_back(std::move(step));
+  }
+}
 
-  if (j.contains("setup")) {
-    const Json& ss = j["setup"];
-    if (!ss.is_array())
-      throw ConfigError(
-          "setup: must be an array of steps like {\"run\": [\"npm\", \"ci\"], \"inputs\": [\"package-lock.json\"]}");
-    for (size_t i = 0; i < ss.size(); ++i) {
-      std::string where = "setup[" + std::to_string(i) + "]";
-      const Json& s = ss[i];
-      if (!s.is_object()) throw ConfigError(where + ": must be an object with \"run\" and \"inputs\"");
-      util::reject_unknown_keys(s, {"run", "inputs", "timeout_s"}, where);
-      SetupStep step;
-      if (!s.contains("run")) throw ConfigError(where + ".run: missing (an argv array, e.g. [\"npm\", \"ci\"])");
-      step.run = util::string_array(s["run"], where + ".run");
-      if (step.run.empty() || step.run[0].empty()) throw ConfigError(where + ".run: the command is empty");
-      if (s.contains("inputs")) step.inputs = util::string_array(s["inputs"], where + ".inputs");
-      if (s.contains("timeout_s")) step.timeout_s = positive_seconds(s["timeout_s"], where + ".timeout_s");
-      c.setup.push_back(std::move(step));
-    }
+// "checks": each parsed by checks::parse_check; ids are unique.
+void parse_checks(Config& c, const Json& cs) {
+  if (!cs.is_array()) throw ConfigError("checks: must be an array of check objects");
+  for (size_t i = 0; i < cs.size(); ++i) {
+    std::string where = "checks[" + std::to_string(i) + "]";
+    checks::CheckSpec spec = checks::parse_check(cs[i], where, true);
+    if (c.find(spec.id)) throw ConfigError(where + ".id: duplicate check id '" + spec.id + "'");
+    c.checks.push_back(std::move(spec));
   }
-  if (j.contains("checks")) {
-    const Json& cs = j["checks"];
-    if (!cs.is_array()) throw ConfigError("checks: must be an array of check objects");
-    for (size_t i = 0; i < cs.size(); ++i) {
-      std::string where = "checks[" + std::to_string(i) + "]";
-      checks::CheckSpec spec = checks::parse_check(cs[i], where, true);
-      if (c.find(spec.id)) throw ConfigError(where + ".id: duplicate check id '" + spec.id + "'");
-      c.checks.push_back(std::move(spec));
+}
+
+// "harness": a preset name, or an object with a preset or a command.
+void parse_harness(Config& c, const Json& h) {
+  if (h.is_string()) {
+    c.harness.preset = one_of(h, "harness", harness_presets());
+  } else if (h.is_object()) {
+    util::reject_unknown_keys(h, {"preset", "command", "timeout_s", "env", "max_wait_s"}, "harness");
+    if (h.contains("preset")) c.harness.preset = one_of(h["preset"], "harness.preset", harness_presets());
+    if (h.contains("command")) {
+      c.harness.command = util::string_array(h["command"], "harness.command");
+      if (c.harness.command.empty()) throw ConfigError("harness.command: the command is empty");
     }
-  }
-  if (j.contains("harness")) {
-    const Json& h = j["harness"];
-    if (h.is_string()) {
-      c.harness.preset = one_of(h, "harness", harness_presets());
-    } else if (h.is_object()) {
-      util::reject_unknown_keys(h, {"preset", "command", "timeout_s", "env", "max_wait_s"}, "harness");
-      if (h.contains("preset")) c.harness.preset = one_of(h["preset"], "harness.preset", harness_presets());
-      if (h.contains("command")) {
-        c.harness.command = util::string_array(h["command"], "harness.command");
-        if (c.harness.command.empty()) throw ConfigError("harness.command: the command is empty");
+    if (h.contains("timeout_s")) c.harness.timeout_s = positive_seconds(h["timeout_s"], "harness.timeout_s");
+    if (h.contains("max_wait_s")) c.harness.max_wait_s = positive_seconds(h["max_wait_s"], "harness.max_wait_s");
+    if (h.contains("env")) {
+      if (!h["env"].is_object()) throw ConfigError("harness.env: must be an object of strings");
+      for (auto it = h["env"].begin(); it != h["env"].end(); ++it) {
+        if (!it.value().is_string()) throw ConfigError("harness.env." + it.key() + ": must be a string");
+        c.harness.env[it.key()] = it.value().get<std::string>();
       }
-      if (h.contains("timeout_s")) c.harness.timeout_s = positive_seconds(h["timeout_s"], "harness.timeout_s");
-      if (h.contains("max_wait_s")) c.harness.max_wait_s = positive_seconds(h["max_wait_s"], "harness.max_wait_s");
-      if (h.contains("env")) {
-        if (!h["env"].is_object()) throw ConfigError("harness.env: must be an object of strings");
-        for (auto it = h["env"].begin(); it != h["env"].end(); ++it) {
-          if (!it.value().is_string()) throw ConfigError("harness.env." + it.key() + ": must be a string");
-          c.harness.env[it.key()] = it.value().get<std::string>();
-        }
-      }
-      if (c.harness.preset.empty() && c.harness.command.empty())
-        throw ConfigError("harness: give a preset name or a command");
-    } else {
-      throw ConfigError("harness: must be a preset name or an object with a command");
     }
+    if (c.harness.preset.empty() && c.harness.command.empty())
+      throw ConfigError("harness: give a preset name or a command");
+  } else {
+    throw ConfigError("harness: must be a preset name or an object with a command");
   }
-  if (j.contains("fixers")) {
-    c.fixers.clear();
-    for (const auto& f : util::string_array(j["fixers"], "fixers")) {
-      c.fixers.push_back(one_of(Json(f), "fixers", {"journal", "bisect", "harness", "noop"}));
-    }
+}
+
+// "fixers": the chain, in order.
+void parse_fixers(Config& c, const Json& f) {
+  c.fixers.clear();
+  for (const auto& f : util::string_array(f, "fixers")) {
+    c.fixers.push_back(one_of(Json(f), "fixers", {"journal", "bisect", "harness", "noop"}));
   }
-  if (j.contains("budgets")) {
-    const Json& b = j["budgets"];
-    if (!b.is_object()) throw ConfigError("budgets: must be an object of failure type -> attempts");
-    util::reject_unknown_keys(b, checks::failure_types(), "budgets");
-    for (auto it = b.begin(); it != b.end(); ++it)
-      c.budgets[it.key()] = positive_int(it.value(), "budgets." + it.key());
-  }
+}
+
+// "budgets": attempts per failure type.
+void parse_budgets(Config& c, const Json& b) {
+  if (!b.is_object()) throw ConfigError("budgets: must be an object of failure type -> attempts");
+  util::reject_unknown_keys(b, checks::failure_types(), "budgets");
+  for (auto it = b.begin(); it != b.end(); ++it) c.budgets[it.key()] = positive_int(it.value(), "budgets." + it.key());
+}
+
+// The caps and the paths a fix may not touch.
+void parse_caps(Config& c, const Json& j) {
   if (j.contains("session_cap")) c.session_cap = positive_int(j["session_cap"], "session_cap");
   if (j.contains("diff_cap")) c.diff_cap = positive_int(j["diff_cap"], "diff_cap");
   if (j.contains("patch_files_cap")) c.patch_files_cap = positive_int(j["patch_files_cap"], "patch_files_cap");
@@ -205,53 +207,75 @@ void parse_into(Config& c, const Json& j) {
     if (!j["prompt_template"].is_string()) throw ConfigError("prompt_template: must be a path");
     c.prompt_template = j["prompt_template"].get<std::string>();
   }
-  if (j.contains("sandbox")) {
-    const Json& s = j["sandbox"];
-    if (!s.is_object()) throw ConfigError("sandbox: must be an object");
-    util::reject_unknown_keys(s, {"carry", "kind"}, "sandbox");
-    if (s.contains("carry")) c.sandbox_carry = util::string_array(s["carry"], "sandbox.carry");
-    if (s.contains("kind")) {
-      const Json& k = s["kind"];
-      const std::string v = k.is_string() ? k.get<std::string>() : k.dump();
-      if (v != "auto" && v != "copy" && v != "overlay")
-        throw ConfigError("sandbox.kind: '" + v + "' is not one of auto, copy, overlay");
-      c.sandbox_kind = v;
-    }
+}
+
+// "sandbox": what a sandbox carries, and its kind.
+void parse_sandbox(Config& c, const Json& s) {
+  if (!s.is_object()) throw ConfigError("sandbox: must be an object");
+  util::reject_unknown_keys(s, {"carry", "kind"}, "sandbox");
+  if (s.contains("carry")) c.sandbox_carry = util::string_array(s["carry"], "sandbox.carry");
+  if (s.contains("kind")) {
+    const Json& k = s["kind"];
+    const std::string v = k.is_string() ? k.get<std::string>() : k.dump();
+    if (v != "auto" && v != "copy" && v != "overlay")
+      throw ConfigError("sandbox.kind: '" + v + "' is not one of auto, copy, overlay");
+    c.sandbox_kind = v;
   }
+}
+
+// "hook": the pre-push hook's mode, checks and time (after "checks": it names them).
+void parse_hook(Config& c, const Json& h) {
+  if (!h.is_object()) throw ConfigError("hook: must be an object");
+  util::reject_unknown_keys(h, {"mode", "checks", "timeout_s"}, "hook");
+  if (h.contains("mode")) c.hook.mode = one_of(h["mode"], "hook.mode", {"verify", "heal"});
+  if (h.contains("checks")) c.hook.checks = util::string_array(h["checks"], "hook.checks");
+  if (h.contains("timeout_s")) c.hook.timeout_s = positive_seconds(h["timeout_s"], "hook.timeout_s");
+  for (size_t i = 0; i < c.hook.checks.size(); ++i)
+    if (!c.find(c.hook.checks[i]))
+      throw ConfigError("hook.checks[" + std::to_string(i) + "]: no check with id '" + c.hook.checks[i] + "'");
+}
+
+// "git": how Phoenix shares the repository with other git users.
+void parse_git(Config& c, const Json& g) {
+  if (!g.is_object()) throw ConfigError("git: must be an object");
+  util::reject_unknown_keys(g, {"lock_wait_s"}, "git");
+  if (!g.contains("lock_wait_s")) return;
+  const Json& w = g["lock_wait_s"];
+  if (!w.is_number() || w.get<double>() < 0 || w.get<double>() > 86400)
+    throw ConfigError("git.lock_wait_s: must be a number of seconds from 0 to 86400, not " + w.dump());
+  c.git_lock_wait_s = w.get<double>();
+}
+
+void parse_into(Config& c, const Json& j) {
+  if (!j.is_object()) throw ConfigError("(top level): phoenix.json must hold a JSON object");
+  util::reject_unknown_keys(j, kTopKeys, "");
+  for (const auto& k : kTopKeys) c.origin[k] = j.contains(k) ? "phoenix.json" : "default";
+  if (j.contains("setup")) parse_setup(c, j["setup"]);
+  if (j.contains("checks")) parse_checks(c, j["checks"]);
+  if (j.contains("harness")) parse_harness(c, j["harness"]);
+  if (j.contains("fixers")) parse_fixers(c, j["fixers"]);
+  if (j.contains("budgets")) parse_budgets(c, j["budgets"]);
+  parse_caps(c, j);
+  if (j.contains("sandbox")) parse_sandbox(c, j["sandbox"]);
   if (j.contains("bisect")) parse_bisect(c, j["bisect"]);
-  if (j.contains("git")) {
-    const Json& g = j["git"];
-    if (!g.is_object()) throw ConfigError("git: must be an object");
-    util::reject_unknown_keys(g, {"lock_wait_s"}, "git");
-    if (g.contains("lock_wait_s")) {
-      const Json& w = g["lock_wait_s"];
-      if (!w.is_number() || w.get<double>() < 0 || w.get<double>() > 86400)
-        throw ConfigError("git.lock_wait_s: must be a number of seconds from 0 to 86400, not " + w.dump());
-      c.git_lock_wait_s = w.get<double>();
-    }
-  }
-  if (j.contains("hook")) {
-    const Json& h = j["hook"];
-    if (!h.is_object()) throw ConfigError("hook: must be an object");
-    util::reject_unknown_keys(h, {"mode", "checks", "timeout_s"}, "hook");
-    if (h.contains("mode")) c.hook.mode = one_of(h["mode"], "hook.mode", {"verify", "heal"});
-    if (h.contains("checks")) c.hook.checks = util::string_array(h["checks"], "hook.checks");
-    if (h.contains("timeout_s")) c.hook.timeout_s = positive_seconds(h["timeout_s"], "hook.timeout_s");
-    for (size_t i = 0; i < c.hook.checks.size(); ++i)
-      if (!c.find(c.hook.checks[i]))
-        throw ConfigError("hook.checks[" + std::to_string(i) + "]: no check with id '" + c.hook.checks[i] + "'");
-  }
+  if (j.contains("git")) parse_git(c, j["git"]);
+  if (j.contains("hook")) parse_hook(c, j["hook"]);
   if (j.contains("loop")) parse_loop(j["loop"], c.loop);
 }
 
 }  // namespace
 
+namespace {
+
+// Default budgets per failure type (DESIGN.md).
 const std::map<std::string, int>& default_budgets() {
   static const std::map<std::string, int> b{{"unit", 3},   {"e2e", 5},       {"build", 2},
                                             {"lint", 3},   {"migration", 1}, {"deploy", 2},
                                             {"visual", 3}, {"contract", 3},  {"health", 1}};
   return b;
 }
+
+}  // namespace
 
 const std::vector<std::string>& harness_presets() {
   static const std::vector<std::string> p{"claude", "codex", "aider", "opencode", "gemini"};
@@ -296,6 +320,11 @@ Config parse(const std::string& text, const std::string& file) {
   return c;
 }
 
+namespace {
+
+// Applies PHOENIX_* environment overrides (PHOENIX_SESSION_CAP,
+// PHOENIX_DIFF_CAP, PHOENIX_CIRCUIT_BREAKER, PHOENIX_HARNESS, PHOENIX_HOOK_MODE,
+// PHOENIX_FIXERS), recording "env NAME" as their origin. load() calls it.
 void apply_env(Config& c) {
   auto env = [](const char* name) -> std::optional<std::string> {
     const char* v = std::getenv(name);
@@ -341,6 +370,8 @@ void apply_env(Config& c) {
     c.origin["fixers"] = "env PHOENIX_FIXERS";
   }
 }
+
+}  // namespace
 
 Config load(const std::string& root, bool required) {
   std::string file = root + "/phoenix.json";

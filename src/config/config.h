@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "checks/check.h"
+#include "checks/check_spec.h"
 #include "util/json.h"
 
 namespace phoenix::config {
@@ -104,16 +104,8 @@ struct Config {
   std::vector<std::string> check_ids() const;
 };
 
-// Default budgets per failure type (DESIGN.md).
-const std::map<std::string, int>& default_budgets();
-
 // The names of the harness presets.
 const std::vector<std::string>& harness_presets();
-
-// Applies PHOENIX_* environment overrides (PHOENIX_SESSION_CAP,
-// PHOENIX_DIFF_CAP, PHOENIX_CIRCUIT_BREAKER, PHOENIX_HARNESS, PHOENIX_HOOK_MODE,
-// PHOENIX_FIXERS), recording "env NAME" as their origin. load() calls it.
-void apply_env(Config& c);
 
 // Loads <root>/phoenix.json. A missing file gives the defaults (path "")
 // unless `required`, in which case it is a ConfigError.

@@ -16,6 +16,7 @@
 #include "util/lock.h"
 #include "util/subprocess.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::engine {
 
@@ -24,11 +25,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string short_sha(const std::string& s) { return s.substr(0, 12); }
-
 std::string describe(const checks::CheckSpec& c) {
-  if (c.kind == "command_exit") return "command_exit `" + util::join_argv(c.argv) + "`";
-  return c.kind + " `" + c.path + "`";
+  if (c.kind == checks::Kind::kCommandExit) return "command_exit `" + util::join_argv(c.argv) + "`";
+  return std::string(checks::kind_name(c.kind)) + " `" + c.path + "`";
 }
 
 }  // namespace
@@ -72,7 +71,7 @@ struct Engine::Impl {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   }
 
-  void state(const std::string& check, const std::string& st, Json detail = Json::object()) {
+  void state(const std::string& check, State st, Json detail = Json::object()) {
     Json ev = {{"event", "state"}, {"check", check}, {"state", st}, {"elapsed_ms", elapsed()}};
     for (auto it = detail.begin(); it != detail.end(); ++it) ev[it.key()] = it.value();
     trace.append("state", ev);
@@ -193,7 +192,7 @@ RunResult Engine::Impl::run() {
                                                                                           a.push_back(c.id);
                                                                                         return a;
                                                                                       }()}});
-  explain("HEAD " + short_sha(head0) + (dirty0 ? ", work tree has uncommitted changes" : ", work tree clean"));
+  explain("HEAD " + util::sha12(head0) + (dirty0 ? ", work tree has uncommitted changes" : ", work tree clean"));
 
   // DETECTED: one fresh measurement of every selected check.
   std::vector<checks::SenseResult> first;
@@ -202,13 +201,13 @@ RunResult Engine::Impl::run() {
     if (r.interrupted) throw Error("interrupted while measuring " + c.id, kExitInterrupted);
     first.push_back(r);
     green.push_back(r.ok);
-    if (r.ok) state(c.id, "GREEN", {{"signal", r.signal}, {"duration_ms", r.duration_ms}});
+    if (r.ok) state(c.id, State::kGreen, {{"signal", r.signal}, {"duration_ms", r.duration_ms}});
     else
-      state(c.id, "DETECTED",
+      state(c.id, State::kDetected,
             {{"signal", r.signal},
              {"duration_ms", r.duration_ms},
              {"type", c.type},
-             {"signature", short_sha(issue_signature(c.id, r.output))}});
+             {"signature", util::sha12(issue_signature(c.id, r.output))}});
   }
   result.detected = first;
 
@@ -217,7 +216,7 @@ RunResult Engine::Impl::run() {
     // Invariant 5: no automatic change on top of someone's uncommitted work.
     explain("guard dirty-tree: uncommitted changes and no --allow-dirty: detection only");
     for (size_t i = 0; i < selected.size(); ++i)
-      if (!green[i]) result.issues.push_back({selected[i].id, "RED", 0, "", "", "", "", std::nullopt});
+      if (!green[i]) result.issues.push_back({selected[i].id, State::kRed, 0, "", "", "", "", std::nullopt});
     trace.append("run.end", {{"exit_code", kExitRed}, {"why", "dirty work tree"}});
     result.exit_code = kExitRed;
     if (on_event)
@@ -231,12 +230,12 @@ RunResult Engine::Impl::run() {
     if (green[i]) continue;
     IssueOutcome o = heal(selected[i], first[i], result);
     result.issues.push_back(o);
-    if (o.state == "HEALED") {
+    if (o.state == State::kHealed) {
       green[i] = true;
-    } else if (o.state == "WAITED_OUT") {
+    } else if (o.state == State::kWaitedOut) {
       exit_code = std::max(exit_code, static_cast<int>(kExitRed));
       break;  // the model cannot be reached: the next issue would wait the same
-    } else if (o.state == "ESCALATED") {
+    } else if (o.state == State::kEscalated) {
       exit_code = kExitEscalated;
       break;  // the run stops at the first escalation
     } else {
@@ -255,7 +254,7 @@ RunResult Engine::Impl::run() {
     std::string head = repo->head_sha();
     repo->write_ref(kKnownGoodRef, head, "phoenix: every check green");
     trace.append("known-good", {{"commit", head}});
-    explain("known-good := " + short_sha(head) + " (every check measured green, tree clean)");
+    explain("known-good := " + util::sha12(head) + " (every check measured green, tree clean)");
   }
   if (auto kg = repo->read_ref(kKnownGoodRef)) result.known_good = *kg;
   result.exit_code = exit_code;
@@ -300,7 +299,7 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
   if (check.type == "health") {
     escalate(h.failure, h.attempts, "", "a health check failed: immediate rollback (no automatic fix for health)",
              result);
-    h.out.state = "ESCALATED";
+    h.out.state = State::kEscalated;
     return h.out;
   }
 
@@ -321,8 +320,8 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
     if (!passes_guards(h, p, facts, attempt_sig)) continue;
     if (opt.dry_run) {
       // Invariant 7: the dry run ends here, with nothing written.
-      state(check.id, "PROPOSED", {{"fixer", p.fixer}, {"files", facts.files}, {"summary", p.summary}});
-      h.out.state = "PROPOSED";
+      state(check.id, State::kProposed, {{"fixer", p.fixer}, {"files", facts.files}, {"summary", p.summary}});
+      h.out.state = State::kProposed;
       h.out.fixer = p.fixer;
       h.out.patch = p.patch;
       return h.out;
@@ -378,18 +377,18 @@ std::string Engine::Impl::stop_reason(const Heal& h) const {
 IssueOutcome Engine::Impl::give_up(Heal& h, const std::string& stop, RunResult& result) {
   explain("escalate " + h.check.id + ": " + stop);
   if (opt.dry_run) {
-    h.out.state = "RED";
-    state(h.check.id, "RED", {{"why", stop}});
+    h.out.state = State::kRed;
+    state(h.check.id, State::kRed, {{"why", stop}});
     return h.out;
   }
   escalate(h.failure, h.attempts, h.last_diff, stop, result);
-  h.out.state = "ESCALATED";
+  h.out.state = State::kEscalated;
   return h.out;
 }
 
 // PROPOSING: one fixer is asked, and what it answered is traced.
 fixers::Proposal Engine::Impl::propose(Heal& h, fixers::Fixer& fixer, std::string& pre_propose) {
-  state(h.check.id, "PROPOSING", {{"fixer", fixer.name()}, {"attempt", h.out.attempts + 1}});
+  state(h.check.id, State::kProposing, {{"fixer", fixer.name()}, {"attempt", h.out.attempts + 1}});
   fixers::Request req;
   req.repo_root = root;
   req.phoenix_dir = layout::state_dir(root);
@@ -434,7 +433,8 @@ bool Engine::Impl::no_patch(Heal& h, const fixers::Proposal& p, const std::strin
     case fixers::Status::kQuota:
       explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) +
               (p.detail.empty() ? "" : " (" + p.detail + ")") + "; next fixer");
-      state(id, "NO_PROPOSAL", {{"fixer", p.fixer}, {"status", fixers::status_name(p.status)}, {"detail", p.detail}});
+      state(id, State::kNoProposal,
+            {{"fixer", p.fixer}, {"status", fixers::status_name(p.status)}, {"detail", p.detail}});
       ++h.fixer_index;
       return true;
     case fixers::Status::kRateLimited:
@@ -443,14 +443,14 @@ bool Engine::Impl::no_patch(Heal& h, const fixers::Proposal& p, const std::strin
     case fixers::Status::kCrashed:
       record_failure(h, p.fixer, std::string(fixers::status_name(p.status)) + (p.detail.empty() ? "" : ": " + p.detail),
                      "", nullptr, p.log);
-      state(id, "REJECTED", {{"fixer", p.fixer}, {"why", fixers::status_name(p.status)}});
+      state(id, State::kRejected, {{"fixer", p.fixer}, {"why", fixers::status_name(p.status)}});
       return true;
     case fixers::Status::kAborted:
       // The real repository changed while the fixer worked (invariant 12):
       // the attempt is void, and the repository goes back to how it was.
       restore_after_intrusion(head_before, pre_propose);
       record_failure(h, p.fixer, "aborted: " + p.detail, "", nullptr, p.log);
-      state(id, "REJECTED", {{"fixer", p.fixer}, {"why", "aborted: " + p.detail}});
+      state(id, State::kRejected, {{"fixer", p.fixer}, {"why", "aborted: " + p.detail}});
       return true;
     case fixers::Status::kProposed: break;
   }
@@ -476,14 +476,14 @@ bool Engine::Impl::wait_for_model(Heal& h, const fixers::Proposal& p, RunResult&
     for (char& ch : result.waited_out)
       if (ch == '\n' || ch == '\r') ch = ' ';
     explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) + " past max_wait_s; the run stops");
-    state(h.check.id, "WAITED_OUT", {{"fixer", p.fixer}, {"waited_ms", h.rate_waited_ms}, {"detail", p.detail}});
-    h.out.state = "WAITED_OUT";
+    state(h.check.id, State::kWaitedOut, {{"fixer", p.fixer}, {"waited_ms", h.rate_waited_ms}, {"detail", p.detail}});
+    h.out.state = State::kWaitedOut;
     return false;
   }
   agent::Classification c;
   c.retry_after_ms = p.retry_after_ms;
   const long long wait = agent::wait_ms(c, h.rate_waits, left);
-  state(h.check.id, "WAITING",
+  state(h.check.id, State::kWaiting,
         {{"fixer", p.fixer},
          {"status", fixers::status_name(p.status)},
          {"wait_ms", wait},
@@ -499,8 +499,9 @@ bool Engine::Impl::wait_for_model(Heal& h, const fixers::Proposal& p, RunResult&
 bool Engine::Impl::passes_guards(Heal& h, const fixers::Proposal& p, const PatchFacts& facts,
                                  const std::string& attempt_sig) {
   if (h.tried.count(attempt_sig)) {
-    explain("attempt signature " + short_sha(attempt_sig) + " was tried before: that path stops; next fixer");
-    state(h.check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", "repeat"}, {"why", "the same fix was tried before"}});
+    explain("attempt signature " + util::sha12(attempt_sig) + " was tried before: that path stops; next fixer");
+    state(h.check.id, State::kRejected,
+          {{"fixer", p.fixer}, {"guard", "repeat"}, {"why", "the same fix was tried before"}});
     ++h.fixer_index;
     return false;
   }
@@ -513,7 +514,7 @@ bool Engine::Impl::passes_guards(Heal& h, const fixers::Proposal& p, const Patch
   explain("guard " + v.guard + " rejects the proposal of " + p.fixer + ": " + v.reason);
   record_failure(h, p.fixer, "rejected (" + v.guard + "): " + v.reason, attempt_sig, &p, "");
   h.last_diff = p.patch;
-  state(h.check.id, "REJECTED", {{"fixer", p.fixer}, {"guard", v.guard}, {"why", v.reason}});
+  state(h.check.id, State::kRejected, {{"fixer", p.fixer}, {"guard", v.guard}, {"why", v.reason}});
   return false;
 }
 
@@ -524,12 +525,12 @@ Engine::Impl::Applied Engine::Impl::apply_and_verify(Heal& h, const fixers::Prop
                                                      const std::string& attempt_sig) {
   const std::string& id = h.check.id;
   Applied a;
-  state(id, "APPLYING", {{"fixer", p.fixer}, {"files", facts.files}, {"summary", p.summary}});
+  state(id, State::kApplying, {{"fixer", p.fixer}, {"files", facts.files}, {"summary", p.summary}});
   const std::string head_before = repo->head_sha();
   std::string why_not;
   if (!repo->check_patch_applies(p.patch, gitx::ApplyLocation::kWorkdir, &why_not)) {
     record_failure(h, p.fixer, "does not apply: " + why_not, attempt_sig, &p, why_not);
-    state(id, "REJECTED", {{"fixer", p.fixer}, {"guard", "apply"}, {"why", why_not}});
+    state(id, State::kRejected, {{"fixer", p.fixer}, {"guard", "apply"}, {"why", why_not}});
     return a;
   }
   const std::string cp = checkpoint("applying a patch from " + p.fixer + " for " + id);
@@ -538,12 +539,12 @@ Engine::Impl::Applied Engine::Impl::apply_and_verify(Heal& h, const fixers::Prop
   } catch (const Error& e) {
     undo_patch(cp, head_before, facts.files);
     record_failure(h, p.fixer, std::string("does not apply: ") + e.what(), attempt_sig, &p, e.what());
-    state(id, "REJECTED", {{"fixer", p.fixer}, {"guard", "apply"}, {"why", e.what()}});
+    state(id, State::kRejected, {{"fixer", p.fixer}, {"guard", "apply"}, {"why", e.what()}});
     return a;
   }
   PHOENIX_FAULT("after-apply");
 
-  state(id, "VERIFYING", {{"fixer", p.fixer}});
+  state(id, State::kVerifying, {{"fixer", p.fixer}});
   auto vstart = Clock::now();
   a.again = measure(h.check);
   a.verify_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - vstart).count();
@@ -568,7 +569,7 @@ Engine::Impl::Applied Engine::Impl::apply_and_verify(Heal& h, const fixers::Prop
   undo_patch(cp, head_before, facts.files);
   h.last_diff = p.patch;
   record_failure(h, p.fixer, a.outcome, attempt_sig, &p, a.again.evidence);
-  state(id, "REJECTED", {{"fixer", p.fixer}, {"why", a.outcome}});
+  state(id, State::kRejected, {{"fixer", p.fixer}, {"why", a.outcome}});
   return a;
 }
 
@@ -576,7 +577,7 @@ Engine::Impl::Applied Engine::Impl::apply_and_verify(Heal& h, const fixers::Prop
 void Engine::Impl::healed(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig,
                           const Applied& a) {
   const checks::CheckSpec& check = h.check;
-  h.out.state = "HEALED";
+  h.out.state = State::kHealed;
   h.out.fixer = p.fixer;
   h.out.patch = p.patch;
   h.out.attempts += 1;
@@ -591,14 +592,14 @@ void Engine::Impl::healed(Heal& h, const fixers::Proposal& p, const PatchFacts& 
     h.out.fix_commit = repo->commit_tracked_and(facts.files, msg, opt.author_name, opt.author_email);
   }
   if (outcomes) outcomes->healed(h.failure, p, a.verify_ms);
-  state(check.id, "HEALED",
+  state(check.id, State::kHealed,
         {{"fixer", p.fixer},
          {"signal", a.again.signal},
          {"commit", h.out.fix_commit},
          {"attempts", h.out.attempts},
          {"uncommitted", dirty0}});
   explain(dirty0 ? "healed; the fix stays uncommitted because the work tree had your own changes"
-                 : "healed; fix commit " + short_sha(h.out.fix_commit));
+                 : "healed; fix commit " + util::sha12(h.out.fix_commit));
 }
 
 void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<IncidentAttempt>& attempts,
@@ -630,7 +631,7 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   }
   result.incident = path;
   trace.append("incident", {{"path", path}, {"check", f.check.id}, {"why", why}});
-  state(f.check.id, "ESCALATED", {{"why", why}, {"incident", path}});
+  state(f.check.id, State::kEscalated, {{"why", why}, {"incident", path}});
 
   // Rollback (invariant 11): keep what is abandoned under a ref, then go
   // back to the pre-run state, or to known-good when asked.

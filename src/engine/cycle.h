@@ -18,6 +18,7 @@
 
 #include "checks/check.h"
 #include "config/config.h"
+#include "engine/state.h"
 #include "fixers/fixer.h"
 #include "trace/trace.h"
 #include "util/json.h"
@@ -69,7 +70,7 @@ struct RunOptions {
 
 struct IssueOutcome {
   std::string check;
-  std::string state;  // HEALED, ESCALATED, PROPOSED (dry run), RED (not healed: dirty tree)
+  State state = State::kRed;  // kHealed, kEscalated, kProposed (dry run), kRed (dirty tree), kWaitedOut
   int attempts = 0;
   std::string fixer;       // who proposed the fix that healed
   std::string fix_commit;  // sha of the fix commit

@@ -13,17 +13,28 @@ namespace phoenix::engine {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Paths every check protects, whatever phoenix.json says.
 const std::vector<std::string>& always_protected() {
   static const std::vector<std::string> p{"phoenix.json", ".phoenix/**", ".git/**",      ".git",
                                           ".githooks/**", ".husky/**",   "lefthook.yml", ".pre-commit-config.yaml"};
   return p;
 }
 
+}  // namespace
+
+namespace {
+
+// Test files a check protects when protect_tests is on and it names none:
+// these globs plus any repository path in its argv.
 const std::vector<std::string>& default_test_globs() {
   static const std::vector<std::string> g{"tests/**", "test/**",  "__tests__/**", "spec/**",    "*_test.*", "*_tests.*",
                                           "test_*.*", "*.test.*", "*.spec.*",     "*Test.java", "*_spec.rb"};
   return g;
 }
+
+}  // namespace
 
 std::vector<std::string> protected_globs(const checks::CheckSpec& check, const config::Config& cfg,
                                          const std::string& root) {

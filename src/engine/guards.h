@@ -23,12 +23,6 @@ struct GuardVerdict {
   std::string reason;  // one line for people
 };
 
-// Paths every check protects, whatever phoenix.json says.
-const std::vector<std::string>& always_protected();
-// Test files a check protects when protect_tests is on and it names none:
-// these globs plus any repository path in its argv.
-const std::vector<std::string>& default_test_globs();
-
 // The protected globs for one check (always + config + its tests).
 std::vector<std::string> protected_globs(const checks::CheckSpec& check, const config::Config& cfg,
                                          const std::string& root);

@@ -12,6 +12,7 @@
 #include "util/fault.h"
 #include "util/redact.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::engine {
 
@@ -50,7 +51,7 @@ std::string render_incident(const Incident& inc) {
   if (inc.attempts.empty()) s += "None.\n";
   for (const auto& a : inc.attempts)
     s += std::to_string(a.number) + ". " + a.fixer + ": " + a.outcome +
-         (a.attempt_signature.empty() ? "" : " (attempt `" + a.attempt_signature.substr(0, 12) + "`)") + "\n";
+         (a.attempt_signature.empty() ? "" : " (attempt `" + util::sha12(a.attempt_signature) + "`)") + "\n";
   if (!inc.why_escalated.empty()) s += "\nEscalated because: " + inc.why_escalated + "\n";
   s += "\n## Failure signatures\n\n- issue: `" + inc.issue_signature + "`\n";
   for (const auto& t : inc.failing_tests) s += "- failing test: `" + t + "`\n";

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "util/error.h"
+#include "util/format.h"
 
 namespace phoenix::engine {
 
@@ -18,7 +19,7 @@ void JournalSink::healed(const fixers::Failure& failure, const fixers::Proposal&
   try {
     if (proposal.fixer == kJournalFixer) {
       if (!journal_.record_replay(failure.issue_signature, journal::patch_hash(proposal.patch)))
-        warn_("journal: the replayed fix for " + failure.issue_signature.substr(0, 12) +
+        warn_("journal: the replayed fix for " + util::sha12(failure.issue_signature) +
               " was forgotten meanwhile; its replay is not counted");
       return;
     }

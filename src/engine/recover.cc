@@ -15,6 +15,7 @@
 #include "util/lock.h"
 #include "util/subprocess.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::engine {
 
@@ -167,7 +168,7 @@ std::string restore_interrupted(gitx::Repo& repo, const Interrupted& in, const s
   const bool healed_head =
       head != in.head0 && !in.head0.empty() && repo.is_clean(kKeep) && !in.dirty0 && heal_commits_on(where, in.head0);
   if (healed_head) {
-    actions.push_back("kept the verified heal commit " + head.substr(0, 12) + " of an interrupted run");
+    actions.push_back("kept the verified heal commit " + util::sha12(head) + " of an interrupted run");
     return head;
   }
   if (in.checkpoint.empty()) return in.head0;
@@ -196,7 +197,7 @@ std::string restore_interrupted(gitx::Repo& repo, const Interrupted& in, const s
     repo.restore_paths(in.checkpoint, changed_since(repo, in.checkpoint));
   }
   done["restored_to"] = in.dirty0 ? in.checkpoint : in.head0;
-  actions.push_back("restored the work tree of an interrupted run to its pre-run state (" + in.head0.substr(0, 12) +
+  actions.push_back("restored the work tree of an interrupted run to its pre-run state (" + util::sha12(in.head0) +
                     (in.dirty0 ? " plus the uncommitted changes it had" : "") + "); what was there is kept under " +
                     std::string(kAbandonedPrefix) + stamp + "-recover*");
   return in.head0;

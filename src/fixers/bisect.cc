@@ -27,13 +27,14 @@
 #include "util/json.h"
 #include "util/subprocess.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace fs = std::filesystem;
 
 namespace phoenix::fixers {
 namespace {
 
-std::string short_sha(const std::string& sha) { return sha.substr(0, 7); }
+using util::short_sha;
 
 std::string subject_of(const gitx::Repo& repo, const std::string& sha) {
   std::string msg = repo.commit_message(sha);

@@ -8,10 +8,14 @@
 
 namespace phoenix::fixers {
 
+namespace {
+
 const std::vector<std::string>& fixer_names() {
   static const std::vector<std::string> n{"journal", "bisect", "harness", "noop"};
   return n;
 }
+
+}  // namespace
 
 std::vector<std::string> parse_fixer_list(const std::string& list) {
   std::vector<std::string> out;

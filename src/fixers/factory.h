@@ -10,8 +10,6 @@
 
 namespace phoenix::fixers {
 
-const std::vector<std::string>& fixer_names();
-
 // Throws UsageError naming an unknown fixer (with "did you mean").
 std::vector<std::unique_ptr<Fixer>> make_fixers(const std::vector<std::string>& names);
 

@@ -19,6 +19,7 @@
 #include "util/json.h"
 #include "util/subprocess.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace fs = std::filesystem;
 
@@ -51,9 +52,7 @@ std::string json_text(const Json& j) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-std::string plural(size_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
+using util::plural;
 
 using agent::Classification;
 using agent::Invocation;
@@ -88,15 +87,15 @@ std::string bullets(const std::vector<std::string>& items, const std::string& if
 }
 
 std::string check_target(const checks::CheckSpec& c) {
-  if (c.kind == "command_exit") {
+  if (c.kind == checks::Kind::kCommandExit) {
     std::string t = util::join_argv(c.argv) + " (expects exit " + std::to_string(c.expect_exit) + ")";
     return c.cwd.empty() ? t : t + " in " + c.cwd;
   }
-  if (c.kind == "file_sha256") return c.path + " (expects sha256 " + c.expect_sha256 + ")";
-  if (c.kind == "regex_in_file")
+  if (c.kind == checks::Kind::kFileSha256) return c.path + " (expects sha256 " + c.expect_sha256 + ")";
+  if (c.kind == checks::Kind::kRegexInFile)
     return c.path + " (pattern /" + c.pattern + "/ must be " + (c.expect_present ? "present" : "absent") + ")";
   if (c.raw.is_object() && c.raw.contains("target")) return json_text(c.raw["target"]);
-  return c.kind;
+  return checks::kind_name(c.kind);
 }
 
 }  // namespace
@@ -129,7 +128,7 @@ std::map<std::string, std::string> prompt_values(const Request& request) {
   const checks::CheckSpec& check = f.check;
   std::map<std::string, std::string> v;
   v["check_id"] = check.id.empty() ? std::string("(unnamed)") : check.id;
-  v["check_kind"] = check.kind;
+  v["check_kind"] = checks::kind_name(check.kind);
   v["check_target"] = check_target(check);
   v["failure_type"] = f.failure_type.empty() ? check.type : f.failure_type;
   v["signal"] = f.result.signal.empty() ? std::string("(none)") : f.result.signal;
@@ -364,6 +363,40 @@ std::string summary_of(const std::string& program, const Classification& c, cons
   }
 }
 
+// What the agent's run tells the proposal whatever its outcome (the trace
+// keeps the detail): its exit, time, log (the argv, what the sandbox left
+// out, the setup, the output), cost, turns and model calls. Returns the
+// note on stray processes Phoenix killed ("; ..."), or "".
+std::string record_run(Proposal& p, const util::ProcessResult& r, const Invocation& inv, size_t prompt_bytes,
+                       const sandbox::Sandbox& sb, bool explain, const std::string& setup_note) {
+  p.exit_code = r.exit_code;
+  p.duration_ms = r.duration_ms;
+  p.log = "$ " + shown_argv(inv.argv) + "   # in the sandbox; prompt via " + via_name(inv.via) +
+          (inv.long_prompt_in_file ? " (too long for an argument: in a file)" : "") + ", " +
+          std::to_string(prompt_bytes) + " bytes\n";
+  if (explain) {
+    // What the agent could not see, and why (secrets, ignored links...).
+    p.log += "# sandbox: " + plural(sb.files().size(), "file", "files") + " copied";
+    for (const sandbox::Skipped& s : sb.skipped()) p.log += "; not " + s.path + " (" + s.reason + ")";
+    p.log += "\n";
+  }
+  p.log += setup_note;
+  p.log += r.output;
+  const std::string strays = r.strays_killed
+                                 ? "; Phoenix killed " + plural(r.strays_killed, "stray process", "stray processes") +
+                                       " the agent left running"
+                                 : "";
+  if (!strays.empty()) p.log += "\n# " + strays.substr(2) + "\n";
+  const agent::AgentReport report = agent::parse_agent_report(r.output);
+  p.cost_usd = report.cost_usd;
+  p.turns = report.turns;
+  // The CLI's own count where it reports one; a program that never started
+  // asked nothing.
+  if (r.not_found || r.not_executable) p.model_calls = 0;
+  else p.model_calls = report.model_calls;
+  return strays;
+}
+
 }  // namespace
 
 Proposal HarnessFixer::propose(const Request& request) {
@@ -416,32 +449,7 @@ Proposal HarnessFixer::propose(const Request& request) {
   const util::ProcessResult r = util::run_process(o);
   const std::vector<std::string> changes = watch.changes();
 
-  p.exit_code = r.exit_code;
-  p.duration_ms = r.duration_ms;
-  p.log = "$ " + shown_argv(inv.argv) + "   # in the sandbox; prompt via " + via_name(inv.via) +
-          (inv.long_prompt_in_file ? " (too long for an argument: in a file)" : "") + ", " +
-          std::to_string(prompt.size()) + " bytes\n";
-  if (request.explain) {
-    // What the agent could not see, and why (secrets, ignored links...).
-    p.log += "# sandbox: " + plural(sb.files().size(), "file", "files") + " copied";
-    for (const sandbox::Skipped& s : sb.skipped()) p.log += "; not " + s.path + " (" + s.reason + ")";
-    p.log += "\n";
-  }
-  p.log += setup_note;
-  p.log += r.output;
-  // Recorded with whatever the outcome is (the trace keeps the detail).
-  const std::string strays = r.strays_killed
-                                 ? "; Phoenix killed " + plural(r.strays_killed, "stray process", "stray processes") +
-                                       " the agent left running"
-                                 : "";
-  if (!strays.empty()) p.log += "\n# " + strays.substr(2) + "\n";
-  const agent::AgentReport report = agent::parse_agent_report(r.output);
-  p.cost_usd = report.cost_usd;
-  p.turns = report.turns;
-  // The CLI's own count where it reports one; a program that never started
-  // asked nothing.
-  if (r.not_found || r.not_executable) p.model_calls = 0;
-  else p.model_calls = report.model_calls;
+  const std::string strays = record_run(p, r, inv, prompt.size(), sb, request.explain, setup_note);
 
   if (!changes.empty())
     return done(Status::kAborted,

@@ -7,14 +7,13 @@
 #include "gitx/repo.h"
 #include "util/error.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::fixers {
 
 namespace {
 
-std::string plural(long long n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
+using util::plural;
 
 // "replay of 1a2b3c4d5e6f (healed 3 times, saves ~2 model calls and ~4m10s)"
 std::string describe(const journal::Entry& e) {
@@ -22,7 +21,7 @@ std::string describe(const journal::Entry& e) {
   if (e.model_calls) saves = "~" + plural(*e.model_calls, "model call", "model calls");
   else saves = "an unknown number of model calls";
   if (e.duration_ms && *e.duration_ms > 0) saves += " and ~" + journal::format_ms(*e.duration_ms);
-  return "replay of " + e.signature.substr(0, 12) + " (healed " + plural(e.successes, "time", "times") + ", saves " +
+  return "replay of " + util::sha12(e.signature) + " (healed " + plural(e.successes, "time", "times") + ", saves " +
          saves + ")";
 }
 
@@ -58,7 +57,7 @@ Proposal JournalFixer::propose(const Request& request) {
       p.status = Status::kProposed;
       p.patch = e.patch;
       p.files = e.files;
-      p.summary = "replay the verified fix for " + e.signature.substr(0, 12) + " first proposed by " + e.fixer;
+      p.summary = "replay the verified fix for " + util::sha12(e.signature) + " first proposed by " + e.fixer;
       p.detail = describe(e);
       p.model_calls = 0;
       p.duration_ms = ms_since_t0();
@@ -67,13 +66,13 @@ Proposal JournalFixer::propose(const Request& request) {
     p.status = Status::kNothing;
     if (!stale.empty())
       p.detail = plural(static_cast<long long>(stale.size()), "stored fix", "stored fixes") + " for " +
-                 sig.substr(0, 12) + " no longer apply, demoted: " + [&] {
+                 util::sha12(sig) + " no longer apply, demoted: " + [&] {
                    std::string s;
                    for (const auto& x : stale) s += (s.empty() ? "" : "; ") + x;
                    return s;
                  }();
-    else if (entries.empty()) p.detail = "no verified fix for " + sig.substr(0, 12);
-    else p.detail = "every verified fix for " + sig.substr(0, 12) + " was tried";
+    else if (entries.empty()) p.detail = "no verified fix for " + util::sha12(sig);
+    else p.detail = "every verified fix for " + util::sha12(sig) + " was tried";
   } catch (const Error& e) {
     p.status = Status::kUnavailable;
     p.detail = e.what();

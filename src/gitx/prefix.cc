@@ -28,6 +28,4 @@ bool at_or_under_any(std::string_view path, const std::vector<std::string>& pref
                      [&](const std::string& p) { return at_or_under_prefix(path, p); });
 }
 
-std::string short_sha(const std::string& sha) { return sha.size() > 7 ? sha.substr(0, 7) : sha; }
-
 }  // namespace phoenix::gitx

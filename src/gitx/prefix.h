@@ -20,8 +20,4 @@ bool under_any(std::string_view path, const std::vector<std::string>& prefixes);
 bool at_or_under_prefix(std::string_view path, std::string_view prefix);
 bool at_or_under_any(std::string_view path, const std::vector<std::string>& prefixes);
 
-// The first 7 hex digits of a sha (a shorter string whole), as
-// `git log --oneline` shows commits.
-std::string short_sha(const std::string& sha);
-
 }  // namespace phoenix::gitx

@@ -30,9 +30,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string paint(bool on, const char* code, const std::string& s) {
-  return on ? std::string("\033[") + code + "m" + s + "\033[0m" : s;
-}
+using util::term::paint;
 
 }  // namespace
 
@@ -250,7 +248,7 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   const std::vector<checks::CheckSpec> selected = hook_checks(cfg);
   if (selected.empty()) return std::nullopt;
   for (const auto& spec : selected)
-    if (spec.kind != "command_exit") return std::nullopt;
+    if (spec.kind != checks::Kind::kCommandExit) return std::nullopt;
 
   std::unique_ptr<util::FileLock> lock;
   try {

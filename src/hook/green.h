@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "checks/check.h"
+#include "checks/check_spec.h"
 #include "hook/pushed_refs.h"
 
 namespace phoenix::config {

@@ -26,6 +26,7 @@
 #include "util/lock.h"
 #include "util/subprocess.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::hook {
 
@@ -49,11 +50,7 @@ std::string sh_quote(const std::string& s) {
   return out + "'";
 }
 
-std::string replace_all(std::string text, std::string_view from, std::string_view to) {
-  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
-    text.replace(at, from.size(), to);
-  return text;
-}
+using util::replace_all;
 
 // The inverse of sh_quote for one word as sh_quote writes it.
 std::string sh_unquote(std::string_view s) {
@@ -260,7 +257,7 @@ void print_event(std::ostream& err, const Json& ev) {
     line += " — " + ev["summary"].get<std::string>();
   if (ev.contains("why")) line += " — " + ev["why"].get<std::string>();
   if (ev.contains("commit") && !ev["commit"].get<std::string>().empty())
-    line += " commit " + sha12(ev["commit"].get<std::string>());
+    line += " commit " + util::sha12(ev["commit"].get<std::string>());
   err << line << " (" << ev.value("elapsed_ms", 0LL) << " ms)\n";
 }
 
@@ -392,7 +389,8 @@ void PrePush::find_targets() {
     try {
       commit = !head_.empty() && r.local_sha == head_ ? head_ : repo().resolve(r.local_sha);
     } catch (const Error&) {
-      err_ << "phoenix: " << r.local_ref << " (" << sha12(r.local_sha) << ") does not name a commit: not measured\n";
+      err_ << "phoenix: " << r.local_ref << " (" << util::sha12(r.local_sha)
+           << ") does not name a commit: not measured\n";
       continue;
     }
     auto it = std::find_if(targets_.begin(), targets_.end(), [&](const Target& t) { return t.commit == commit; });
@@ -521,28 +519,29 @@ int PrePush::heal_head(int code) {
   so.run.templates_dir = opt_.templates_dir;
   so.run.max_wait_s = std::min(cfg_.harness.max_wait_s.value_or(config::kDefaultMaxWaitS), left);
   if (!cfg_.hook.checks.empty()) so.run.only = cfg_.hook.checks;
-  err_ << "phoenix: hook.mode is heal: healing " << sha12(head_) << " on "
+  err_ << "phoenix: hook.mode is heal: healing " << util::sha12(head_) << " on "
        << (head_branch_.empty() ? "HEAD" : head_branch_) << "\n";
   engine::RunResult result =
       engine::run_session(opt_.root, session_cfg, so, opt_.trace(), [&](const Json& ev) { print_event(err_, ev); });
 
   bool healed_any = false;
   for (const auto& i : result.issues) {
-    if (i.state == "HEALED" && !i.fix_commit.empty()) {
-      err_ << "phoenix: healed " << i.check << " in " << sha12(i.fix_commit) << " — push again\n";
+    if (i.state == engine::State::kHealed && !i.fix_commit.empty()) {
+      err_ << "phoenix: healed " << i.check << " in " << util::sha12(i.fix_commit) << " — push again\n";
       healed_any = true;
-    } else if (i.state == "ESCALATED") {
+    } else if (i.state == engine::State::kEscalated) {
       err_ << "phoenix: " << i.check << " escalated: see " << result.incident << "; push blocked\n";
-    } else if (i.state == "WAITED_OUT") {
+    } else if (i.state == engine::State::kWaitedOut) {
       err_ << "phoenix: " << result.waited_out << "; push blocked\n";
-    } else if (i.state != "HEALED") {
+    } else if (i.state != engine::State::kHealed) {
       err_ << "phoenix: " << i.check << ": " << i.state << "; push blocked\n";
     }
   }
   if (result.exit_code != kExitOk) code = std::max(code, result.exit_code);
   else if (healed_any) code = std::max(code, static_cast<int>(kExitRed));  // the fix is not in what is being pushed
   else if (result.issues.empty())
-    err_ << "phoenix: a fresh run of every check passes at " << sha12(head_) << " (flaky?); push allowed for it\n";
+    err_ << "phoenix: a fresh run of every check passes at " << util::sha12(head_)
+         << " (flaky?); push allowed for it\n";
   trace_outcome(healed_any ? "healed" : code == kExitOk ? "green on re-run" : "blocked");
   return code;
 }

@@ -5,6 +5,7 @@
 
 #include "util/error.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace phoenix::hook {
 
@@ -27,12 +28,7 @@ bool has_control(std::string_view s) {
   });
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
+using util::lower;
 
 // A line as it can be shown in one line of an error: control bytes and
 // non-ASCII escaped, cut to 80 bytes of input.
@@ -111,12 +107,10 @@ std::string short_ref(const std::string& ref) {
 
 }  // namespace
 
-std::string sha12(const std::string& sha) { return sha.substr(0, 12); }
-
 std::string push_label(const std::vector<const PushedRef*>& refs, const std::string& commit) {
   std::string names;
   for (const auto* r : refs) names += (names.empty() ? "" : ",") + short_ref(r->local_ref);
-  return names + "@" + sha12(commit);
+  return names + "@" + util::sha12(commit);
 }
 
 }  // namespace phoenix::hook

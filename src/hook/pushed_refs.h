@@ -36,9 +36,6 @@ std::vector<PushedRef> parse_pre_push(std::string_view input);
 // deletions left out.
 std::vector<std::string> commits_to_measure(const std::vector<PushedRef>& refs);
 
-// A commit as the hook's lines name it: its first 12 hex digits.
-std::string sha12(const std::string& sha);
-
 // "main,v1@3f2c1a9b7d10": the short local refs that push `commit`.
 std::string push_label(const std::vector<const PushedRef*>& refs, const std::string& commit);
 

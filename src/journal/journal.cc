@@ -17,6 +17,7 @@
 #include "util/error.h"
 #include "util/json.h"
 #include "util/text.h"
+#include "util/format.h"
 
 namespace fs = std::filesystem;
 
@@ -28,6 +29,23 @@ using sqlite::col_opt_real;
 using sqlite::col_text;
 using sqlite::Tx;
 using sqlite::Use;
+
+// A tally from the row `s` stands on, its columns from `first` on: attempts,
+// successes, failures, replays, first_seen, last_seen, last_verified,
+// last_failed, last_failure.
+Tally read_tally(sqlite3_stmt* s, int first) {
+  Tally t;
+  t.attempts = sqlite3_column_int64(s, first);
+  t.successes = sqlite3_column_int64(s, first + 1);
+  t.failures = sqlite3_column_int64(s, first + 2);
+  t.replays = sqlite3_column_int64(s, first + 3);
+  t.first_seen = sqlite3_column_int64(s, first + 4);
+  t.last_seen = sqlite3_column_int64(s, first + 5);
+  t.last_verified = sqlite3_column_int64(s, first + 6);
+  t.last_failed = sqlite3_column_int64(s, first + 7);
+  t.last_failure = col_text(s, first + 8);
+  return t;
+}
 
 // Schema migrations: kMigrations[v] takes user_version v to v + 1.
 // Append only: a released step is never edited.
@@ -201,7 +219,7 @@ struct Journal::Impl {
     try {
       for (const auto& f : util::Json::parse(col_text(s, 6))) e.files.push_back(f.get<std::string>());
     } catch (const std::exception& ex) {
-      throw Error(damaged_message(path, "entry " + e.signature.substr(0, 12) + " has unreadable files: " + ex.what()));
+      throw Error(damaged_message(path, "entry " + util::sha12(e.signature) + " has unreadable files: " + ex.what()));
     }
     e.fixer = col_text(s, 7);
     e.duration_ms = col_opt_int(s, 8);
@@ -228,19 +246,7 @@ struct Journal::Impl {
     Use u(db, s);
     u.integer(1, id);
     std::map<std::string, Tally> out;
-    while (u.step("read it")) {
-      Tally t;
-      t.attempts = sqlite3_column_int64(s, 1);
-      t.successes = sqlite3_column_int64(s, 2);
-      t.failures = sqlite3_column_int64(s, 3);
-      t.replays = sqlite3_column_int64(s, 4);
-      t.first_seen = sqlite3_column_int64(s, 5);
-      t.last_seen = sqlite3_column_int64(s, 6);
-      t.last_verified = sqlite3_column_int64(s, 7);
-      t.last_failed = sqlite3_column_int64(s, 8);
-      t.last_failure = col_text(s, 9);
-      out[col_text(s, 0)] = t;
-    }
+    while (u.step("read it")) out[col_text(s, 0)] = read_tally(s, 1);
     return out;
   }
 
@@ -363,7 +369,7 @@ struct Journal::Impl {
     auto describe = [](const std::vector<std::pair<std::string, std::string>>& sigs, size_t shown) {
       std::string s;
       for (size_t i = 0; i < sigs.size() && i < shown; ++i)
-        s += (i ? ", " : "") + sigs[i].first.substr(0, 12) + " (" + sigs[i].second + ")";
+        s += (i ? ", " : "") + util::sha12(sigs[i].first) + " (" + sigs[i].second + ")";
       if (sigs.size() > shown) s += ", ...";
       return s;
     };
@@ -651,17 +657,7 @@ std::vector<Entry> Journal::export_entries() const {
   while (u.step("read it")) {
     auto it = index.find(sqlite3_column_int64(s, 0));
     if (it == index.end()) continue;  // an orphan row: not part of any entry
-    Tally t;
-    t.attempts = sqlite3_column_int64(s, 2);
-    t.successes = sqlite3_column_int64(s, 3);
-    t.failures = sqlite3_column_int64(s, 4);
-    t.replays = sqlite3_column_int64(s, 5);
-    t.first_seen = sqlite3_column_int64(s, 6);
-    t.last_seen = sqlite3_column_int64(s, 7);
-    t.last_verified = sqlite3_column_int64(s, 8);
-    t.last_failed = sqlite3_column_int64(s, 9);
-    t.last_failure = col_text(s, 10);
-    out[it->second].tallies[col_text(s, 1)] = t;
+    out[it->second].tallies[col_text(s, 1)] = read_tally(s, 2);
   }
   return out;
 }

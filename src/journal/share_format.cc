@@ -7,7 +7,9 @@
 
 #include "gitx/repo.h"
 #include "util/error.h"
+#include "util/format.h"
 #include "util/json.h"
+#include "util/text.h"
 
 namespace phoenix::journal {
 
@@ -142,14 +144,7 @@ std::string serialize(std::vector<Entry> entries) {
 }
 
 std::vector<Entry> parse(const std::string& text, const std::string& where) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
-    lines.push_back(text.substr(start, nl - start));
-    start = nl + 1;
-  }
+  const std::vector<std::string> lines = util::split_lines(text);
   if (lines.empty()) throw Error(where + ": empty file");
   auto json_line = [&](size_t i) {
     try {
@@ -175,7 +170,7 @@ std::vector<Entry> parse(const std::string& text, const std::string& where) {
     std::string what = where + ": line " + std::to_string(i + 1) + ": ";
     Entry e = parse_entry(json_line(i), what);
     if (!seen.insert({e.signature, e.patch_hash}).second)
-      throw Error(what + "entry " + e.signature.substr(0, 12) + " with this patch appears twice");
+      throw Error(what + "entry " + util::sha12(e.signature) + " with this patch appears twice");
     out.push_back(std::move(e));
   }
   if (static_cast<long long>(out.size()) != count.get<long long>())

@@ -5,6 +5,8 @@
 #include <ctime>
 #include <set>
 
+#include "engine/state.h"
+#include "report/events.h"
 #include "util/json.h"
 #include "util/text.h"
 
@@ -13,30 +15,6 @@ namespace phoenix::report {
 namespace {
 
 using util::Json;
-
-struct Event {
-  long long t = 0;
-  std::string event;
-  Json data;
-};
-
-std::vector<Event> parse(const std::string& text, long long since) {
-  std::vector<Event> out;
-  for (const auto& line : util::split_lines(text)) {
-    if (line.empty()) continue;
-    Json e;
-    try {
-      e = Json::parse(line);
-    } catch (const Json::exception&) {
-      continue;  // a torn last line: `phoenix trace verify` reports it
-    }
-    if (!e.is_object()) continue;
-    long long t = util::iso8601_ms(e.value("ts", ""));
-    if (t < 0 || t < since) continue;
-    out.push_back({t, e.value("event", ""), e.contains("data") && e["data"].is_object() ? e["data"] : Json::object()});
-  }
-  return out;
-}
 
 std::string str(const Json& d, const char* key) {
   return d.contains(key) && d[key].is_string() ? d[key].get<std::string>() : std::string();
@@ -79,7 +57,7 @@ std::string first_open(const std::string& text, const std::set<std::string>& fin
 
 long long last_loop_start(const std::string& trace_text) {
   long long last = 0;
-  for (const auto& e : parse(trace_text, 0))
+  for (const auto& e : read_events(trace_text, 0))
     if (e.event == "loop.start") last = e.t;
   return last;
 }
@@ -213,11 +191,12 @@ struct NightReader {
 
   void state(const Event& e) {
     const Json& d = e.data;
-    std::string st = str(d, "state"), check = str(d, "check");
-    if (st == "DETECTED") {
+    const std::optional<engine::State> st = engine::parse_state(str(d, "state"));
+    const std::string check = str(d, "check");
+    if (st == engine::State::kDetected) {
       detected[check] = d;
       detected_at[check] = e.t;
-    } else if (st == "HEALED") {
+    } else if (st == engine::State::kHealed) {
       Heal h;
       h.check = check;
       h.fixer = str(d, "fixer");
@@ -339,7 +318,7 @@ Night read_night(const std::string& trace_text, long long since_ms, const Facts&
   NightReader r{facts, {}, {}, {}, {}, 0, false, {}, -1};
   r.n.since_ms = since_ms;
   r.n.known_good = facts.known_good;
-  for (const auto& e : parse(trace_text, since_ms)) r.read(e);
+  for (const auto& e : read_events(trace_text, since_ms)) r.read(e);
   return r.finish();
 }
 
@@ -359,10 +338,6 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
 }
 
 }  // namespace
-
-std::string plural(long long k, const std::string& one, const std::string& many) {
-  return std::to_string(k) + " " + (k == 1 ? one : many);
-}
 
 std::string verdict(const Night& n) {
   if (n.start_ms == 0) return "Nothing happened in this period: the trace holds no events since then.";
@@ -514,7 +489,5 @@ std::string money(const std::optional<double>& usd) {
   else std::snprintf(b, sizeof b, "$%.2f", *usd);
   return b;
 }
-
-std::string short_sha(const std::string& sha) { return sha.substr(0, 7); }
 
 }  // namespace phoenix::report

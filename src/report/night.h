@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "util/format.h"
+
 namespace phoenix::report {
 
 // One task the loop worked on, in the order it finished.
@@ -118,8 +120,8 @@ std::string clock(long long ms);                      // "03:12" local time
 std::string local_time(long long ms);                 // "2026-12-02 03:12 +01:00"
 std::string utc_offset(long long ms);                 // "+01:00"
 std::string money(const std::optional<double>& usd);  // "$0.42", "—" when unknown
-std::string short_sha(const std::string& sha);        // 7 hex
-std::string plural(long long k, const std::string& one, const std::string& many);  // "1 heal", "2 heals"
+using util::plural;                                   // "1 heal", "2 heals"
+using util::short_sha;                                // 7 hex
 constexpr const char* kDash = "—";
 
 }  // namespace phoenix::report

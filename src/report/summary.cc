@@ -1,130 +1,169 @@
 // The report as data (`phoenix report --json`): figures an outer harness
 // reads. Its keys are stable; the words people read are in night.h.
+#include "report/summary.h"
+
 #include <algorithm>
 #include <map>
 
-#include "report/summary.h"
-#include "util/text.h"
+#include "engine/state.h"
+#include "report/events.h"
 
 namespace phoenix::report {
 
 using util::Json;
 
-Json summary_json(const std::string& trace_text, long long since) {
-  Json done = Json::array(), skipped = Json::array(), incidents = Json::array(), heal_list = Json::array();
-  std::map<std::string, Json> detected;  // check -> its last DETECTED event (elapsed_ms, signature)
-  int model_calls = 0;
-  std::map<std::string, int> heals_by_check;
-  int heals = 0, escalations = 0, loops = 0, runs = 0, iterations = 0;
-  double cost = 0;
-  int costed = 0, uncosted = 0;
-  long long busy_ms = 0, loop_start = -1, run_start = -1;
-  for (const auto& line : util::split_lines(trace_text)) {
-    if (line.empty()) continue;
-    Json e;
-    try {
-      e = Json::parse(line);
-    } catch (const Json::exception&) {
-      continue;  // a torn last line: `phoenix trace verify` reports it
-    }
-    long long t = util::iso8601_ms(e.value("ts", ""));
-    if (t < since) continue;
-    std::string ev = e.value("event", "");
-    const Json& d = e.contains("data") ? e["data"] : Json::object();
-    if (ev == "loop.start") {
-      ++loops;
-      loop_start = t;
-    } else if (ev == "loop.end" && loop_start >= 0) {
-      busy_ms += std::max(0LL, t - loop_start);  // a wall clock stepped back
-      loop_start = -1;
-    } else if (ev == "run.start") {
-      ++runs;
-      run_start = t;
-    } else if (ev == "run.end" && run_start >= 0) {
-      if (loop_start < 0) busy_ms += std::max(0LL, t - run_start);  // a loop's runs are inside its time
-      run_start = -1;
-    } else if (ev == "loop.task_done") {
-      done.push_back({{"task", d.value("task", Json())},
-                      {"head", d.value("head", "")},
-                      {"healed", d.value("healed", false)},
-                      {"at", e.value("ts", "")}});
-    } else if (ev == "loop.task_skipped") {
-      skipped.push_back(
-          {{"task", d.value("task", Json())}, {"incident", d.value("incident", "")}, {"at", e.value("ts", "")}});
-    } else if (ev == "loop.agent") {
-      ++iterations;
-      if (d.value("status", "") != "unavailable") ++model_calls;
-      if (d.contains("cost_usd") && d["cost_usd"].is_number()) {
-        cost += d["cost_usd"].get<double>();
-        ++costed;
-      } else {
-        ++uncosted;
-      }
-    } else if (ev == "proposal" && d.contains("model_calls") && d["model_calls"].is_number_integer()) {
-      model_calls += d["model_calls"].get<int>();
-    } else if (ev == "proposal" && d.contains("model_calls") && d["model_calls"].is_null()) {
-      // The CLI reported no count: one run of it, as a loop iteration counts.
-      ++model_calls;
-      if (d.contains("cost_usd") && d["cost_usd"].is_number()) {
-        cost += d["cost_usd"].get<double>();
-        ++costed;
-      } else {
-        ++uncosted;
-      }
-    } else if (ev == "state") {
-      std::string st = d.value("state", "");
-      std::string check = d.value("check", "");
-      if (st == "DETECTED") detected[check] = d;
-      if (st == "HEALED") {
-        ++heals;
-        ++heals_by_check[check];
-        const Json det = detected.count(check) ? detected[check] : Json::object();
-        long long dur = d.value("elapsed_ms", 0LL) - det.value("elapsed_ms", 0LL);
-        std::string fixer = d.value("fixer", "");
-        heal_list.push_back({{"check", check},
-                             {"fixer", fixer},
-                             {"attempts", d.value("attempts", 0)},
-                             {"duration_ms", dur < 0 ? 0 : dur},
-                             {"replayed", fixer == "journal"},
-                             {"signature", det.value("signature", "")},
-                             {"commit", d.value("commit", "")},
-                             {"at", e.value("ts", "")}});
-      } else if (st == "ESCALATED") {
-        ++escalations;
-      }
-    } else if (ev == "incident" || ev == "loop.incident") {
-      // The loop copies the engine's note to the user's incidents/: list the copy.
-      if (ev == "loop.incident" && !incidents.empty() && incidents.back()["path"] == d.value("from", ""))
-        incidents.back()["path"] = d.value("path", "");
-      else if (ev == "incident") {
-        std::string check = d.value("check", "");
-        std::string sig = detected.count(check) ? detected[check].value("signature", "") : "";
-        incidents.push_back({{"path", d.value("path", "")},
-                             {"check", check},
-                             {"why", d.value("why", "")},
-                             {"signature", sig},
-                             {"rolled_back_to", nullptr},
-                             {"at", e.value("ts", "")}});
-      }
-    } else if (ev == "rollback" && !incidents.empty() && incidents.back()["rolled_back_to"].is_null()) {
-      incidents.back()["rolled_back_to"] = d.value("to", "");
+namespace {
+
+// The figures, gathered event by event.
+class Summary {
+ public:
+  void read(const Event& e) {
+    const std::string& ev = e.event;
+    if (ev == "loop.start" || ev == "loop.end" || ev == "run.start" || ev == "run.end") busy(e);
+    else if (ev == "loop.task_done" || ev == "loop.task_skipped") task(e);
+    else if (ev == "loop.agent") agent(e.data);
+    else if (ev == "proposal") proposal(e.data);
+    else if (ev == "state") state(e);
+    else if (ev == "incident" || ev == "loop.incident") incident(e);
+    else if (ev == "rollback") rollback(e.data);
+  }
+
+  Json json() const {
+    return {{"tasks_done", done_},
+            {"tasks_skipped", skipped_},
+            {"heals", heals_},
+            {"heal_list", heal_list_},
+            {"heals_by_check", heals_by_check_},
+            {"model_calls", model_calls_},
+            {"escalations", escalations_},
+            {"incidents", incidents_},
+            {"loops", loops_},
+            {"runs", runs_},
+            {"iterations", iterations_},
+            {"time_s", static_cast<double>(busy_ms_) / 1000.0},
+            {"cost_usd", costed_ ? Json(cost_) : Json(nullptr)},
+            {"calls_without_cost", uncosted_}};
+  }
+
+ private:
+  // Busy time: each loop's, and each run's outside a loop.
+  void busy(const Event& e) {
+    if (e.event == "loop.start") {
+      ++loops_;
+      loop_start_ = e.t;
+    } else if (e.event == "loop.end" && loop_start_ >= 0) {
+      busy_ms_ += std::max(0LL, e.t - loop_start_);  // a wall clock stepped back
+      loop_start_ = -1;
+    } else if (e.event == "run.start") {
+      ++runs_;
+      run_start_ = e.t;
+    } else if (e.event == "run.end" && run_start_ >= 0) {
+      if (loop_start_ < 0) busy_ms_ += std::max(0LL, e.t - run_start_);  // a loop's runs are inside its time
+      run_start_ = -1;
     }
   }
-  Json j = {{"tasks_done", done},
-            {"tasks_skipped", skipped},
-            {"heals", heals},
-            {"heal_list", heal_list},
-            {"heals_by_check", heals_by_check},
-            {"model_calls", model_calls},
-            {"escalations", escalations},
-            {"incidents", incidents},
-            {"loops", loops},
-            {"runs", runs},
-            {"iterations", iterations},
-            {"time_s", static_cast<double>(busy_ms) / 1000.0},
-            {"cost_usd", costed ? Json(cost) : Json(nullptr)},
-            {"calls_without_cost", uncosted}};
-  return j;
+
+  void task(const Event& e) {
+    const Json& d = e.data;
+    if (e.event == "loop.task_done")
+      done_.push_back({{"task", d.value("task", Json())},
+                       {"head", d.value("head", "")},
+                       {"healed", d.value("healed", false)},
+                       {"at", e.ts}});
+    else skipped_.push_back({{"task", d.value("task", Json())}, {"incident", d.value("incident", "")}, {"at", e.ts}});
+  }
+
+  void cost_of(const Json& d) {
+    if (d.contains("cost_usd") && d["cost_usd"].is_number()) {
+      cost_ += d["cost_usd"].get<double>();
+      ++costed_;
+    } else {
+      ++uncosted_;
+    }
+  }
+
+  void agent(const Json& d) {
+    ++iterations_;
+    if (d.value("status", "") != "unavailable") ++model_calls_;
+    cost_of(d);
+  }
+
+  void proposal(const Json& d) {
+    if (!d.contains("model_calls")) return;
+    if (d["model_calls"].is_number_integer()) {
+      model_calls_ += d["model_calls"].get<int>();
+    } else if (d["model_calls"].is_null()) {
+      // The CLI reported no count: one run of it, as a loop iteration counts.
+      ++model_calls_;
+      cost_of(d);
+    }
+  }
+
+  void state(const Event& e) {
+    const Json& d = e.data;
+    const std::optional<engine::State> st = engine::parse_state(d.value("state", ""));
+    const std::string check = d.value("check", "");
+    if (st == engine::State::kDetected) detected_[check] = d;
+    if (st == engine::State::kHealed) healed(e, check);
+    else if (st == engine::State::kEscalated) ++escalations_;
+  }
+
+  void healed(const Event& e, const std::string& check) {
+    const Json& d = e.data;
+    ++heals_;
+    ++heals_by_check_[check];
+    const Json det = detected_.count(check) ? detected_[check] : Json::object();
+    long long dur = d.value("elapsed_ms", 0LL) - det.value("elapsed_ms", 0LL);
+    std::string fixer = d.value("fixer", "");
+    heal_list_.push_back({{"check", check},
+                          {"fixer", fixer},
+                          {"attempts", d.value("attempts", 0)},
+                          {"duration_ms", dur < 0 ? 0 : dur},
+                          {"replayed", fixer == "journal"},
+                          {"signature", det.value("signature", "")},
+                          {"commit", d.value("commit", "")},
+                          {"at", e.ts}});
+  }
+
+  void incident(const Event& e) {
+    const Json& d = e.data;
+    // The loop copies the engine's note to the user's incidents/: list the copy.
+    if (e.event == "loop.incident") {
+      if (!incidents_.empty() && incidents_.back()["path"] == d.value("from", ""))
+        incidents_.back()["path"] = d.value("path", "");
+      return;
+    }
+    std::string check = d.value("check", "");
+    std::string sig = detected_.count(check) ? detected_[check].value("signature", "") : "";
+    incidents_.push_back({{"path", d.value("path", "")},
+                          {"check", check},
+                          {"why", d.value("why", "")},
+                          {"signature", sig},
+                          {"rolled_back_to", nullptr},
+                          {"at", e.ts}});
+  }
+
+  void rollback(const Json& d) {
+    if (!incidents_.empty() && incidents_.back()["rolled_back_to"].is_null())
+      incidents_.back()["rolled_back_to"] = d.value("to", "");
+  }
+
+  Json done_ = Json::array(), skipped_ = Json::array(), incidents_ = Json::array(), heal_list_ = Json::array();
+  std::map<std::string, Json> detected_;  // check -> its last DETECTED event (elapsed_ms, signature)
+  int model_calls_ = 0;
+  std::map<std::string, int> heals_by_check_;
+  int heals_ = 0, escalations_ = 0, loops_ = 0, runs_ = 0, iterations_ = 0;
+  double cost_ = 0;
+  int costed_ = 0, uncosted_ = 0;
+  long long busy_ms_ = 0, loop_start_ = -1, run_start_ = -1;
+};
+
+}  // namespace
+
+Json summary_json(const std::string& trace_text, long long since) {
+  Summary s;
+  for (const auto& e : read_events(trace_text, since)) s.read(e);
+  return s.json();
 }
 
 }  // namespace phoenix::report

@@ -2,14 +2,13 @@
 #include <cstdio>
 
 #include "report/render.h"
+#include "util/term.h"
 
 namespace phoenix::report {
 
 namespace {
 
-std::string paint(bool on, const char* code, const std::string& s) {
-  return on ? std::string("\x1b[") + code + "m" + s + "\x1b[0m" : s;
-}
+using util::term::paint;
 
 // Display width of UTF-8 text (code points; what this report writes).
 size_t width_of(const std::string& s) {

@@ -89,18 +89,25 @@ ConfigPtr local_config(git_repository* repo) {
   return ConfigPtr(local);
 }
 
-git_oid commit_baseline(git_repository* meta, const git_oid& tree_id) {
+git_oid commit_tree(git_repository* meta, const git_oid& tree_id, const git_commit* parent, const char* update_ref,
+                    const char* message, const char* read_tree_what, const char* commit_what) {
   git_tree* tree_raw = nullptr;
-  check(git_tree_lookup(&tree_raw, meta, &tree_id), "read baseline tree");
+  check(git_tree_lookup(&tree_raw, meta, &tree_id), read_tree_what);
   TreePtr tree(tree_raw);
   git_signature* sig_raw = nullptr;
   check(git_signature_now(&sig_raw, "Phoenix", "phoenix@localhost"), "signature");
   SignaturePtr sig(sig_raw);
   git_oid commit_id;
-  check(git_commit_create(&commit_id, meta, "HEAD", sig.get(), sig.get(), nullptr, "phoenix: sandbox baseline\n",
-                          tree.get(), 0, nullptr),
-        "commit baseline");
+  const git_commit* parents[] = {parent};
+  check(git_commit_create(&commit_id, meta, update_ref, sig.get(), sig.get(), nullptr, message, tree.get(),
+                          parent ? 1 : 0, parent ? parents : nullptr),
+        commit_what);
   return commit_id;
+}
+
+git_oid commit_baseline(git_repository* meta, const git_oid& tree_id) {
+  return commit_tree(meta, tree_id, nullptr, "HEAD", "phoenix: sandbox baseline\n", "read baseline tree",
+                     "commit baseline");
 }
 
 bool config_bool(git_repository* repo, const char* key, bool fallback) {

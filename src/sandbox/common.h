@@ -31,6 +31,11 @@ gitx::lg2::RepositoryPtr init_repo(const std::string& path, bool bare);
 gitx::lg2::ConfigPtr local_config(git_repository* repo);
 // An effective boolean setting, `fallback` when unset.
 bool config_bool(git_repository* repo, const char* key, bool fallback);
+// `tree_id` committed by Phoenix in `meta` on `parent` (nullptr: a root
+// commit), moving `update_ref` (nullptr: no ref). The two `what`s name the
+// steps in errors.
+git_oid commit_tree(git_repository* meta, const git_oid& tree_id, const git_commit* parent, const char* update_ref,
+                    const char* message, const char* read_tree_what, const char* commit_what);
 // The sandbox's baseline: `tree` committed as HEAD of its meta repository.
 git_oid commit_baseline(git_repository* meta, const git_oid& tree_id);
 // The agent's identity in a sandbox repository: an agent that commits must

@@ -15,6 +15,7 @@
 #include "sandbox/common.h"
 #include "util/error.h"
 #include "util/hash.h"
+#include "util/format.h"
 
 namespace fs = std::filesystem;
 
@@ -98,15 +99,15 @@ std::vector<std::string> fingerprint_changes(const RepoFingerprint& before, cons
     if (kind == "HEAD") {
       auto show = [](const std::string& v) {
         size_t sp = v.find(' ');
-        return gitx::short_sha(v.substr(0, sp)) + (sp == std::string::npos ? "" : v.substr(sp));
+        return util::short_sha(v.substr(0, sp)) + (sp == std::string::npos ? "" : v.substr(sp));
       };
       out.push_back("HEAD moved from " + (had ? show(b->second) : "?") + " to " + (has ? show(a->second) : "?"));
     } else if (kind == "ref") {
-      if (!had) out.push_back("ref " + name + " created at " + gitx::short_sha(a->second));
+      if (!had) out.push_back("ref " + name + " created at " + util::short_sha(a->second));
       else if (!has) out.push_back("ref " + name + " deleted");
       else
-        out.push_back("ref " + name + " moved from " + gitx::short_sha(b->second) + " to " +
-                      gitx::short_sha(a->second));
+        out.push_back("ref " + name + " moved from " + util::short_sha(b->second) + " to " +
+                      util::short_sha(a->second));
     } else if (kind == "index") {
       out.push_back("index entry of " + name + (!had ? " added" : !has ? " removed" : " changed"));
     } else if (kind == "file") {

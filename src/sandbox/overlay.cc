@@ -389,17 +389,8 @@ std::string commit_result(git_index* idx, git_repository* meta, const std::strin
   check(git_commit_lookup(&base_raw, meta, &base_id), "read baseline");
   CommitPtr base(base_raw);
   if (git_oid_equal(git_commit_tree_id(base.get()), &tree_id)) return "";
-  git_tree* tree_raw = nullptr;
-  check(git_tree_lookup(&tree_raw, meta, &tree_id), "read the sandbox's tree");
-  TreePtr tree(tree_raw);
-  git_signature* sig_raw = nullptr;
-  check(git_signature_now(&sig_raw, "Phoenix", "phoenix@localhost"), "signature");
-  SignaturePtr sig(sig_raw);
-  git_oid after;
-  const git_commit* parents[] = {base.get()};
-  check(git_commit_create(&after, meta, nullptr, sig.get(), sig.get(), nullptr, "phoenix: sandbox result\n", tree.get(),
-                          1, parents),
-        "commit the sandbox's tree");
+  const git_oid after = commit_tree(meta, tree_id, base.get(), nullptr, "phoenix: sandbox result\n",
+                                    "read the sandbox's tree", "commit the sandbox's tree");
   return oid_hex(after);
 }
 

@@ -108,23 +108,8 @@ Sandbox Sandbox::create(const std::string& repo_root, const std::string& base_di
   return sb;
 }
 
-Sandbox::Sandbox(Sandbox&& other) noexcept
-    : kind_(other.kind_),
-      top_(std::move(other.top_)),
-      layers_(std::move(other.layers_)),
-      upper_(std::move(other.upper_)),
-      hide_(std::move(other.hide_)),
-      ovl_work_(std::move(other.ovl_work_)),
-      scratch_(std::move(other.scratch_)),
-      dir_(std::move(other.dir_)),
-      work_(std::move(other.work_)),
-      meta_(std::move(other.meta_)),
-      baseline_(std::move(other.baseline_)),
-      files_(std::move(other.files_)),
-      skipped_(std::move(other.skipped_)) {
-  other.dir_.clear();
-  other.layers_.clear();
-}
+// A moved-from sandbox owns no folder: removing it removes nothing.
+Sandbox::Sandbox(Sandbox&& other) noexcept { *this = std::move(other); }
 
 Sandbox& Sandbox::operator=(Sandbox&& other) noexcept {
   if (this != &other) {

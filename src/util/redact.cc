@@ -15,6 +15,10 @@ bool secret_name(const std::string& name) {
   return false;
 }
 
+namespace {
+
+// (name, value) of every secret-looking variable of the environment whose
+// value is long enough to redact, longest value first.
 std::vector<std::pair<std::string, std::string>> secret_values() {
   std::vector<std::pair<std::string, std::string>> out;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -29,6 +33,8 @@ std::vector<std::pair<std::string, std::string>> secret_values() {
                    [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
   return out;
 }
+
+}  // namespace
 
 std::string redact_secrets(const std::string& text, const std::vector<std::pair<std::string, std::string>>& secrets) {
   std::string s = text;

@@ -22,10 +22,6 @@ inline constexpr size_t kMinSecretLength = 6;
 // PASSWORD anywhere in it, case-insensitive).
 bool secret_name(const std::string& name);
 
-// (name, value) of every secret-looking variable of the environment whose
-// value is long enough to redact, longest value first.
-std::vector<std::pair<std::string, std::string>> secret_values();
-
 // `text` with every secret value replaced by "[redacted:NAME]".
 std::string redact_secrets(const std::string& text);
 std::string redact_secrets(const std::string& text, const std::vector<std::pair<std::string, std::string>>& secrets);

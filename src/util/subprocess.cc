@@ -255,6 +255,12 @@ struct Subprocess::Impl {
   mutable std::mutex mu;
   HeadTail output{16 * 1024, 64 * 1024};
 
+  // The steps of starting the child (the constructor's).
+  bp::environment child_environment();
+  std::string find_program();
+  bool spawn_child(const std::string& exe, bp::environment& env, bp::pipe& out);
+  void watch_child(bp::pipe& out);
+
   void reap_nohang() {
     if (reaped || pid <= 0) return;
     int status = 0;
@@ -442,79 +448,81 @@ struct Subprocess::Impl {
 
 Subprocess::Subprocess(ProcessOptions options) : Subprocess(std::move(options), false) {}
 
-Subprocess::Subprocess(ProcessOptions options, bool inline_io) : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
-  m.opt = std::move(options);
-  m.inline_io = inline_io;
-  m.output = HeadTail(m.opt.head_bytes, m.opt.tail_bytes);
-  m.start = Clock::now();
-  if (m.opt.argv.empty()) throw Error("cannot run an empty command");
-  ::signal(SIGPIPE, SIG_IGN);
-
+// The child's environment: ours, less unset_env, PWD set to where it runs,
+// opt.env on top, and a run token when its strays are to be found later.
+bp::environment Subprocess::Impl::child_environment() {
   bp::environment env = boost::this_process::environment();
-  for (const auto& k : m.opt.unset_env) env.erase(k);
+  for (const auto& k : opt.unset_env) env.erase(k);
   // Every child is told where it really is: programs that take their
   // working directory from $PWD (opencode, shells) must not be handed the
   // caller's directory. An explicit PWD in opt.env wins.
   {
     std::error_code pwd_ec;
     const std::filesystem::path dir =
-        m.opt.cwd.empty() ? std::filesystem::current_path(pwd_ec) : std::filesystem::absolute(m.opt.cwd, pwd_ec);
+        opt.cwd.empty() ? std::filesystem::current_path(pwd_ec) : std::filesystem::absolute(opt.cwd, pwd_ec);
     std::string pwd = dir.lexically_normal().string();
     while (pwd.size() > 1 && pwd.back() == '/') pwd.pop_back();
     if (!pwd_ec) env["PWD"] = pwd;
   }
-  for (const auto& [k, v] : m.opt.env) env[k] = v;
-  if (m.opt.kill_strays) {
+  for (const auto& [k, v] : opt.env) env[k] = v;
+  if (opt.kill_strays) {
     const std::string token = random_token();
     env["PHOENIX_RUN_TOKEN"] = token;
-    m.run_token_entry = "PHOENIX_RUN_TOKEN=" + token;
+    run_token_entry = "PHOENIX_RUN_TOKEN=" + token;
   }
+  return env;
+}
 
-  std::string name = m.opt.argv[0];
+// The program to exec for argv[0], or "" with the result saying why not
+// (127 not found, 126 not executable).
+std::string Subprocess::Impl::find_program() {
+  const std::string& name = opt.argv[0];
   std::string exe;
   if (name.find('/') != std::string::npos) {
     exe = name;
-    if (name[0] != '/' && !m.opt.cwd.empty()) exe = m.opt.cwd + "/" + name;
+    if (name[0] != '/' && !opt.cwd.empty()) exe = opt.cwd + "/" + name;
     // Inside a mount namespace a relative path names a file of what is
     // mounted there, which only exec can see.
-    const bool in_ns = m.opt.mount_namespace && name[0] != '/';
+    const bool in_ns = opt.mount_namespace && name[0] != '/';
     if (!in_ns && ::access(exe.c_str(), F_OK) != 0) exe.clear();
   } else {
-    auto it = m.opt.env.find("PATH");
-    exe = find_executable(name, it != m.opt.env.end() ? it->second : "");
+    auto it = opt.env.find("PATH");
+    exe = find_executable(name, it != opt.env.end() ? it->second : "");
   }
-  m.res.executable = exe.empty() ? name : exe;
+  res.executable = exe.empty() ? name : exe;
   if (exe.empty()) {
-    m.res.not_found = true;
-    m.res.exit_code = 127;
-    m.reaped = true;
-    return;
+    res.not_found = true;
+    res.exit_code = 127;
+    reaped = true;
+    return "";
   }
-  if (!(m.opt.mount_namespace && name[0] != '/' && name.find('/') != std::string::npos) && !is_executable_file(exe)) {
-    m.res.not_executable = true;
-    m.res.exit_code = 126;
-    m.reaped = true;
-    return;
+  if (!(opt.mount_namespace && name[0] != '/' && name.find('/') != std::string::npos) && !is_executable_file(exe)) {
+    res.not_executable = true;
+    res.exit_code = 126;
+    reaped = true;
+    return "";
   }
+  return exe;
+}
 
-  std::vector<std::string> args(m.opt.argv.begin() + 1, m.opt.argv.end());
-  bp::pipe out;
-  std::error_code ec;
+// Starts the child (its output into `out`, its input from opt.stdin_data or
+// nothing). False, with the result saying why, when exec fails.
+bool Subprocess::Impl::spawn_child(const std::string& exe, bp::environment& env, bp::pipe& out) {
+  std::vector<std::string> args(opt.argv.begin() + 1, opt.argv.end());
   try {
-    const std::string start_dir = m.opt.cwd.empty() ? std::string(".") : m.opt.cwd;
+    const std::string start_dir = opt.cwd.empty() ? std::string(".") : opt.cwd;
     auto spawn = [&](auto&& in_redirect, auto&&... extra) {
       bp::child c(bp::exe = exe, bp::args = args, bp::env = env, (bp::std_out & bp::std_err) > out,
                   std::forward<decltype(in_redirect)>(in_redirect), bp::start_dir = start_dir, ChildSetup{},
                   std::forward<decltype(extra)>(extra)...);
-      m.pid = c.id();
+      pid = c.id();
       c.detach();
     };
     auto spawn_ns = [&](auto&& in_redirect) {
-      if (m.opt.mount_namespace) {
+      if (opt.mount_namespace) {
         std::error_code cwd_ec;
         const std::string abs_cwd = std::filesystem::absolute(start_dir, cwd_ec).string();
-        spawn(std::forward<decltype(in_redirect)>(in_redirect), NamespaceSetup::make(*m.opt.mount_namespace, abs_cwd));
+        spawn(std::forward<decltype(in_redirect)>(in_redirect), NamespaceSetup::make(*opt.mount_namespace, abs_cwd));
       } else if (cloexec_range_works()) {
         // vfork: no copy of our page tables, which was most of what
         // starting a short command cost. Not with a namespace: unshare()
@@ -524,10 +532,10 @@ Subprocess::Subprocess(ProcessOptions options, bool inline_io) : impl_(std::make
         spawn(std::forward<decltype(in_redirect)>(in_redirect));
       }
     };
-    if (m.opt.stdin_data) {
+    if (opt.stdin_data) {
       bp::pipe in;
       spawn_ns(bp::std_in < in);
-      m.in_fd = ::dup(in.native_sink());
+      in_fd = ::dup(in.native_sink());
       in.close();
     } else {
       spawn_ns(bp::std_in < bp::null);
@@ -535,31 +543,52 @@ Subprocess::Subprocess(ProcessOptions options, bool inline_io) : impl_(std::make
   } catch (const bp::process_error& e) {
     int code = e.code().value();
     if (code == ENOENT) {
-      m.res.not_found = true;
-      m.res.exit_code = 127;
+      res.not_found = true;
+      res.exit_code = 127;
     } else if (code == EACCES || code == ENOEXEC) {
-      m.res.not_executable = true;
-      m.res.exit_code = 126;
-    } else throw Error("cannot start " + name + ": " + e.code().message());
-    m.reaped = true;
-    return;
+      res.not_executable = true;
+      res.exit_code = 126;
+    } else throw Error("cannot start " + opt.argv[0] + ": " + e.code().message());
+    reaped = true;
+    return false;
   }
+  return true;
+}
+
+// The started child's group, output, pidfd, and the threads that read its
+// output and write its input.
+void Subprocess::Impl::watch_child(bp::pipe& out) {
   // Also from the parent, so a kill(-pid) right after start cannot miss.
-  ::setpgid(m.pid, m.pid);
-  m.out_fd = ::dup(out.native_source());
+  ::setpgid(pid, pid);
+  out_fd = ::dup(out.native_source());
   out.close();
-  ::fcntl(m.out_fd, F_SETFD, FD_CLOEXEC);
-  m.started = true;
-  m.res.pid = m.pid;
+  ::fcntl(out_fd, F_SETFD, FD_CLOEXEC);
+  started = true;
+  res.pid = pid;
 #ifdef SYS_pidfd_open
-  m.pid_fd = static_cast<int>(::syscall(SYS_pidfd_open, m.pid, 0));
-  if (m.pid_fd >= 0) ::fcntl(m.pid_fd, F_SETFD, FD_CLOEXEC);
+  pid_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pid_fd >= 0) ::fcntl(pid_fd, F_SETFD, FD_CLOEXEC);
 #endif
-  if (!m.inline_io) m.reader = std::thread([&m] { m.read_loop(); });
-  if (m.in_fd >= 0) {
-    ::fcntl(m.in_fd, F_SETFD, FD_CLOEXEC);
-    m.writer = std::thread([&m, data = *m.opt.stdin_data] { m.write_loop(data); });
+  if (!inline_io) reader = std::thread([this] { read_loop(); });
+  if (in_fd >= 0) {
+    ::fcntl(in_fd, F_SETFD, FD_CLOEXEC);
+    writer = std::thread([this, data = *opt.stdin_data] { write_loop(data); });
   }
+}
+
+Subprocess::Subprocess(ProcessOptions options, bool inline_io) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.opt = std::move(options);
+  m.inline_io = inline_io;
+  m.output = HeadTail(m.opt.head_bytes, m.opt.tail_bytes);
+  m.start = Clock::now();
+  if (m.opt.argv.empty()) throw Error("cannot run an empty command");
+  ::signal(SIGPIPE, SIG_IGN);
+  bp::environment env = m.child_environment();
+  const std::string exe = m.find_program();
+  if (exe.empty()) return;
+  bp::pipe out;
+  if (m.spawn_child(exe, env, out)) m.watch_child(out);
 }
 
 Subprocess::~Subprocess() {

@@ -11,6 +11,10 @@
 
 namespace phoenix::util::term {
 
+std::string paint(bool on, const char* code, const std::string& s) {
+  return on ? std::string("\033[") + code + "m" + s + "\033[0m" : s;
+}
+
 bool is_tty(int fd) { return ::isatty(fd) == 1; }
 
 bool color_enabled(int fd) {

@@ -15,6 +15,10 @@ namespace phoenix::util::term {
 bool is_tty(int fd);
 bool color_enabled(int fd);
 
+// `s` in the SGR colour `code` ("32" green, "31;1" bold red) when `on`,
+// else as it is.
+std::string paint(bool on, const char* code, const std::string& s);
+
 // While it lives, redraws one line on stderr every `period_ms`:
 // "<label> 12.3s" — but only when stderr is a TTY, and only after
 // `delay_ms` (short waits print nothing). The destructor erases the line.

@@ -7,6 +7,7 @@
 
 #include "util/error.h"
 #include "util/fault.h"
+#include "util/format.h"
 
 namespace phoenix::util {
 
@@ -259,15 +260,6 @@ long long iso8601_ms(const std::string& ts) {
   return static_cast<long long>(timegm(&tm)) * 1000 + ms;
 }
 
-std::string now_iso8601() {
-  long long ms = now_ms();
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
-  return buf;
-}
+std::string now_iso8601() { return iso8601(now_ms()); }
 
 }  // namespace phoenix::util

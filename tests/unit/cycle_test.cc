@@ -150,7 +150,7 @@ TEST_F(Cycle, HealsWithAFixCommitAfterAFreshRerun) {
   RunResult r = run_with_patches({set_value_patch("bad", "good")});
   EXPECT_EQ(r.exit_code, 0);
   ASSERT_EQ(r.issues.size(), 1u);
-  EXPECT_EQ(r.issues[0].state, "HEALED");
+  EXPECT_EQ(r.issues[0].state, engine::State::kHealed);
   EXPECT_EQ(checks.runs, 2);  // detection + the fresh verification
   EXPECT_EQ(read(root + "/value.txt"), "good\n");
   EXPECT_EQ(git({"log", "-1", "--format=%an"}), "phoenix");
@@ -168,7 +168,7 @@ TEST_F(Cycle, Invariant2_AClaimIsNotAHeal) {
   cfg.budgets["unit"] = 1;
   RunResult r = run_with_patches({set_value_patch("bad", "still bad")});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.issues[0].state, "ESCALATED");
+  EXPECT_EQ(r.issues[0].state, engine::State::kEscalated);
   EXPECT_EQ(read(root + "/value.txt"), "bad\n");  // restored byte for byte
   EXPECT_EQ(git({"rev-parse", "HEAD"}), bad);
 }
@@ -280,7 +280,7 @@ TEST_F(Cycle, AllowDirtyHealsAroundTheUsersWork) {
   cfg.circuit_breaker = 10;
   RunResult r = run_with_patches({set_value_patch("bad", "nope"), set_value_patch("bad", "good")});
   EXPECT_EQ(read(root + "/src/keep.txt"), "my uncommitted work\n");
-  EXPECT_EQ(r.issues[0].state, "ESCALATED");  // second patch has the same attempt signature
+  EXPECT_EQ(r.issues[0].state, engine::State::kEscalated);  // second patch has the same attempt signature
   opt.allow_dirty = true;
 }
 
@@ -324,7 +324,7 @@ TEST_F(Cycle, Invariant7_DryRunWritesNothing) {
   std::string refs_before = git({"for-each-ref"});
   std::string index_before = util::sha256_hex(read(root + "/.git/index"));
   RunResult r = run_with_patches({set_value_patch("bad", "good")});
-  EXPECT_EQ(r.issues[0].state, "PROPOSED");
+  EXPECT_EQ(r.issues[0].state, engine::State::kProposed);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(git({"rev-parse", "HEAD"}), bad);
   EXPECT_EQ(git({"for-each-ref"}), refs_before);

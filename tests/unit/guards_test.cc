@@ -22,7 +22,7 @@ std::string edit(const std::string& path, const std::string& from = "old", const
 checks::CheckSpec check(std::vector<std::string> editable = {}) {
   checks::CheckSpec c;
   c.id = "unit";
-  c.kind = "command_exit";
+  c.kind = checks::Kind::kCommandExit;
   c.argv = {"sh", "-c", "true"};
   c.editable = std::move(editable);
   return c;

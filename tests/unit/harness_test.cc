@@ -437,7 +437,7 @@ Request sample_request(const config::Config* cfg) {
   r.config = cfg;
   r.templates_dir = std::string(PHOENIX_SOURCE_DIR) + "/templates";
   r.failure.check.id = "unit";
-  r.failure.check.kind = "command_exit";
+  r.failure.check.kind = checks::Kind::kCommandExit;
   r.failure.check.type = "unit";
   r.failure.check.argv = {"ctest", "--test-dir", "build"};
   r.failure.check.editable = {"src/**"};

@@ -888,7 +888,7 @@ TEST_F(JournalReplay, ARepeatedBugHealsFromTheJournalWithZeroFixerCalls) {
   // First time: the fixer behind the journal heals it (one call).
   engine::RunResult first = run({set_value_patch("bad", "good")});
   ASSERT_EQ(first.issues.size(), 1u);
-  EXPECT_EQ(first.issues[0].state, "HEALED");
+  EXPECT_EQ(first.issues[0].state, engine::State::kHealed);
   EXPECT_EQ(first.issues[0].fixer, "counting");
   EXPECT_EQ(fixer->calls, 1);
   EXPECT_EQ(first.issues[0].issue_signature, signature());
@@ -905,7 +905,7 @@ TEST_F(JournalReplay, ARepeatedBugHealsFromTheJournalWithZeroFixerCalls) {
   int runs_before = checks.runs;
   engine::RunResult second = run({set_value_patch("bad", "good")});
   ASSERT_EQ(second.issues.size(), 1u);
-  EXPECT_EQ(second.issues[0].state, "HEALED");
+  EXPECT_EQ(second.issues[0].state, engine::State::kHealed);
   EXPECT_EQ(second.issues[0].fixer, "journal");
   EXPECT_EQ(second.issues[0].model_calls, 0);
   EXPECT_EQ(fixer->calls, 0);
@@ -926,7 +926,7 @@ TEST_F(JournalReplay, AStalePatchThatNoLongerAppliesIsDemotedAndTheFixerRuns) {
   break_again("rotten");
   engine::RunResult r = run({set_value_patch("rotten", "good")});
   ASSERT_EQ(r.issues.size(), 1u);
-  EXPECT_EQ(r.issues[0].state, "HEALED");
+  EXPECT_EQ(r.issues[0].state, engine::State::kHealed);
   EXPECT_EQ(r.issues[0].fixer, "counting");
   EXPECT_EQ(fixer->calls, 1);
   auto all = journal->list();
@@ -950,7 +950,7 @@ TEST_F(JournalReplay, APatchThatAppliesButNoLongerFixesIsDemotedOnItsFailure) {
   std::string both = set_value_patch("bad", "good") + set_value_patch("on", "off", "flag.txt");
   engine::RunResult r = run({both});
   ASSERT_EQ(r.issues.size(), 1u);
-  EXPECT_EQ(r.issues[0].state, "HEALED");
+  EXPECT_EQ(r.issues[0].state, engine::State::kHealed);
   EXPECT_EQ(r.issues[0].fixer, "counting");
   EXPECT_EQ(r.issues[0].attempts, 2);  // the replay was measured red, then the fix green
   EXPECT_EQ(fixer->calls, 1);
