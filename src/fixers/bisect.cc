@@ -550,7 +550,7 @@ class BisectRun {
     if (req_.timeout_s > 0 && std::chrono::steady_clock::now() > deadline_) throw OutOfTime{};
     if (req_.config && !req_.config->setup.empty()) set_up(sha, probe);
     const checks::CheckSpec& check = req_.failure.check;
-    checks::SenseResult s = check.kind == "command_exit"
+    checks::SenseResult s = check.kind == checks::Kind::kCommandExit
                                 ? checks::sense_command_exit(check, probe.worktree, probe.cancel_fd)
                                 : checks::sense(check, probe.worktree);
     if (s.interrupted) throw Interrupted{util::interrupted_signal()};

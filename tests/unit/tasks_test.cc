@@ -72,7 +72,7 @@ TEST(Tasks, JsonFormTicksInPlace) {
   ASSERT_EQ(t.size(), 2u);
   EXPECT_EQ(t[1].id(), "t2");
   EXPECT_EQ(t[1].line, 4u);
-  EXPECT_EQ(t[1].check->kind, "regex_in_file");
+  EXPECT_EQ(t[1].check->kind, checks::Kind::kRegexInFile);
   EXPECT_EQ(t[1].check->id, "task:t2");
   std::string once = tick_task(text, t[0], "tasks.json");
   std::string twice = tick_task(once, parse_tasks(once, "tasks.json")[1], "tasks.json");
