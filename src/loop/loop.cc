@@ -34,6 +34,7 @@
 #include "setup/setup.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/format.h"
 #include "util/lock.h"
 #include "util/path.h"
 #include "util/subprocess.h"
@@ -42,6 +43,7 @@
 namespace phoenix::loop {
 
 namespace fs = std::filesystem;
+using util::iso8601;
 using util::Json;
 
 std::string state_path(const std::string& root) { return root + "/.phoenix/loop-state.json"; }
@@ -265,17 +267,6 @@ struct Loop {
     if (auto left = ms_to_deadline())
       return std::min(caps_seconds_left(), std::max(0.0, static_cast<double>(*left) / 1000.0));
     return caps_seconds_left();
-  }
-
-  static std::string iso8601(long long ms) {
-    time_t t = static_cast<time_t>(ms / 1000);
-    struct tm g {};
-    gmtime_r(&t, &g);
-    char buf[40];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &g);
-    char out[48];
-    std::snprintf(out, sizeof out, "%s.%03lldZ", buf, ms % 1000);
-    return out;
   }
 
   static std::string local_hhmm(long long ms) {

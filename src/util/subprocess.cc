@@ -679,6 +679,5 @@ void install_signal_handlers() {
 }
 
 int interrupted_signal() { return g_signal.load(); }
-void clear_interrupted() { g_signal = 0; }
 
 }  // namespace phoenix::util

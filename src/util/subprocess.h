@@ -123,7 +123,5 @@ std::string find_executable(const std::string& name, const std::string& path_env
 void install_signal_handlers();
 // The signal that interrupted Phoenix, or 0.
 int interrupted_signal();
-// For tests: forget an interruption.
-void clear_interrupted();
 
 }  // namespace phoenix::util
