@@ -243,6 +243,25 @@ bool Repo::check_patch_applies(const std::string& patch, ApplyLocation where, st
   return false;
 }
 
+namespace {
+
+// The paths an in-memory merge left conflicted, sorted, each once.
+std::vector<std::string> conflicted_paths(git_index* index) {
+  git_index_conflict_iterator* it_raw = nullptr;
+  check(git_index_conflict_iterator_new(&it_raw, index), "list conflicts");
+  ConflictIterPtr it(it_raw);
+  std::vector<std::string> paths;
+  const git_index_entry *anc, *ours, *theirs;
+  while (git_index_conflict_next(&anc, &ours, &theirs, it.get()) == 0) {
+    const git_index_entry* any = ours ? ours : theirs ? theirs : anc;
+    if (any) paths.emplace_back(any->path);
+  }
+  sort_unique(paths);
+  return paths;
+}
+
+}  // namespace
+
 std::string Repo::revert_patch(const std::string& rev) const {
   CommitPtr commit = lookup_commit(raw(), rev);
   CommitPtr head = head_commit(raw());
@@ -254,16 +273,7 @@ std::string Repo::revert_patch(const std::string& rev) const {
   check(git_revert_commit(&idx, raw(), commit.get(), head.get(), mainline, &mo), ("revert " + rev).c_str());
   IndexPtr index(idx);
   if (git_index_has_conflicts(index.get())) {
-    git_index_conflict_iterator* it_raw = nullptr;
-    check(git_index_conflict_iterator_new(&it_raw, index.get()), "list conflicts");
-    ConflictIterPtr it(it_raw);
-    std::vector<std::string> paths;
-    const git_index_entry *anc, *ours, *theirs;
-    while (git_index_conflict_next(&anc, &ours, &theirs, it.get()) == 0) {
-      const git_index_entry* any = ours ? ours : theirs ? theirs : anc;
-      if (any) paths.emplace_back(any->path);
-    }
-    sort_unique(paths);
+    std::vector<std::string> paths = conflicted_paths(index.get());
     std::string list;
     for (const auto& p : paths) list += (list.empty() ? "" : ", ") + p;
     throw Error("reverting " + rev + " conflicts with HEAD in: " + list);
@@ -291,17 +301,7 @@ std::string Repo::merge_onto(const std::string& base, const std::string& ours, c
         ("merge " + theirs + " onto " + ours).c_str());
   IndexPtr index(idx);
   if (git_index_has_conflicts(index.get())) {
-    git_index_conflict_iterator* it_raw = nullptr;
-    check(git_index_conflict_iterator_new(&it_raw, index.get()), "list conflicts");
-    ConflictIterPtr it(it_raw);
-    std::vector<std::string> paths;
-    const git_index_entry *anc, *o, *t;
-    while (git_index_conflict_next(&anc, &o, &t, it.get()) == 0) {
-      const git_index_entry* any = o ? o : t ? t : anc;
-      if (any) paths.emplace_back(any->path);
-    }
-    sort_unique(paths);
-    if (conflicts) *conflicts = paths;
+    if (conflicts) *conflicts = conflicted_paths(index.get());
     return "";
   }
   git_oid tree_id;
