@@ -201,6 +201,31 @@ class CrashFixture : public ::testing::Test {
   ScopedTempDir tmp;
   std::string repo, head, before;
   std::set<std::string> commits_before;
+
+  // A loop over two tasks whose check stays green: the agent appends a line;
+  // `extra` replaces top-level keys of phoenix.json. Committed as `head`.
+  void configure_loop(const std::string& script = "append work.txt 'x\\n'", Json extra = Json::object(),
+                      double heartbeat_s = 3600) {
+    write(repo, "TASKS.md", "- [ ] first task\n- [ ] second task\n");
+    Json cfg = {{"checks",
+                 {{{"id", "nobreak"},
+                   {"kind", "regex_in_file"},
+                   {"target", "src/conf.sh"},
+                   {"pattern", "BROKEN"},
+                   {"expect", "absent"},
+                   {"editable", {"src/**", "work.txt"}}}}},
+                {"fixers", {"noop"}},
+                {"harness",
+                 {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
+                  {"timeout_s", 30},
+                  {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}},
+                {"loop", {{"tasks", "TASKS.md"}, {"heartbeat_s", heartbeat_s}}}};
+    for (auto& [k, v] : extra.items()) cfg[k] = v;
+    write(repo, "phoenix.json", cfg.dump(2));
+    head = commit_all(repo, "configure the loop");
+    before = tracked_state();
+    commits_before = all_commits();
+  }
 };
 
 }  // namespace phoenix::test

@@ -110,24 +110,7 @@ TEST_F(Crash, LoopResumesAfterAKillWhileWritingItsState) {
 #ifndef PHOENIX_LOOP_BIN
   GTEST_SKIP() << "phoenix-loop is not built";
 #else
-  write(repo, "TASKS.md", "- [ ] first task\n- [ ] second task\n");
-  Json cfg = {{"checks",
-               {{{"id", "nobreak"},
-                 {"kind", "regex_in_file"},
-                 {"target", "src/conf.sh"},
-                 {"pattern", "BROKEN"},
-                 {"expect", "absent"},
-                 {"editable", {"src/**", "work.txt"}}}}},
-              {"fixers", {"noop"}},
-              {"harness",
-               {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                {"timeout_s", 30},
-                {"env", {{"PHOENIX_AGENT_SCRIPT", "append work.txt 'x\\n'"}}}}},
-              {"loop", {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.5}}}};
-  write(repo, "phoenix.json", cfg.dump(2));
-  head = commit_all(repo, "configure the loop");
-  before = tracked_state();
-  commits_before = all_commits();
+  configure_loop("append work.txt 'x\\n'", Json::object(), 0.5);
   auto r = run({PHOENIX_LOOP_BIN, "--branch", "phoenix/loop-crash"}, repo, {{"PHOENIX_FAULT", "state-write@4"}});
   EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.output;
   EXPECT_NE(r.output.find("fault point state-write"), std::string::npos) << r.output;

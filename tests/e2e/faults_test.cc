@@ -90,29 +90,6 @@ bool says_cause(const std::string& line, const std::string& mode) {
 
 class Faults : public CrashFixture {
  protected:
-  // A loop over two tasks whose check stays green: the agent appends a line.
-  void configure_loop(const std::string& script = "append work.txt 'x\\n'", Json extra = Json::object()) {
-    write(repo, "TASKS.md", "- [ ] first task\n- [ ] second task\n");
-    Json cfg = {{"checks",
-                 {{{"id", "nobreak"},
-                   {"kind", "regex_in_file"},
-                   {"target", "src/conf.sh"},
-                   {"pattern", "BROKEN"},
-                   {"expect", "absent"},
-                   {"editable", {"src/**", "work.txt"}}}}},
-                {"fixers", {"noop"}},
-                {"harness",
-                 {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                  {"timeout_s", 30},
-                  {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}},
-                {"loop", {{"tasks", "TASKS.md"}, {"heartbeat_s", 3600}}}};
-    for (auto& [k, v] : extra.items()) cfg[k] = v;
-    write(repo, "phoenix.json", cfg.dump(2));
-    head = commit_all(repo, "configure the loop");
-    before = tracked_state();
-    commits_before = all_commits();
-  }
-
   CliRun loop(std::vector<std::string> args, const std::vector<std::pair<std::string, std::string>>& env = {},
               double timeout_s = 120) {
 #ifdef PHOENIX_LOOP_BIN
