@@ -26,8 +26,11 @@ _phoenix_loop() {
     --tasks|--prompt|-C|--directory)
       COMPREPLY=($(compgen -f -- "$cur"))
       return ;;
-    --max-iterations|--until|--branch|--workers)
+    --max-iterations|--until|--branch|--workers|--shard|--max-cost|--max-hours)
       COMPREPLY=()
+      return ;;
+    --remote|--merge)
+      COMPREPLY=($(compgen -W "$(git remote 2>/dev/null)" -- "$cur"))
       return ;;
   esac
   local bin="${COMP_WORDS[0]}"

@@ -1,6 +1,7 @@
 // phoenix-loop: the overnight driver (src/loop/loop.h). Parses the command
 // line, loads phoenix.json, and hands over; the one top-level catch prints
 // "phoenix-loop: error: ..." and returns the error's exit code.
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/app.h"
@@ -36,7 +37,13 @@ int loop_main(int argc, char** argv) {
       "max-cost", cli::po::value<double>(),
       "start no iteration that would take the agents' reported cost past USD (default loop.max_cost_usd)")(
       "max-hours", cli::po::value<double>(),
-      "start no iteration that would end past H hours of running (default loop.max_hours)");
+      "start no iteration that would end past H hours of running (default loop.max_hours)")(
+      "shard", cli::po::value<std::string>(),
+      "work only on shard I of N (I/N, I from 1; default from JOB_COMPLETION_INDEX and JOB_COMPLETION_COUNT), "
+      "pushing each green task to --remote as phoenix/task-<id>")(
+      "remote", cli::po::value<std::string>(), "where a shard pushes its task branches (default origin)")(
+      "merge", cli::po::value<std::string>(),
+      "take REMOTE's phoenix/task-* branches through the verified merge queue and push the loop branch there");
   cli::Parsed p;
   if (!cli::parse_command("phoenix-loop", desc, args, p, false)) {
     std::cout << "exit codes: 0 every task done and every check green, 1 stopped / skipped tasks / a cap reached,\n"
@@ -73,9 +80,23 @@ int loop_main(int argc, char** argv) {
     if (!(v > 0)) throw UsageError(std::string("phoenix-loop: --") + cap + " must be a positive number");
     (std::string(cap) == "max-cost" ? o.max_cost_usd : o.max_hours) = v;
   }
+  if (p.vm.count("merge")) o.merge_remote = p.vm["merge"].as<std::string>();
+  if (p.vm.count("shard")) o.shard = loop::parse_shard(p.vm["shard"].as<std::string>());
+  else if (o.merge_remote.empty()) o.shard = loop::shard_from_env([](const char* k) { return std::getenv(k); });
+  if (p.vm.count("remote")) {
+    if (!o.shard) throw UsageError("phoenix-loop: --remote is where a shard pushes: it needs --shard I/N");
+    o.remote = p.vm["remote"].as<std::string>();
+  }
   o.templates_dir = cli::templates_dir();
   return loop::run_loop(o, cfg, p.ctx.trace(),
                         [](const std::string& s) { std::cerr << "phoenix-loop: " << s << "\n"; });
+}
+
+// "phoenix-loop: error: <what>", once: messages that name the program
+// already (the loop's own usage errors do) are not prefixed twice.
+void print_error(const std::string& what) {
+  const std::string self = "phoenix-loop: ";
+  std::cerr << self << "error: " << (phoenix::util::starts_with(what, self) ? what.substr(self.size()) : what) << "\n";
 }
 
 }  // namespace
@@ -84,10 +105,10 @@ int main(int argc, char** argv) {
   try {
     return loop_main(argc, argv);
   } catch (const phoenix::Error& e) {
-    std::cerr << "phoenix-loop: error: " << e.what() << "\n";
+    print_error(e.what());
     return e.exit_code();
   } catch (const std::exception& e) {
-    std::cerr << "phoenix-loop: error: " << e.what() << "\n";
+    print_error(e.what());
     return phoenix::kExitRed;
   }
 }

@@ -5,6 +5,7 @@
 #include <git2.h>
 
 #include <algorithm>
+#include <memory>
 #include <string_view>
 
 #include "gitx/internal.h"
@@ -260,6 +261,22 @@ std::vector<std::string> conflicted_paths(git_index* index) {
   return paths;
 }
 
+// A commit of `tree` with the one parent `parent`; author = committer =
+// name <email>, now. No ref moves. Returns its sha.
+std::string commit_on(git_repository* repo, const git_tree* tree, const git_commit* parent, const std::string& message,
+                      const std::string& author_name, const std::string& author_email) {
+  Buf msg;
+  check(git_message_prettify(&msg.b, message.c_str(), /*strip_comments=*/0, '#'), "clean message");
+  git_signature* sig_raw = nullptr;
+  check(git_signature_now(&sig_raw, author_name.c_str(), author_email.c_str()), "author signature");
+  SignaturePtr sig(sig_raw);
+  const git_commit* parents[] = {parent};
+  git_oid id;
+  check(git_commit_create(&id, repo, nullptr, sig.get(), sig.get(), nullptr, msg.b.ptr, tree, 1, parents),
+        "write commit");
+  return oid_hex(id);
+}
+
 }  // namespace
 
 std::string Repo::revert_patch(const std::string& rev) const {
@@ -309,16 +326,41 @@ std::string Repo::merge_onto(const std::string& base, const std::string& ours, c
   git_tree* t = nullptr;
   check(git_tree_lookup(&t, raw(), &tree_id), "read merged tree");
   TreePtr merged(t);
-  Buf msg;
-  check(git_message_prettify(&msg.b, message.c_str(), /*strip_comments=*/0, '#'), "clean message");
-  git_signature* sig_raw = nullptr;
-  check(git_signature_now(&sig_raw, author_name.c_str(), author_email.c_str()), "author signature");
-  SignaturePtr sig(sig_raw);
-  const git_commit* parents[] = {our_commit.get()};
-  git_oid id;
-  check(git_commit_create(&id, raw(), nullptr, sig.get(), sig.get(), nullptr, msg.b.ptr, merged.get(), 1, parents),
-        "commit merged tree");
-  return oid_hex(id);
+  return commit_on(raw(), merged.get(), our_commit.get(), message, author_name, author_email);
+}
+
+std::string Repo::squash(const std::string& parent, const std::string& tip,
+                         const std::vector<std::string>& as_in_parent, const std::string& message,
+                         const std::string& author_name, const std::string& author_email) const {
+  CommitPtr parent_commit = lookup_commit(raw(), parent);
+  TreePtr parent_tree = commit_tree(parent_commit.get());
+  TreePtr tip_tree = tree_or_empty(raw(), tip);
+  std::vector<git_tree_update> updates;
+  std::vector<std::unique_ptr<git_tree_entry, decltype(&git_tree_entry_free)>> entries;
+  for (const auto& path : as_in_parent) {
+    git_tree_entry* raw_entry = nullptr;
+    git_tree_update u{};
+    u.path = path.c_str();
+    if (git_tree_entry_bypath(&raw_entry, parent_tree.get(), path.c_str()) == 0) {
+      entries.emplace_back(raw_entry, &git_tree_entry_free);
+      u.action = GIT_TREE_UPDATE_UPSERT;
+      u.id = *git_tree_entry_id(raw_entry);
+      u.filemode = git_tree_entry_filemode(raw_entry);
+    } else if (git_tree_entry_bypath(&raw_entry, tip_tree.get(), path.c_str()) == 0) {
+      git_tree_entry_free(raw_entry);
+      u.action = GIT_TREE_UPDATE_REMOVE;
+    } else {
+      continue;  // in neither
+    }
+    updates.push_back(u);
+  }
+  git_oid tree_id;
+  check(git_tree_create_updated(&tree_id, raw(), tip_tree.get(), updates.size(), updates.data()),
+        ("tree of " + tip + " with paths of " + parent).c_str());
+  git_tree* t = nullptr;
+  check(git_tree_lookup(&t, raw(), &tree_id), "read squashed tree");
+  TreePtr tree(t);
+  return commit_on(raw(), tree.get(), parent_commit.get(), message, author_name, author_email);
 }
 
 }  // namespace phoenix::gitx

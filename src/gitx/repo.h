@@ -251,6 +251,13 @@ class Repo {
   std::string merge_onto(const std::string& base, const std::string& ours, const std::string& theirs,
                          const std::string& message, const std::string& author_name, const std::string& author_email,
                          std::vector<std::string>* conflicts) const;
+  // A commit whose parent is `parent` and whose tree is `tip`'s, except the
+  // paths in `as_in_parent`, which are as they are in `parent` (absent
+  // there: absent). What `tip` changed since `parent`, as one commit,
+  // without those paths. Author = committer = name <email>, now. No ref,
+  // index or work tree changes; returns its sha.
+  std::string squash(const std::string& parent, const std::string& tip, const std::vector<std::string>& as_in_parent,
+                     const std::string& message, const std::string& author_name, const std::string& author_email) const;
 
   // --- worktrees ---------------------------------------------------------
   // `git worktree add --detach PATH REV` under `name`. `path` must not

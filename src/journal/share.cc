@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "gitx/remote.h"
 #include "gitx/repo.h"
 #include "util/error.h"
 #include "util/subprocess.h"
@@ -13,35 +14,13 @@ namespace phoenix::journal {
 
 namespace {
 
-// The last part of a child's output, for an error message.
-std::string output_tail(const std::string& out) {
-  std::string t = util::trim(util::to_valid_utf8(out));
-  if (t.size() > 800) t = "..." + t.substr(t.size() - 800);
-  for (char& c : t)
-    if (c == '\n') c = ' ';
-  return t.empty() ? "no output" : t;
-}
-
-util::ProcessResult git(const std::string& root, std::vector<std::string> args, const TransportOptions& options) {
-  util::ProcessOptions o;
-  o.argv = {"git"};
-  o.argv.insert(o.argv.end(), args.begin(), args.end());
-  o.cwd = root;
-  o.timeout_s = options.timeout_s;
-  // stdin is /dev/null and the output is captured: a password prompt could
-  // never be answered, so git fails at once instead of waiting for one.
-  o.env["GIT_TERMINAL_PROMPT"] = "0";
-  util::ProcessResult r = util::run_process(o);
-  if (r.not_found) throw Error("git is not installed: phoenix journal push and pull use it to reach the remote");
-  if (r.interrupted) throw Error("interrupted while running git " + args[0], kExitInterrupted);
-  if (r.timed_out)
-    throw Error("git " + args[0] + " did not finish within " + std::to_string(static_cast<int>(options.timeout_s)) +
-                " s");
-  return r;
+util::ProcessResult git(const std::string& root, const std::vector<std::string>& args,
+                        const TransportOptions& options) {
+  return gitx::run_git(root, args, options.timeout_s, "phoenix journal push and pull use it to reach the remote");
 }
 
 void check_remote(const std::string& remote) {
-  if (remote.empty() || remote[0] == '-') throw UsageError("journal: '" + remote + "' is not a remote name or URL");
+  if (!gitx::is_remote_name(remote)) throw UsageError("journal: '" + remote + "' is not a remote name or URL");
 }
 
 // The remote's journal commit, fetched into kShareRemoteRef; nullopt when
@@ -52,7 +31,7 @@ std::optional<std::string> fetch_remote(gitx::Repo& repo, const std::string& roo
   if (ls.exit_code == 2) return std::nullopt;  // reachable, no such ref
   if (ls.exit_code != 0)
     throw Error("cannot reach remote '" + remote + "': git ls-remote exited " + std::to_string(ls.exit_code) + ": " +
-                output_tail(ls.output));
+                gitx::git_output_tail(ls.output));
   // ls-remote matches patterns against the tail of ref names: insist on the exact one.
   bool exact = false;
   for (const auto& line : util::split_lines(ls.output))
@@ -64,7 +43,7 @@ std::optional<std::string> fetch_remote(gitx::Repo& repo, const std::string& roo
                               options);
   if (f.exit_code != 0)
     throw Error("cannot fetch " + std::string(kShareRef) + " from '" + remote + "': git fetch exited " +
-                std::to_string(f.exit_code) + ": " + output_tail(f.output));
+                std::to_string(f.exit_code) + ": " + gitx::git_output_tail(f.output));
   return repo.read_ref(kShareRemoteRef);
 }
 
@@ -132,7 +111,7 @@ PushResult push(Journal& journal, const std::string& repo_root, const std::strin
                  out.find("fetch first") != std::string::npos;
     throw Error("cannot push " + std::string(kShareRef) + " to '" + remote + "'" +
                 (raced ? ": its journal changed while pushing; run 'phoenix journal push' again"
-                       : ": git push exited " + std::to_string(p.exit_code) + ": " + output_tail(out)));
+                       : ": git push exited " + std::to_string(p.exit_code) + ": " + gitx::git_output_tail(out)));
   }
   result.pushed = true;
   return result;

@@ -150,6 +150,15 @@ struct Loop {
     return caps.seconds_left();
   }
   std::optional<config::Config> task_cfg;  // phoenix.json's checks + the current task's acceptance check
+  // --shard: the tasks of this shard, the tip before the current task, the
+  // task branches that could not be pushed. --merge: why the branch is not
+  // on the remote yet ("" when it is).
+  std::set<int> mine;
+  std::string task_before;
+  std::set<std::string> unpushed;
+  std::string merge_unpushed;
+  bool sharded() const { return opt.shard.has_value(); }
+  bool merging() const { return !opt.merge_remote.empty(); }
 
   Loop(const Options& o, const config::Config& c, trace::Trace& t, std::function<void(const std::string&)> s)
       : opt(o), cfg(c), trace(t), say(std::move(s)), root(o.root) {
@@ -321,6 +330,19 @@ struct Loop {
     return prev;
   }
 
+  // --shard and --merge need a tasks file and a reachable remote; a shard
+  // works one task at a time (more machines are more shards).
+  void refuse_bad_shard_or_merge(gitx::Repo& main) {
+    if (!sharded() && !merging()) return;
+    const std::string flag = sharded() ? "--shard " + opt.shard->text() : "--merge " + opt.merge_remote;
+    if (sharded() && merging()) throw UsageError("phoenix-loop: --shard and --merge exclude each other");
+    if (prompt_mode()) throw UsageError("phoenix-loop: " + flag + " needs a tasks file, not a prompt file");
+    if (sharded() && workers > 1)
+      throw UsageError("phoenix-loop: " + flag + " works on one task at a time: run more shards instead of --workers " +
+                       std::to_string(workers));
+    check_remote(main.workdir(), sharded() ? opt.remote : opt.merge_remote);
+  }
+
   // A bad tasks file is refused before any branch or worktree is made.
   void refuse_bad_tasks_file() const {
     if (!tasks_rel.empty() && util::path_exists(root + "/" + tasks_rel))
@@ -358,7 +380,9 @@ struct Loop {
     if (opt.resume) {
       prev = read_earlier_run(main);
     } else {
-      branch = !opt.branch.empty()        ? opt.branch
+      branch = !opt.branch.empty() ? opt.branch
+               : sharded()
+                   ? "phoenix/shard-" + std::to_string(opt.shard->index) + "-of-" + std::to_string(opt.shard->count)
                : !cfg.loop.branch.empty() ? cfg.loop.branch
                                           : default_branch(util::now_ms());
       std::string tail = branch.substr(branch.rfind('/') + 1);
@@ -368,6 +392,7 @@ struct Loop {
     if (workers > 1 && prompt_mode())
       throw UsageError("phoenix-loop: --workers " + std::to_string(workers) +
                        " needs a tasks file: a prompt file is one task, run again and again");
+    refuse_bad_shard_or_merge(main);
     for (const std::string& line : layout::migrate_legacy_trees(main)) say(line);
     std::string ref = "refs/heads/" + branch;
     std::optional<std::string> tip = main.read_ref(ref);
@@ -417,7 +442,9 @@ struct Loop {
                                 {"resume", opt.resume},
                                 {"mode", prompt_mode() ? "prompt" : "tasks"},
                                 {"source", src},
-                                {"max_iterations", max_iterations}});
+                                {"max_iterations", max_iterations},
+                                {"shard", sharded() ? Json(opt.shard->text()) : Json(nullptr)},
+                                {"merge", merging() ? Json(opt.merge_remote) : Json(nullptr)}});
     say("working on branch " + branch + " in " + wt);
   }
 
@@ -687,7 +714,18 @@ struct Loop {
 
   // --- the end ---------------------------------------------------------------
 
-  int finish(int code, const std::string& phase_name, const std::string& why) {
+  int finish(int code, const std::string& phase_in, const std::string& why_in) {
+    std::string phase_name = phase_in, why = why_in;
+    if (merging() && !merge_unpushed.empty() && code != kExitInterrupted) {
+      push_merged();  // once more: the last word on whether the remote has it
+      if (!merge_unpushed.empty()) {
+        why += "; " + branch + " is not on " + opt.merge_remote + ": " + merge_unpushed;
+        if (code == kExitOk) {
+          code = kExitRed;
+          phase_name = "stopped";
+        }
+      }
+    }
     trace.append("loop.end", {{"exit_code", code},
                               {"phase", phase_name},
                               {"why", why},
@@ -728,14 +766,14 @@ struct Loop {
     state.start_heartbeat(cfg.loop.heartbeat_s);
     if (!opt.resume)
       if (Ending e = baseline()) return *e;
-    if (workers > 1) return run_workers();
+    if (workers > 1 || merging()) return run_workers();
     while (true) {
       if (Ending e = stop_requested()) return *e;
       std::vector<Task> tasks;
       const Task* task = nullptr;
       if (!prompt_mode()) {
         tasks = parse_tasks(util::read_file(wt + "/" + tasks_rel), tasks_rel);
-        task = next_ready(tasks, skipped);  // in file order, `after` respected
+        task = next_ready(tasks, not_to_start(tasks));  // in file order, `after` respected
         if (!task) {
           skip_blocked(tasks);
           return all_ticked();
@@ -746,6 +784,16 @@ struct Loop {
       if (Ending e = over_cap()) return *e;
       if (Ending e = iterate(task, tasks)) return *e;
     }
+  }
+
+  // The tasks not to start: skipped ones and, in a shard, other shards'.
+  std::set<int> not_to_start(const std::vector<Task>& tasks) {
+    if (!sharded()) return skipped;
+    if (mine.empty()) mine = shard_tasks(tasks, *opt.shard);
+    std::set<int> out = skipped;
+    for (const auto& t : tasks)
+      if (!mine.count(t.index)) out.insert(t.index);
+    return out;
   }
 
   // --max-cost / --max-hours: no iteration starts that would pass them.
@@ -818,6 +866,18 @@ struct Loop {
   // No task left to do.
   int all_ticked() {
     task_cfg.reset();  // the final verdict is phoenix.json's checks
+    if (merging()) {
+      std::vector<std::string> open = open_ids();
+      if (!open.empty())
+        return finish(kExitRed, "stopped",
+                      "merged what the shards pushed; " + std::to_string(open.size()) +
+                          " task(s) not merged (no branch on " + opt.merge_remote +
+                          ", or after one that has none): " + util::join_argv(open));
+    }
+    if (!unpushed.empty())
+      return finish(kExitRed, "stopped",
+                    std::to_string(unpushed.size()) + " task branch(es) not pushed to " + opt.remote + ": " +
+                        util::join_argv(std::vector<std::string>(unpushed.begin(), unpushed.end())));
     if (!skipped.empty())
       return finish(kExitRed, "stopped",
                     std::to_string(skipped.size()) + " task(s) skipped after escalation; the rest done");
@@ -826,6 +886,10 @@ struct Loop {
     if (m.interrupted) return interrupted();
     if (!m.green) return finish(kExitRed, "stopped", "every task ticked but red: " + util::join_argv(m.red));
     bless();
+    if (sharded())
+      return finish(kExitOk, "complete",
+                    "complete: every task of shard " + opt.shard->text() + " ticked and pushed to " + opt.remote +
+                        ", every check green");
     return finish(kExitOk, "complete", "complete: every task ticked, every check green");
   }
 
@@ -844,6 +908,7 @@ struct Loop {
     if (task && task->check) task_cfg = with_acceptance(cfg, task);
     else task_cfg.reset();
     PinnedFiles pins(wt, pinned_files(task, tasks));
+    task_before = repo->head_sha();
     AgentRun a = run_agent(prompt);
     if (util::interrupted_signal()) return interrupted();
     if (unpin(pins)) a.changed = !repo->is_clean(own_files());
@@ -881,6 +946,7 @@ struct Loop {
       escalations_in_row = 0;
       last_failure.clear();
       trace.append("loop.task_done", {{"iteration", iteration.load()}, {"task", tj}, {"head", repo->head_sha()}});
+      if (task) publish(*task);
       phase("committing");
       if (prompt_mode() && promised(a.output, prompt))
         return finish(kExitOk, "complete", "complete: the agent promised and every check is green");
@@ -975,6 +1041,8 @@ struct Loop {
       last_failure.clear();
       trace.append("loop.task_done",
                    {{"iteration", iteration.load()}, {"task", tj}, {"head", repo->head_sha()}, {"healed", true}});
+      if (task && hm.green) publish(*task);
+      else if (task && sharded()) unpushed.insert(task->id());  // done, but not on a green tree
       phase("committing");
       return std::nullopt;
     }
@@ -1004,6 +1072,63 @@ struct Loop {
       return finish(kExitEscalated, "escalated",
                     "loop-wide retry cap: " + std::to_string(session_retries) + " heal attempts");
     return std::nullopt;
+  }
+
+  // --- shards and the merge (loop/shard.h) -------------------------------------
+
+  // A shard's finished task, as one commit on phoenix/task-<id>, pushed.
+  void publish(const Task& task) {
+    if (!sharded()) return;
+    Pushed p = publish_task(*main_repo, root, opt.remote, task, task_before, repo->head_sha(), tasks_rel, *opt.shard);
+    trace.append("loop.task_pushed", {{"task", task.id()},
+                                      {"branch", task_branch(task.id())},
+                                      {"commit", p.commit},
+                                      {"remote", opt.remote},
+                                      {"ok", p.ok},
+                                      {"error", p.error}});
+    if (p.ok) {
+      unpushed.erase(task.id());
+      say("pushed " + task_branch(task.id()) + " to " + opt.remote);
+    } else {
+      unpushed.insert(task.id());
+      say("cannot push " + task_branch(task.id()) + " to " + opt.remote + ": " + p.error);
+    }
+  }
+
+  // --merge: the loop branch onto the remote after every merge; a failure
+  // is said and retried at the next one, and the last one decides the exit.
+  void push_merged() {
+    if (!merging()) return;
+    Pushed p = push_branch(root, opt.merge_remote, branch);
+    trace.append("loop.branch_pushed",
+                 {{"branch", branch}, {"remote", opt.merge_remote}, {"ok", p.ok}, {"error", p.error}});
+    merge_unpushed = p.ok ? "" : p.error;
+    if (!p.ok) say("cannot push " + branch + " to " + opt.merge_remote + ": " + p.error);
+  }
+
+  // --merge: the task branches of the remote, queued behind what a resumed
+  // run had queued already.
+  void queue_fetched() {
+    std::set<int> have;
+    for (const auto& e : queue) have.insert(e.index);
+    Fetched f = fetch_task_branches(*main_repo, root, opt.merge_remote, read_tasks(), have);
+    for (const auto& n : f.notes) say(n);
+    for (const auto& e : f.entries) {
+      repo->write_ref(queue_ref(e.id), e.commit, "phoenix-loop: fetched from " + opt.merge_remote);
+      queue.push_back(e);
+      trace.append("loop.queued", to_json(e));
+    }
+    say("queued " + std::to_string(f.entries.size()) + " task branch(es) from " + opt.merge_remote);
+    write_run_file();
+    publish_queue();
+  }
+
+  // The ids of the tasks neither ticked nor skipped.
+  std::vector<std::string> open_ids() {
+    std::vector<std::string> ids;
+    for (const auto& t : read_tasks())
+      if (!t.done && !skipped.count(t.index)) ids.push_back(t.id());
+    return ids;
   }
 
   // --- workers (--workers N) ---------------------------------------------------
@@ -1065,24 +1190,58 @@ struct Loop {
           state.update([&](Json& s) { s["workers"] = w; });
         });
     drop_merged();
-    say(std::to_string(workers) + " workers, through the merge queue");
+    if (merging()) queue_fetched();
+    say(std::to_string(workers) + " worker(s), through the merge queue");
     phase("agent", [&](Json& s) { s["task"] = nullptr; });
     while (true) {
       if (util::interrupted_signal()) return after_workers([&] { return interrupted(); });
       if (!drain) stop_reason();
-      for (const JobResult& r : pool->take_finished(queue.empty() ? 50 : 0)) on_job(r);
-      if (!queue.empty()) {
-        if (Ending e = merge_next()) return *e;
+      for (const JobResult& r : pool->take_finished(ready_entry() ? 0 : 50)) on_job(r);
+      if (std::optional<size_t> next = ready_entry()) {
+        if (Ending e = merge_next(*next)) return *e;
         continue;
       }
       if (!drain) assign();
       if (pool->busy() > 0) continue;
       if (drain) return finish(drain->code, drain->phase, drain->why);
+      if (!queue.empty()) {
+        drop_blocked();  // nothing ready, nobody working: what they wait for never comes
+        continue;
+      }
       std::vector<Task> tasks = read_tasks();
-      bool open =
-          std::any_of(tasks.begin(), tasks.end(), [&](const Task& t) { return !t.done && !skipped.count(t.index); });
+      bool open = std::any_of(tasks.begin(), tasks.end(), [&](const Task& t) {
+        // --merge starts no task that no shard pushed: only those sent back.
+        return !t.done && !skipped.count(t.index) && (!merging() || (failures.count(t.index) && after_done(t, tasks)));
+      });
       if (!open) return all_ticked();
     }
+  }
+
+  // The first queued entry whose `after` tasks are merged.
+  std::optional<size_t> ready_entry() {
+    if (queue.empty()) return std::nullopt;
+    std::vector<Task> tasks = read_tasks();
+    for (size_t i = 0; i < queue.size(); ++i) {
+      size_t index = static_cast<size_t>(queue[i].index);
+      if (index >= tasks.size() || after_done(tasks[index], tasks)) return i;
+    }
+    return std::nullopt;
+  }
+
+  // Entries that can never be merged: a task they come after will not be.
+  void drop_blocked() {
+    std::vector<Task> tasks = read_tasks();
+    for (const auto& e : queue) {
+      repo->delete_ref(queue_ref(e.id));
+      std::vector<std::string> waits;
+      if (static_cast<size_t>(e.index) < tasks.size())
+        for (const auto& a : tasks[static_cast<size_t>(e.index)].after) waits.push_back(a);
+      skip(e.index, task_json(e.index, e.id, e.title), "",
+           "comes after " + util::join_argv(waits) + ", which will not be merged");
+    }
+    queue.clear();
+    write_run_file();
+    publish_queue();
   }
 
   // Waits for every worker to end (on a signal the runner has stopped their
@@ -1125,7 +1284,8 @@ struct Loop {
     for (const auto& t : tasks) {
       if (!pool->has_free()) return;
       if (t.done || skipped.count(t.index) || pool->on_task(t.index) || queued(t.index)) continue;
-      if (!after_done(t, tasks)) continue;  // its `after` tasks are not merged yet
+      if (merging() && !failures.count(t.index)) continue;  // no shard pushed it: not the merge's to do
+      if (!after_done(t, tasks)) continue;                  // its `after` tasks are not merged yet
       if (cap_reached()) return;
       if (iteration >= max_iterations) {
         wind_down(kExitRed, "stopped", "stopped: --max-iterations " + std::to_string(max_iterations) + " reached");
@@ -1317,9 +1477,9 @@ struct Loop {
     return "";
   }
 
-  // The first entry of the queue onto the loop branch's tip, verified.
-  Ending merge_next() {
-    QueueEntry e = queue.front();
+  // Entry `at` of the queue onto the loop branch's tip, verified.
+  Ending merge_next(size_t at) {
+    QueueEntry e = queue[at];
     std::string saved = util::read_file(wt + "/" + tasks_rel);
     std::vector<Task> tasks = parse_tasks(saved, tasks_rel);
     phase("merging", [&](Json& s) {
@@ -1349,7 +1509,7 @@ struct Loop {
     if (m.kind == MergeResult::Kind::kInterrupted || util::interrupted_signal())
       return after_workers([&] { return interrupted(); });
     if (m.kind == MergeResult::Kind::kSetupFailed) return after_workers([&] { return setup_stopped(m.measure); });
-    queue.pop_front();
+    queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(at));
     if (m.kind == MergeResult::Kind::kMerged) merged(e);
     else not_merged(e, m);
     write_run_file();
@@ -1369,6 +1529,7 @@ struct Loop {
                                     {"head", repo->head_sha()},
                                     {"merged", true}});
     say("merged " + e.id + ": " + e.title);
+    push_merged();
   }
 
   // A conflict or a red combined tree: the task's work is kept, and the

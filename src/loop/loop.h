@@ -44,6 +44,14 @@
 // Stops and caps count over the whole run; when one ends it, no new task
 // starts, running ones finish and the queue empties before the exit.
 //
+// --shard I/N and --merge REMOTE: beyond one machine (loop/shard.h). A
+// shard is a one-at-a-time loop over its tasks on its own branch (default
+// phoenix/shard-I-of-N) that publishes each task it finishes green; the
+// merge is a loop with workers whose queue starts with the fetched task
+// branches: a conflict or a red combined tree sends the task back to a
+// worker as always; it starts no task that no shard pushed, and pushes the
+// loop branch to REMOTE after every merge.
+//
 // --resume: carries on from .phoenix/loop-run.json and the branch: the
 // worktree is reset to the branch tip (a half-done iteration is kept under
 // refs/phoenix/abandoned/), counters continue from loop-state.json.
@@ -54,6 +62,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "loop/shard.h"
 #include "trace/trace.h"
 
 namespace phoenix::loop {
@@ -72,6 +81,12 @@ struct Options {
   // Override loop.max_cost_usd / loop.max_hours (loop/caps.h).
   std::optional<double> max_cost_usd;
   std::optional<double> max_hours;
+  // --shard I/N: only shard I's tasks, each pushed to `remote` as
+  // phoenix/task-<id> (loop/shard.h).
+  std::optional<Shard> shard;
+  std::string remote = "origin";
+  // --merge REMOTE: the task branches pushed there, through the merge queue.
+  std::string merge_remote;
 };
 
 // Runs the loop to its end; returns the exit code (0, 1, 2, 130).
