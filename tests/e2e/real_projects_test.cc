@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "config/config.h"
 #include "gitx/repo.h"
@@ -261,6 +262,53 @@ TEST_F(RealProjects, CMakeLibraryWithCTest) {
         .agent_path = "src/calc.c",
         .agent_text = "calc_twice"});
 }
+
+#ifdef PHOENIX_LOOP_BIN
+// Two workers on the CMake project: each worker's tree is configured by
+// phoenix.json's setup steps (it has no build folder of its own), each task
+// is built and tested there, and the merge queue builds and tests the
+// combined tree in the loop's worktree before the branch moves.
+TEST_F(RealProjects, CMakeWorkersBuildInTheirOwnTreesAndMergeVerified) {
+  for (const char* tool : {"cmake", "ctest", "cc"})
+    if (util::find_executable(tool).empty())
+      GTEST_SKIP() << tool << " is not installed (scripts/deps.sh installs cmake and build-essential)";
+  make_repo("cmake");
+  ASSERT_EQ(sh({"cmake", "-S", ".", "-B", "build"}).exit_code, 0);  // the user's own build folder
+  CliRun init = phoenix({"init"});
+  ASSERT_EQ(init.code, 0) << init.out;
+  ASSERT_FALSE(config::load(repo, true).setup.empty()) << read(repo + "/phoenix.json");
+  write(repo, "TASKS.md", "# Tasks\n\n- [ ] add twice\n- [ ] add triple\n");
+  git(repo, {"add", "-A"});
+  git(repo, {"commit", "-q", "-m", "phoenix init, tasks"});
+  // ';' separates the agent's actions: the code's own is \x3b.
+  const std::string script =
+      "if-prompt '" + kTaskIs +
+      "add twice\\n' append src/calc.c '\\nint calc_twice(int a) {\\n  return calc_add(a, a)\\x3b\\n}\\n'; " +
+      "if-prompt '" + kTaskIs +
+      "add triple\\n' write src/triple.c '#include \"calc.h\"\\nint calc_triple(int a) {\\n  return calc_mul(a, 3)\\x3b\\n}\\n'; " +
+      "if-prompt '" + kTaskIs + "add triple\\n' append CMakeLists.txt 'target_sources(calc PRIVATE src/triple.c)\\n'";
+  CliRun lp = loop({"--tasks", "TASKS.md", "--workers", "2", "--branch", "phoenix/loop-workers"},
+                   {{"PHOENIX_AGENT_SCRIPT", script}});
+  ASSERT_EQ(lp.code, 0) << lp.out;
+  EXPECT_EQ(git(repo, {"show", "phoenix/loop-workers:TASKS.md"}), "# Tasks\n\n- [x] add twice\n- [x] add triple\n");
+  EXPECT_NE(git(repo, {"show", "phoenix/loop-workers:src/calc.c"}).find("calc_twice"), std::string::npos);
+  EXPECT_NE(git(repo, {"show", "phoenix/loop-workers:CMakeLists.txt"}).find("src/triple.c"), std::string::npos);
+  // Each task's agent ran in a worker's tree, and every tree that measured
+  // was configured there by the setup steps (a CMakeCache.txt of its own).
+  std::set<std::string> trees;
+  for (const auto& r : agent_runs()) trees.insert(r.value("cwd", ""));
+  ASSERT_FALSE(trees.empty()) << lp.out;
+  for (const auto& t : trees) EXPECT_NE(t.find("loop-workers-w"), std::string::npos) << t;
+  trees.insert(phoenix_worktrees() + "loop-workers");
+  for (const auto& t : trees) {
+    bool configured = false;
+    for (auto it = fs::recursive_directory_iterator(t); it != fs::recursive_directory_iterator(); ++it)
+      configured = configured || it->path().filename() == "CMakeCache.txt";
+    EXPECT_TRUE(configured) << t << " has no build folder: its setup steps did not run";
+  }
+  EXPECT_EQ(util::trim(git(repo, {"status", "--porcelain"})), "");
+}
+#endif
 
 TEST_F(RealProjects, NpmPackageWithLockfileAndPrettier) {
   if (std::string why = npm_unavailable(); !why.empty()) GTEST_SKIP() << why;
