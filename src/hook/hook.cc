@@ -437,7 +437,8 @@ std::optional<int> PrePush::enter_worktree(const Target& t, std::string& dir) {
   const std::string name = hook_worktree_name(opt_.root);
   if (!used_worktree_)
     for (const std::string& line : layout::migrate_legacy_trees(repo())) err_ << "phoenix: " << line << "\n";
-  dir = gitx::prepare_worktree(repo(), name, layout::worktree_path(repo(), name), t.commit).path;
+  dir = gitx::prepare_worktree(repo(), name, layout::worktree_path(repo(), name), t.commit, layout::state_prefixes())
+            .path;
   used_worktree_ = true;
   setup::Result su =
       setup::ensure(cfg_.setup, dir, layout::setup_stamp(repo(), name), {}, [&](const config::SetupStep& step) {
