@@ -86,13 +86,7 @@ long long parse_until(const std::string& text, long long now_ms) {
     n = std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d%15s", &Y, &M, &D, &h, &m, tail);
     if (n < 5) throw UsageError("--until " + text + ": expected HH:MM or ISO-8601 (2026-12-01T06:00:00Z)");
   }
-  std::tm tm{};
-  tm.tm_year = Y - 1900;
-  tm.tm_mon = M - 1;
-  tm.tm_mday = D;
-  tm.tm_hour = h;
-  tm.tm_min = m;
-  tm.tm_sec = s;
+  std::tm tm = util::civil_tm(Y, M, D, h, m, s);
   std::string z = tail;
   if (z.empty()) {  // no zone: local time, as a person means it
     tm.tm_isdst = -1;
