@@ -25,6 +25,7 @@
 #include "fixers/bisect.h"
 #include "gitx/worktree.h"
 #include "journal/journal.h"
+#include "layout/paths.h"
 #include "engine/journal_sink.h"
 #include "trace/trace.h"
 #include "util/error.h"
@@ -97,7 +98,7 @@ int journal_replay(long n) {
     { std::ofstream(root + "/.gitignore") << ".phoenix/\n"; }
     { std::ofstream(root + "/value.txt") << "good\n"; }
     gitx::Repo repo = gitx::Repo::open(root);
-    repo.commit_all("start", "bench", "bench@localhost", true);
+    repo.commit_all("start", "bench", "bench@localhost", true, layout::state_prefixes());
     const std::string jpath = root + "/.phoenix/journal.sqlite";
     const std::string sig = engine::issue_signature("value", "FAIL: value_test (value is not good)\n");
     const std::string fix = value_patch("bad", "good");
@@ -143,7 +144,7 @@ int journal_replay(long n) {
     std::vector<double> engine_us;
     for (int r = 0; r < rounds; ++r) {
       { std::ofstream(root + "/value.txt") << "bad\n"; }
-      repo.commit_all("break it", "bench", "bench@localhost", false);
+      repo.commit_all("break it", "bench", "bench@localhost", false, layout::state_prefixes());
       ValueCheck check;
       auto t0 = Clock::now();
       journal::Journal j = journal::Journal::open(jpath);
@@ -228,7 +229,7 @@ int main(int argc, char** argv) {
     gitx::Repo wt = gitx::Repo::open(argv[2]);
     for (int i = 3; i < argc; ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      gitx::move_worktree(wt, argv[i]);
+      gitx::move_worktree(wt, argv[i], layout::state_prefixes());
       std::printf("move to %s: %.1f ms\n", argv[i],
                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }

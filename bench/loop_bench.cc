@@ -11,65 +11,23 @@
 // baseline measurement — is included; five loops are averaged) and 500 tasks
 // (ITERATIONS iterations of one loop, default 100: does the cost grow with
 // the size of the tasks file?).
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "bench_common.h"
 #include "util/subprocess.h"
 
 using namespace phoenix;
+using namespace phoenix::bench;
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
-void must(const std::vector<std::string>& argv, const std::string& cwd, int want = 0) {
-  util::ProcessOptions po;
-  po.argv = argv;
-  po.cwd = cwd;
-  po.timeout_s = 3600;
-  util::ProcessResult r = util::run_process(po);
-  if (r.exit_code != want) {
-    std::fprintf(stderr, "bench: %s exited %d (want %d): %s\n", argv[0].c_str(), r.exit_code, want, r.output.c_str());
-    std::exit(1);
-  }
-}
-
-void put(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
-
 const std::vector<std::string> kAgent{"/bin/sh", "-c", "echo x >> work.txt"};
 const std::vector<std::string> kCheck{"true"};
-
-// A repository with `tasks` open tasks, ready for phoenix-loop.
-std::string make_repo(const std::string& dir, int tasks) {
-  fs::create_directories(dir);
-  must({"git", "init", "-q", "-b", "main", dir}, dir);
-  std::string t = "# Tasks\n\n";
-  for (int i = 1; i <= tasks; ++i) t += "- [ ] task number " + std::to_string(i) + "\n";
-  put(dir + "/TASKS.md", t);
-  put(dir + "/.gitignore", ".phoenix/\nincidents/\n");
-  std::string agent = "[\"/bin/sh\", \"-c\", \"echo x >> work.txt\"]";
-  put(dir + "/phoenix.json",
-      "{ \"checks\": [ { \"id\": \"ok\", \"kind\": \"command_exit\", \"target\": [\"true\"] } ],\n"
-      "  \"harness\": { \"command\": " +
-          agent +
-          " },\n"
-          "  \"fixers\": [\"noop\"],\n"
-          "  \"loop\": { \"tasks\": \"TASKS.md\", \"max_iterations\": 100000 } }\n");
-  must({"git", "-C", dir, "add", "-A"}, dir);
-  must({"git", "-C", dir, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-q", "-m", "init"},
-       dir);
-  return dir;
-}
 
 // The same agent and check, started directly: ms per (agent + check).
 double baseline_ms(const std::string& dir, int n) {
@@ -104,7 +62,7 @@ int main(int argc, char** argv) {
   const int kSmallRuns = 5;
   double small_ms = 0;
   for (int i = 0; i < kSmallRuns; ++i) {
-    std::string dir = make_repo(work + "/one-" + std::to_string(i), 1);
+    std::string dir = make_loop_repo(work + "/one-" + std::to_string(i), 1, kAgent);
     auto t = Clock::now();
     must({loop, "--branch", "phoenix/bench"}, dir, 0);
     small_ms += ms_since(t);
@@ -112,7 +70,7 @@ int main(int argc, char** argv) {
   small_ms /= kSmallRuns;
 
   // 500 tasks: one loop, `iterations` iterations (exit 1: stopped at the cap).
-  std::string big = make_repo(work + "/five-hundred", 500);
+  std::string big = make_loop_repo(work + "/five-hundred", 500, kAgent);
   auto t = Clock::now();
   must({loop, "--branch", "phoenix/bench", "--max-iterations", std::to_string(iterations)}, big, 1);
   double big_ms = ms_since(t) / iterations;

@@ -26,6 +26,7 @@
 #include "fixers/bisect.h"
 #include "gitx/repo.h"
 #include "gitx/worktree.h"
+#include "layout/paths.h"
 #include "sandbox/sandbox.h"
 #include "util/subprocess.h"
 
@@ -136,13 +137,13 @@ int main(int argc, char** argv) {
   const std::string wt = scratch + "/worktree";
   t = Clock::now();
   c = Cpu();
-  gitx::prepare_worktree(r, "phoenix-bench", wt, good);
+  gitx::prepare_worktree(r, "phoenix-bench", wt, good, layout::state_prefixes());
   const double first = ms_since(t);
   line("worktree, first preparation:", first, wt_add, "git worktree add --detach:", c.since(), wt_add_cpu);
   sh("echo dirt > d0/f1.txt && echo junk > untracked.txt", wt);  // what a check run may leave
   t = Clock::now();
   c = Cpu();
-  gitx::PersistentWorktree again = gitx::prepare_worktree(r, "phoenix-bench", wt, bad);
+  gitx::PersistentWorktree again = gitx::prepare_worktree(r, "phoenix-bench", wt, bad, layout::state_prefixes());
   const double reuse = ms_since(t), reuse_cpu = c.since();
   sh("git checkout -q --detach " + good, wt);
   t = Clock::now();
@@ -161,7 +162,7 @@ int main(int argc, char** argv) {
     return sh(kCheck, wt, false).exit_code == 0;
   });
   const double phx_bisect = ms_since(t), phx_bisect_cpu = c.since();
-  gitx::prepare_worktree(r, "phoenix-bench", wt, bad);
+  gitx::prepare_worktree(r, "phoenix-bench", wt, bad, layout::state_prefixes());
   t = Clock::now();
   c = Cpu();
   util::ProcessResult gb = sh("git bisect start " + bad + " " + good + " >/dev/null && git bisect run sh -c '" +
@@ -186,7 +187,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> trees{wt};
   for (size_t i = 1; i < k; ++i) {
     trees.push_back(scratch + "/worktree-" + std::to_string(i + 1));
-    gitx::prepare_worktree(r, "phoenix-bench-" + std::to_string(i + 1), trees.back(), good);
+    gitx::prepare_worktree(r, "phoenix-bench-" + std::to_string(i + 1), trees.back(), good, layout::state_prefixes());
   }
   std::atomic<int> par_runs{0};
   t = Clock::now();

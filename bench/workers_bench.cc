@@ -11,63 +11,27 @@
 // beside this machine's core count. The merge
 // queue's time per task (merge, checkout, measure, commit) and the number
 // of merges that were not green come from the loop's own trace.
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_common.h"
 #include "util/json.h"
-#include "util/subprocess.h"
 
 using namespace phoenix;
+using namespace phoenix::bench;
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-util::ProcessResult must(const std::vector<std::string>& argv, const std::string& cwd, int want = 0) {
-  util::ProcessOptions po;
-  po.argv = argv;
-  po.cwd = cwd;
-  po.timeout_s = 3600;
-  util::ProcessResult r = util::run_process(po);
-  if (r.exit_code != want) {
-    std::fprintf(stderr, "bench: %s exited %d (want %d): %s\n", argv[0].c_str(), r.exit_code, want, r.output.c_str());
-    std::exit(1);
-  }
-  return r;
-}
-
-void put(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
-
+// The agent sleeps `agent_s`, then writes one new file of its own.
 std::string make_repo(const std::string& dir, int tasks, double agent_s) {
-  fs::create_directories(dir);
-  must({"git", "init", "-q", "-b", "main", dir}, dir);
-  std::string t = "# Tasks\n\n";
-  for (int i = 1; i <= tasks; ++i) t += "- [ ] task number " + std::to_string(i) + "\n";
-  put(dir + "/TASKS.md", t);
-  put(dir + "/.gitignore", ".phoenix/\nincidents/\n");
-  util::Json cfg = {
-      {"checks", {{{"id", "ok"}, {"kind", "command_exit"}, {"target", {"true"}}}}},
-      {"harness",
-       {{"command", {"/bin/sh", "-c", "sleep " + std::to_string(agent_s) + "; mktemp -p . work-XXXXXXXX >/dev/null"}}}},
-      {"fixers", {"noop"}},
-      {"loop", {{"tasks", "TASKS.md"}, {"max_iterations", 100000}}}};
-  put(dir + "/phoenix.json", cfg.dump(2));
-  must({"git", "-C", dir, "add", "-A"}, dir);
-  must({"git", "-C", dir, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-q", "-m", "init"},
-       dir);
-  return dir;
+  return make_loop_repo(
+      dir, tasks, {"/bin/sh", "-c", "sleep " + std::to_string(agent_s) + "; mktemp -p . work-XXXXXXXX >/dev/null"});
 }
 
 struct Figures {
@@ -81,7 +45,7 @@ Figures run(const std::string& loop, const std::string& dir, int tasks, int work
   auto t = Clock::now();
   must({loop, "--branch", "phoenix/bench", "--workers", std::to_string(workers)}, dir, 0);
   Figures f;
-  f.tasks_per_hour = tasks / (seconds_since(t) / 3600.0);
+  f.tasks_per_hour = tasks / (ms_since(t) / 3600000.0);
   std::ifstream trace(dir + "/.phoenix/trace.jsonl");
   long long total = 0;
   for (std::string line; std::getline(trace, line);) {

@@ -97,7 +97,43 @@ CliRun run_phoenix(const std::string& cwd, std::vector<std::string> args, double
 }
 
 std::string phoenix_bin() { return PHOENIX_BIN; }
+std::string phoenix_loop_bin() { return PHOENIX_LOOP_BIN; }
 std::string test_tool(const std::string& name) { return std::string(PHOENIX_TEST_TOOLS_DIR) + "/" + name; }
 std::string fixtures_dir() { return PHOENIX_TEST_FIXTURES_DIR; }
+
+std::string init_loop_repo(const std::string& dir, const std::string& tasks_md) {
+  init_repo(dir);
+  write(dir, "src.txt", "fine\n");
+  write(dir, ".gitignore", ".phoenix/\nincidents/\n");
+  write(dir, "TASKS.md", tasks_md);
+  return dir;
+}
+
+util::Json broken_check(const std::string& id, const std::string& target, bool editable) {
+  util::Json c = {
+      {"id", id}, {"kind", "regex_in_file"}, {"target", target}, {"pattern", "BROKEN"}, {"expect", "absent"}};
+  if (editable) c["editable"] = util::Json::array({target});
+  return c;
+}
+
+util::Json scripted_harness(const std::string& script) {
+  return {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
+          {"timeout_s", 60},
+          {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}};
+}
+
+util::Json loop_section(int no_progress_limit, const util::Json& extra) {
+  util::Json loop = {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.05}, {"no_progress_limit", no_progress_limit}};
+  for (const auto& [k, v] : extra.items()) loop[k] = v;
+  return loop;
+}
+
+CliRun run_loop(const std::string& repo, std::vector<std::string> args, double timeout_s) {
+  args.insert(args.begin(), phoenix_loop_bin());
+  auto r = run(args, repo, {}, timeout_s);
+  return {r.exit_code, r.output};
+}
+
+util::Json loop_state(const std::string& repo) { return util::Json::parse(read(repo + "/.phoenix/loop-state.json")); }
 
 }  // namespace phoenix::test

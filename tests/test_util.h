@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "util/json.h"
 #include "util/subprocess.h"
 
 namespace phoenix::test {
@@ -78,7 +79,25 @@ CliRun run_phoenix(const std::string& cwd, std::vector<std::string> args, double
 
 // Paths of built programs.
 std::string phoenix_bin();
+std::string phoenix_loop_bin();
 std::string test_tool(const std::string& name);  // tests/tools/<name>.cc, built
 std::string fixtures_dir();
+
+// --- phoenix-loop end to end (loop_*_test.cc) ----------------------------
+// A fresh repository at `dir`: src.txt says "fine", .phoenix/ and incidents/
+// are ignored, TASKS.md holds `tasks_md`; nothing committed. Returns `dir`.
+std::string init_loop_repo(const std::string& dir, const std::string& tasks_md);
+// A check of phoenix.json that is red while `target` says BROKEN; the agent
+// may edit `target` when `editable`.
+util::Json broken_check(const std::string& id, const std::string& target, bool editable = true);
+// phoenix.json's "harness": the scripted agent (tests/tools) running `script`.
+util::Json scripted_harness(const std::string& script);
+// phoenix.json's "loop": TASKS.md, a 50 ms heartbeat, `no_progress_limit`,
+// then the keys of `extra` over those.
+util::Json loop_section(int no_progress_limit, const util::Json& extra);
+// Runs the built phoenix-loop in `repo`: exit code and stdout+stderr.
+CliRun run_loop(const std::string& repo, std::vector<std::string> args, double timeout_s = 120);
+// .phoenix/loop-state.json of `repo`, parsed.
+util::Json loop_state(const std::string& repo);
 
 }  // namespace phoenix::test

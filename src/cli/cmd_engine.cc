@@ -1,13 +1,12 @@
 // phoenix run, phoenix config show (phoenix init: cmd_init.cc).
 #include <filesystem>
-#include <iomanip>
 #include <iostream>
-#include <sstream>
 
 #include "cli/app.h"
 #include "cli/check_args.h"
 #include "engine/session.h"
 #include "engine/state.h"
+#include "engine/timeline.h"
 #include "fixers/factory.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
@@ -48,50 +47,6 @@ std::vector<std::string> split_ids(const std::vector<std::string>& raw) {
     }
   }
   return out;
-}
-
-// The timeline on stderr: one line per state with the elapsed time.
-void print_event(const Context& ctx, const json& ev) {
-  std::string kind = ev.value("event", "");
-  if (kind == "explain") {
-    std::cerr << dim(ctx, "phoenix: explain: " + ev.value("text", ""), true) << "\n";
-    return;
-  }
-  if (kind == "blocked") {
-    std::cerr << "phoenix: " << ev.value("text", "") << "\n";
-    return;
-  }
-  if (kind != "state") return;
-  std::ostringstream line;
-  line << "[" << std::setw(7) << ev.value("elapsed_ms", 0LL) << " ms] ";
-  std::string st = ev.value("state", "");
-  std::string check = ev.value("check", "");
-  std::string padded_state = st;
-  padded_state.resize(std::max<size_t>(st.size(), 11), ' ');
-  using engine::State;
-  const std::optional<State> s = engine::parse_state(st);
-  std::string coloured = s == State::kHealed || s == State::kGreen ? green(ctx, padded_state, true)
-                         : s == State::kEscalated || s == State::kRejected || s == State::kDetected
-                             ? red(ctx, padded_state, true)
-                             : bold(ctx, padded_state, true);
-  line << check << "  " << coloured;
-  std::string rest;
-  if (ev.contains("fixer")) rest += " fixer=" + ev["fixer"].get<std::string>();
-  if (ev.contains("signal")) rest += " " + ev["signal"].get<std::string>();
-  if (ev.contains("signature")) rest += " signature " + ev["signature"].get<std::string>();
-  if (ev.contains("summary") && !ev["summary"].get<std::string>().empty())
-    rest += " — " + ev["summary"].get<std::string>();
-  if (ev.contains("guard")) rest += " guard=" + ev["guard"].get<std::string>();
-  if (ev.contains("why")) rest += " — " + ev["why"].get<std::string>();
-  if (ev.contains("status")) {
-    std::string detail = ev.value("detail", "");
-    if (detail.size() > 160) detail = detail.substr(0, 157) + "...";
-    rest += " (" + ev["status"].get<std::string>() + (detail.empty() ? "" : ": " + detail) + ")";
-  }
-  if (ev.contains("commit") && !ev["commit"].get<std::string>().empty())
-    rest += " commit " + util::sha12(ev["commit"].get<std::string>());
-  if (ev.contains("incident")) rest += "\n            incident: " + ev["incident"].get<std::string>();
-  std::cerr << "phoenix: " << line.str() << rest << "\n";
 }
 
 }  // namespace
@@ -143,7 +98,8 @@ int cmd_run(const std::vector<std::string>& args) {
   layout::require_writable(gitx::Repo::open(ctx.root));
   engine::RunResult r = engine::run_session(ctx.root, cfg, so, ctx.trace(), [&](const json& ev) {
     if (ctx.json) std::cout << ev.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
-    print_event(ctx, ev);
+    const std::string line = engine::timeline_line(ev, engine::TimelineForm::kRun, ctx.color_err);
+    if (!line.empty()) std::cerr << line << "\n";
   });
   json summary = {{"event", "summary"},
                   {"exit_code", r.exit_code},

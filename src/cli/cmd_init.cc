@@ -71,8 +71,9 @@ FreshTree prepare_fresh_tree(const Context& ctx, const config::Config& cfg) {
       f.skipped = "no commit yet: a fresh tree holds HEAD's files, so it is measured once there is a commit";
       return f;
     }
-    f.dirty = !repo.tracked_clean({"phoenix.json", ".gitignore", std::string(layout::kStateDirName) + "/"});
-    f.path = gitx::prepare_worktree(repo, "init", layout::worktree_path(repo, "init"), "HEAD").path;
+    f.dirty = !repo.tracked_clean({"phoenix.json", ".gitignore", layout::kStateDirPrefix});
+    f.path = gitx::prepare_worktree(repo, "init", layout::worktree_path(repo, "init"), "HEAD", layout::state_prefixes())
+                 .path;
     if (!ctx.json) std::cout << "  fresh tree: " << f.path << dim(ctx, " (HEAD " + util::sha12(f.head) + ")") << "\n";
     f.setup = [&] {
       util::term::Progress progress("phoenix: setting up the fresh tree");  // drawn on a TTY only

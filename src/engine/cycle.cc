@@ -87,8 +87,8 @@ struct Engine::Impl {
   // write to it. The first one of the run is also the pre-run checkpoint.
   std::string checkpoint(const std::string& why) {
     PHOENIX_FAULT_IO("checkpoint-commit", repo->common_dir() + "/objects");
-    std::string cp =
-        repo->snapshot_workdir("phoenix: checkpoint before " + why, opt.author_name, opt.author_email, true);
+    std::string cp = repo->snapshot_workdir("phoenix: checkpoint before " + why, opt.author_name, opt.author_email,
+                                            true, layout::state_prefixes());
     if (pre_run.empty()) {
       pre_run = cp;
       repo->write_ref(kPreRunRef, cp, "phoenix: pre-run checkpoint");
@@ -645,8 +645,8 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   PHOENIX_FAULT("mid-rollback");
   if (dirty0 && opt.rollback == "known-good") {
     // The user's uncommitted work is kept too, as a commit under the same prefix.
-    std::string wip =
-        repo->snapshot_workdir("phoenix: uncommitted work before rollback", opt.author_name, opt.author_email, true);
+    std::string wip = repo->snapshot_workdir("phoenix: uncommitted work before rollback", opt.author_name,
+                                             opt.author_email, true, layout::state_prefixes());
     repo->write_ref(std::string(kAbandonedPrefix) + stamp + "-worktree", wip, "phoenix: uncommitted work");
   }
   std::string state_line;

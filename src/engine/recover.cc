@@ -175,8 +175,8 @@ std::string restore_interrupted(gitx::Repo& repo, const Interrupted& in, const s
   std::vector<std::string> changed = changed_since(repo, in.checkpoint);
   if (head == in.head0 && changed.empty()) return in.head0;
   if (!changed.empty()) {
-    std::string wip =
-        repo.snapshot_workdir("phoenix: work tree of an interrupted run", "phoenix", "phoenix@localhost", true);
+    std::string wip = repo.snapshot_workdir("phoenix: work tree of an interrupted run", "phoenix", "phoenix@localhost",
+                                            true, layout::state_prefixes());
     repo.write_ref(std::string(kAbandonedPrefix) + stamp + "-recover", wip,
                    "phoenix recover: interrupted run's work tree");
     done["abandoned_worktree"] = wip;

@@ -239,7 +239,7 @@ class Multisection {
     o.position = position;
     try {
       const std::string& sha = range_.pos[position];
-      if (slots_[slot].repo) gitx::move_worktree(*slots_[slot].repo, sha);
+      if (slots_[slot].repo) gitx::move_worktree(*slots_[slot].repo, sha, layout::state_prefixes());
       o.green = oracle_(sha, BisectProbe{slot, slots_[slot].path, cancel_fd});
     } catch (const BisectSkip& s) {
       o.skipped = true;
@@ -368,7 +368,7 @@ std::string bisect_tree_name(size_t slot) { return slot == 0 ? "bisect" : "bisec
 
 BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path, const std::string& rev, size_t slot) {
   const std::string name = slot == 0 ? std::string(kBisectWorktreeName) : "phoenix-" + bisect_tree_name(slot);
-  gitx::PersistentWorktree w = gitx::prepare_worktree(repo, name, path, rev);
+  gitx::PersistentWorktree w = gitx::prepare_worktree(repo, name, path, rev, layout::state_prefixes());
   BisectWorktree out;
   out.path = std::move(w.path);
   out.state = w.state == gitx::PersistentWorktree::State::kCreated  ? BisectWorktree::State::kCreated
@@ -520,7 +520,7 @@ class BisectRun {
     const std::string root = util::normalize_path(req_.repo_root.empty() ? repo.workdir() : req_.repo_root);
     const std::string phoenix_dir =
         util::normalize_path(req_.phoenix_dir.empty() ? root + "/.phoenix" : req_.phoenix_dir);
-    std::vector<std::string> ignore{std::string(layout::kStateDirName) + "/"};
+    std::vector<std::string> ignore{layout::kStateDirPrefix};
     if (util::same_or_inside(phoenix_dir, root) && phoenix_dir != root)
       ignore.push_back(phoenix_dir.substr(root.size() + 1) + "/");
     return ignore;

@@ -107,20 +107,18 @@ char status_letter(unsigned s) {
 // Deletes the untracked files `list` holds (see
 // CheckoutOptions::remove_untracked) and the folders that only held them.
 // Done by hand rather than with libgit2's GIT_CHECKOUT_REMOVE_UNTRACKED so
-// .phoenix/ and keep_prefixes survive. A path `index` tracks by now (the list
+// keep_prefixes survive. A path `index` tracks by now (the list
 // may predate a checkout that wrote it) stays.
 void remove_untracked_listed(git_repository* repo, git_status_list* list, git_index* index,
                              const std::vector<std::string>& keep_prefixes) {
   const std::string top = strip_trailing_slash(git_repository_workdir(repo));
-  std::vector<std::string> keep = keep_prefixes;
-  keep.emplace_back(kStateDir);
   std::set<fs::path> parents;
   for (size_t i = 0, n = git_status_list_entrycount(list); i < n; ++i) {
     const git_status_entry* e = git_status_byindex(list, i);
     if (!(e->status & GIT_STATUS_WT_NEW) || !e->index_to_workdir) continue;
     std::string path = e->index_to_workdir->new_file.path;
     // "dir/" is a nested repository: someone else's history, never ours to delete.
-    if (path.empty() || path.back() == '/' || under_any(path, keep)) continue;
+    if (path.empty() || path.back() == '/' || under_any(path, keep_prefixes)) continue;
     if (index && git_index_get_bypath(index, path.c_str(), 0)) continue;
     fs::path full = fs::path(top) / path;
     std::error_code ec;
@@ -144,19 +142,25 @@ void remove_untracked_files(git_repository* repo, const std::vector<std::string>
   remove_untracked_listed(repo, list.get(), nullptr, keep_prefixes);
 }
 
-// git_index_add_all callback: >0 skips a path. Untracked files under
-// .phoenix/ stay out of every commit (tracked ones are updated as usual).
-int skip_untracked_state(const char* path, const char* /*matched*/, void* payload) {
-  auto* index = static_cast<git_index*>(payload);
-  if (!under_prefix(path, kStateDir)) return 0;
-  return git_index_get_bypath(index, path, 0) ? 0 : 1;
+struct SkipUntracked {
+  git_index* index;
+  const std::vector<std::string>& prefixes;
+};
+
+// git_index_add_all callback: >0 skips a path. Untracked files under the
+// skipped prefixes stay out of the commit (tracked ones are updated as usual).
+int skip_untracked_under(const char* path, const char* /*matched*/, void* payload) {
+  auto* skip = static_cast<SkipUntracked*>(payload);
+  if (!under_any(path, skip->prefixes)) return 0;
+  return git_index_get_bypath(skip->index, path, 0) ? 0 : 1;
 }
 
 // Stages the work tree into `index` (in memory) and writes its tree.
-git_oid stage_workdir(git_index* index, bool include_untracked) {
+git_oid stage_workdir(git_index* index, bool include_untracked, const std::vector<std::string>& skip_untracked) {
   check(git_index_update_all(index, nullptr, nullptr, nullptr), "stage tracked changes");
+  SkipUntracked skip{index, skip_untracked};
   if (include_untracked)
-    check(git_index_add_all(index, nullptr, GIT_INDEX_ADD_DEFAULT, skip_untracked_state, index),
+    check(git_index_add_all(index, nullptr, GIT_INDEX_ADD_DEFAULT, skip_untracked_under, &skip),
           "stage untracked files");
   git_oid tree;
   check(git_index_write_tree(&tree, index), "write tree");
@@ -502,18 +506,20 @@ std::vector<std::string> Repo::listed_files() const {
 // Commits, reset, checkout.
 
 std::string Repo::commit_all(const std::string& message, const std::string& author_name,
-                             const std::string& author_email, bool include_untracked) {
+                             const std::string& author_email, bool include_untracked,
+                             const std::vector<std::string>& skip_untracked) {
   std::string out;
   with_lock_wait(index_locks(), false,
-                 [&] { out = commit_all_now(message, author_name, author_email, include_untracked); });
+                 [&] { out = commit_all_now(message, author_name, author_email, include_untracked, skip_untracked); });
   return out;
 }
 
 std::string Repo::commit_all_now(const std::string& message, const std::string& author_name,
-                                 const std::string& author_email, bool include_untracked) {
+                                 const std::string& author_email, bool include_untracked,
+                                 const std::vector<std::string>& skip_untracked) {
   IndexPtr index = fresh_index(raw());
   try {
-    git_oid tree = stage_workdir(index.get(), include_untracked);
+    git_oid tree = stage_workdir(index.get(), include_untracked, skip_untracked);
     // "HEAD" moves the current branch, creates an unborn one, or moves a
     // detached HEAD: exactly git commit's behaviour in all three states.
     std::string sha = create_commit(raw(), "HEAD", tree, message, author_name, author_email);
@@ -558,11 +564,12 @@ std::string Repo::commit_tracked_and_now(const std::vector<std::string>& paths, 
 }
 
 std::string Repo::snapshot_workdir(const std::string& message, const std::string& author_name,
-                                   const std::string& author_email, bool include_untracked) {
+                                   const std::string& author_email, bool include_untracked,
+                                   const std::vector<std::string>& skip_untracked) {
   IndexPtr index = fresh_index(raw());
   std::string sha;
   try {
-    git_oid tree = stage_workdir(index.get(), include_untracked);
+    git_oid tree = stage_workdir(index.get(), include_untracked, skip_untracked);
     sha = create_commit(raw(), nullptr, tree, message, author_name, author_email);
   } catch (...) {
     git_index_read(index.get(), 1);

@@ -15,10 +15,11 @@
 //   directory getters, which return absolute paths without a trailing slash.
 // - "Untracked" always means untracked and not ignored: ignored files are
 //   never listed, staged, diffed, or removed by anything in this file.
-// - Untracked files under kStateDir (".phoenix/": journal, trace, lock,
-//   loop state) are never staged and never removed, even when the user
-//   forgot to ignore them. Tracked files there (contracts, baselines) follow
-//   the commit like any other tracked file.
+// - Nothing here knows which files are the caller's own: untracked files
+//   are left out of a commit when under the `skip_untracked` prefixes the
+//   caller passes, and spared by a removal of untracked files when under
+//   its `keep_prefixes` (Phoenix passes what layout/paths.h names). Tracked
+//   files there follow the commit like any other tracked file.
 // - Every libgit2 failure throws phoenix::Error (exit code 1) whose message
 //   is "libgit2: <operation>: <libgit2's own message>".
 // - A Repo is move-only and used by one thread at a time. It re-reads the
@@ -30,15 +31,11 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 struct git_repository;
 
 namespace phoenix::gitx {
-
-// Phoenix's own run-time state inside a user's repository (see above).
-inline constexpr std::string_view kStateDir = ".phoenix/";
 
 // One changed path, as `git status` would show it, folded to one letter:
 //   'U' conflicted (unmerged) in the index
@@ -85,8 +82,8 @@ struct CheckoutOptions {
   // true: such files are overwritten.
   bool force = false;
   // After the checkout, delete untracked files (never ignored ones, never
-  // kStateDir, never nested repositories, never those under keep_prefixes)
-  // and the directories that became empty.
+  // nested repositories, never those under keep_prefixes) and the
+  // directories that became empty.
   bool remove_untracked = false;
   std::vector<std::string> keep_prefixes;
 };
@@ -160,14 +157,15 @@ class Repo {
   std::vector<std::string> listed_files() const;
 
   // --- commits -----------------------------------------------------------
-  // `git add -u` (plus `git add -A` for untracked files when asked), then
-  // commit on HEAD as author = committer = name <email>, now; returns the
+  // `git add -u` (plus `git add -A` for untracked files when asked, minus
+  // untracked files under `skip_untracked`: see is_clean() for how a prefix
+  // matches), then commit on HEAD as author = committer = name <email>, now; returns the
   // new sha. Works on an unborn branch (root commit) and on a detached HEAD
   // (HEAD itself moves). Always creates a commit, even an empty one: ask
   // is_clean() first for "only if something changed". The message is
   // cleaned like `git commit --cleanup=whitespace`; an empty one throws.
   std::string commit_all(const std::string& message, const std::string& author_name, const std::string& author_email,
-                         bool include_untracked);
+                         bool include_untracked, const std::vector<std::string>& skip_untracked);
   // `git add -u`, then `git add -- PATHS` (a path gone from the work tree
   // is removed from the index), then commit as commit_all(): other
   // untracked files stay out of the commit. What a heal commits on a tree
@@ -178,7 +176,8 @@ class Repo {
   // `git stash create`: no ref moves and the index on disk is untouched.
   // A checkpoint of the work tree that never rewrites the user's branch.
   std::string snapshot_workdir(const std::string& message, const std::string& author_name,
-                               const std::string& author_email, bool include_untracked);
+                               const std::string& author_email, bool include_untracked,
+                               const std::vector<std::string>& skip_untracked);
 
   // Puts `paths` back exactly as they are in commit `rev`: content and mode
   // written for those it holds, deleted (with folders left empty) for those
@@ -223,8 +222,8 @@ class Repo {
   // From commit `from` ("" = empty tree) to commit `to`.
   std::string diff_patch(const std::string& from, const std::string& to) const;
   // From commit `base` ("" = empty tree) to the work tree as it is now,
-  // staged or not, untracked files included (kStateDir's too: guards decide
-  // what a patch may touch). A file moved in the work tree is a rename.
+  // staged or not, every untracked file included (guards decide what a
+  // patch may touch). A file moved in the work tree is a rename.
   std::string diff_workdir_patch(const std::string& base) const;
   // Every path a patch touches, old and new names of renames. Sorted,
   // unique. Throws on text that is not a patch ("" is an empty patch).
@@ -300,7 +299,8 @@ class Repo {
   // The lock files a write to the index or HEAD takes (lg2::with_lock_wait).
   std::vector<std::string> index_locks() const;
   std::string commit_all_now(const std::string& message, const std::string& author_name,
-                             const std::string& author_email, bool include_untracked);
+                             const std::string& author_email, bool include_untracked,
+                             const std::vector<std::string>& skip_untracked);
   std::string commit_tracked_and_now(const std::vector<std::string>& paths, const std::string& message,
                                      const std::string& author_name, const std::string& author_email);
 

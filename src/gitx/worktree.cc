@@ -82,15 +82,16 @@ void remove_damaged(Repo& repo, const std::string& name, const std::string& want
 
 }  // namespace
 
-void move_worktree(Repo& worktree, const std::string& rev) {
+void move_worktree(Repo& worktree, const std::string& rev, const std::vector<std::string>& keep_prefixes) {
   CheckoutOptions o;
   o.force = true;
   o.remove_untracked = true;
+  o.keep_prefixes = keep_prefixes;
   worktree.checkout_detached(rev, o);
 }
 
 PersistentWorktree prepare_worktree(Repo& repo, const std::string& name, const std::string& path,
-                                    const std::string& rev) {
+                                    const std::string& rev, const std::vector<std::string>& keep_prefixes) {
   PersistentWorktree out;
   out.path = util::normalize_path(path);
   const std::string sha = repo.resolve(rev);
@@ -114,7 +115,7 @@ PersistentWorktree prepare_worktree(Repo& repo, const std::string& name, const s
     // that cannot even be checked out is damaged too.
     try {
       Repo wt = Repo::open(out.path);
-      move_worktree(wt, sha);
+      move_worktree(wt, sha, keep_prefixes);
       out.state = PersistentWorktree::State::kReused;
       return out;
     } catch (const std::exception& e) { damage = std::string("it cannot be reset (") + e.what() + ")"; }

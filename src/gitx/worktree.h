@@ -18,10 +18,12 @@
 // worktree registered at the path — and it is removed and created afresh.
 // Ignored files there (build outputs) survive reuse on purpose, so builds
 // stay warm; every other change the last user left (edited tracked files,
-// staged files, untracked files) is discarded before use.
+// staged files, untracked files outside the caller's `keep_prefixes`) is
+// discarded before use.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "gitx/repo.h"
 
@@ -37,7 +39,8 @@ struct PersistentWorktree {
 // Makes `path` a healthy, clean linked worktree of `repo` registered as
 // `name` (under <common_dir>/worktrees/), with HEAD detached at `rev`:
 // reused — one forced incremental checkout of rev's tree, which discards
-// edits and staged changes and removes untracked files — when it can be
+// edits and staged changes and removes untracked files outside
+// `keep_prefixes` — when it can be
 // trusted (see above; one that cannot be checked out is not), otherwise
 // created — after removing whatever damaged one was there. Throws
 // phoenix::Error when `path` overlaps the user's work tree or the git
@@ -45,12 +48,12 @@ struct PersistentWorktree {
 // that folder), when the worktree is
 // locked, or when git fails.
 PersistentWorktree prepare_worktree(Repo& repo, const std::string& name, const std::string& path,
-                                    const std::string& rev);
+                                    const std::string& rev, const std::vector<std::string>& keep_prefixes);
 
 // Moves a worktree already known healthy to `rev`: only files that differ
-// are written; edits and untracked files left there are discarded; ignored
-// files are kept. HEAD is detached at rev. Costs one status scan of the work
+// are written; edits and untracked files left there are discarded (those
+// under `keep_prefixes` aside, see CheckoutOptions); ignored files are kept. HEAD is detached at rev. Costs one status scan of the work
 // tree (what `git status` costs) plus the files that differ.
-void move_worktree(Repo& worktree, const std::string& rev);
+void move_worktree(Repo& worktree, const std::string& rev, const std::vector<std::string>& keep_prefixes);
 
 }  // namespace phoenix::gitx

@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "engine/cycle.h"
 #include "engine/session.h"
+#include "engine/timeline.h"
 #include "gitx/repo.h"
 #include "gitx/worktree.h"
 #include "layout/layout.h"
@@ -242,25 +243,6 @@ std::string hook_worktree_name(const std::string& root) {
   return "phoenix-hook-" + util::sha256_hex(ec ? root : canon.string()).substr(0, 8);
 }
 
-// The engine's timeline, one line per state.
-void print_event(std::ostream& err, const Json& ev) {
-  std::string kind = ev.value("event", "");
-  if (kind == "blocked") {
-    err << "phoenix: " << ev.value("text", "") << "\n";
-    return;
-  }
-  if (kind != "state") return;
-  std::string line = "phoenix: heal: " + ev.value("check", "") + " " + ev.value("state", "");
-  if (ev.contains("fixer")) line += " fixer=" + ev["fixer"].get<std::string>();
-  if (ev.contains("signal")) line += " " + ev["signal"].get<std::string>();
-  if (ev.contains("summary") && !ev["summary"].get<std::string>().empty())
-    line += " — " + ev["summary"].get<std::string>();
-  if (ev.contains("why")) line += " — " + ev["why"].get<std::string>();
-  if (ev.contains("commit") && !ev["commit"].get<std::string>().empty())
-    line += " commit " + util::sha12(ev["commit"].get<std::string>());
-  err << line << " (" << ev.value("elapsed_ms", 0LL) << " ms)\n";
-}
-
 struct Red {
   const Target* target;
   checks::SenseResult result;
@@ -437,7 +419,8 @@ std::optional<int> PrePush::enter_worktree(const Target& t, std::string& dir) {
   const std::string name = hook_worktree_name(opt_.root);
   if (!used_worktree_)
     for (const std::string& line : layout::migrate_legacy_trees(repo())) err_ << "phoenix: " << line << "\n";
-  dir = gitx::prepare_worktree(repo(), name, layout::worktree_path(repo(), name), t.commit).path;
+  dir = gitx::prepare_worktree(repo(), name, layout::worktree_path(repo(), name), t.commit, layout::state_prefixes())
+            .path;
   used_worktree_ = true;
   setup::Result su =
       setup::ensure(cfg_.setup, dir, layout::setup_stamp(repo(), name), {}, [&](const config::SetupStep& step) {
@@ -521,8 +504,10 @@ int PrePush::heal_head(int code) {
   if (!cfg_.hook.checks.empty()) so.run.only = cfg_.hook.checks;
   err_ << "phoenix: hook.mode is heal: healing " << util::sha12(head_) << " on "
        << (head_branch_.empty() ? "HEAD" : head_branch_) << "\n";
-  engine::RunResult result =
-      engine::run_session(opt_.root, session_cfg, so, opt_.trace(), [&](const Json& ev) { print_event(err_, ev); });
+  engine::RunResult result = engine::run_session(opt_.root, session_cfg, so, opt_.trace(), [&](const Json& ev) {
+    const std::string line = engine::timeline_line(ev, engine::TimelineForm::kHook, false);
+    if (!line.empty()) err_ << line << "\n";
+  });
 
   bool healed_any = false;
   for (const auto& i : result.issues) {

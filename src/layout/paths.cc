@@ -11,7 +11,12 @@ namespace fs = std::filesystem;
 namespace phoenix::layout {
 
 const std::vector<std::string>& keep_prefixes() {
-  static const std::vector<std::string> k{".phoenix/", "incidents/"};
+  static const std::vector<std::string> k{kStateDirPrefix, "incidents/"};
+  return k;
+}
+
+const std::vector<std::string>& state_prefixes() {
+  static const std::vector<std::string> k{kStateDirPrefix};
   return k;
 }
 

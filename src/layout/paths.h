@@ -20,10 +20,16 @@ namespace phoenix::layout {
 
 // ".phoenix" and ".phoenix/" (repository-relative).
 inline constexpr const char* kStateDirName = ".phoenix";
+inline constexpr const char* kStateDirPrefix = ".phoenix/";
 
 // Untracked paths that never make a tree dirty and survive every reset:
 // Phoenix's own state and the incident notes it writes.
 const std::vector<std::string>& keep_prefixes();
+// Untracked paths no commit or snapshot of Phoenix's stages and no clean of
+// a worktree removes: its own state folder alone (incident notes are
+// committed). What gitx's commit_all, snapshot_workdir and
+// prepare_worktree are given to skip.
+const std::vector<std::string>& state_prefixes();
 
 // <root>/.phoenix and the files in it.
 std::string state_dir(const std::string& root);

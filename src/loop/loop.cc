@@ -86,13 +86,7 @@ long long parse_until(const std::string& text, long long now_ms) {
     n = std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d%15s", &Y, &M, &D, &h, &m, tail);
     if (n < 5) throw UsageError("--until " + text + ": expected HH:MM or ISO-8601 (2026-12-01T06:00:00Z)");
   }
-  std::tm tm{};
-  tm.tm_year = Y - 1900;
-  tm.tm_mon = M - 1;
-  tm.tm_mday = D;
-  tm.tm_hour = h;
-  tm.tm_min = m;
-  tm.tm_sec = s;
+  std::tm tm = util::civil_tm(Y, M, D, h, m, s);
   std::string z = tail;
   if (z.empty()) {  // no zone: local time, as a person means it
     tm.tm_isdst = -1;
@@ -408,13 +402,13 @@ struct Loop {
     // Not there, or not trustworthy: made (or remade) by gitx's persistent
     // worktrees, which reuse a healthy one with an incremental checkout.
     if (opt.resume) resume_workers(main, prev);
-    if (!have_wt) gitx::prepare_worktree(main, wt_name, wt, start);
+    if (!have_wt) gitx::prepare_worktree(main, wt_name, wt, start, layout::state_prefixes());
     repo.emplace(gitx::Repo::open(wt));
     if (have_wt) {
       // Resume after a crash: whatever the dead iteration left is kept, then dropped.
       if (!repo->is_clean(kKeep)) {
         std::string wip = repo->snapshot_workdir("phoenix-loop: left by an interrupted iteration", "phoenix",
-                                                 "phoenix@localhost", true);
+                                                 "phoenix@localhost", true, layout::state_prefixes());
         repo->write_ref(std::string(engine::kAbandonedPrefix) + "loop-" + std::to_string(util::now_ms()), wip,
                         "phoenix-loop: resume");
       }
@@ -940,7 +934,7 @@ struct Loop {
     if (m.interrupted || util::interrupted_signal()) return interrupted();
     if (m.green) {
       phase("committing");
-      repo->commit_all("phoenix-loop: " + title, "phoenix", "phoenix@localhost", true);
+      repo->commit_all("phoenix-loop: " + title, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
       sync_branch("task done");
       bless();
       escalations_in_row = 0;
@@ -1025,7 +1019,7 @@ struct Loop {
     last_failure = "red after iteration " + std::to_string(iteration) + ": " + util::join_argv(m.red);
     for (const auto& r : m.results)
       if (!r.ok) last_failure += "\n  " + r.id + ": " + r.signal;
-    repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true);
+    repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
     sync_branch("attempt");
     Heal h = heal(m.red);
     sync_branch(h.exit_code == kExitOk ? "healed" : "rolled back");
@@ -1174,8 +1168,8 @@ struct Loop {
       try {
         gitx::Repo t = gitx::Repo::open(path);
         if (t.is_clean(kKeep)) continue;
-        std::string wip =
-            t.snapshot_workdir("phoenix-loop: left by an interrupted worker", "phoenix", "phoenix@localhost", true);
+        std::string wip = t.snapshot_workdir("phoenix-loop: left by an interrupted worker", "phoenix",
+                                             "phoenix@localhost", true, layout::state_prefixes());
         main.write_ref(std::string(engine::kAbandonedPrefix) + "loop-worker-" + std::to_string(util::now_ms()), wip,
                        "phoenix-loop: resume");
       } catch (const Error& e) { say("resume: cannot keep what a worker left in " + path + ": " + e.what()); }
@@ -1359,10 +1353,12 @@ struct Loop {
     if (m.interrupted) return ended(r, JobResult::End::kInterrupted);
     pool->set_phase(w, "committing");
     if (m.green) {
-      r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, "phoenix", "phoenix@localhost", true);
+      r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, "phoenix", "phoenix@localhost", true,
+                                    layout::state_prefixes());
       return ended(r, JobResult::End::kQueued);
     }
-    t.repo->commit_all("phoenix-loop: attempt: " + job.task.title, "phoenix", "phoenix@localhost", true);
+    t.repo->commit_all("phoenix-loop: attempt: " + job.task.title, "phoenix", "phoenix@localhost", true,
+                       layout::state_prefixes());
     pool->set_phase(w, "healing");
     return healed_in_worker(r, t, m);
   }

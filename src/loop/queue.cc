@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "engine/incident.h"
+#include "layout/paths.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -73,7 +74,7 @@ MergeResult merge_entry(Tree& tree, const QueueEntry& entry, const std::vector<s
   tick();
   r.measure = measure();
   if (r.measure.green && !r.measure.interrupted && r.measure.setup_failed.empty()) {
-    r.commit = repo.commit_all(message, "phoenix", "phoenix@localhost", true);
+    r.commit = repo.commit_all(message, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
     r.kind = MergeResult::Kind::kMerged;
   } else {
     r.kind = r.measure.interrupted             ? MergeResult::Kind::kInterrupted

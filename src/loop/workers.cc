@@ -60,7 +60,7 @@ void WorkerPool::start(const Job& job, const std::string& tip) {
   // A reused tree gets one incremental checkout of the tip; anything the
   // last task left there is gone (it reached the queue or was kept).
   free->repo.reset();
-  gitx::prepare_worktree(main_, free->tree.name, free->tree.path, tip);
+  gitx::prepare_worktree(main_, free->tree.name, free->tree.path, tip, layout::state_prefixes());
   free->repo.emplace(gitx::Repo::open(free->tree.path));
   free->tree.repo = &*free->repo;
   {

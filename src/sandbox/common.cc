@@ -201,7 +201,7 @@ bool resolves_inside(const fs::path& top, const std::string& rel) {
 }  // namespace
 
 const std::string& state_dir_prefix() {
-  static const std::string prefix = std::string(layout::kStateDirName) + "/";
+  static const std::string prefix = layout::kStateDirPrefix;
   return prefix;
 }
 

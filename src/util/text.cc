@@ -250,14 +250,19 @@ long long now_ms() {
 long long iso8601_ms(const std::string& ts) {
   int Y, M, D, h, m, sec, ms = 0;
   if (std::sscanf(ts.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d", &Y, &M, &D, &h, &m, &sec, &ms) < 6) return -1;
-  std::tm tm{};
-  tm.tm_year = Y - 1900;
-  tm.tm_mon = M - 1;
-  tm.tm_mday = D;
-  tm.tm_hour = h;
-  tm.tm_min = m;
-  tm.tm_sec = sec;
+  std::tm tm = civil_tm(Y, M, D, h, m, sec);
   return static_cast<long long>(timegm(&tm)) * 1000 + ms;
+}
+
+std::tm civil_tm(int year, int month, int day, int hour, int minute, int second) {
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  return tm;
 }
 
 std::string now_iso8601() { return iso8601(now_ms()); }

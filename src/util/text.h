@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <ctime>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,5 +66,9 @@ long long now_ms();
 // "2026-12-01T02:09:41.123Z" (as now_iso8601 writes; milliseconds optional)
 // to milliseconds since the epoch; -1 when it is not such a stamp.
 long long iso8601_ms(const std::string& ts);
+// The std::tm of a calendar date and time (month 1-12), everything else
+// zero: what timegm() reads as UTC, or mktime() as local time once
+// tm_isdst is -1.
+std::tm civil_tm(int year, int month, int day, int hour, int minute, int second);
 
 }  // namespace phoenix::util

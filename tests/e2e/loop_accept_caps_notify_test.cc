@@ -22,41 +22,26 @@ class LoopGuards : public ::testing::Test {
   std::string repo;
 
   void SetUp() override {
-    repo = init_repo(tmp / "repo");
-    write(repo, "src.txt", "fine\n");
-    write(repo, ".gitignore", ".phoenix/\nincidents/\n");
-    write(repo, "TASKS.md", "# Tasks\n\n- [ ] first task\n- [ ] second task\n- [ ] third task\n");
+    repo = init_loop_repo(tmp / "repo", "# Tasks\n\n- [ ] first task\n- [ ] second task\n- [ ] third task\n");
   }
 
   // A check that is red while src.txt says BROKEN; the agent runs `script`;
   // no fixer, so a red that the agent left escalates at once.
   void configure(const std::string& script, Json loop_extra = Json::object()) {
-    Json loop = {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.05}, {"no_progress_limit", 2}};
-    for (auto& [k, v] : loop_extra.items()) loop[k] = v;
-    Json cfg = {{"checks",
-                 {{{"id", "nobreak"},
-                   {"kind", "regex_in_file"},
-                   {"target", "src.txt"},
-                   {"pattern", "BROKEN"},
-                   {"expect", "absent"}}}},
+    Json cfg = {{"checks", Json::array({broken_check("nobreak", "src.txt", /*editable=*/false)})},
                 {"fixers", {"noop"}},
-                {"harness",
-                 {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                  {"timeout_s", 60},
-                  {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}},
-                {"loop", loop}};
+                {"harness", scripted_harness(script)},
+                {"loop", loop_section(2, loop_extra)}};
     write(repo, "phoenix.json", cfg.dump(2));
     commit_all(repo, "initial");
   }
 
   CliRun loop(std::vector<std::string> args) {
-    args.insert(args.begin(), PHOENIX_LOOP_BIN);
     args.push_back("--branch");
     args.push_back("phoenix/loop-test");
-    auto r = run(args, repo, {}, 120);
-    return {r.exit_code, r.output};
+    return run_loop(repo, args);
   }
-  Json state() { return Json::parse(read(repo + "/.phoenix/loop-state.json")); }
+  Json state() { return loop_state(repo); }
   std::string branch_file(const std::string& rel) { return git(repo, {"show", "phoenix/loop-test:" + rel}); }
   std::string trace() { return read(repo + "/.phoenix/trace.jsonl"); }
 };

@@ -71,47 +71,23 @@ class LoopNight : public ::testing::Test {
   std::string head;
 
   void SetUp() override {
-    repo = init_repo(tmp / "repo");
-    write(repo, "src.txt", "fine\n");
+    repo = init_loop_repo(tmp / "repo", "# Tasks\n\n- [ ] first task\n- [ ] second task\n- [ ] third task\n");
     write(repo, "other.txt", "fine\n");
-    write(repo, ".gitignore", ".phoenix/\nincidents/\n");
-    write(repo, "TASKS.md", "# Tasks\n\n- [ ] first task\n- [ ] second task\n- [ ] third task\n");
   }
 
   // Two checks: "nobreak" (src.txt must not say BROKEN) and "other" (the
   // same for other.txt). The agent (loop and heal harness) runs `script`.
   void configure(const std::string& script, Json loop_extra = Json::object(), Json top_extra = Json::object()) {
-    Json loop = {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.05}, {"no_progress_limit", 3}};
-    for (auto& [k, v] : loop_extra.items()) loop[k] = v;
-    Json cfg = {{"checks",
-                 {{{"id", "nobreak"},
-                   {"kind", "regex_in_file"},
-                   {"target", "src.txt"},
-                   {"pattern", "BROKEN"},
-                   {"expect", "absent"},
-                   {"editable", {"src.txt"}}},
-                  {{"id", "other"},
-                   {"kind", "regex_in_file"},
-                   {"target", "other.txt"},
-                   {"pattern", "BROKEN"},
-                   {"expect", "absent"},
-                   {"editable", {"other.txt"}}}}},
+    Json cfg = {{"checks", Json::array({broken_check("nobreak", "src.txt"), broken_check("other", "other.txt")})},
                 {"fixers", {"harness"}},
-                {"harness",
-                 {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                  {"timeout_s", 60},
-                  {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}},
-                {"loop", loop}};
+                {"harness", scripted_harness(script)},
+                {"loop", loop_section(3, loop_extra)}};
     for (auto& [k, v] : top_extra.items()) cfg[k] = v;
     write(repo, "phoenix.json", cfg.dump(2));
     head = commit_all(repo, "initial");
   }
 
-  CliRun loop(std::vector<std::string> args, double timeout_s = 120) {
-    args.insert(args.begin(), PHOENIX_LOOP_BIN);
-    auto r = run(args, repo, {}, timeout_s);
-    return {r.exit_code, r.output};
-  }
+  CliRun loop(std::vector<std::string> args, double timeout_s = 120) { return run_loop(repo, args, timeout_s); }
 
   util::Subprocess start_loop(std::vector<std::string> args) {
     util::ProcessOptions po;
@@ -128,7 +104,7 @@ class LoopNight : public ::testing::Test {
     return fs::exists(file);
   }
 
-  Json state() { return Json::parse(read(repo + "/.phoenix/loop-state.json")); }
+  Json state() { return loop_state(repo); }
   std::string show(const std::string& what) { return git(repo, {"show", what}); }
   std::string rev(const std::string& what) { return util::trim(git(repo, {"rev-parse", what})); }
   std::vector<Json> trace_events(const std::string& name) {

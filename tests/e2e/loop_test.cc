@@ -69,40 +69,23 @@ class LoopTest : public ::testing::Test {
   std::string head;
 
   void SetUp() override {
-    repo = init_repo(tmp / "repo");
-    write(repo, "src.txt", "fine\n");
-    write(repo, ".gitignore", ".phoenix/\nincidents/\n");
-    write(repo, "TASKS.md", "# Tasks\n\nSome prose.\n\n- [ ] first task\n- [ ] second task\n- [ ] third task\n");
+    repo = init_loop_repo(tmp / "repo",
+                          "# Tasks\n\nSome prose.\n\n- [ ] first task\n- [ ] second task\n- [ ] third task\n");
   }
 
   // A check that is red while src.txt says BROKEN; the agent runs `script`.
   void configure(const std::string& script, Json loop_extra = Json::object()) {
-    Json loop = {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.05}, {"no_progress_limit", 3}};
-    for (auto& [k, v] : loop_extra.items()) loop[k] = v;
-    Json cfg = {{"checks",
-                 {{{"id", "nobreak"},
-                   {"kind", "regex_in_file"},
-                   {"target", "src.txt"},
-                   {"pattern", "BROKEN"},
-                   {"expect", "absent"},
-                   {"editable", {"src.txt"}}}}},
+    Json cfg = {{"checks", Json::array({broken_check("nobreak", "src.txt")})},
                 {"fixers", {"noop"}},
-                {"harness",
-                 {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                  {"timeout_s", 60},
-                  {"env", {{"PHOENIX_AGENT_SCRIPT", script}}}}},
-                {"loop", loop}};
+                {"harness", scripted_harness(script)},
+                {"loop", loop_section(3, loop_extra)}};
     write(repo, "phoenix.json", cfg.dump(2));
     head = commit_all(repo, "initial");
   }
 
-  CliRun loop(std::vector<std::string> args, double timeout_s = 120) {
-    args.insert(args.begin(), PHOENIX_LOOP_BIN);
-    auto r = run(args, repo, {}, timeout_s);
-    return {r.exit_code, r.output};
-  }
+  CliRun loop(std::vector<std::string> args, double timeout_s = 120) { return run_loop(repo, args, timeout_s); }
 
-  Json state() { return Json::parse(read(repo + "/.phoenix/loop-state.json")); }
+  Json state() { return loop_state(repo); }
   std::string wt_file(const std::string& rel) {
     return read(layout::worktree_path(gitx::Repo::open(repo), "loop-test") + "/" + rel);
   }

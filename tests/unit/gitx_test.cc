@@ -29,6 +29,10 @@ using test::ScopedTempDir;
 using test::trim;
 using test::write;
 
+// The untracked files Phoenix passes to be skipped by commits and kept by
+// cleans (layout::state_prefixes()): gitx itself knows no such folder.
+const std::vector<std::string> kState{".phoenix/"};
+
 std::vector<std::string> lines(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream in(s);
@@ -141,7 +145,7 @@ TEST(GitxRefs, UnbornHead) {
   std::string patch = r.diff_workdir_patch(r.head_sha());
   EXPECT_EQ(Repo::patch_files(patch), (std::vector<std::string>{"bin/blob.bin", "hello.txt"}));
 
-  std::string sha = r.commit_all("first", "Phoenix", "phoenix@example.com", true);
+  std::string sha = r.commit_all("first", "Phoenix", "phoenix@example.com", true, {});
   EXPECT_EQ(sha, rev_parse(repo, "HEAD"));
   EXPECT_EQ(r.head_sha(), sha);
   EXPECT_EQ(trim(git(repo, {"rev-list", "--count", "HEAD"})), "1");
@@ -165,7 +169,7 @@ TEST(GitxRefs, DetachedHead) {
   EXPECT_EQ(r.head_sha(), c1);
 
   write(repo, "a.txt", "detached\n");
-  std::string c3 = r.commit_all("on detached HEAD", "P", "p@example.com", false);
+  std::string c3 = r.commit_all("on detached HEAD", "P", "p@example.com", false, {});
   EXPECT_EQ(rev_parse(repo, "HEAD"), c3);
   EXPECT_EQ(rev_parse(repo, "HEAD^"), c1);
   EXPECT_EQ(rev_parse(repo, "main"), c2);  // the branch did not move
@@ -316,7 +320,7 @@ TEST(GitxCommit, StagesModificationsDeletionsAndOptionallyNewFiles) {
   write(repo, ".phoenix/contracts/orders.json", "{\"v\":2}\n");  // tracked: committed
 
   Repo r = Repo::open(repo);
-  std::string c2 = r.commit_all("tracked only", "Phoenix Bot", "bot@example.com", false);
+  std::string c2 = r.commit_all("tracked only", "Phoenix Bot", "bot@example.com", false, kState);
   EXPECT_EQ(rev_parse(repo, "HEAD"), c2);
   EXPECT_EQ(rev_parse(repo, "HEAD^"), c1);
   EXPECT_EQ(git(repo, {"show", "--name-status", "--format=", c2}),
@@ -325,16 +329,19 @@ TEST(GitxCommit, StagesModificationsDeletionsAndOptionallyNewFiles) {
   EXPECT_EQ(git(repo, {"log", "-1", "--format=%an|%ae|%cn|%ce|%s"}),
             "Phoenix Bot|bot@example.com|Phoenix Bot|bot@example.com|tracked only\n");
 
-  std::string c3 = r.commit_all("with new files", "Phoenix Bot", "bot@example.com", true);
+  std::string c3 = r.commit_all("with new files", "Phoenix Bot", "bot@example.com", true, kState);
   EXPECT_EQ(git(repo, {"show", "--name-status", "--format=", c3}), "A\tc.txt\n");
   EXPECT_EQ(porcelain(repo), "?? .phoenix/trace.jsonl\n");
   EXPECT_TRUE(r.is_clean({".phoenix/"}));
 
   // Nothing changed: still a commit (the caller asks is_clean() first).
-  std::string c4 = r.commit_all("empty", "P", "p@example.com", true);
+  std::string c4 = r.commit_all("empty", "P", "p@example.com", true, kState);
   EXPECT_NE(c4, c3);
   EXPECT_EQ(rev_parse(repo, c4 + "^{tree}"), rev_parse(repo, c3 + "^{tree}"));
-  EXPECT_EQ(error_of([&] { r.commit_all("  \n\n", "P", "p@example.com", true); }), "empty commit message");
+  // What is skipped is the caller's word alone: gitx keeps no folder of its own.
+  std::string c5 = r.commit_all("state too", "P", "p@example.com", true, {});
+  EXPECT_EQ(git(repo, {"show", "--name-status", "--format=", c5}), "A\t.phoenix/trace.jsonl\n");
+  EXPECT_EQ(error_of([&] { r.commit_all("  \n\n", "P", "p@example.com", true, kState); }), "empty commit message");
 }
 
 TEST(GitxCommit, SnapshotLeavesIndexHeadAndBranchAlone) {
@@ -356,7 +363,7 @@ TEST(GitxCommit, SnapshotLeavesIndexHeadAndBranchAlone) {
   const std::string index_before = read(repo + "/.git/index");
 
   Repo r = Repo::open(repo);
-  std::string snap = r.snapshot_workdir("phoenix: checkpoint", "Phoenix", "p@example.com", true);
+  std::string snap = r.snapshot_workdir("phoenix: checkpoint", "Phoenix", "p@example.com", true, kState);
   EXPECT_EQ(porcelain(repo), status_before);
   EXPECT_EQ(read(repo + "/.git/index"), index_before);
   EXPECT_EQ(rev_parse(repo, "HEAD"), c1);
@@ -365,7 +372,7 @@ TEST(GitxCommit, SnapshotLeavesIndexHeadAndBranchAlone) {
   EXPECT_EQ(git(repo, {"show", snap + ":a.txt"}), "staged then edited\n");
 
   // Tracked-only snapshot leaves the new file out.
-  std::string snap2 = r.snapshot_workdir("phoenix: checkpoint", "Phoenix", "p@example.com", false);
+  std::string snap2 = r.snapshot_workdir("phoenix: checkpoint", "Phoenix", "p@example.com", false, kState);
   EXPECT_EQ(git(repo, {"ls-tree", "-r", "--name-only", snap2}), ".gitignore\na.txt\n");
   EXPECT_EQ(porcelain(repo), status_before);
 }
@@ -398,7 +405,7 @@ TEST(GitxReset, RestoresFilesRemovesUntrackedKeepsIgnoredAndState) {
   write(repo, "nested/file.txt", "nested\n");
 
   Repo r = Repo::open(repo);
-  r.reset_hard(c1, /*remove_untracked=*/true, {"incidents/"});
+  r.reset_hard(c1, /*remove_untracked=*/true, {".phoenix/", "incidents/"});
 
   EXPECT_EQ(read(repo + "/a.txt"), "a\n");
   EXPECT_EQ(read(repo + "/dir/b.txt"), "b\n");
@@ -514,7 +521,7 @@ TEST_F(GitxCheckout, SafeRefusesToOverwriteLocalChangesForceDoesNot) {
   write(repo, "a.txt", "local edit\n");
   write(repo, "u.txt", "untracked\n");
   write(repo, ".phoenix/journal.sqlite", "state\n");
-  r.checkout_detached(c1, {.force = true, .remove_untracked = true});
+  r.checkout_detached(c1, {.force = true, .remove_untracked = true, .keep_prefixes = kState});
   EXPECT_EQ(read(repo + "/a.txt"), "1\n");
   EXPECT_FALSE(fs::exists(repo + "/u.txt"));
   EXPECT_TRUE(fs::exists(repo + "/.phoenix/journal.sqlite"));
@@ -880,7 +887,7 @@ TEST(GitxRevert, PatchUndoesAMiddleCommitWithoutTouchingTheTree) {
   EXPECT_FALSE(fs::exists(repo + "/b.txt"));
 
   // Once reverted, reverting again finds nothing to undo.
-  r.commit_all("revert c2", "P", "p@example.com", false);
+  r.commit_all("revert c2", "P", "p@example.com", false, {});
   EXPECT_EQ(r.revert_patch(c2), "");
   (void)c1;
   (void)c3;
@@ -1048,7 +1055,7 @@ class GitxPersistentWorktree : public ::testing::Test {
 
 TEST_F(GitxPersistentWorktree, CreatedOnceThenCleanedAndMovedOnlyWhereFilesDiffer) {
   Repo r = Repo::open(repo);
-  PersistentWorktree w = prepare_worktree(r, "phoenix-hook-x", path, c1);
+  PersistentWorktree w = prepare_worktree(r, "phoenix-hook-x", path, c1, kState);
   EXPECT_EQ(w.state, PersistentWorktree::State::kCreated);
   EXPECT_EQ(w.path, fs::canonical(path).string());
   EXPECT_EQ(read(path + "/moving.txt"), "one\n");
@@ -1063,7 +1070,7 @@ TEST_F(GitxPersistentWorktree, CreatedOnceThenCleanedAndMovedOnlyWhereFilesDiffe
   const auto old_time = fs::file_time_type::clock::now() - std::chrono::hours(24);
   fs::last_write_time(path + "/stable.txt", old_time);
 
-  PersistentWorktree again = prepare_worktree(r, "phoenix-hook-x", path, c2);
+  PersistentWorktree again = prepare_worktree(r, "phoenix-hook-x", path, c2, kState);
   EXPECT_EQ(again.state, PersistentWorktree::State::kReused);
   EXPECT_EQ(rev_parse(path, "HEAD"), c2);
   EXPECT_EQ(read(path + "/moving.txt"), "two\n");
@@ -1084,7 +1091,7 @@ TEST_F(GitxPersistentWorktree, CreatedOnceThenCleanedAndMovedOnlyWhereFilesDiffe
 // must land even where an untracked file stood.
 TEST_F(GitxPersistentWorktree, AMoveFindsEveryLeftoverFromOneScan) {
   Repo r = Repo::open(repo);
-  prepare_worktree(r, "phoenix-hook-x", path, c1);
+  prepare_worktree(r, "phoenix-hook-x", path, c1, kState);
   write(path, "added.txt", "untracked, in the way of c2's file\n");
   fs::remove(path + "/stable.txt");  // deleted tracked file
   write(path, "moving.txt", "staged edit\n");
@@ -1092,7 +1099,7 @@ TEST_F(GitxPersistentWorktree, AMoveFindsEveryLeftoverFromOneScan) {
   write(path, "junk/deep/one.txt", "x\n");               // untracked folders
   write(path, ".phoenix/state.txt", "Phoenix's own\n");  // kept (state dir)
 
-  PersistentWorktree w = prepare_worktree(r, "phoenix-hook-x", path, c2);
+  PersistentWorktree w = prepare_worktree(r, "phoenix-hook-x", path, c2, kState);
   EXPECT_EQ(w.state, PersistentWorktree::State::kReused);
   EXPECT_EQ(read(path + "/added.txt"), "added in two\n");
   EXPECT_EQ(read(path + "/stable.txt"), "never changes\n");
@@ -1102,7 +1109,7 @@ TEST_F(GitxPersistentWorktree, AMoveFindsEveryLeftoverFromOneScan) {
   EXPECT_EQ(porcelain(path), "");
 
   // Back to c1: what c2 added goes, with nothing else to clean.
-  prepare_worktree(r, "phoenix-hook-x", path, c1);
+  prepare_worktree(r, "phoenix-hook-x", path, c1, kState);
   EXPECT_FALSE(fs::exists(path + "/added.txt"));
   EXPECT_EQ(read(path + "/moving.txt"), "one\n");
   EXPECT_EQ(rev_parse(path, "HEAD"), c1);
@@ -1130,10 +1137,10 @@ TEST_F(GitxPersistentWorktree, ADamagedOneIsRecreatedNeverTrusted) {
   };
   for (const Damage& d : damages) {
     SCOPED_TRACE(d.name);
-    ASSERT_NE(prepare_worktree(r, "phoenix-hook-x", path, c1).state, PersistentWorktree::State::kRecreated);
+    ASSERT_NE(prepare_worktree(r, "phoenix-hook-x", path, c1, kState).state, PersistentWorktree::State::kRecreated);
     write(path, "build/marker", "from the old worktree\n");
     d.apply();
-    PersistentWorktree again = prepare_worktree(r, "phoenix-hook-x", path, c2);
+    PersistentWorktree again = prepare_worktree(r, "phoenix-hook-x", path, c2, kState);
     EXPECT_EQ(again.state, PersistentWorktree::State::kRecreated);
     EXPECT_FALSE(again.damage.empty());
     EXPECT_FALSE(fs::exists(path + "/build/marker")) << "recreated from scratch";
@@ -1152,16 +1159,16 @@ TEST_F(GitxPersistentWorktree, ADamagedOneIsRecreatedNeverTrusted) {
 
 TEST_F(GitxPersistentWorktree, NamesKeepTheirOwnWorktreesAndOverlapsAreRefused) {
   Repo r = Repo::open(repo);
-  prepare_worktree(r, "phoenix-a", repo + "/.phoenix/worktrees/a", c1);
-  prepare_worktree(r, "phoenix-b", repo + "/.phoenix/worktrees/b", c2);
-  EXPECT_EQ(prepare_worktree(r, "phoenix-a", repo + "/.phoenix/worktrees/a", c2).state,
+  prepare_worktree(r, "phoenix-a", repo + "/.phoenix/worktrees/a", c1, kState);
+  prepare_worktree(r, "phoenix-b", repo + "/.phoenix/worktrees/b", c2, kState);
+  EXPECT_EQ(prepare_worktree(r, "phoenix-a", repo + "/.phoenix/worktrees/a", c2, kState).state,
             PersistentWorktree::State::kReused);
   EXPECT_EQ(r.worktree_list().size(), 2u);
-  EXPECT_THROW(prepare_worktree(r, "phoenix-c", repo, c1), Error);
-  EXPECT_THROW(prepare_worktree(r, "phoenix-c", repo + "/.git/x", c1), Error);
-  EXPECT_THROW(prepare_worktree(r, "phoenix-c", tmp.path(), c1), Error);
+  EXPECT_THROW(prepare_worktree(r, "phoenix-c", repo, c1, kState), Error);
+  EXPECT_THROW(prepare_worktree(r, "phoenix-c", repo + "/.git/x", c1, kState), Error);
+  EXPECT_THROW(prepare_worktree(r, "phoenix-c", tmp.path(), c1, kState), Error);
   // Another name at a path already registered: that one is not trusted.
-  PersistentWorktree taken = prepare_worktree(r, "phoenix-c", repo + "/.phoenix/worktrees/b", c1);
+  PersistentWorktree taken = prepare_worktree(r, "phoenix-c", repo + "/.phoenix/worktrees/b", c1, kState);
   EXPECT_EQ(taken.state, PersistentWorktree::State::kRecreated);
   EXPECT_NE(taken.damage.find("phoenix-b"), std::string::npos) << taken.damage;
 }
