@@ -184,20 +184,14 @@ class LoopShards : public ::testing::Test {
                                                           {"task 2", "write f2.txt '2\\n'"},
                                                           {"task 3", "write f3.txt '3\\n'"}})
       script += "; if-prompt '" + kTaskIs + title + "\\n' " + action;
-    Json checks = {{{"id", "nobreak"},
-                    {"kind", "regex_in_file"},
-                    {"target", "src.txt"},
-                    {"pattern", "BROKEN"},
-                    {"expect", "absent"},
-                    {"editable", {"src.txt"}}},
-                   {{"id", "no-bad"}, {"kind", "command_exit"}, {"target", {"sh", "-c", "test ! -e bad.txt"}}}};
-    Json cfg = {{"checks", checks},
+    Json harness = scripted_harness(script);
+    harness["env"]["PHOENIX_AGENT_LOG"] = agent_log;
+    Json cfg = {{"checks",
+                 {broken_check("nobreak", "src.txt"),
+                  {{"id", "no-bad"}, {"kind", "command_exit"}, {"target", {"sh", "-c", "test ! -e bad.txt"}}}}},
                 {"fixers", {"noop"}},
-                {"harness",
-                 {{"command", {test_tool("scripted_agent"), "--prompt-file", "{prompt_file}"}},
-                  {"timeout_s", 60},
-                  {"env", {{"PHOENIX_AGENT_SCRIPT", script}, {"PHOENIX_AGENT_LOG", agent_log}}}}},
-                {"loop", {{"tasks", "TASKS.md"}, {"heartbeat_s", 0.05}, {"on_escalate", "skip"}}}};
+                {"harness", harness},
+                {"loop", loop_section(3, {{"on_escalate", "skip"}})}};
     write(seed, "phoenix.json", cfg.dump(2));
     head = commit_all(seed, "initial");
     remote = tmp / "remote.git";
