@@ -132,8 +132,34 @@ uint64_t Trace::append(const std::string& event, const Json& data) {
   std::string line = make_line(seq, event, util::redact_secrets(data), prev);
   PHOENIX_FAULT_TORN("mid-trace-append", path_, line);
   PHOENIX_FAULT_IO("trace-append", path_);
-  util::append_durable(path_, line);
+  std::lock_guard<std::mutex> g(mu_);
+  util::append_durable(path_, line, batches_ > 0 ? util::Sync::kAtomic : util::Sync::kDurable);
+  if (batches_ > 0) unsynced_ = true;
   return seq;
+}
+
+Trace::Batch::Batch(Trace& trace) : trace_(&trace) {
+  std::lock_guard<std::mutex> g(trace_->mu_);
+  ++trace_->batches_;
+}
+
+void Trace::Batch::end() {
+  if (!trace_) return;
+  Trace& t = *trace_;
+  trace_ = nullptr;
+  std::lock_guard<std::mutex> g(t.mu_);
+  if (--t.batches_ > 0 || !t.unsynced_) return;
+  t.unsynced_ = false;
+  util::fsync_file(t.path_);
+}
+
+Trace::Batch::~Batch() {
+  try {
+    end();
+  } catch (const Error&) {
+    // Best effort on the way out (an exception may be unwinding): the
+    // lines are written; only their fsync failed.
+  }
 }
 
 bool repair_torn_tail(const std::string& path) {

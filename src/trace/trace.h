@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "util/json.h"
@@ -21,12 +22,37 @@ constexpr int kTraceVersion = 1;
 class Trace {
  public:
   explicit Trace(std::string path);
+  Trace(const Trace&) = delete;
+  Trace& operator=(const Trace&) = delete;
   // Appends one event; returns its seq.
   uint64_t append(const std::string& event, const util::Json& data);
   const std::string& path() const { return path_; }
 
+  // While a Batch is open, this Trace's appends are written but not
+  // fsynced; end() (or the destructor, best effort) fsyncs the file once
+  // for all of them. A crash of the process loses none of them (they are
+  // in the kernel's page cache); a power cut may lose the batch's lines,
+  // which are the file's last: the chain before them stays whole.
+  // phoenix-loop opens one around an iteration's agent run, measurement
+  // and commit (three events, one fsync). Batches nest; the outermost
+  // one's end fsyncs.
+  class Batch {
+   public:
+    explicit Batch(Trace& trace);
+    ~Batch();
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+    void end();  // fsyncs now; throws Error when that fails
+
+   private:
+    Trace* trace_;
+  };
+
  private:
   std::string path_;
+  std::mutex mu_;
+  int batches_ = 0;        // open Batches
+  bool unsynced_ = false;  // lines appended in them, not fsynced yet
 };
 
 struct VerifyResult {

@@ -44,7 +44,7 @@ void fsync_dir(const std::string& dir) {
   ::close(fd);
 }
 
-void write_file_atomic(const std::string& path, std::string_view content, unsigned mode) {
+void write_file_atomic(const std::string& path, std::string_view content, unsigned mode, Sync sync) {
   fs::path target(path);
   std::string dir = target.parent_path().string();
   if (!dir.empty()) {
@@ -59,7 +59,7 @@ void write_file_atomic(const std::string& path, std::string_view content, unsign
   try {
     write_all(fd, content, path);
     if (::fchmod(fd, mode) != 0) throw_errno("cannot chmod " + path);
-    if (::fsync(fd) != 0) throw_errno("cannot write " + path);
+    if (sync == Sync::kDurable && ::fsync(fd) != 0) throw_errno("cannot write " + path);
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -72,17 +72,17 @@ void write_file_atomic(const std::string& path, std::string_view content, unsign
     errno = e;
     throw_errno("cannot write " + path);
   }
-  fsync_dir(dir);
+  if (sync == Sync::kDurable) fsync_dir(dir);
 }
 
-void append_durable(const std::string& path, std::string_view line) {
+void append_durable(const std::string& path, std::string_view line, Sync sync) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw_errno("cannot write " + path);
   struct stat st;
   const off_t size_before = ::fstat(fd, &st) == 0 ? st.st_size : -1;
   try {
     write_all(fd, line, path);
-    if (::fdatasync(fd) != 0) throw_errno("cannot write " + path);
+    if (sync == Sync::kDurable && ::fdatasync(fd) != 0) throw_errno("cannot write " + path);
   } catch (...) {
     // A full disk can take half a line: cut it off again (best effort; a
     // reader still detects a torn last line when even that fails).
@@ -91,6 +91,18 @@ void append_durable(const std::string& path, std::string_view line) {
     ::close(fd);
     errno = e;
     throw;
+  }
+  ::close(fd);
+}
+
+void fsync_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw_errno("cannot write " + path);
+  if (::fdatasync(fd) != 0) {
+    int e = errno;
+    ::close(fd);
+    errno = e;
+    throw_errno("cannot write " + path);
   }
   ::close(fd);
 }

@@ -9,12 +9,30 @@
 
 namespace phoenix::util {
 
-// Replaces `path` with `content` atomically. `mode` applies to the new file.
-void write_file_atomic(const std::string& path, std::string_view content, unsigned mode = 0644);
+// How far a replacement is pushed before write_file_atomic returns.
+enum class Sync {
+  // fsync of the file and of its directory: the new content survives a
+  // power cut once the call returns.
+  kDurable,
+  // No fsync: readers and a crash of the process still see the old content
+  // or the new, whole (the rename is atomic), but a power cut soon after
+  // may bring back the old one. For files rewritten often whose next
+  // durable write follows shortly (phoenix-loop's transient phases), and
+  // scratch files that only a child process reads.
+  kAtomic,
+};
 
-// Appends `line` (which must end in '\n') to `path` and fsyncs it. Only for
-// append-only logs (the trace), whose readers detect a torn last line.
-void append_durable(const std::string& path, std::string_view line);
+// Replaces `path` with `content` atomically. `mode` applies to the new file.
+void write_file_atomic(const std::string& path, std::string_view content, unsigned mode = 0644,
+                       Sync sync = Sync::kDurable);
+
+// Appends `line` (which must end in '\n') to `path` and fsyncs it (with
+// Sync::kAtomic it does not: the caller fsyncs later, see fsync_file). Only
+// for append-only logs (the trace), whose readers detect a torn last line.
+void append_durable(const std::string& path, std::string_view line, Sync sync = Sync::kDurable);
+
+// fdatasync of a file's content (what append_durable(kAtomic) left unsynced).
+void fsync_file(const std::string& path);
 
 // fsync a directory so a rename or create in it survives a crash.
 void fsync_dir(const std::string& dir);

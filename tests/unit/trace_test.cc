@@ -136,5 +136,50 @@ TEST_F(TraceTest, ConcurrentWritersNeverInterleave) {
   EXPECT_EQ(v.entries, 410u);
 }
 
+// A batch only defers the fsync: its lines are in the file, chained, the
+// moment each append returns, and a crash of the process (here: a child
+// that exits without ending its batch) loses none of them.
+TEST_F(TraceTest, BatchedAppendsAreWrittenAtOnceAndChained) {
+  Trace t(path);
+  {
+    Trace::Batch outer(t);
+    t.append("batched", {{"i", 10}});
+    {
+      Trace::Batch inner(t);
+      t.append("batched", {{"i", 11}});
+    }  // not the outermost: nothing is fsynced yet, nothing changes
+    EXPECT_EQ(lines_of(path).size(), 12u);
+    auto v = verify(path);
+    EXPECT_TRUE(v.ok) << v.why;
+    outer.end();
+    outer.end();  // once is enough; a second end does nothing
+  }
+  t.append("after", {});
+  pid_t pid = fork();
+  if (pid == 0) {
+    Trace c(path);
+    Trace::Batch b(c);
+    c.append("child", {});
+    _exit(0);  // no end(), no destructor
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  auto v = verify(path);
+  EXPECT_TRUE(v.ok) << v.why;
+  EXPECT_EQ(v.entries, 14u);
+}
+
+TEST(AtomicFile, AtomicOnlyReplacementReplacesWhole) {
+  test::ScopedTempDir tmp;
+  const std::string p = tmp / "state.json";
+  util::write_file_atomic(p, "old\n");
+  util::write_file_atomic(p, "new\n", 0644, util::Sync::kAtomic);
+  EXPECT_EQ(util::read_file(p), "new\n");
+  std::error_code ec;
+  int left = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path(), ec)) left += e.path().filename() != "state.json";
+  EXPECT_EQ(left, 0) << "a temporary file was left behind";
+}
+
 }  // namespace
 }  // namespace phoenix::trace
