@@ -177,18 +177,23 @@ struct Loop {
 
   bool prompt_mode() const { return !prompt_rel.empty(); }
 
-  void phase(const std::string& p, const std::function<void(Json&)>& more = {}) {
-    state.update([&](Json& s) {
-      s["phase"] = p;
-      s["iteration"] = iteration.load();
-      s["session_retries"] = session_retries.load();
-      if (repo) s["head"] = repo->head_sha();
-      if (repo) {
-        if (auto kg = repo->read_ref(engine::kKnownGoodRef)) s["known_good"] = *kg;
-      }
-      s["caps"] = caps_figures();
-      if (more) more(s);
-    });
+  // `sync`: util::Sync::kAtomic for a transient phase inside an iteration,
+  // which the iteration's last (durable) write follows (loop/state.h).
+  void phase(const std::string& p, const std::function<void(Json&)>& more = {},
+             util::Sync sync = util::Sync::kDurable) {
+    state.update(
+        [&](Json& s) {
+          s["phase"] = p;
+          s["iteration"] = iteration.load();
+          s["session_retries"] = session_retries.load();
+          if (repo) s["head"] = repo->head_sha();
+          if (repo) {
+            if (auto kg = repo->read_ref(engine::kKnownGoodRef)) s["known_good"] = *kg;
+          }
+          s["caps"] = caps_figures();
+          if (more) more(s);
+        },
+        sync);
   }
 
   // Moves the loop's branch to the worktree's HEAD.
@@ -645,7 +650,7 @@ struct Loop {
     std::string pfile = t.path + "/.phoenix/loop-prompt.md";
     if (on_pid) fs::create_directories(t.path + "/.phoenix");
     agent::Invocation inv = agent::plan_invocation(cfg.harness, prompt, [&](const std::string& content) {
-      util::write_file_atomic(pfile, content);
+      util::write_file_atomic(pfile, content, 0644, util::Sync::kAtomic);  // read by the agent only
       return pfile;
     });
     util::ProcessOptions po;
@@ -892,10 +897,18 @@ struct Loop {
     ++iteration;
     Json tj = task ? Json{{"id", task->id()}, {"title", task->title}, {"index", task->index}, {"total", tasks.size()}}
                    : Json{{"id", "prompt"}, {"title", prompt_rel}, {"index", 0}, {"total", 1}};
-    phase("agent", [&](Json& s) {
-      s["task"] = tj;
-      s["retry_count"] = 0;
-    });
+    // The phases inside an iteration are written without fsync, and its
+    // trace events are fsynced together: the iteration's last state write
+    // (or whatever ends it early) is the durable one. A power cut in
+    // between brings back the previous iteration's state, which --resume
+    // handles like a crash there (the worktree is reset to the branch).
+    phase(
+        "agent",
+        [&](Json& s) {
+          s["task"] = tj;
+          s["retry_count"] = 0;
+        },
+        util::Sync::kAtomic);
     std::string title = task ? task->title : "iteration " + std::to_string(iteration);
     say("iteration " + std::to_string(iteration) + ": " + title);
     std::string prompt = prompt_for(task, tasks);
@@ -903,11 +916,18 @@ struct Loop {
     else task_cfg.reset();
     PinnedFiles pins(wt, pinned_files(task, tasks));
     task_before = repo->head_sha();
+    trace::Trace::Batch batch(trace);
     AgentRun a = run_agent(prompt);
-    if (util::interrupted_signal()) return interrupted();
+    if (util::interrupted_signal()) {
+      batch.end();
+      return interrupted();
+    }
     if (unpin(pins)) a.changed = !repo->is_clean(own_files());
 
     using agent::Status;
+    const bool measured_next = a.changed && a.cls.status != Status::kQuota && !agent::waits(a.cls.status) &&
+                               a.cls.status != Status::kUnavailable && a.cls.status != Status::kTimeout;
+    if (!measured_next) batch.end();  // a wait, no change or an ending follows
     if (a.cls.status == Status::kQuota)
       return finish(kExitRed, "stopped",
                     "stopped: harness " + a.cls.detail + " (credit or billing: waiting will not help)");
@@ -925,21 +945,24 @@ struct Loop {
     no_progress = 0;
 
     if (task) {
+      // Committed with the work below (git's objects are not fsynced either).
       std::string path = wt + "/" + tasks_rel;
-      util::write_file_atomic(path, tick_task(util::read_file(path), *task, tasks_rel));
+      util::write_file_atomic(path, tick_task(util::read_file(path), *task, tasks_rel), 0644, util::Sync::kAtomic);
     }
-    phase("checking");
+    phase("checking", {}, util::Sync::kAtomic);
     Measure m = measure();
+    if (!m.green || m.interrupted || util::interrupted_signal()) batch.end();
     if (!m.setup_failed.empty()) return setup_stopped(m);
     if (m.interrupted || util::interrupted_signal()) return interrupted();
     if (m.green) {
-      phase("committing");
+      phase("committing", {}, util::Sync::kAtomic);
       repo->commit_all("phoenix-loop: " + title, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
       sync_branch("task done");
       bless();
       escalations_in_row = 0;
       last_failure.clear();
       trace.append("loop.task_done", {{"iteration", iteration.load()}, {"task", tj}, {"head", repo->head_sha()}});
+      batch.end();
       if (task) publish(*task);
       phase("committing");
       if (prompt_mode() && promised(a.output, prompt))

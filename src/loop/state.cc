@@ -48,18 +48,18 @@ StateFile::StateFile(std::string path) : path_(std::move(path)), state_(empty_st
 
 StateFile::~StateFile() { stop_heartbeat(); }
 
-void StateFile::write_locked() {
+void StateFile::write_locked(util::Sync sync) {
   state_["updated_at"] = util::now_iso8601();
   std::string text = state_.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   PHOENIX_FAULT_TORN("state-write", path_ + ".tmp.fault", text);
   PHOENIX_FAULT_IO("state-write", path_);
-  util::write_file_atomic(path_, text);
+  util::write_file_atomic(path_, text, 0644, sync);
 }
 
-void StateFile::update(const std::function<void(Json&)>& change) {
+void StateFile::update(const std::function<void(Json&)>& change, util::Sync sync) {
   std::lock_guard<std::mutex> lock(mu_);
   change(state_);
-  write_locked();
+  write_locked(sync);
 }
 
 Json StateFile::snapshot() const {
@@ -75,7 +75,7 @@ void StateFile::start_heartbeat(double seconds) {
     while (!stopping_) {
       if (cv_.wait_for(lock, period, [this] { return stopping_; })) break;
       try {
-        write_locked();
+        write_locked(util::Sync::kAtomic);  // only updated_at moves
       } catch (...) {
         // A full disk must not kill the loop from this thread; the next
         // transition's write reports it on the loop's own thread.

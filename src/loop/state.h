@@ -15,6 +15,10 @@
 // serialised by a mutex: the loop's thread writes at every transition and
 // the heartbeat thread rewrites the same state (with a fresh updated_at)
 // every heartbeat_s, so a poller can tell a live loop from a dead one.
+// A write is also fsynced (it survives a power cut) unless the caller says
+// it is transient (util::Sync::kAtomic): a phase inside an iteration that a
+// durable write ends; heartbeats, which only move updated_at, are never
+// fsynced. Either way a crash of the process leaves a whole file.
 #pragma once
 
 #include <condition_variable>
@@ -23,6 +27,7 @@
 #include <string>
 #include <thread>
 
+#include "util/atomic_file.h"
 #include "util/json.h"
 
 namespace phoenix::loop {
@@ -42,7 +47,7 @@ class StateFile {
   StateFile& operator=(const StateFile&) = delete;
 
   // Changes fields under the lock, then writes the file.
-  void update(const std::function<void(util::Json&)>& change);
+  void update(const std::function<void(util::Json&)>& change, util::Sync sync = util::Sync::kDurable);
   util::Json snapshot() const;
   // Rewrites the file every `seconds` on its own thread until stop_heartbeat().
   void start_heartbeat(double seconds);
@@ -50,7 +55,7 @@ class StateFile {
   const std::string& path() const { return path_; }
 
  private:
-  void write_locked();
+  void write_locked(util::Sync sync);
 
   std::string path_;
   mutable std::mutex mu_;
