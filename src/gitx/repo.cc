@@ -147,21 +147,46 @@ struct SkipUntracked {
   const std::vector<std::string>& prefixes;
 };
 
-// git_index_add_all callback: >0 skips a path. Untracked files under the
-// skipped prefixes stay out of the commit (tracked ones are updated as usual).
+// >0 skips a path: untracked files under the skipped prefixes stay out of
+// the commit (tracked ones are updated as usual).
 int skip_untracked_under(const char* path, const char* /*matched*/, void* payload) {
   auto* skip = static_cast<SkipUntracked*>(payload);
   if (!under_any(path, skip->prefixes)) return 0;
   return git_index_get_bypath(skip->index, path, 0) ? 0 : 1;
 }
 
-// Stages the work tree into `index` (in memory) and writes its tree.
-git_oid stage_workdir(git_index* index, bool include_untracked, const std::vector<std::string>& skip_untracked) {
-  check(git_index_update_all(index, nullptr, nullptr, nullptr), "stage tracked changes");
+// Stages the work tree into `index` (in memory) and writes its tree: what
+// `git add -A` stages (with `include_untracked`; else `git add -u`), from
+// one scan of the work tree. A status of the index against the work tree
+// (trusting the index's stat data, as git does) names the files that
+// differ; each is staged (git_index_add_bypath) or, when deleted, unstaged:
+// what git_index_update_all and git_index_add_all do with their diff, but
+// from one diff where the two of them made one each. Untracked files under
+// `skip_untracked` are never staged; a tracked one there is, like any file.
+git_oid stage_workdir(git_repository* repo, git_index* index, bool include_untracked,
+                      const std::vector<std::string>& skip_untracked) {
+  git_status_options o;
+  check(git_status_options_init(&o, GIT_STATUS_OPTIONS_VERSION), "status options");
+  o.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
+  o.flags = include_untracked ? GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS : 0;
+  git_status_list* raw_list = nullptr;
+  check(git_status_list_new(&raw_list, repo, &o), "status");
+  StatusListPtr list(raw_list);
   SkipUntracked skip{index, skip_untracked};
-  if (include_untracked)
-    check(git_index_add_all(index, nullptr, GIT_INDEX_ADD_DEFAULT, skip_untracked_under, &skip),
-          "stage untracked files");
+  for (size_t i = 0, n = git_status_list_entrycount(list.get()); i < n; ++i) {
+    const git_status_entry* e = git_status_byindex(list.get(), i);
+    const git_diff_delta* d = e->index_to_workdir;
+    if (!d) continue;
+    const char* path = d->new_file.path ? d->new_file.path : d->old_file.path;
+    if (e->status & GIT_STATUS_WT_DELETED) {
+      check(git_index_remove_bypath(index, path), (std::string("unstage ") + path).c_str());
+    } else if (e->status & GIT_STATUS_WT_NEW) {
+      if (skip_untracked_under(path, nullptr, &skip) == 0)
+        check(git_index_add_bypath(index, path), (std::string("stage ") + path).c_str());
+    } else if (e->status & (GIT_STATUS_WT_MODIFIED | GIT_STATUS_WT_TYPECHANGE)) {
+      check(git_index_add_bypath(index, path), (std::string("stage ") + path).c_str());
+    }
+  }
   git_oid tree;
   check(git_index_write_tree(&tree, index), "write tree");
   return tree;
@@ -519,7 +544,7 @@ std::string Repo::commit_all_now(const std::string& message, const std::string& 
                                  const std::vector<std::string>& skip_untracked) {
   IndexPtr index = fresh_index(raw());
   try {
-    git_oid tree = stage_workdir(index.get(), include_untracked, skip_untracked);
+    git_oid tree = stage_workdir(raw(), index.get(), include_untracked, skip_untracked);
     // "HEAD" moves the current branch, creates an unborn one, or moves a
     // detached HEAD: exactly git commit's behaviour in all three states.
     std::string sha = create_commit(raw(), "HEAD", tree, message, author_name, author_email);
@@ -569,7 +594,7 @@ std::string Repo::snapshot_workdir(const std::string& message, const std::string
   IndexPtr index = fresh_index(raw());
   std::string sha;
   try {
-    git_oid tree = stage_workdir(index.get(), include_untracked, skip_untracked);
+    git_oid tree = stage_workdir(raw(), index.get(), include_untracked, skip_untracked);
     sha = create_commit(raw(), nullptr, tree, message, author_name, author_email);
   } catch (...) {
     git_index_read(index.get(), 1);
