@@ -41,8 +41,9 @@ awk -v a="$(field "$small" overhead_us)" -v b="$(field "$large" overhead_us)" \
 echo "== engine overhead per heal cycle (checks and fixers excluded)"
 "$build/phoenix_bench_engine" 1000 3
 
-echo "== phoenix-loop overhead per iteration (agent and check excluded), 1-task and 500-task files"
-"$build/phoenix_bench_loop" "$build/phoenix-loop" 100
+echo "== phoenix-loop overhead per iteration (agent and check excluded), 1-task and 500-task files,"
+echo "   and 500 tasks in a 1k- and a 10k-file repository (PHOENIX_BENCH_100K=1 adds 100k)"
+"$build/phoenix_bench_loop" "$build/phoenix-loop" 100 1000 10000 ${PHOENIX_BENCH_100K:+100000}
 
 echo "== phoenix-loop --workers 1, 2, 4: tasks per hour (40 tasks, a 2 s agent) and the merge queue's time per task"
 "$build/phoenix_bench_workers" "$build/phoenix-loop" 40 2
