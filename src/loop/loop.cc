@@ -1202,10 +1202,9 @@ struct Loop {
   int run_workers() {
     pool = std::make_unique<WorkerPool>(
         workers, *main_repo, wt_name, [this](WorkerPool::Worker& w, const Job& j) { return work(w, j); },
-        [this] {
-          Json w = pool->to_json();
-          state.update([&](Json& s) { s["workers"] = w; });
-        });
+        // Read under the state file's lock: two workers' changes can never
+        // be written in the opposite order from the one they were read in.
+        [this] { state.update([&](Json& s) { s["workers"] = pool->to_json(); }); });
     drop_merged();
     if (merging()) queue_fetched();
     say(std::to_string(workers) + " worker(s), through the merge queue");
