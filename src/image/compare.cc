@@ -142,7 +142,7 @@ CompareResult compare_sizes(const Image& a, const Image& b, bool want_diff) {
   const int w = std::max(a.width, b.width), h = std::max(a.height, b.height);
   r.diff.width = w;
   r.diff.height = h;
-  r.diff.rgba.resize(static_cast<std::size_t>(w) * h * 4);
+  resize_pixels(r.diff.rgba, static_cast<std::size_t>(w) * h * 4);
   const View va{a.rgba.data(), a.width, a.height}, vb{b.rgba.data(), b.width, b.height};
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
@@ -172,7 +172,7 @@ CompareResult compare(const Image& expected, const Image& actual, const CompareO
   if (want_diff) {
     r.diff.width = w;
     r.diff.height = h;
-    r.diff.rgba.resize(static_cast<std::size_t>(w) * h * 4);
+    resize_pixels(r.diff.rgba, static_cast<std::size_t>(w) * h * 4);
     out = r.diff.rgba.data();
   }
   const double max_delta = kMaxYiqDelta * opt.tolerance * opt.tolerance;

@@ -4,6 +4,7 @@
 // refuses a declared size over the limit before stb_image allocates anything.
 // stb_image skips CRCs, so without this walk a flipped bit would decode into
 // a silently different picture.
+#include <sys/mman.h>
 #include <zlib.h>
 
 #include <cstdlib>
@@ -234,7 +235,7 @@ Image decode_png(const std::string& bytes, const std::string& what, long long ma
     fail(what, "PNG of " + std::to_string(bytes.size()) + " bytes is too large to decode");
   Image img;
   const std::size_t size = static_cast<std::size_t>(dw) * static_cast<std::size_t>(dh) * 4;
-  img.rgba.resize(size);
+  resize_pixels(img.rgba, size);
   const auto* head = reinterpret_cast<const unsigned char*>(bytes.data());
   if (plain_8bit(head)) {
     if (head[25] == 6) decode_rows<4>(bytes, dw, dh, img.rgba.data(), what);
@@ -258,6 +259,18 @@ Image decode_png(const std::string& bytes, const std::string& what, long long ma
   img.width = w;
   img.height = h;
   return img;
+}
+
+void resize_pixels(std::vector<std::uint8_t>& pixels, std::size_t bytes) {
+  constexpr std::uintptr_t kHuge = 2u << 20;
+  if (bytes >= 2 * kHuge && pixels.capacity() < bytes) {
+    std::vector<std::uint8_t>().swap(pixels);
+    pixels.reserve(bytes);  // not touched yet: no page is there until written
+    const auto start = (reinterpret_cast<std::uintptr_t>(pixels.data()) + kHuge - 1) & ~(kHuge - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(pixels.data()) + bytes) & ~(kHuge - 1);
+    if (end > start) ::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);  // a hint: errors ignored
+  }
+  pixels.resize(bytes);
 }
 
 Image read_png(const std::string& path, long long max_pixels) {

@@ -80,6 +80,20 @@ static unsigned char* phoenix_zlib_compress(unsigned char* data, int len, int* o
   *out_len = static_cast<int>(size);
   return out;
 }
+// stb_image_write's filtered copy of a 4K picture is 33 MB: asked of the
+// kernel in huge pages (as image::resize_pixels does), not 8,000 page faults.
+#include <sys/mman.h>
+static void* phoenix_write_malloc(std::size_t n) {
+  constexpr std::size_t kHuge = 2u << 20;
+  if (n < 2 * kHuge) return std::malloc(n);
+  const std::size_t rounded = (n + kHuge - 1) & ~(kHuge - 1);
+  void* p = std::aligned_alloc(kHuge, rounded);
+  if (p != nullptr) ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint: errors ignored
+  return p;
+}
+#define STBIW_MALLOC(n) phoenix_write_malloc(n)
+#define STBIW_REALLOC(p, n) std::realloc(p, n)
+#define STBIW_FREE(p) std::free(p)
 #define STBIW_ZLIB_COMPRESS phoenix_zlib_compress
 #define STBI_WRITE_NO_STDIO
 #define STB_IMAGE_WRITE_IMPLEMENTATION
