@@ -29,6 +29,13 @@ int root_of(std::vector<int>& parent, int i) {
   return i;
 }
 
+// `git push` of one refspec; its outcome (and git's words on failure) into `p`.
+void push(const std::string& root, const std::string& remote, const std::string& refspec, Pushed& p) {
+  util::ProcessResult r = gitx::run_git(root, {"push", "--quiet", remote, refspec}, kGitTimeoutS, kWhoNeedsGit);
+  p.ok = r.exit_code == 0;
+  if (!p.ok) p.error = "git push exited " + std::to_string(r.exit_code) + ": " + gitx::git_output_tail(r.output);
+}
+
 }  // namespace
 
 Shard parse_shard(const std::string& text, const std::string& what) {
@@ -99,19 +106,13 @@ Pushed publish_task(gitx::Repo& repo, const std::string& root, const std::string
       "phoenix-loop: " + task.title + "\n\nPhoenix-Task: " + task.id() + "\nPhoenix-Shard: " + shard.text() + "\n",
       "phoenix", "phoenix@localhost");
   repo.write_ref("refs/heads/" + branch, p.commit, "phoenix-loop: task done in shard " + shard.text());
-  util::ProcessResult r = gitx::run_git(root, {"push", "--quiet", remote, "+" + p.commit + ":refs/heads/" + branch},
-                                        kGitTimeoutS, kWhoNeedsGit);
-  p.ok = r.exit_code == 0;
-  if (!p.ok) p.error = "git push exited " + std::to_string(r.exit_code) + ": " + gitx::git_output_tail(r.output);
+  push(root, remote, "+" + p.commit + ":refs/heads/" + branch, p);
   return p;
 }
 
 Pushed push_branch(const std::string& root, const std::string& remote, const std::string& branch) {
   Pushed p;
-  util::ProcessResult r = gitx::run_git(
-      root, {"push", "--quiet", remote, "refs/heads/" + branch + ":refs/heads/" + branch}, kGitTimeoutS, kWhoNeedsGit);
-  p.ok = r.exit_code == 0;
-  if (!p.ok) p.error = "git push exited " + std::to_string(r.exit_code) + ": " + gitx::git_output_tail(r.output);
+  push(root, remote, "refs/heads/" + branch + ":refs/heads/" + branch, p);
   return p;
 }
 

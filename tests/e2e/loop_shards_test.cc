@@ -17,6 +17,7 @@
 #include "loop/shard.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "util/format.h"
 #include "util/json.h"
 #include "util/subprocess.h"
 #include "util/text.h"
@@ -142,12 +143,6 @@ int yaml_int(const std::string& yaml, const std::string& key) {
     if (util::starts_with(t, key + ": ")) return std::stoi(t.substr(key.size() + 2));
   }
   return -1;
-}
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
-    s.replace(at, from.size(), to);
-  return s;
 }
 
 class LoopShards : public ::testing::Test {
@@ -374,8 +369,8 @@ TEST_F(LoopShards, GitHubActionsMatrixThenMergeJob) {
   };
   std::vector<util::ProcessResult> shards;
   for (int i = 1; i <= 3; ++i) {
-    std::string step = replace_all(replace_all(shard_step, "${{ matrix.shard }}", std::to_string(i)),
-                                   "${{ strategy.job-total }}", "3");
+    std::string step = util::replace_all(util::replace_all(shard_step, "${{ matrix.shard }}", std::to_string(i)),
+                                         "${{ strategy.job-total }}", "3");
     ASSERT_EQ(step.find("${{"), std::string::npos) << step;
     auto r = run_all("runner-" + std::to_string(i) + "-", {"/bin/bash", "-e", "-c"}, step, {{}}, checkout);
     EXPECT_EQ(r[0].exit_code, 0) << r[0].output;
