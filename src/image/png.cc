@@ -4,7 +4,6 @@
 // refuses a declared size over the limit before stb_image allocates anything.
 // stb_image skips CRCs, so without this walk a flipped bit would decode into
 // a silently different picture.
-#include <sys/mman.h>
 #include <zlib.h>
 
 #include <cstdlib>
@@ -262,13 +261,10 @@ Image decode_png(const std::string& bytes, const std::string& what, long long ma
 }
 
 void resize_pixels(std::vector<std::uint8_t>& pixels, std::size_t bytes) {
-  constexpr std::uintptr_t kHuge = 2u << 20;
-  if (bytes >= 2 * kHuge && pixels.capacity() < bytes) {
+  if (bytes >= 2 * detail::kHugePage && pixels.capacity() < bytes) {
     std::vector<std::uint8_t>().swap(pixels);
     pixels.reserve(bytes);  // not touched yet: no page is there until written
-    const auto start = (reinterpret_cast<std::uintptr_t>(pixels.data()) + kHuge - 1) & ~(kHuge - 1);
-    const auto end = (reinterpret_cast<std::uintptr_t>(pixels.data()) + bytes) & ~(kHuge - 1);
-    if (end > start) ::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);  // a hint: errors ignored
+    detail::advise_huge_pages(pixels.data(), bytes);
   }
   pixels.resize(bytes);
 }

@@ -14,6 +14,7 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #pragma GCC diagnostic ignored "-Wsign-compare"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -84,11 +85,11 @@ static unsigned char* phoenix_zlib_compress(unsigned char* data, int len, int* o
 // kernel in huge pages (as image::resize_pixels does), not 8,000 page faults.
 #include <sys/mman.h>
 static void* phoenix_write_malloc(std::size_t n) {
-  constexpr std::size_t kHuge = 2u << 20;
-  if (n < 2 * kHuge) return std::malloc(n);
-  const std::size_t rounded = (n + kHuge - 1) & ~(kHuge - 1);
-  void* p = std::aligned_alloc(kHuge, rounded);
-  if (p != nullptr) ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint: errors ignored
+  using phoenix::image::detail::kHugePage;
+  if (n < 2 * kHugePage) return std::malloc(n);
+  const std::size_t rounded = (n + kHugePage - 1) & ~(kHugePage - 1);
+  void* p = std::aligned_alloc(kHugePage, rounded);
+  if (p != nullptr) phoenix::image::detail::advise_huge_pages(p, rounded);
   return p;
 }
 #define STBIW_MALLOC(n) phoenix_write_malloc(n)
@@ -117,6 +118,12 @@ unsigned char* stb_decode_rgba(const unsigned char* data, int len, int* w, int* 
 }
 
 void stb_free(unsigned char* pixels) { std::free(pixels); }
+
+void advise_huge_pages(void* begin, std::size_t bytes) {
+  const auto at = reinterpret_cast<std::uintptr_t>(begin);
+  const std::uintptr_t start = (at + kHugePage - 1) & ~(kHugePage - 1), end = (at + bytes) & ~(kHugePage - 1);
+  if (end > start) ::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);  // errors ignored
+}
 
 const char* stb_failure() { return stbi_failure_reason(); }
 
