@@ -1,5 +1,6 @@
 #include "loop/workers.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "gitx/worktree.h"
@@ -31,17 +32,22 @@ std::string WorkerPool::worker_name(const std::string& name, int slot) { return 
 
 int WorkerPool::busy() const {
   std::lock_guard<std::mutex> g(mu_);
-  int n = 0;
+  int n = static_cast<int>(done_.size());
   for (const auto& w : workers_) n += w->busy ? 1 : 0;
   return n;
 }
 
-bool WorkerPool::has_free() const { return busy() < size(); }
+bool WorkerPool::has_free() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return std::any_of(workers_.begin(), workers_.end(), [](const auto& w) { return !w->busy; });
+}
 
 bool WorkerPool::on_task(int index) const {
   std::lock_guard<std::mutex> g(mu_);
   for (const auto& w : workers_)
     if (w->busy && w->job.task.index == index) return true;
+  for (const auto& r : done_)
+    if (r.job.task.index == index) return true;
   return false;
 }
 
@@ -52,6 +58,9 @@ void WorkerPool::start(const Job& job, const std::string& tip) {
     for (const auto& w : workers_) {
       if (w->busy && w->job.task.index == job.task.index)
         throw Error("phoenix-loop: task " + job.task.id() + " is already being worked on");
+      for (const auto& r : done_)
+        if (r.job.task.index == job.task.index)
+          throw Error("phoenix-loop: task " + job.task.id() + " has a result not taken yet");
       if (!w->busy && !free) free = w.get();
     }
     if (!free) throw Error("phoenix-loop: no free worker");

@@ -84,8 +84,12 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   int size() const { return static_cast<int>(workers_.size()); }
+  // Workers on a job, plus finished jobs whose result take_finished() has
+  // not returned yet: a job ends between two of the loop thread's calls, and
+  // until its result is taken its task is neither free nor done.
   int busy() const;
   bool has_free() const;
+  // A worker is on task `index`, or its result waits to be taken.
   bool on_task(int index) const;
   // Moves a free worker's tree to `tip` (on the caller's thread: worktree
   // bookkeeping is not shared with other threads), then runs the job on

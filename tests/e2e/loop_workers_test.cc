@@ -12,6 +12,8 @@
 
 #include "gitx/repo.h"
 #include "loop/queue.h"
+#include "loop/workers.h"
+#include "util/error.h"
 #include "test_util.h"
 #include "util/json.h"
 #include "util/text.h"
@@ -56,6 +58,39 @@ TEST(LoopQueue, ConflictLeavesTheTipAndTheNoteShowsBothSides) {
   EXPECT_NE(note.find("+theirs"), std::string::npos) << note;  // the task's side
   EXPECT_NE(note.find("+ours"), std::string::npos) << note;    // the loop branch's side
   EXPECT_NE(note.find("refs/phoenix/abandoned/task-t1"), std::string::npos) << note;
+}
+
+// A job ends on its worker's thread between two of the loop thread's calls.
+// Until its result is taken, its task is neither free nor done: the loop
+// must not hand it out again (it did, once in a CI run: a task run twice).
+TEST(LoopWorkerPool, AFinishedJobsTaskIsNotFreeUntilItsResultIsTaken) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "repo");
+  write(repo, "a.txt", "a\n");
+  std::string head = commit_all(repo, "base");
+  gitx::Repo r = gitx::Repo::open(repo);
+  loop::WorkerPool pool(1, r, "pool-test",
+                        [](loop::WorkerPool::Worker&, const loop::Job&) {
+                          loop::JobResult j;
+                          j.end = loop::JobResult::End::kNoChange;
+                          return j;
+                        },
+                        {});
+  loop::Task t;
+  t.title = "task a";
+  pool.start(loop::Job{t, 1, "prompt"}, head);
+  // The worker is free again the moment its job has ended (one lock sets
+  // both): wait for that, bounded.
+  for (int i = 0; i < 6000 && !pool.has_free(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(pool.has_free());
+  EXPECT_TRUE(pool.on_task(0)) << "a result not taken yet: the task is not free";
+  EXPECT_EQ(pool.busy(), 1);
+  EXPECT_THROW(pool.start(loop::Job{t, 1, "prompt"}, head), Error);
+  std::vector<loop::JobResult> done = pool.take_finished(0);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].job.task.title, "task a");
+  EXPECT_FALSE(pool.on_task(0));
+  EXPECT_EQ(pool.busy(), 0);
 }
 
 #ifdef PHOENIX_LOOP_BIN
