@@ -571,9 +571,17 @@ AgentReport parse_agent_report(std::string_view output) {
 
 namespace {
 
+// A calendar day a CLI named: "Dec 3rd, 2026". year 0: not given.
+struct Day {
+  int year = 0, month = 0, mday = 0;  // month 0..11
+};
+
 // The next time the wall clock in `zone` (an IANA name; "" or an unknown
 // one: the local zone) shows hour:minute, after now_ms; in ms from now.
-long long until_wall_clock_ms(int hour, int minute, const std::string& zone, long long now_ms) {
+// With `day`, that time on that day (the next such day when the year is
+// not given), which may be past: negative.
+long long until_wall_clock_ms(int hour, int minute, const std::string& zone, long long now_ms,
+                              const Day* day = nullptr) {
   // mktime reads TZ: one at a time, and put back as it was.
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
@@ -588,12 +596,27 @@ long long until_wall_clock_ms(int hour, int minute, const std::string& zone, lon
   const time_t now = static_cast<time_t>(now_ms / 1000);
   struct tm lt {};
   ::localtime_r(&now, &lt);
+  const int this_year = lt.tm_year;
+  if (day) {
+    lt.tm_year = day->year ? day->year - 1900 : this_year;
+    lt.tm_mon = day->month;
+    lt.tm_mday = day->mday;
+  }
   lt.tm_hour = hour;
   lt.tm_min = minute;
   lt.tm_sec = 0;
   lt.tm_isdst = -1;
   time_t at = ::mktime(&lt);
-  if (at <= now) {
+  if (day && !day->year && at <= now) {  // "Jan 2nd" said on Dec 31st: next year's
+    lt.tm_year = this_year + 1;
+    lt.tm_mon = day->month;
+    lt.tm_mday = day->mday;
+    lt.tm_hour = hour;
+    lt.tm_min = minute;
+    lt.tm_sec = 0;
+    lt.tm_isdst = -1;
+    at = ::mktime(&lt);
+  } else if (!day && at <= now) {
     ::localtime_r(&now, &lt);
     lt.tm_mday += 1;
     lt.tm_hour = hour;
@@ -649,16 +672,28 @@ std::optional<long long> retry_after_ms_or_throw(std::string_view text_in, long 
     return to_ms(static_cast<double>(at_ms - now_ms));
   }
   // A wall-clock time: "try again at 14:05", "resets 3am (Europe/Berlin)",
-  // "resets at 7:30 pm". An hour alone needs am/pm.
+  // "resets at 7:30 pm"; on another day with the day before it, as codex
+  // says a reset past midnight: "try again at Dec 3rd, 2026 1:08 AM". An
+  // hour alone needs am/pm.
   static const std::regex clock(
-      R"((?:try again|retry|resets?|reset|available again|available)(?: at)?\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?)",
+      R"((?:try again|retry|resets?|reset|available again|available)(?: at| on)?\s+)"
+      R"((?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:(\d{4}),?\s+)?(?:at\s+)?)?)"
+      R"((\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?)",
       kSyntax);
-  if (std::regex_search(text, m, clock) && (m[2].matched || m[3].matched)) {
-    int hour = std::stoi(m[1].str());
-    int minute = m[2].matched ? std::stoi(m[2].str()) : 0;
-    if (m[3].matched) {
+  if (std::regex_search(text, m, clock) && (m[5].matched || m[6].matched)) {
+    Day day;
+    if (m[1].matched) {
+      static const std::string kMonths = "janfebmaraprmayjunjulaugsepoctnovdec";
+      day.month = static_cast<int>(kMonths.find(m[1].str()) / 3);
+      day.mday = std::stoi(m[2].str());
+      day.year = m[3].matched ? std::stoi(m[3].str()) : 0;
+      if (day.mday < 1 || day.mday > 31 || (day.year && (day.year < 1970 || day.year > 9999))) return std::nullopt;
+    }
+    int hour = std::stoi(m[4].str());
+    int minute = m[5].matched ? std::stoi(m[5].str()) : 0;
+    if (m[6].matched) {
       if (hour < 1 || hour > 12) return std::nullopt;
-      const bool pm = m[3].str()[0] == 'p';
+      const bool pm = m[6].str()[0] == 'p';
       hour = hour % 12 + (pm ? 12 : 0);
     }
     if (hour > 23 || minute > 59) return std::nullopt;
@@ -667,7 +702,7 @@ std::optional<long long> retry_after_ms_or_throw(std::string_view text_in, long 
     const std::string orig(text_in.substr(0, kErrorTextBytes));
     std::smatch z;
     std::string zone = std::regex_search(orig, z, zone_re) ? z[1].str() : "";
-    return to_ms(static_cast<double>(until_wall_clock_ms(hour, minute, zone, now_ms)));
+    return to_ms(static_cast<double>(until_wall_clock_ms(hour, minute, zone, now_ms, m[1].matched ? &day : nullptr)));
   }
   return std::nullopt;
 }

@@ -975,6 +975,19 @@ TEST(AgentResetTimes, WallClockAndDurations) {
   EXPECT_GT(*at, 0);
   EXPECT_LE(*at, 24 * 3600 * 1000LL);
   EXPECT_FALSE(parse_retry_after_ms("resets 3 times a day", kNow));
+  // codex names the day when the reset is past midnight (its own words, as
+  // it printed them against our model server at 22:08 UTC).
+  EXPECT_EQ(
+      parse_retry_after_ms("You've hit your usage limit. Upgrade to Pro, visit https://chatgpt.com/settings/usage "
+                           "to purchase more credits or try again at Nov 15th, 2023 1:08 AM. (UTC)",
+                           kNow),
+      (2 * 3600 + 54 * 60 + 40) * 1000LL);
+  EXPECT_EQ(parse_retry_after_ms("try again at nov 16, 2023 at 10:13 pm (UTC)", kNow), 48 * 3600 * 1000LL);
+  // Without the year: the next such day.
+  EXPECT_EQ(parse_retry_after_ms("resets Nov 15th 1:08 AM (UTC)", kNow), (2 * 3600 + 54 * 60 + 40) * 1000LL);
+  // A day that is past says nothing usable; a day 32 is no day.
+  EXPECT_FALSE(parse_retry_after_ms("try again at Nov 13th, 2023 1:08 AM (UTC)", kNow));
+  EXPECT_FALSE(parse_retry_after_ms("try again at Nov 32nd, 2023 1:08 AM (UTC)", kNow));
 }
 
 TEST(AgentWaits, BackoffWithJitterOrTheResetTime) {
