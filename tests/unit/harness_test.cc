@@ -982,7 +982,7 @@ TEST(AgentResetTimes, WallClockAndDurations) {
                            "to purchase more credits or try again at Nov 15th, 2023 1:08 AM. (UTC)",
                            kNow),
       (2 * 3600 + 54 * 60 + 40) * 1000LL);
-  EXPECT_EQ(parse_retry_after_ms("try again at nov 16, 2023 at 10:13 pm (UTC)", kNow), 48 * 3600 * 1000LL);
+  EXPECT_EQ(parse_retry_after_ms("try again at nov 16, 2023 at 10:13 pm (UTC)", kNow), (48 * 3600 - 20) * 1000LL);
   // Without the year: the next such day.
   EXPECT_EQ(parse_retry_after_ms("resets Nov 15th 1:08 AM (UTC)", kNow), (2 * 3600 + 54 * 60 + 40) * 1000LL);
   // A day that is past says nothing usable; a day 32 is no day.
