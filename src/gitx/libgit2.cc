@@ -99,11 +99,11 @@ std::string oid_hex(const git_oid& oid) {
   return hex;
 }
 
-IndexPtr fresh_index(git_repository* repo) {
+IndexPtr fresh_index(git_repository* repo, bool reread) {
   git_index* raw = nullptr;
   check(git_repository_index(&raw, repo), "open index");
   IndexPtr index(raw);
-  check(git_index_read(index.get(), /*force=*/1), "read index");
+  check(git_index_read(index.get(), reread ? 1 : 0), "read index");
   return index;
 }
 

@@ -94,6 +94,11 @@ std::string oid_hex(const git_oid& oid);
 
 // The repository's index, freshly read: another process (git, an agent)
 // may have rewritten it since we last looked, and libgit2 caches it.
-IndexPtr fresh_index(git_repository* repo);
+// `reread` false: read again only when the file changed on disk (libgit2
+// compares its stamp), for a Repo whose every index change is written or
+// dropped before the call returns (a watched one: the loop's worktree,
+// where reading and checksumming a 100,000-entry index is most of an
+// iteration's cost).
+IndexPtr fresh_index(git_repository* repo, bool reread = true);
 
 }  // namespace phoenix::gitx::lg2

@@ -1,6 +1,7 @@
 #include "gitx/repo.h"
 
 #include <git2.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include "gitx/internal.h"
 #include "gitx/libgit2.h"
 #include "gitx/prefix.h"
+#include "gitx/watch.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -84,15 +86,47 @@ using namespace lg2;  // the owner types
 using namespace internal;
 using util::starts_with;
 
-StatusListPtr status_list(git_repository* repo, git_status_show_t show) {
+// Limits a status to `paths` (exact paths; a folder covers all below it),
+// when given: what a TreeWatch saw written.
+struct Pathspec {
+  std::vector<char*> raw;
+  explicit Pathspec(const std::vector<std::string>* paths) {
+    if (paths)
+      for (const std::string& p : *paths) raw.push_back(const_cast<char*>(p.c_str()));
+  }
+  void apply(git_status_options& o, const std::vector<std::string>* paths) {
+    if (!paths) return;
+    o.pathspec.strings = raw.data();
+    o.pathspec.count = raw.size();
+    o.flags |= GIT_STATUS_OPT_DISABLE_PATHSPEC_MATCH;
+  }
+};
+
+StatusListPtr status_list(git_repository* repo, git_status_show_t show,
+                          const std::vector<std::string>* paths = nullptr) {
   git_status_options o;
   check(git_status_options_init(&o, GIT_STATUS_OPTIONS_VERSION), "status options");
   o.show = show;
   o.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
             GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX | GIT_STATUS_OPT_SORT_CASE_SENSITIVELY;
+  Pathspec spec(paths);
+  spec.apply(o, paths);
   git_status_list* list = nullptr;
   check(git_status_list_new(&list, repo, &o), "status");
   return StatusListPtr(list);
+}
+
+// What HEAD and the index are now, for a TreeWatch.
+TreeWatch::Stamp stamp_of(git_repository* repo) {
+  TreeWatch::Stamp s;
+  git_oid oid;
+  if (git_reference_name_to_id(&oid, repo, "HEAD") == 0) s.head = lg2::oid_hex(oid);
+  struct stat st {};
+  const std::string index = std::string(git_repository_path(repo)) + "index";
+  if (::stat(index.c_str(), &st) == 0)
+    s.index = std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) +
+              "." + std::to_string(st.st_mtim.tv_nsec);
+  return s;
 }
 
 char status_letter(unsigned s) {
@@ -163,16 +197,32 @@ int skip_untracked_under(const char* path, const char* /*matched*/, void* payloa
 // what git_index_update_all and git_index_add_all do with their diff, but
 // from one diff where the two of them made one each. Untracked files under
 // `skip_untracked` are never staged; a tracked one there is, like any file.
+//
+// `paths`, when given, limits the scan (what a TreeWatch saw written);
+// `left`, when given, receives every untracked file not staged.
 git_oid stage_workdir(git_repository* repo, git_index* index, bool include_untracked,
-                      const std::vector<std::string>& skip_untracked) {
+                      const std::vector<std::string>& skip_untracked, const std::vector<std::string>* paths = nullptr,
+                      std::vector<std::string>* left = nullptr) {
   git_status_options o;
   check(git_status_options_init(&o, GIT_STATUS_OPTIONS_VERSION), "status options");
   o.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
-  o.flags = include_untracked ? GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS : 0;
+  o.flags = include_untracked || left ? GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS : 0;
+  Pathspec spec(paths);
+  spec.apply(o, paths);
   git_status_list* raw_list = nullptr;
   check(git_status_list_new(&raw_list, repo, &o), "status");
   StatusListPtr list(raw_list);
   SkipUntracked skip{index, skip_untracked};
+  // With `paths`, the index is HEAD's tree but for them (TreeWatch's
+  // stamp): the new tree is HEAD's with these changes, which writes the
+  // folders on their paths only. git_index_write_tree would also read
+  // every folder of the new tree back into the index's tree cache.
+  std::vector<git_tree_update> updates;
+  auto stage = [&](const char* path) {
+    check(git_index_add_bypath(index, path), (std::string("stage ") + path).c_str());
+    const git_index_entry* ie = git_index_get_bypath(index, path, 0);
+    if (ie) updates.push_back({GIT_TREE_UPDATE_UPSERT, ie->id, static_cast<git_filemode_t>(ie->mode), path});
+  };
   for (size_t i = 0, n = git_status_list_entrycount(list.get()); i < n; ++i) {
     const git_status_entry* e = git_status_byindex(list.get(), i);
     const git_diff_delta* d = e->index_to_workdir;
@@ -180,15 +230,22 @@ git_oid stage_workdir(git_repository* repo, git_index* index, bool include_untra
     const char* path = d->new_file.path ? d->new_file.path : d->old_file.path;
     if (e->status & GIT_STATUS_WT_DELETED) {
       check(git_index_remove_bypath(index, path), (std::string("unstage ") + path).c_str());
+      updates.push_back({GIT_TREE_UPDATE_REMOVE, {}, GIT_FILEMODE_UNREADABLE, path});
     } else if (e->status & GIT_STATUS_WT_NEW) {
-      if (skip_untracked_under(path, nullptr, &skip) == 0)
-        check(git_index_add_bypath(index, path), (std::string("stage ") + path).c_str());
+      if (include_untracked && skip_untracked_under(path, nullptr, &skip) == 0) stage(path);
+      else if (left) left->push_back(path);
     } else if (e->status & (GIT_STATUS_WT_MODIFIED | GIT_STATUS_WT_TYPECHANGE)) {
-      check(git_index_add_bypath(index, path), (std::string("stage ") + path).c_str());
+      stage(path);
     }
   }
   git_oid tree;
-  check(git_index_write_tree(&tree, index), "write tree");
+  CommitPtr head = paths ? head_commit(repo) : nullptr;
+  if (head && git_index_entrycount(index) > 0) {
+    TreePtr base = commit_tree(head.get());
+    check(git_tree_create_updated(&tree, repo, base.get(), updates.size(), updates.data()), "write tree");
+  } else {
+    check(git_index_write_tree(&tree, index), "write tree");
+  }
   return tree;
 }
 
@@ -465,9 +522,26 @@ std::vector<RefEntry> Repo::list_refs(const std::string& prefix) const {
 // ---------------------------------------------------------------------------
 // Status.
 
+std::optional<std::vector<std::string>> Repo::watched_paths() const {
+  if (!watch_) return std::nullopt;
+  return watch_->changed(stamp_of(raw()));
+}
+
+void Repo::watch_clean(const std::vector<std::string>& kept) {
+  if (watch_) watch_->mark_clean(stamp_of(raw()), kept);
+}
+
+bool Repo::watch_work_tree() {
+  if (is_bare()) return false;
+  watch_ = TreeWatch::start(workdir());
+  return watch_ != nullptr;
+}
+
 std::vector<StatusEntry> Repo::status() const {
-  StatusListPtr list = status_list(raw(), GIT_STATUS_SHOW_INDEX_AND_WORKDIR);
+  std::optional<std::vector<std::string>> paths = watched_paths();
   std::vector<StatusEntry> out;
+  if (paths && paths->empty()) return out;  // nothing written since the tree was clean
+  StatusListPtr list = status_list(raw(), GIT_STATUS_SHOW_INDEX_AND_WORKDIR, paths ? &*paths : nullptr);
   for (size_t i = 0, n = git_status_list_entrycount(list.get()); i < n; ++i) {
     const git_status_entry* e = git_status_byindex(list.get(), i);
     if (e->status == GIT_STATUS_CURRENT || (e->status & GIT_STATUS_IGNORED)) continue;
@@ -542,13 +616,18 @@ std::string Repo::commit_all(const std::string& message, const std::string& auth
 std::string Repo::commit_all_now(const std::string& message, const std::string& author_name,
                                  const std::string& author_email, bool include_untracked,
                                  const std::vector<std::string>& skip_untracked) {
-  IndexPtr index = fresh_index(raw());
+  IndexPtr index = fresh_index(raw(), !watch_);
   try {
-    git_oid tree = stage_workdir(raw(), index.get(), include_untracked, skip_untracked);
+    std::optional<std::vector<std::string>> paths = watched_paths();
+    std::vector<std::string> left;
+    git_oid tree = stage_workdir(raw(), index.get(), include_untracked, skip_untracked, paths ? &*paths : nullptr,
+                                 watch_ ? &left : nullptr);
     // "HEAD" moves the current branch, creates an unborn one, or moves a
     // detached HEAD: exactly git commit's behaviour in all three states.
     std::string sha = create_commit(raw(), "HEAD", tree, message, author_name, author_email);
     check(git_index_write(index.get()), "write index");
+    // The tree is HEAD's now, but for the untracked files left out.
+    watch_clean(left);
     return sha;
   } catch (...) {
     git_index_read(index.get(), 1);  // drop the half-staged in-memory index
@@ -594,7 +673,9 @@ std::string Repo::snapshot_workdir(const std::string& message, const std::string
   IndexPtr index = fresh_index(raw());
   std::string sha;
   try {
-    git_oid tree = stage_workdir(raw(), index.get(), include_untracked, skip_untracked);
+    std::optional<std::vector<std::string>> paths = watched_paths();
+    git_oid tree =
+        stage_workdir(raw(), index.get(), include_untracked, skip_untracked, paths ? &*paths : nullptr, nullptr);
     sha = create_commit(raw(), nullptr, tree, message, author_name, author_email);
   } catch (...) {
     git_index_read(index.get(), 1);

@@ -37,6 +37,8 @@ struct git_repository;
 
 namespace phoenix::gitx {
 
+class TreeWatch;
+
 // One changed path, as `git status` would show it, folded to one letter:
 //   'U' conflicted (unmerged) in the index
 //   'R' renamed in the index (path is the new name, old_path the old one)
@@ -141,6 +143,12 @@ class Repo {
   // Staged, unstaged and untracked changes, sorted by path (staged renames
   // detected, untracked directories listed file by file).
   std::vector<StatusEntry> status() const;
+  // From now on, status (and so is_clean(), the commits' staging) looks
+  // only at the paths the kernel saw written since the tree was last known
+  // clean, when it can tell (gitx/watch.h); a scan of the whole tree when
+  // it cannot. For a worktree Phoenix owns and keeps for many runs (the
+  // loop's). False when the kernel refuses: every status scans, as before.
+  bool watch_work_tree();
   // No entry of status() outside `ignore_prefixes`. A prefix ending in '/'
   // covers everything below that folder; one without covers that path and,
   // if it is a folder, everything below it.
@@ -304,7 +312,13 @@ class Repo {
   std::string commit_tracked_and_now(const std::vector<std::string>& paths, const std::string& message,
                                      const std::string& author_name, const std::string& author_email);
 
+  // The paths a status must look at: nullopt for all of them.
+  std::optional<std::vector<std::string>> watched_paths() const;
+  // After a commit or reset that left the tree as HEAD says, except `kept`.
+  void watch_clean(const std::vector<std::string>& kept);
+
   std::unique_ptr<git_repository, Free> repo_;
+  std::unique_ptr<TreeWatch> watch_;
 };
 
 }  // namespace phoenix::gitx

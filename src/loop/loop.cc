@@ -7,12 +7,14 @@
 #include <deque>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include "checks/check.h"
@@ -409,6 +411,10 @@ struct Loop {
     if (opt.resume) resume_workers(main, prev);
     if (!have_wt) gitx::prepare_worktree(main, wt_name, wt, start, layout::state_prefixes());
     repo.emplace(gitx::Repo::open(wt));
+    // The worktree lives as long as the loop: its status asks the kernel
+    // what was written instead of scanning every file (gitx/watch.h).
+    // PHOENIX_WATCH=0 scans every time, as git's core.fsmonitor=false does.
+    if (const char* w = std::getenv("PHOENIX_WATCH"); !w || std::string_view(w) != "0") repo->watch_work_tree();
     if (have_wt) {
       // Resume after a crash: whatever the dead iteration left is kept, then dropped.
       if (!repo->is_clean(kKeep)) {

@@ -1173,5 +1173,177 @@ TEST_F(GitxPersistentWorktree, NamesKeepTheirOwnWorktreesAndOverlapsAreRefused) 
   EXPECT_NE(taken.damage.find("phoenix-b"), std::string::npos) << taken.damage;
 }
 
+// A watched work tree (Repo::watch_work_tree, gitx/watch.h) must say what a
+// scan says, whatever happens to the tree: 250 steps of writes, deletes,
+// renames of files and folders, mode changes, .gitignore edits and git run
+// by hand, each followed by a status of the watched Repo and of a fresh,
+// unwatched one; every seventh step the watched one commits, after which
+// git itself must find nothing left but the state folder.
+TEST(GitxWatch, AWatchedTreeSaysWhatAScanSaysWhateverHappens) {
+  ScopedTempDir tmp;
+  const std::string repo = init_repo(tmp / "repo");
+  for (int d = 0; d < 4; ++d)
+    for (int f = 0; f < 5; ++f) write(repo, "d" + std::to_string(d) + "/f" + std::to_string(f) + ".txt", "x\n");
+  write(repo, ".gitignore", "*.log\n");
+  commit_all(repo, "base");
+  Repo w = Repo::open(repo);
+  ASSERT_TRUE(w.watch_work_tree()) << "inotify refused";
+  w.commit_all("clean start", "t", "t@localhost", true, kState);
+
+  unsigned seed = 12345;
+  auto rnd = [&](unsigned n) {
+    seed = seed * 1103515245u + 12345u;
+    return (seed >> 16) % n;
+  };
+  auto files = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(repo)) {
+      std::string rel = fs::relative(e.path(), repo).generic_string();
+      if (rel.rfind(".git", 0) == 0 || rel.rfind(".phoenix", 0) == 0 || !e.is_regular_file()) continue;
+      out.push_back(rel);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  auto dirs = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(repo)) {
+      std::string rel = fs::relative(e.path(), repo).generic_string();
+      if (rel.rfind(".git", 0) == 0 || rel.rfind(".phoenix", 0) == 0 || !e.is_directory()) continue;
+      out.push_back(rel);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  auto codes = [](const std::vector<StatusEntry>& s) {
+    std::vector<std::string> out;
+    for (const auto& e : s)
+      out.push_back(std::string(1, e.code) + " " + e.path + (e.old_path.empty() ? "" : " <- " + e.old_path));
+    return out;
+  };
+  int commits = 0;
+  for (int step = 0; step < 250; ++step) {
+    std::vector<std::string> fl = files(), dl = dirs();
+    std::string what;
+    switch (rnd(12)) {
+      case 0:
+        if (fl.empty()) break;
+        what = "modify " + fl[rnd(fl.size())];
+        write(repo, what.substr(7), "step " + std::to_string(step) + "\n");
+        break;
+      case 1:
+        what = "new file";
+        write(repo, (dl.empty() ? std::string("n") : dl[rnd(dl.size())]) + "/s" + std::to_string(step) + ".txt", "n\n");
+        break;
+      case 2:
+        what = "new folders";
+        write(repo, "n" + std::to_string(step) + "/a/b/c.txt", "deep\n");
+        break;
+      case 3:
+        if (fl.empty()) break;
+        what = "delete " + fl[rnd(fl.size())];
+        fs::remove(fs::path(repo) / what.substr(7));
+        break;
+      case 4: {
+        if (fl.empty() || dl.empty()) break;
+        std::string from = fl[rnd(fl.size())], to = dl[rnd(dl.size())] + "/m" + std::to_string(step) + ".txt";
+        what = "rename " + from + " -> " + to;
+        fs::rename(fs::path(repo) / from, fs::path(repo) / to);
+        break;
+      }
+      case 5: {
+        if (dl.empty()) break;
+        std::string from = dl[rnd(dl.size())];
+        what = "move folder " + from;
+        fs::rename(fs::path(repo) / from, fs::path(repo) / ("moved" + std::to_string(step)));
+        break;
+      }
+      case 6:
+        if (fl.empty()) break;
+        what = "chmod " + fl[rnd(fl.size())];
+        ::chmod((repo + "/" + what.substr(6)).c_str(), rnd(2) ? 0755 : 0644);
+        break;
+      case 7:
+        what = "a log file";
+        write(repo, (dl.empty() ? std::string("l") : dl[rnd(dl.size())]) + "/x" + std::to_string(step) + ".log", "l\n");
+        break;
+      case 8:
+        what = ".gitignore edited";
+        write(repo, ".gitignore", rnd(2) ? "*.log\n" : "# nothing ignored\n");
+        break;
+      case 9:
+        what = "git add -A";
+        git(repo, {"add", "-A"});
+        break;
+      case 10:
+        what = "git commit";
+        git(repo, {"add", "-A"});
+        git(repo, {"commit", "-q", "--allow-empty", "-m", "by hand"});
+        break;
+      case 11:
+        what = "state file";
+        write(repo, ".phoenix/s" + std::to_string(step), "s\n");
+        break;
+    }
+    Repo plain = Repo::open(repo);
+    ASSERT_EQ(codes(w.status()), codes(plain.status())) << "step " << step << ": " << what;
+    ASSERT_EQ(w.is_clean(kState), plain.is_clean(kState)) << "step " << step << ": " << what;
+    if (step % 7 == 6) {
+      w.commit_all("step " + std::to_string(step), "t", "t@localhost", true, kState);
+      ++commits;
+      for (const std::string& l : lines(porcelain(repo)))
+        ASSERT_EQ(l.rfind("?? .phoenix/", 0), 0u) << "step " << step << " after " << what << ": git sees " << l;
+      ASSERT_TRUE(w.is_clean(kState)) << "step " << step;
+    }
+  }
+  EXPECT_GE(commits, 30);
+}
+
+// The cases a watch cannot see by itself, each after the tree was made
+// clean by a commit: a file nobody touched changes state (.gitignore), HEAD
+// moves under the files (git run by hand), a folder moves (its watch keeps
+// the old name), folders appear faster than they can be watched.
+TEST(GitxWatch, WhatNoEventSaysIsFoundAllTheSame) {
+  ScopedTempDir tmp;
+  const std::string repo = init_repo(tmp / "repo");
+  write(repo, "a/keep.txt", "a\n");
+  write(repo, "b.txt", "b\n");
+  write(repo, ".gitignore", "*.log\n");
+  commit_all(repo, "base");
+  write(repo, "a/old.log", "ignored until now\n");
+  Repo w = Repo::open(repo);
+  ASSERT_TRUE(w.watch_work_tree());
+  auto clean = [&] {
+    w.commit_all("clean", "t", "t@localhost", true, kState);
+    ASSERT_TRUE(w.is_clean(kState));
+  };
+  auto paths = [](const std::vector<StatusEntry>& s) {
+    std::vector<std::string> out;
+    for (const auto& e : s) out.push_back(std::string(1, e.code) + " " + e.path);
+    return out;
+  };
+  clean();
+  write(repo, ".gitignore", "# nothing ignored\n");
+  EXPECT_EQ(paths(w.status()), (std::vector<std::string>{"M .gitignore", "? a/old.log"}));
+
+  clean();
+  git(repo, {"reset", "-q", "--soft", "HEAD~1"});
+  EXPECT_EQ(paths(w.status()), paths(Repo::open(repo).status()));
+  EXPECT_FALSE(w.is_clean(kState));
+
+  clean();
+  fs::rename(fs::path(repo) / "a", fs::path(repo) / "c");
+  write(repo, "c/new.txt", "written under the new name\n");
+  EXPECT_EQ(paths(w.status()), paths(Repo::open(repo).status()));
+  EXPECT_FALSE(w.is_clean(kState));
+
+  clean();
+  for (int i = 0; i < 50; ++i) write(repo, "deep/" + std::to_string(i) + "/x/y.txt", "y\n");
+  EXPECT_EQ(w.status().size(), 50u);
+  clean();
+  EXPECT_EQ(trim(git(repo, {"ls-files", "deep"})).size() > 0, true);
+  EXPECT_EQ(lines(git(repo, {"ls-files", "deep"})).size(), 50u);
+}
+
 }  // namespace
 }  // namespace phoenix::gitx
