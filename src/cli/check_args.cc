@@ -30,11 +30,12 @@ void print_sense(const Context& ctx, const checks::SenseResult& r, bool to_stder
   for (size_t i = from; i < lines.size(); ++i) out << dim(ctx, "     | ", to_stderr) << lines[i] << "\n";
 }
 
-void trace_sense(Context& ctx, const checks::CheckSpec& spec, const checks::SenseResult& r) {
+void trace_sense(Context& ctx, const checks::CheckSpec& spec, const checks::SenseResult& r, bool durable) {
   try {
     ctx.trace().append(
         "sense",
-        {{"check", spec.id}, {"kind", spec.kind}, {"ok", r.ok}, {"signal", r.signal}, {"duration_ms", r.duration_ms}});
+        {{"check", spec.id}, {"kind", spec.kind}, {"ok", r.ok}, {"signal", r.signal}, {"duration_ms", r.duration_ms}},
+        durable);
   } catch (const Error& e) {
     // A measurement stands without its trace line (a read-only checkout,
     // a full disk): said once, never a red check.

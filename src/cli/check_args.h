@@ -20,6 +20,8 @@ checks::CheckSpec resolve_check(const config::Config& cfg, const std::string& ar
 void print_sense(const Context& ctx, const checks::SenseResult& r, bool to_stderr = false);
 
 // Appends a "sense" event for `r` to the trace.
-void trace_sense(Context& ctx, const checks::CheckSpec& spec, const checks::SenseResult& r);
+// `durable` false for `phoenix sense` itself, whose line a power cut may
+// lose (the measurement stands without it, as on a read-only checkout).
+void trace_sense(Context& ctx, const checks::CheckSpec& spec, const checks::SenseResult& r, bool durable = true);
 
 }  // namespace phoenix::cli

@@ -41,7 +41,7 @@ int cmd_sense(const std::vector<std::string>& args) {
       util::term::Progress progress("phoenix: sensing " + spec.id);  // drawn on a TTY only
       return checks::sense(spec, p.ctx.root);
     }();
-    trace_sense(p.ctx, spec, r);
+    trace_sense(p.ctx, spec, r, /*durable=*/false);
     all_ok = all_ok && r.ok;
     if (p.ctx.json) arr.push_back(r.to_json());
     else print_sense(p.ctx, r);

@@ -113,7 +113,7 @@ std::string format_entry(uint64_t seq, const std::string& event, const Json& dat
 
 Trace::Trace(std::string path) : path_(std::move(path)) {}
 
-uint64_t Trace::append(const std::string& event, const Json& data) {
+uint64_t Trace::append(const std::string& event, const Json& data, bool durable) {
   util::FileLock lock(path_ + ".lock", 10000, "the trace " + path_);
   Tail tail = read_tail(path_);
   if (tail.torn) {
@@ -133,7 +133,7 @@ uint64_t Trace::append(const std::string& event, const Json& data) {
   PHOENIX_FAULT_TORN("mid-trace-append", path_, line);
   PHOENIX_FAULT_IO("trace-append", path_);
   std::lock_guard<std::mutex> g(mu_);
-  util::append_durable(path_, line, batches_ > 0 ? util::Sync::kAtomic : util::Sync::kDurable);
+  util::append_durable(path_, line, batches_ > 0 || !durable ? util::Sync::kAtomic : util::Sync::kDurable);
   if (batches_ > 0) unsynced_ = true;
   return seq;
 }

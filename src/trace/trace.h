@@ -24,8 +24,10 @@ class Trace {
   explicit Trace(std::string path);
   Trace(const Trace&) = delete;
   Trace& operator=(const Trace&) = delete;
-  // Appends one event; returns its seq.
-  uint64_t append(const std::string& event, const util::Json& data);
+  // Appends one event; returns its seq. fsynced unless `durable` is false
+  // (or a Batch is open): a line a power cut may lose, for what stands
+  // without it (a measurement of `phoenix sense`, which changes nothing).
+  uint64_t append(const std::string& event, const util::Json& data, bool durable = true);
   const std::string& path() const { return path_; }
 
   // While a Batch is open, this Trace's appends are written but not
