@@ -20,6 +20,8 @@ namespace {
 constexpr uint32_t kMask = IN_CREATE | IN_DELETE | IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO |
                            IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW;
 
+constexpr size_t kMostPaths = 20000;
+
 bool is_git(const char* name) { return std::strcmp(name, ".git") == 0; }
 
 // A file whose change alters the state of files nobody touched.
@@ -116,8 +118,10 @@ void TreeWatch::drain() {
       const std::string& dir = it->second;
       if (dir.empty() && is_git(ev->name)) continue;
       std::string rel = dir.empty() ? std::string(ev->name) : dir + "/" + ev->name;
-      s_->changed.insert(rel);
-      if (changes_others(rel)) s_->unsure = true;
+      if (!s_->unsure) s_->changed.insert(rel);
+      // So many paths (an install, a build in the tree) that one scan is cheaper;
+      // it also bounds the set where fs.inotify.max_queued_events was raised.
+      if (changes_others(rel) || s_->changed.size() > kMostPaths) s_->unsure = true;
       if ((ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)) && !watch_tree(rel)) s_->unsure = true;
     }
   }

@@ -13,6 +13,9 @@
 // - the kernel's queue overflowed, a folder could not be watched (the
 //   inotify limits), or a folder was moved or renamed (its watch would name
 //   the old path);
+// - more than 20,000 paths were written (an install or a build inside the
+//   tree; with the kernel's default queue of 16,384 events it overflows
+//   first): one scan is cheaper than a status over that many names;
 // - a .gitignore, .gitattributes or .gitmodules was touched (files nobody
 //   wrote can change state);
 // - HEAD or the index changed since mark_clean() (someone ran git: a

@@ -1343,6 +1343,17 @@ TEST(GitxWatch, WhatNoEventSaysIsFoundAllTheSame) {
   clean();
   EXPECT_EQ(trim(git(repo, {"ls-files", "deep"})).size() > 0, true);
   EXPECT_EQ(lines(git(repo, {"ls-files", "deep"})).size(), 50u);
+
+  // An install in the tree: 60,000 events overflow the kernel's queue (or,
+  // with a raised queue, pass the 20,000 paths the watch keeps): it scans.
+  clean();
+  for (int i = 0; i < 20005; ++i) write(repo, "many/" + std::to_string(i % 7) + "/" + std::to_string(i), "m\n");
+  write(repo, "b.txt", "changed among them\n");
+  EXPECT_EQ(paths(w.status()), paths(Repo::open(repo).status()));
+  EXPECT_EQ(w.status().size(), 20006u);
+  clean();
+  EXPECT_EQ(lines(git(repo, {"ls-files", "many"})).size(), 20005u);
+  EXPECT_EQ(trim(git(repo, {"status", "--porcelain"})), "");
 }
 
 }  // namespace
