@@ -102,7 +102,7 @@ for n in $sizes; do
   t0=$(now_us); generate "$n"; t1=$(now_us)
   echo "== $n tracked files ($cache/repo-$n$( [ $((t1 - t0)) -gt 1000000 ] && echo ", generated in $(( (t1 - t0) / 1000000 )) s"))"
   dir="$cache/repo-$n"
-  good=$(git -C "$dir" rev-list --reverse main | head -1)
+  good=$(git -C "$dir" rev-list --max-parents=0 main)  # the root: no early-closing pipe under pipefail
   "$perf" "$dir" "$good" main ${PERF_FLAGS:-}
   hook_bench "$n"
 done
