@@ -2,8 +2,10 @@
 
 #include <git2.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -13,6 +15,7 @@
 #include "gitx/internal.h"
 #include "gitx/libgit2.h"
 #include "gitx/prefix.h"
+#include "gitx/stat_sweep.h"
 #include "gitx/watch.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -157,7 +160,9 @@ void remove_untracked_listed(git_repository* repo, git_status_list* list, git_in
     fs::path full = fs::path(top) / path;
     std::error_code ec;
     fs::remove(full, ec);
-    if (ec) throw Error("cannot remove untracked " + full.string() + ": " + ec.message());
+    // Gone already: the checkout wrote a tracked file where its folder was.
+    if (ec && ec != std::errc::not_a_directory && ec != std::errc::no_such_file_or_directory)
+      throw Error("cannot remove untracked " + full.string() + ": " + ec.message());
     parents.insert(full.parent_path());
   }
   // Deepest first, so a chain of folders that only held removed files goes.
@@ -337,7 +342,7 @@ std::vector<std::string> paths_to_check_out(git_repository* repo, const git_comm
   TreePtr from = commit_tree(head), to = commit_tree(target);
   if (!git_oid_equal(git_tree_id(from.get()), git_tree_id(to.get())))
     changed_files(repo, from.get(), to.get(), "", paths);
-  for (size_t i = 0, n = git_status_list_entrycount(scan); i < n; ++i) {
+  for (size_t i = 0, n = scan ? git_status_list_entrycount(scan) : 0; i < n; ++i) {
     const git_status_entry* e = git_status_byindex(scan, i);
     if (e->status == GIT_STATUS_WT_NEW) continue;
     for (const git_diff_delta* d : {e->head_to_index, e->index_to_workdir}) {
@@ -349,6 +354,109 @@ std::vector<std::string> paths_to_check_out(git_repository* repo, const git_comm
   std::sort(paths.begin(), paths.end());
   paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
   return paths;
+}
+
+// The entry at `path` in `tree` (below its folders), or null.
+TreeEntryPtr entry_at(const git_tree* tree, const std::string& path) {
+  git_tree_entry* e = nullptr;
+  return TreeEntryPtr(git_tree_entry_bypath(&e, tree, path.c_str()) == 0 ? e : nullptr);
+}
+
+// A forced checkout of `paths` writes each file through whatever stands at
+// its path: where a run left a symbolic link in place of a tracked file or
+// folder, libgit2 would write the target's content through it (into the
+// link's target, which may be outside the work tree). Such links go first,
+// unless the target itself holds a link at that path.
+void remove_links_in_the_way(git_repository* repo, const git_tree* target, const std::vector<std::string>& paths) {
+  const std::string top = strip_trailing_slash(git_repository_workdir(repo));
+  std::set<std::string> seen;
+  auto is_link_in_target = [&](const std::string& path) {
+    TreeEntryPtr e = entry_at(target, path);
+    return e && git_tree_entry_filemode(e.get()) == GIT_FILEMODE_LINK;
+  };
+  for (const std::string& path : paths) {
+    for (size_t end = path.find('/');; end = path.find('/', end + 1)) {
+      const std::string part = path.substr(0, end);
+      if (!seen.insert(part).second) {
+        if (end == std::string::npos) break;
+        continue;
+      }
+      const std::string full = top + "/" + part;
+      struct stat st {};
+      if (::lstat(full.c_str(), &st) != 0) break;  // nothing below it either
+      if (S_ISLNK(st.st_mode) && (end != std::string::npos || !is_link_in_target(part))) {
+        if (::unlink(full.c_str()) != 0)
+          throw Error("cannot remove " + full + ": " + std::generic_category().message(errno));
+        break;
+      }
+      if (end == std::string::npos) break;
+    }
+  }
+}
+
+// Of `files` (tracked, their stat unchanged but for the ctime), those whose
+// content no longer hashes to their index entry are deleted and added to
+// `paths`, so the forced checkout writes them again.
+void rewrite_if_edited(git_repository* repo, git_index* index, const std::vector<std::string>& files,
+                       std::vector<std::string>& paths) {
+  const std::string top = strip_trailing_slash(git_repository_workdir(repo));
+  bool added = false;
+  for (const std::string& f : files) {
+    const git_index_entry* e = git_index_get_bypath(index, f.c_str(), 0);
+    git_oid now;
+    if (e && git_repository_hashfile(&now, repo, f.c_str(), GIT_OBJECT_BLOB, nullptr) == 0 &&
+        git_oid_equal(&now, &e->id))
+      continue;
+    const std::string full = top + "/" + f;
+    if (::unlink(full.c_str()) != 0 && errno != ENOENT)
+      throw Error("cannot remove " + full + ": " + std::generic_category().message(errno));
+    paths.push_back(f);
+    added = true;
+  }
+  if (!added) return;
+  std::sort(paths.begin(), paths.end());
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+}
+
+// Whether every one of `paths` is in the index and the work tree as the
+// target has it (a file with its id and mode, or nothing where the target
+// has a folder or nothing).
+bool checked_out(git_repository* repo, git_index* index, const git_commit* target,
+                 const std::vector<std::string>& paths) {
+  const std::string top = strip_trailing_slash(git_repository_workdir(repo));
+  TreePtr tree = commit_tree(target);
+  for (const std::string& p : paths) {
+    TreeEntryPtr entry = entry_at(tree.get(), p);
+    const bool file = entry && git_tree_entry_type(entry.get()) == GIT_OBJECT_BLOB;
+    const git_index_entry* e = git_index_get_bypath(index, p.c_str(), 0);
+    if (!file) {
+      if (e) return false;
+      continue;
+    }
+    struct stat st {};
+    if (!e || !git_oid_equal(&e->id, git_tree_entry_id(entry.get())) ||
+        e->mode != static_cast<uint32_t>(git_tree_entry_filemode(entry.get())) ||
+        ::lstat((top + "/" + p).c_str(), &st) != 0)
+      return false;
+  }
+  return true;
+}
+
+// libgit2 1.5's checkout fails ("null OID cannot exist") where the index
+// holds a file, the work tree has nothing there, and the target has a
+// folder. The index (in memory: the checkout's baseline) forgets such files
+// first; the work tree no longer has them anyway.
+void forget_files_gone_where_folders_come(git_repository* repo, git_index* index, const git_tree* target,
+                                          const std::vector<std::string>& paths) {
+  const std::string top = strip_trailing_slash(git_repository_workdir(repo));
+  for (const std::string& p : paths) {
+    if (!git_index_get_bypath(index, p.c_str(), 0)) continue;
+    struct stat st {};
+    if (::lstat((top + "/" + p).c_str(), &st) == 0) continue;
+    TreeEntryPtr entry = entry_at(target, p);
+    if (entry && git_tree_entry_type(entry.get()) == GIT_OBJECT_TREE)
+      check(git_index_remove_bypath(index, p.c_str()), ("forget " + p).c_str());
+  }
 }
 
 void checkout(git_repository* repo, const git_commit* commit, const CheckoutOptions& options) {
@@ -371,28 +479,52 @@ void checkout(git_repository* repo, const git_commit* commit, const CheckoutOpti
   // Forced, with a HEAD to compare with: one status scan of the work tree
   // (what `git status` costs) names every path that can differ, and the
   // checkout looks at those alone instead of comparing every file again;
-  // the same scan lists the untracked files to remove afterwards.
+  // the same scan lists the untracked files to remove afterwards. A stat
+  // sweep (stat_sweep.h) comes first: in a worktree whose index still holds
+  // HEAD's tree as gitx's last checkout left it (nothing staged), the paths
+  // it names are all the scan has to look at, none meaning nothing to scan;
+  // and the files whose ctime alone changed, which libgit2's status takes
+  // for unchanged, are hashed here and rewritten where they differ.
   StatusListPtr scan;
+  bool known = false;  // the paths that can differ are known
   std::vector<std::string> paths;
   if (options.force) {
     if (CommitPtr head = head_commit(repo)) {
-      scan = status_list(repo, GIT_STATUS_SHOW_INDEX_AND_WORKDIR);
+      const std::optional<Sweep> swept = stat_sweep(repo, index.get());
+      const bool narrow = swept && swept->narrows && index_is_heads_tree(repo);
+      if (!narrow || !swept->paths.empty())
+        scan = status_list(repo, GIT_STATUS_SHOW_INDEX_AND_WORKDIR, narrow ? &swept->paths : nullptr);
       paths = paths_to_check_out(repo, head.get(), commit, scan.get());
+      if (swept) rewrite_if_edited(repo, index.get(), swept->ctime_only, paths);
+      known = true;
     }
   }
   std::vector<char*> path_ptrs;
   for (std::string& p : paths) path_ptrs.push_back(p.data());
-  if (scan) {
+  if (known) {
     co.paths.strings = path_ptrs.data();
     co.paths.count = path_ptrs.size();
     co.checkout_strategy |= GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH;
   }
+  if (known) {
+    TreePtr target = commit_tree(commit);
+    remove_links_in_the_way(repo, target.get(), paths);
+    forget_files_gone_where_folders_come(repo, index.get(), target.get(), paths);
+  }
+  // The untracked files the scan found go before the checkout: a folder of
+  // them may stand where the target has a file.
+  if (options.remove_untracked && scan) remove_untracked_listed(repo, scan.get(), index.get(), options.keep_prefixes);
   // (An empty path list would mean "every path": nothing differs, nothing to write.)
-  if (!scan || !paths.empty())
+  if (!known || !paths.empty())
     check(git_checkout_tree(repo, reinterpret_cast<const git_object*>(commit), &co), "checkout");
-  if (!options.remove_untracked) return;
-  if (scan) remove_untracked_listed(repo, scan.get(), index.get(), options.keep_prefixes);
-  else remove_untracked_files(repo, options.keep_prefixes);
+  if (known && !checked_out(repo, index.get(), commit, paths)) {
+    // libgit2 1.5 skips a file a path list names where the index had a
+    // folder and the work tree has nothing: the whole tree, then.
+    co.paths = {nullptr, 0};
+    co.checkout_strategy &= ~GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH;
+    check(git_checkout_tree(repo, reinterpret_cast<const git_object*>(commit), &co), "checkout");
+  }
+  if (options.remove_untracked && !known) remove_untracked_files(repo, options.keep_prefixes);
 }
 
 }  // namespace
@@ -710,6 +842,7 @@ void Repo::checkout_detached(const std::string& rev, const CheckoutOptions& opti
   with_lock_wait(index_locks(), true, [&] {
     checkout(raw(), commit.get(), options);
     check(git_repository_set_head_detached(raw(), git_commit_id(commit.get())), "detach HEAD");
+    if (options.force) record_checkout(raw());
   });
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "gitx/internal.h"
+#include "gitx/stat_sweep.h"
 #include "gitx/libgit2.h"
 #include "util/error.h"
 #include "util/fault.h"
@@ -185,6 +186,7 @@ void Repo::worktree_add(const std::string& name, const std::string& path, const 
     check(git_repository_open_from_worktree(&sub_raw, wt.get()), "open new worktree");
     RepositoryPtr sub(sub_raw);
     check(git_repository_set_head_detached(sub.get(), oid), "detach worktree HEAD");
+    internal::record_checkout(sub.get());
   } catch (...) {
     fs::remove_all(dir, ec);
     fs::remove_all(admin, ec);

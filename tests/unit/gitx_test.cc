@@ -1,18 +1,24 @@
 #include "gitx/repo.h"
 
+#include <git2.h>
 #include <gtest/gtest.h>
 
+#include "gitx/stat_sweep.h"
 #include "gitx/worktree.h"
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "test_util.h"
 #include "util/error.h"
+#include "util/subprocess.h"
 
 namespace fs = std::filesystem;
 
@@ -1114,6 +1120,189 @@ TEST_F(GitxPersistentWorktree, AMoveFindsEveryLeftoverFromOneScan) {
   EXPECT_EQ(read(path + "/moving.txt"), "one\n");
   EXPECT_EQ(rev_parse(path, "HEAD"), c1);
   EXPECT_EQ(porcelain(path), "");
+}
+
+// A move trusts the index's stat data where the index still holds HEAD's
+// tree as the last move left it (a sweep of lstat against the index, no
+// status scan): whatever a check run leaves, in the same clock tick as the
+// move or later, the next move must still end with the target's files
+// exactly, nothing untracked, ignored files kept. 120 seeded random steps
+// between moves among four commits; git itself is the judge.
+TEST_F(GitxPersistentWorktree, EveryMoveEndsAtTheTargetWhateverTheLastRunLeft) {
+  // Four commits whose trees differ in every way a move has to handle.
+  write(repo, ".gitignore", ".phoenix/\nbuild/\n*.log\n");
+  for (int d = 0; d < 3; ++d)
+    for (int f = 0; f < 6; ++f) write(repo, "d" + std::to_string(d) + "/f" + std::to_string(f) + ".txt", "abcd\n");
+  write(repo, "swap/inner.txt", "a folder in the first\n");
+  const std::string k1 = commit_all(repo, "k1");
+  write(repo, "d0/f0.txt", "wxyz\n");  // same size, other bytes
+  fs::remove_all(repo + "/swap");
+  write(repo, "swap", "a file in the second\n");
+  write(repo, "new/deep/x.txt", "x\n");
+  const std::string k2 = commit_all(repo, "k2");
+  fs::remove_all(repo + "/d2");
+  fs::permissions(repo + "/d1/f1.txt", fs::perms::owner_exec, fs::perm_options::add);
+  const std::string k3 = commit_all(repo, "k3");
+  write(repo, "d0/f0.txt", "abcd\n");
+  const std::string k4 = commit_all(repo, "k4");
+  const std::vector<std::string> commits{k1, k2, k3, k4};
+
+  Repo r = Repo::open(repo);
+  prepare_worktree(r, "phoenix-sweep", path, k1, kState);
+  write(path, "build/out.o", "warm\n");
+
+  unsigned seed = 20261203;
+  auto rnd = [&](unsigned n) {
+    seed = seed * 1103515245u + 12345u;
+    return (seed >> 16) % n;
+  };
+  auto tracked = [&] {
+    std::vector<std::string> out;
+    std::istringstream in(git(path, {"ls-files"}));
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) out.push_back(line);
+    return out;
+  };
+  for (int step = 0; step < 120; ++step) {
+    std::vector<std::string> files = tracked();  // .gitignore aside: build/ stays ignored
+    files.erase(std::remove(files.begin(), files.end(), ".gitignore"), files.end());
+    const std::string f = files[rnd(files.size())];
+    const std::string full = path + "/" + f;
+    switch (rnd(12)) {
+      case 0: {  // same size, other bytes, in place (same inode)
+        std::string c = read(full);
+        if (!c.empty()) c[0] = c[0] == 'Q' ? 'R' : 'Q';
+        std::ofstream(full, std::ios::in | std::ios::out | std::ios::binary) << c;
+        break;
+      }
+      case 1: {  // edited, then its old mtime put back (what cp -p or tar does)
+        struct stat st {};
+        ::stat(full.c_str(), &st);
+        std::string c = read(full);
+        if (!c.empty()) c[0] = c[0] == 'P' ? 'S' : 'P';
+        std::ofstream(full, std::ios::in | std::ios::out | std::ios::binary) << c;
+        const timespec times[2] = {st.st_atim, st.st_mtim};
+        ::utimensat(AT_FDCWD, full.c_str(), times, 0);
+        break;
+      }
+      case 2: fs::remove(full); break;
+      case 3: write(path, "junk/" + std::to_string(step) + "/u.txt", "untracked\n"); break;
+      case 4: write(path, "u" + std::to_string(step) + ".txt", "untracked\n"); break;
+      case 5: write(path, "noise" + std::to_string(step) + ".log", "ignored, kept\n"); break;
+      case 6:
+        fs::remove(full);
+        write(path, f + "/now-a-folder.txt", "a folder where a file was\n");
+        break;
+      case 7: {  // the executable bit flipped
+        const bool exec = (fs::status(full).permissions() & fs::perms::owner_exec) != fs::perms::none;
+        fs::permissions(full, fs::perms::owner_exec, exec ? fs::perm_options::remove : fs::perm_options::add);
+        break;
+      }
+      case 8:
+        write(path, f, "staged\n");
+        git(path, {"add", f});
+        break;
+      case 9:
+        write(path, f, "committed by the check\n");
+        git(path, {"commit", "-qam", "a check committed"});
+        break;
+      case 10: write(path, ".gitignore", ".phoenix/\nbuild/\n"); break;  // *.log no longer ignored
+      case 11:
+        fs::remove(full);  // a link out of the worktree: nothing may be written through it
+        fs::create_symlink(tmp / "outside", full);
+        break;
+    }
+    const std::string target = commits[rnd(commits.size())];
+    const PersistentWorktree moved = prepare_worktree(r, "phoenix-sweep", path, target, kState);
+    SCOPED_TRACE("step " + std::to_string(step) + " to " + target.substr(0, 7));
+    ASSERT_EQ(moved.state, PersistentWorktree::State::kReused) << moved.damage;
+    ASSERT_EQ(rev_parse(path, "HEAD"), target);
+    // The index is the target's tree, and every file hashes to its entry.
+    ASSERT_EQ(git(path, {"ls-files", "-s"}),
+              git(path, {"ls-tree", "-r", "--format=%(objectmode) %(objectname) 0\t%(path)", target}));
+    std::string names;
+    for (const std::string& t : tracked()) names += t + "\n";
+    util::ProcessOptions hash;
+    hash.argv = {"git", "hash-object", "--no-filters", "--stdin-paths"};
+    hash.cwd = path;
+    hash.stdin_data = names;
+    const std::string hashes = util::run_process(hash).output;
+    ASSERT_EQ(hashes, git(path, {"ls-tree", "-r", "--format=%(objectname)", target}));
+    ASSERT_EQ(git(path, {"status", "--porcelain", "--untracked-files=all"}), "");
+    ASSERT_EQ(read(path + "/build/out.o"), "warm\n");
+    ASSERT_FALSE(fs::exists(tmp / "outside")) << "written through a link";
+  }
+}
+
+// The sweep alone: what it names after a move and after a run's leftovers,
+// and when the index may be trusted to hold HEAD's tree.
+TEST_F(GitxPersistentWorktree, TheSweepNamesWhatARunLeftAndNothingElse) {
+  Repo r = Repo::open(repo);
+  // Each move writes the index a tick after stable.txt: it is not racily
+  // clean. What the last move wrote may be (same tick as the index): the
+  // sweep must name those too, whatever else it names.
+  prepare_worktree(r, "phoenix-sweep", path, c2, kState);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  prepare_worktree(r, "phoenix-sweep", path, c1, kState);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  prepare_worktree(r, "phoenix-sweep", path, c2, kState);
+  auto racy = [&] {
+    struct stat index {};
+    EXPECT_EQ(::stat((repo + "/.git/worktrees/phoenix-sweep/index").c_str(), &index), 0);
+    std::vector<std::string> out;
+    for (const char* f : {".gitignore", "added.txt", "moving.txt", "stable.txt"}) {
+      struct stat st {};
+      if (::lstat((path + "/" + f).c_str(), &st) == 0 &&
+          std::make_pair(st.st_mtim.tv_sec, st.st_mtim.tv_nsec) >=
+              std::make_pair(index.st_mtim.tv_sec, index.st_mtim.tv_nsec))
+        out.push_back(f);
+    }
+    return out;
+  };
+  auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    std::sort(a.begin(), a.end());
+    a.erase(std::unique(a.begin(), a.end()), a.end());
+    return a;
+  };
+  const std::vector<std::string> racy_now = racy();
+  EXPECT_TRUE(std::find(racy_now.begin(), racy_now.end(), "stable.txt") == racy_now.end());
+  git_libgit2_init();
+  auto sweep = [&] {
+    git_repository* raw = nullptr;
+    EXPECT_EQ(git_repository_open(&raw, path.c_str()), 0);
+    git_index* index = nullptr;
+    EXPECT_EQ(git_repository_index(&index, raw), 0);
+    std::optional<internal::Sweep> s = internal::stat_sweep(raw, index);
+    const bool trusted = internal::index_is_heads_tree(raw);
+    git_index_free(index);
+    git_repository_free(raw);
+    return std::make_pair(s.value_or(internal::Sweep{{"(none)"}, {}, false}), trusted);
+  };
+  auto [clean, trusted] = sweep();
+  EXPECT_EQ(clean.paths, racy_now);
+  EXPECT_TRUE(clean.ctime_only.empty());
+  EXPECT_TRUE(trusted);
+
+  write(path, "moving.txt", "a longer edit\n");
+  write(path, "new/deep/file.txt", "untracked\n");
+  write(path, "build/out.o", "ignored: the status decides\n");
+  struct stat st {};
+  ASSERT_EQ(::stat((path + "/stable.txt").c_str(), &st), 0);
+  write(path, "stable.txt", "NEVER CHANGES\n");  // same size, mtime put back
+  const timespec times[2] = {st.st_atim, st.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, (path + "/stable.txt").c_str(), times, 0), 0);
+  auto [dirty, still] = sweep();
+  EXPECT_EQ(dirty.paths, with({"build", "moving.txt", "new"}, racy_now));
+  EXPECT_EQ(dirty.ctime_only, std::vector<std::string>{"stable.txt"});
+  EXPECT_TRUE(dirty.narrows);
+  EXPECT_TRUE(still);
+
+  git(path, {"add", "moving.txt"});  // staged: the index is no longer HEAD's tree
+  EXPECT_FALSE(sweep().second);
+  prepare_worktree(r, "phoenix-sweep", path, c1, kState);
+  EXPECT_EQ(read(path + "/stable.txt"), "never changes\n");
+  EXPECT_TRUE(sweep().second);
 }
 
 TEST_F(GitxPersistentWorktree, ADamagedOneIsRecreatedNeverTrusted) {
