@@ -39,6 +39,15 @@ using test::write;
 // cleans (layout::state_prefixes()): gitx itself knows no such folder.
 const std::vector<std::string> kState{".phoenix/"};
 
+// The same steps every run: a linear congruential generator, rnd(n) in [0, n).
+struct Seeded {
+  unsigned seed;
+  unsigned operator()(unsigned n) {
+    seed = seed * 1103515245u + 12345u;
+    return (seed >> 16) % n;
+  }
+};
+
 std::vector<std::string> lines(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream in(s);
@@ -1151,11 +1160,7 @@ TEST_F(GitxPersistentWorktree, EveryMoveEndsAtTheTargetWhateverTheLastRunLeft) {
   prepare_worktree(r, "phoenix-sweep", path, k1, kState);
   write(path, "build/out.o", "warm\n");
 
-  unsigned seed = 20261203;
-  auto rnd = [&](unsigned n) {
-    seed = seed * 1103515245u + 12345u;
-    return (seed >> 16) % n;
-  };
+  Seeded rnd{20261203u};
   auto tracked = [&] {
     std::vector<std::string> out;
     std::istringstream in(git(path, {"ls-files"}));
@@ -1379,11 +1384,7 @@ TEST(GitxWatch, AWatchedTreeSaysWhatAScanSaysWhateverHappens) {
   ASSERT_TRUE(w.watch_work_tree()) << "inotify refused";
   w.commit_all("clean start", "t", "t@localhost", true, kState);
 
-  unsigned seed = 12345;
-  auto rnd = [&](unsigned n) {
-    seed = seed * 1103515245u + 12345u;
-    return (seed >> 16) % n;
-  };
+  Seeded rnd{12345u};
   auto files = [&] {
     std::vector<std::string> out;
     for (const auto& e : fs::recursive_directory_iterator(repo)) {
