@@ -479,19 +479,21 @@ void checkout(git_repository* repo, const git_commit* commit, const CheckoutOpti
   // Forced, with a HEAD to compare with: one status scan of the work tree
   // (what `git status` costs) names every path that can differ, and the
   // checkout looks at those alone instead of comparing every file again;
-  // the same scan lists the untracked files to remove afterwards. A stat
-  // sweep (stat_sweep.h) comes first: in a worktree whose index still holds
-  // HEAD's tree as gitx's last checkout left it (nothing staged), the paths
-  // it names are all the scan has to look at, none meaning nothing to scan;
-  // and the files whose ctime alone changed, which libgit2's status takes
-  // for unchanged, are hashed here and rewritten where they differ.
+  // the same scan lists the untracked files to remove afterwards. In a
+  // worktree whose index still holds HEAD's tree as gitx's last checkout or
+  // commit left it (nothing staged), a stat sweep (stat_sweep.h) replaces
+  // that scan: the paths it names are all a status has to look at, none
+  // meaning nothing to scan; and the files whose ctime alone changed, which
+  // libgit2's status takes for unchanged, are hashed and rewritten where
+  // they differ.
   StatusListPtr scan;
   bool known = false;  // the paths that can differ are known
   std::vector<std::string> paths;
   if (options.force) {
     if (CommitPtr head = head_commit(repo)) {
-      const std::optional<Sweep> swept = stat_sweep(repo, index.get());
-      const bool narrow = swept && swept->narrows && index_is_heads_tree(repo);
+      const std::optional<Sweep> swept =
+          index_is_heads_tree(repo) ? stat_sweep(repo, index.get()) : std::optional<Sweep>();
+      const bool narrow = swept && swept->narrows;
       if (!narrow || !swept->paths.empty())
         scan = status_list(repo, GIT_STATUS_SHOW_INDEX_AND_WORKDIR, narrow ? &swept->paths : nullptr);
       paths = paths_to_check_out(repo, head.get(), commit, scan.get());
@@ -506,14 +508,13 @@ void checkout(git_repository* repo, const git_commit* commit, const CheckoutOpti
     co.paths.count = path_ptrs.size();
     co.checkout_strategy |= GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH;
   }
-  if (known) {
-    TreePtr target = commit_tree(commit);
-    remove_links_in_the_way(repo, target.get(), paths);
-    forget_files_gone_where_folders_come(repo, index.get(), target.get(), paths);
-  }
-  // The untracked files the scan found go before the checkout: a folder of
-  // them may stand where the target has a file.
+  // Before the checkout: links in the way go; the untracked files the scan
+  // found go (a folder of them may stand where the target has a file); then
+  // the index forgets files that are gone where the target has a folder.
+  TreePtr target = known ? commit_tree(commit) : nullptr;
+  if (known) remove_links_in_the_way(repo, target.get(), paths);
   if (options.remove_untracked && scan) remove_untracked_listed(repo, scan.get(), index.get(), options.keep_prefixes);
+  if (known) forget_files_gone_where_folders_come(repo, index.get(), target.get(), paths);
   // (An empty path list would mean "every path": nothing differs, nothing to write.)
   if (!known || !paths.empty())
     check(git_checkout_tree(repo, reinterpret_cast<const git_object*>(commit), &co), "checkout");
@@ -760,6 +761,7 @@ std::string Repo::commit_all_now(const std::string& message, const std::string& 
     check(git_index_write(index.get()), "write index");
     // The tree is HEAD's now, but for the untracked files left out.
     watch_clean(left);
+    record_checkout(raw());  // the index is the new HEAD's tree: a worktree's next move may sweep
     return sha;
   } catch (...) {
     git_index_read(index.get(), 1);  // drop the half-staged in-memory index
@@ -792,6 +794,7 @@ std::string Repo::commit_tracked_and_now(const std::vector<std::string>& paths, 
     check(git_index_write_tree(&tree, index.get()), "write tree");
     std::string sha = create_commit(raw(), "HEAD", tree, message, author_name, author_email);
     check(git_index_write(index.get()), "write index");
+    record_checkout(raw());
     return sha;
   } catch (...) {
     git_index_read(index.get(), 1);

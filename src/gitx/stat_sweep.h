@@ -40,14 +40,14 @@ struct Sweep {
 std::optional<Sweep> stat_sweep(git_repository* repo, git_index* index);
 
 // Whether the index of a linked worktree still holds exactly HEAD's tree,
-// as the last forced checkout through gitx left it (record_checkout wrote
-// HEAD's id and the index file's checksum into the worktree's admin
-// folder). When it does, nothing is staged and a sweep of the work tree is
-// the whole status.
+// as the last forced checkout or commit through gitx left it
+// (record_checkout wrote HEAD's id and the index file's checksum into the
+// worktree's admin folder). When it does, nothing is staged and a sweep of
+// the work tree is the whole status.
 bool index_is_heads_tree(git_repository* repo);
-// After a forced checkout that left the index equal to HEAD's tree (and
-// the HEAD set): remembers both for index_is_heads_tree. Linked worktrees
-// only; the user's own .git gets no file of Phoenix's.
+// After a forced checkout or a commit that left the index equal to HEAD's
+// tree (and the HEAD set): remembers both for index_is_heads_tree. Linked
+// worktrees only; the user's own .git gets no file of Phoenix's.
 void record_checkout(git_repository* repo);
 
 }  // namespace phoenix::gitx::internal
