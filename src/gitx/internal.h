@@ -23,6 +23,8 @@ lg2::TreePtr commit_tree(const git_commit* commit);
 lg2::TreePtr tree_or_empty(git_repository* repo, const std::string& rev);
 // HEAD's commit, or null while unborn.
 lg2::CommitPtr head_commit(git_repository* repo);
+// The path of the repository's (or linked worktree's) index file.
+std::string index_file(git_repository* repo);
 
 // Tree to tree, renames detected; for_patch adds binary content.
 lg2::DiffPtr diff_trees(git_repository* repo, const git_tree* from, const git_tree* to, bool for_patch);

@@ -67,6 +67,8 @@ TreePtr tree_or_empty(git_repository* repo, const std::string& rev) {
 }
 
 // HEAD's commit, or null while unborn.
+std::string index_file(git_repository* repo) { return std::string(git_repository_path(repo)) + "index"; }
+
 CommitPtr head_commit(git_repository* repo) {
   git_oid oid;
   int rc = git_reference_name_to_id(&oid, repo, "HEAD");
@@ -125,8 +127,7 @@ TreeWatch::Stamp stamp_of(git_repository* repo) {
   git_oid oid;
   if (git_reference_name_to_id(&oid, repo, "HEAD") == 0) s.head = lg2::oid_hex(oid);
   struct stat st {};
-  const std::string index = std::string(git_repository_path(repo)) + "index";
-  if (::stat(index.c_str(), &st) == 0)
+  if (::stat(index_file(repo).c_str(), &st) == 0)
     s.index = std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) +
               "." + std::to_string(st.st_mtim.tv_nsec);
   return s;
@@ -144,9 +145,8 @@ char status_letter(unsigned s) {
 // Deletes the untracked files `list` holds (see
 // CheckoutOptions::remove_untracked) and the folders that only held them.
 // Done by hand rather than with libgit2's GIT_CHECKOUT_REMOVE_UNTRACKED so
-// keep_prefixes survive. A path `index` tracks by now (the list
-// may predate a checkout that wrote it) stays.
-void remove_untracked_listed(git_repository* repo, git_status_list* list, git_index* index,
+// keep_prefixes survive.
+void remove_untracked_listed(git_repository* repo, git_status_list* list,
                              const std::vector<std::string>& keep_prefixes) {
   const std::string top = strip_trailing_slash(git_repository_workdir(repo));
   std::set<fs::path> parents;
@@ -156,13 +156,10 @@ void remove_untracked_listed(git_repository* repo, git_status_list* list, git_in
     std::string path = e->index_to_workdir->new_file.path;
     // "dir/" is a nested repository: someone else's history, never ours to delete.
     if (path.empty() || path.back() == '/' || under_any(path, keep_prefixes)) continue;
-    if (index && git_index_get_bypath(index, path.c_str(), 0)) continue;
     fs::path full = fs::path(top) / path;
     std::error_code ec;
     fs::remove(full, ec);
-    // Gone already: the checkout wrote a tracked file where its folder was.
-    if (ec && ec != std::errc::not_a_directory && ec != std::errc::no_such_file_or_directory)
-      throw Error("cannot remove untracked " + full.string() + ": " + ec.message());
+    if (ec) throw Error("cannot remove untracked " + full.string() + ": " + ec.message());
     parents.insert(full.parent_path());
   }
   // Deepest first, so a chain of folders that only held removed files goes.
@@ -178,7 +175,7 @@ void remove_untracked_listed(git_repository* repo, git_status_list* list, git_in
 // The same after a scan of its own.
 void remove_untracked_files(git_repository* repo, const std::vector<std::string>& keep_prefixes) {
   StatusListPtr list = status_list(repo, GIT_STATUS_SHOW_WORKDIR_ONLY);
-  remove_untracked_listed(repo, list.get(), nullptr, keep_prefixes);
+  remove_untracked_listed(repo, list.get(), keep_prefixes);
 }
 
 struct SkipUntracked {
@@ -421,12 +418,11 @@ void rewrite_if_edited(git_repository* repo, git_index* index, const std::vector
 // Whether every one of `paths` is in the index and the work tree as the
 // target has it (a file with its id and mode, or nothing where the target
 // has a folder or nothing).
-bool checked_out(git_repository* repo, git_index* index, const git_commit* target,
+bool checked_out(git_repository* repo, git_index* index, const git_tree* target,
                  const std::vector<std::string>& paths) {
   const std::string top = strip_trailing_slash(git_repository_workdir(repo));
-  TreePtr tree = commit_tree(target);
   for (const std::string& p : paths) {
-    TreeEntryPtr entry = entry_at(tree.get(), p);
+    TreeEntryPtr entry = entry_at(target, p);
     const bool file = entry && git_tree_entry_type(entry.get()) == GIT_OBJECT_BLOB;
     const git_index_entry* e = git_index_get_bypath(index, p.c_str(), 0);
     if (!file) {
@@ -479,11 +475,11 @@ void checkout(git_repository* repo, const git_commit* commit, const CheckoutOpti
   // Forced, with a HEAD to compare with: one status scan of the work tree
   // (what `git status` costs) names every path that can differ, and the
   // checkout looks at those alone instead of comparing every file again;
-  // the same scan lists the untracked files to remove afterwards. In a
-  // worktree whose index still holds HEAD's tree as gitx's last checkout or
-  // commit left it (nothing staged), a stat sweep (stat_sweep.h) replaces
-  // that scan: the paths it names are all a status has to look at, none
-  // meaning nothing to scan; and the files whose ctime alone changed, which
+  // the same scan lists the untracked files to remove afterwards. A stat
+  // sweep (stat_sweep.h) comes first: in a worktree whose index still holds
+  // HEAD's tree as gitx's last checkout or commit left it (nothing staged),
+  // the paths it names are all a status has to look at, none meaning
+  // nothing to scan; and the files whose ctime alone changed, which
   // libgit2's status takes for unchanged, are hashed and rewritten where
   // they differ.
   StatusListPtr scan;
@@ -491,9 +487,9 @@ void checkout(git_repository* repo, const git_commit* commit, const CheckoutOpti
   std::vector<std::string> paths;
   if (options.force) {
     if (CommitPtr head = head_commit(repo)) {
-      const std::optional<Sweep> swept =
-          index_is_heads_tree(repo) ? stat_sweep(repo, index.get()) : std::optional<Sweep>();
-      const bool narrow = swept && swept->narrows;
+      // The sweep runs either way: only it sees a ctime-only edit.
+      const std::optional<Sweep> swept = stat_sweep(repo, index.get());
+      const bool narrow = swept && swept->narrows && index_is_heads_tree(repo);
       if (!narrow || !swept->paths.empty())
         scan = status_list(repo, GIT_STATUS_SHOW_INDEX_AND_WORKDIR, narrow ? &swept->paths : nullptr);
       paths = paths_to_check_out(repo, head.get(), commit, scan.get());
@@ -513,12 +509,12 @@ void checkout(git_repository* repo, const git_commit* commit, const CheckoutOpti
   // the index forgets files that are gone where the target has a folder.
   TreePtr target = known ? commit_tree(commit) : nullptr;
   if (known) remove_links_in_the_way(repo, target.get(), paths);
-  if (options.remove_untracked && scan) remove_untracked_listed(repo, scan.get(), index.get(), options.keep_prefixes);
+  if (options.remove_untracked && scan) remove_untracked_listed(repo, scan.get(), options.keep_prefixes);
   if (known) forget_files_gone_where_folders_come(repo, index.get(), target.get(), paths);
   // (An empty path list would mean "every path": nothing differs, nothing to write.)
   if (!known || !paths.empty())
     check(git_checkout_tree(repo, reinterpret_cast<const git_object*>(commit), &co), "checkout");
-  if (known && !checked_out(repo, index.get(), commit, paths)) {
+  if (known && !checked_out(repo, index.get(), target.get(), paths)) {
     // libgit2 1.5 skips a file a path list names where the index had a
     // folder and the work tree has nothing: the whole tree, then.
     co.paths = {nullptr, 0};

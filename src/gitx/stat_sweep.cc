@@ -109,24 +109,19 @@ bool sweep_folder(int top_fd, const Folder& f, const timespec& index_mtime, Swee
   return true;
 }
 
-// The index file's size and trailing checksum: what changes whenever
-// anything (git add, a commit, another checkout) rewrites it.
+// The index file's size and trailing checksum (a SHA-1): what changes
+// whenever anything (git add, a commit, another checkout) rewrites it.
 std::string index_fingerprint(git_repository* repo) {
-  const std::string path = std::string(git_repository_path(repo)) + "index";
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  std::ifstream in(index_file(repo), std::ios::binary | std::ios::ate);
   if (!in) return "";
   const std::streamoff size = in.tellg();
-  if (size < 20) return "";
-  char sum[20];
-  in.seekg(size - 20);
-  if (!in.read(sum, sizeof sum)) return "";
-  std::string out = std::to_string(size) + ":";
-  static const char* hex = "0123456789abcdef";
-  for (unsigned char c : sum) {
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
+  unsigned char sum[GIT_OID_RAWSZ];
+  if (size < static_cast<std::streamoff>(sizeof sum)) return "";
+  in.seekg(size - static_cast<std::streamoff>(sizeof sum));
+  if (!in.read(reinterpret_cast<char*>(sum), sizeof sum)) return "";
+  git_oid checksum;
+  git_oid_fromraw(&checksum, sum);
+  return std::to_string(size) + ":" + lg2::oid_hex(checksum);
 }
 
 std::string stamp_path(git_repository* repo) { return std::string(git_repository_path(repo)) + "phoenix-checkout"; }
@@ -145,7 +140,7 @@ std::optional<Sweep> stat_sweep(git_repository* repo, git_index* index) {
   const char* workdir = git_repository_workdir(repo);
   if (!workdir) return std::nullopt;
   struct stat ist {};
-  if (::stat((std::string(git_repository_path(repo)) + "index").c_str(), &ist) != 0) return std::nullopt;
+  if (::stat(index_file(repo).c_str(), &ist) != 0) return std::nullopt;
 
   // The folders, each with its files and the names the index holds there.
   std::deque<Folder> folders;                       // a deque: the views below point into its paths
