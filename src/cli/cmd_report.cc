@@ -8,6 +8,7 @@
 #include "cli/app.h"
 #include "engine/cycle.h"
 #include "gitx/repo.h"
+#include "layout/layout.h"
 #include "report/night.h"
 #include "report/render.h"
 #include "report/summary.h"
@@ -43,9 +44,13 @@ report::Facts repo_facts(const Context& ctx, std::shared_ptr<gitx::Repo>& keep) 
   if (!ctx.in_repo) return f;
   try {
     keep = std::make_shared<gitx::Repo>(gitx::Repo::discover(ctx.root));
-    f.known_good = keep->read_ref(engine::kKnownGoodRef).value_or("");
     for (const auto& r : keep->list_refs(engine::kAbandonedPrefix)) f.abandoned_refs.emplace(r.sha, r.name);
     std::shared_ptr<gitx::Repo> repo = keep;
+    f.known_good_of = [repo](const std::string& branch) {
+      try {
+        return repo->read_ref(layout::known_good_ref_of(branch.empty() ? repo->head_branch() : branch)).value_or("");
+      } catch (const std::exception&) { return std::string(); }
+    };
     f.tasks_at = [repo](const std::string& branch, const std::string& path) {
       try {
         return repo->read_blob_at(branch, path).value_or("");
@@ -73,12 +78,16 @@ int cmd_report(const std::vector<std::string>& args) {
     return kExitRed;
   }
   std::string text = util::read_file(path);
-  long long since = p.vm.count("since") ? parse_since(p.vm["since"].as<std::string>()) : report::last_loop_start(text);
+  // "The last night" is the last loop run and nothing else: from its start
+  // to its end (a later hook or `phoenix run` is not part of it). --since
+  // takes everything from then on. The text and --json cover one window.
+  const bool last_loop = !p.vm.count("since");
+  long long since = last_loop ? report::last_loop_start(text) : parse_since(p.vm["since"].as<std::string>());
+  long long until = last_loop && since > 0 ? report::loop_end_after(text, since) : -1;
   std::shared_ptr<gitx::Repo> repo;
-  report::Night night = report::read_night(text, since, repo_facts(p.ctx, repo));
+  report::Night night = report::read_night(text, since, repo_facts(p.ctx, repo), until);
   if (p.ctx.json) {
-    // --json keeps every loop in --since's reach (the figures a harness sums).
-    util::Json j = report::summary_json(text, p.vm.count("since") ? since : 0);
+    util::Json j = report::summary_json(text, since, until);
     j["verdict"] = report::verdict(night);
     j["needs_person"] = report::needs_person(night);
     j["next"] = report::next_command(night);

@@ -53,6 +53,7 @@ struct Engine::Impl {
   std::string pre_run;  // pre-run checkpoint commit (created before the first write)
   int session_retries = 0;
   int consecutive_failed = 0;
+  std::string known_good_ref;  // this line of work's (RunOptions.known_good_ref)
   std::vector<checks::CheckSpec> selected;
   std::vector<bool> green;  // per selected check, last measurement
 
@@ -113,6 +114,19 @@ struct Engine::Impl {
   }
 
   checks::SenseResult measure(const checks::CheckSpec& c) { return checks.run(c, root); }
+
+  // RunOptions.task_start: whether the work tree (an applied patch
+  // included) holds that commit's tree again, Phoenix's paths and the
+  // untracked files the run found aside.
+  bool undoes_change() const {
+    if (opt.task_start.empty()) return false;
+    for (const std::string& f : gitx::Repo::patch_files(repo->diff_workdir_patch(opt.task_start))) {
+      bool kept = false;
+      for (const std::string& k : keep) kept = kept || util::starts_with(f, k);
+      if (!kept) return false;
+    }
+    return true;
+  }
 
   // Something wrote into the user's repository while a fixer worked. What
   // it committed stays reachable under refs/phoenix/abandoned/; the work
@@ -175,6 +189,7 @@ RunResult Engine::Impl::run() {
   repo.emplace(gitx::Repo::open(root));
   head0 = repo->head_sha();
   if (head0.empty()) throw UsageError("the repository has no commits yet: commit something for Phoenix to measure");
+  known_good_ref = opt.known_good_ref.empty() ? layout::known_good_ref(*repo) : opt.known_good_ref;
   // Untracked files do not block (git's own bisect, rebase and pull carry
   // on around them); modified or staged tracked files do (invariant 5).
   dirty0 = !repo->tracked_clean(keep);
@@ -216,7 +231,12 @@ RunResult Engine::Impl::run() {
     // Invariant 5: no automatic change on top of someone's uncommitted work.
     explain("guard dirty-tree: uncommitted changes and no --allow-dirty: detection only");
     for (size_t i = 0; i < selected.size(); ++i)
-      if (!green[i]) result.issues.push_back({selected[i].id, State::kRed, 0, "", "", "", "", std::nullopt});
+      if (!green[i]) {
+        IssueOutcome o;
+        o.check = selected[i].id;
+        o.state = State::kRed;
+        result.issues.push_back(o);
+      }
     trace.append("run.end", {{"exit_code", kExitRed}, {"why", "dirty work tree"}});
     result.exit_code = kExitRed;
     if (on_event)
@@ -252,11 +272,11 @@ RunResult Engine::Impl::run() {
   if (all_green && !opt.dry_run && opt.bless_known_good && repo->tracked_clean(keep) &&
       (opt.only.empty() || selected.size() == cfg.checks.size())) {
     std::string head = repo->head_sha();
-    repo->write_ref(kKnownGoodRef, head, "phoenix: every check green");
+    repo->write_ref(known_good_ref, head, "phoenix: every check green");
     trace.append("known-good", {{"commit", head}});
     explain("known-good := " + util::sha12(head) + " (every check measured green, tree clean)");
   }
-  if (auto kg = repo->read_ref(kKnownGoodRef)) result.known_good = *kg;
+  if (auto kg = repo->read_ref(known_good_ref)) result.known_good = *kg;
   result.exit_code = exit_code;
   trace.append("run.end", {{"exit_code", exit_code}});
   return result;
@@ -291,6 +311,7 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
   h.out.check = check.id;
   h.out.issue_signature = h.failure.issue_signature;
   h.budget = cfg.budgets.count(check.type) ? cfg.budgets.at(check.type) : 3;
+  if (opt.max_attempts > 0) h.budget = std::min(h.budget, opt.max_attempts);
   explain("check " + check.id + ": failure type " + check.type + ", budget " + std::to_string(h.budget) +
           " attempts (session cap " + std::to_string(cfg.session_cap) + ", used " + std::to_string(session_retries) +
           ")");
@@ -375,6 +396,17 @@ std::string Engine::Impl::stop_reason(const Heal& h) const {
 }
 
 IssueOutcome Engine::Impl::give_up(Heal& h, const std::string& stop, RunResult& result) {
+  h.out.tried = h.attempts;
+  h.out.last_diff = h.last_diff;
+  h.out.why_stopped = stop;
+  if (!opt.escalate && !opt.dry_run) {
+    // The caller (the loop) writes the note and rolls back: every attempt
+    // was undone already, so the tree is where the heal started.
+    explain("stop " + h.check.id + ": " + stop + "; the caller escalates");
+    state(h.check.id, State::kRed, {{"why", stop}});
+    h.out.state = State::kRed;
+    return h.out;
+  }
   explain("escalate " + h.check.id + ": " + stop);
   if (opt.dry_run) {
     h.out.state = State::kRed;
@@ -397,7 +429,8 @@ fixers::Proposal Engine::Impl::propose(Heal& h, fixers::Fixer& fixer, std::strin
   req.failure = h.failure;
   req.earlier = h.earlier;
   req.head = repo->head_sha();
-  req.known_good = repo->read_ref(kKnownGoodRef).value_or("");
+  req.known_good = layout::known_good_commit(*repo, known_good_ref).value_or("");
+  req.change = opt.change;
   req.timeout_s = cfg.harness.timeout_s;
   req.explain = opt.explain;
   // Invariant 12: the user's repository is not touched while a fixer
@@ -543,6 +576,18 @@ Engine::Impl::Applied Engine::Impl::apply_and_verify(Heal& h, const fixers::Prop
     return a;
   }
   PHOENIX_FAULT("after-apply");
+  if (undoes_change()) {
+    // The tree is the task's start again: a rollback of the attempt, not a
+    // fix of it. Counted as a failed attempt, never verified or learnt.
+    const std::string why = "it undoes the change under way (the tree is as the task started: a rollback, not a fix)";
+    undo_patch(cp, head_before, facts.files);
+    h.last_diff = p.patch;
+    h.out.undid_change = true;
+    record_failure(h, p.fixer, "rejected (undoes-change): " + why, attempt_sig, &p, "");
+    state(id, State::kRejected, {{"fixer", p.fixer}, {"guard", "undoes-change"}, {"why", why}});
+    explain("guard undoes-change rejects the proposal of " + p.fixer + ": " + why);
+    return a;
+  }
 
   state(id, State::kVerifying, {{"fixer", p.fixer}});
   auto vstart = Clock::now();
@@ -638,7 +683,7 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   std::string head = repo->head_sha();
   std::string target = head0;
   if (opt.rollback == "known-good") {
-    if (auto kg = repo->read_ref(kKnownGoodRef)) target = *kg;
+    if (auto kg = layout::known_good_commit(*repo, known_good_ref)) target = *kg;
   }
   std::string stamp = util::compact_utc(true);
   if (head != target) repo->write_ref(std::string(kAbandonedPrefix) + stamp, head, "phoenix: abandoned by rollback");

@@ -18,6 +18,7 @@
 
 #include "checks/check.h"
 #include "config/config.h"
+#include "engine/incident.h"
 #include "engine/state.h"
 #include "fixers/fixer.h"
 #include "trace/trace.h"
@@ -66,6 +67,24 @@ struct RunOptions {
   double max_wait_s = 600;
   std::string author_name = "phoenix";
   std::string author_email = "phoenix@localhost";
+  // The ref a green end moves and a rollback to known-good reads: ""
+  // is the known-good of HEAD's branch (known_good_ref()).
+  std::string known_good_ref;
+
+  // What phoenix-loop sets for a heal of a task's red attempt (loop/):
+  // - max_attempts > 0: at most that many attempts per issue (what is left
+  //   of the task's budget), fewer than the failure type's budget;
+  // - escalate false: a heal that runs out ends RED with its attempts in
+  //   IssueOutcome, no incident and no rollback: the loop writes the task's
+  //   note, with the agent's own attempts in it, and rolls back itself;
+  // - task_start: the commit the task started from. A "fix" whose tree is
+  //   that commit's again undid the change under way: it is not HEALED (the
+  //   outcome says undid_change) and the journal never learns it as a fix;
+  // - change: the task and the attempt's diff, shown to the harness.
+  int max_attempts = 0;
+  bool escalate = true;
+  std::string task_start;
+  std::string change;
 };
 
 struct IssueOutcome {
@@ -82,6 +101,12 @@ struct IssueOutcome {
   // reported none (unknown, never counted as 0).
   double cost_usd = 0;
   int unknown_cost_runs = 0;
+  // What was tried (every failed attempt, in order), the last patch tried,
+  // and why the heal stopped: the loop's incident note lists them.
+  std::vector<IncidentAttempt> tried;
+  std::string last_diff;
+  std::string why_stopped;
+  bool undid_change = false;  // RunOptions.task_start: a patch that only undid the change (kRed)
 };
 
 struct RunResult {
@@ -114,8 +139,7 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
-// Refs Phoenix keeps in the user's repository.
-constexpr const char* kKnownGoodRef = "refs/phoenix/known-good";
+// Refs Phoenix keeps in the user's repository (known-good: layout::known_good_ref).
 constexpr const char* kPreRunRef = "refs/phoenix/checkpoints/pre-run";
 constexpr const char* kAttemptRef = "refs/phoenix/checkpoints/attempt";
 constexpr const char* kAbandonedPrefix = "refs/phoenix/abandoned/";

@@ -32,8 +32,9 @@ RunResult run_session(const std::string& root, const config::Config& cfg, Sessio
   std::optional<journal::Journal> jr;
   std::optional<JournalSink> sink;
   if (use_journal || record) {
-    layout::ensure_state_dir(root);
-    jr.emplace(journal::Journal::open(layout::journal_file(root)));
+    const std::string& home = options.journal_root.empty() ? root : options.journal_root;
+    layout::ensure_state_dir(home);
+    jr.emplace(journal::Journal::open(layout::journal_file(home)));
     sink.emplace(*jr);
   }
   std::vector<std::unique_ptr<fixers::Fixer>> fx;

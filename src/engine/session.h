@@ -16,6 +16,9 @@ struct SessionOptions {
   RunOptions run;
   std::vector<std::string> fixers;  // names, in order; empty: the config's
   bool no_journal = false;
+  // Whose journal: "" is root's. phoenix-loop heals in its own worktrees
+  // and passes the user's work tree: one journal per repository.
+  std::string journal_root;
 };
 
 RunResult run_session(const std::string& root, const config::Config& cfg, SessionOptions options, trace::Trace& trace,

@@ -38,7 +38,10 @@ struct Request {
   Failure failure;
   std::vector<EarlierAttempt> earlier;
   std::string head;        // HEAD sha when the proposal was asked for
-  std::string known_good;  // refs/phoenix/known-good, or ""
+  std::string known_good;  // the branch's known-good commit (layout::known_good_ref), or ""
+  // The change under way that turned the check red, when the caller knows
+  // it (phoenix-loop: the task and the agent's diff), else "".
+  std::string change;
   double timeout_s = 900;
   bool explain = false;
 };

@@ -167,6 +167,9 @@ std::map<std::string, std::string> prompt_values(const Request& request) {
     while (!out.empty() && out.back() == '\n') out.pop_back();
     v["earlier_attempts"] = out;
   }
+  v["change"] = request.change.empty()
+                    ? "(none named: the check is red on the commit as it is; find the cause in the code)"
+                    : request.change;
   v["issue_signature"] = f.issue_signature;
   v["head"] = request.head;
   return v;

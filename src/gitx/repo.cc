@@ -896,6 +896,16 @@ std::vector<std::string> Repo::commit_files(const std::string& rev) const {
   return delta_paths(diff.get());
 }
 
+std::vector<std::string> Repo::changed_paths(const std::string& from, const std::string& to) const {
+  TreePtr a = commit_tree(lookup_commit(raw(), from).get());
+  TreePtr b = commit_tree(lookup_commit(raw(), to).get());
+  std::vector<std::string> out;
+  changed_files(raw(), a.get(), b.get(), "", out);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 // ---------------------------------------------------------------------------
 // Configuration.
 

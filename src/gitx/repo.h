@@ -220,6 +220,10 @@ class Repo {
   // Paths the commit changed against its first parent (everything for a
   // root commit); a rename gives both names. Sorted, unique.
   std::vector<std::string> commit_files(const std::string& rev) const;
+  // Paths whose entries differ between the trees of commits `from` and `to`
+  // (a folder on one side only lists every file under it). Folders with the
+  // same id are not read. Sorted, unique. What a task changed, net.
+  std::vector<std::string> changed_paths(const std::string& from, const std::string& to) const;
 
   // --- patches -----------------------------------------------------------
   // Patch text is git's extended unified diff: renames detected, new,

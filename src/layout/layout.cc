@@ -189,4 +189,39 @@ std::vector<std::string> migrate_legacy_trees(gitx::Repo& repo) {
   return done;
 }
 
+std::string known_good_ref_of(const std::string& branch) {
+  return std::string(kKnownGoodPrefix) + (branch.empty() ? "HEAD" : branch);
+}
+
+std::string known_good_ref(gitx::Repo& repo) {
+  const std::string ref = known_good_ref_of(repo.head_branch());
+  if (std::optional<std::string> legacy = repo.read_ref(kLegacyKnownGoodRef)) {
+    // refs/phoenix/known-good is a file where the new refs need a folder.
+    repo.delete_ref(kLegacyKnownGoodRef);
+    const std::string head = repo.head_sha();
+    bool ours = false;
+    try {
+      ours = !head.empty() && repo.is_ancestor(*legacy, head);
+    } catch (const Error&) {}
+    if (ours && !repo.read_ref(ref)) repo.write_ref(ref, *legacy, "phoenix: known-good, kept per branch");
+    else repo.write_ref("refs/phoenix/abandoned/known-good-" + util::compact_utc(true), *legacy,
+                        "phoenix: the one known-good of an earlier version");
+  }
+  return ref;
+}
+
+std::optional<std::string> known_good_commit(const gitx::Repo& repo, const std::string& ref) {
+  if (std::optional<std::string> own = repo.read_ref(ref)) return own;
+  const std::string head = repo.head_sha();
+  if (head.empty()) return std::nullopt;
+  std::optional<std::string> best;
+  for (const auto& r : repo.list_refs(kKnownGoodPrefix)) {
+    try {
+      if (!repo.is_ancestor(r.sha, head)) continue;
+      if (!best || repo.is_ancestor(*best, r.sha)) best = r.sha;
+    } catch (const Error&) {}
+  }
+  return best;
+}
+
 }  // namespace phoenix::layout

@@ -23,6 +23,7 @@
 // them once.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,5 +57,27 @@ void require_writable(const gitx::Repo& repo);
 // Nothing else under .phoenix/ is touched. Returns what it did, one line
 // each ("removed the old worktree .phoenix/worktrees/bisect").
 std::vector<std::string> migrate_legacy_trees(gitx::Repo& repo);
+
+// known-good is kept per line of work: refs/phoenix/known-good/<branch>
+// (refs/phoenix/known-good/HEAD for a detached HEAD: git allows no branch
+// of that name), so a night on the loop's branch never moves the point the
+// user's own hook and `phoenix run` fall back to.
+inline constexpr const char* kKnownGoodPrefix = "refs/phoenix/known-good/";
+// phoenix-loop's red attempts, one ref each: <prefix><loop>/<task>/<n>.
+inline constexpr const char* kAttemptsPrefix = "refs/phoenix/attempts/";
+// Where earlier versions kept the one known-good of the repository.
+inline constexpr const char* kLegacyKnownGoodRef = "refs/phoenix/known-good";
+// The known-good ref of `branch` ("main", "phoenix/loop-20261204"; "" for
+// a detached HEAD).
+std::string known_good_ref_of(const std::string& branch);
+// The known-good ref of the branch `repo`'s HEAD is on. An earlier
+// version's refs/phoenix/known-good (in the way of the folder of the new
+// refs) is moved there first when it is an ancestor of HEAD, and otherwise
+// kept under refs/phoenix/abandoned/known-good-<time>.
+std::string known_good_ref(gitx::Repo& repo);
+// The commit `ref` (a known-good ref) names; a branch without one of its
+// own (a new feature branch) falls back to the nearest known-good of
+// another line of work that is an ancestor of HEAD. nullopt: none.
+std::optional<std::string> known_good_commit(const gitx::Repo& repo, const std::string& ref);
 
 }  // namespace phoenix::layout

@@ -19,6 +19,7 @@
 
 #include "checks/check.h"
 #include "engine/cycle.h"
+#include "engine/incident.h"
 #include "engine/session.h"
 #include "engine/signature.h"
 #include "agent/agent.h"
@@ -27,6 +28,7 @@
 #include "layout/layout.h"
 #include "loop/queue.h"
 #include "loop/acceptance.h"
+#include "loop/attempts.h"
 #include "loop/caps.h"
 #include "loop/notify.h"
 #include "loop/state.h"
@@ -118,6 +120,8 @@ struct Loop {
   std::function<void(const std::string&)> say;
 
   std::string root, wt, branch, wt_name, tasks_rel, prompt_rel;
+  std::string kg_ref;  // the loop branch's known-good (layout::known_good_ref_of)
+  TaskBook book{cfg};  // every task's attempts over the night (loop/attempts.h)
   std::optional<gitx::Repo> repo;       // the worktree's
   std::optional<gitx::Repo> main_repo;  // the user's repository
   StateFile state{state_path(opt.root)};
@@ -190,7 +194,7 @@ struct Loop {
           s["session_retries"] = session_retries.load();
           if (repo) s["head"] = repo->head_sha();
           if (repo) {
-            if (auto kg = repo->read_ref(engine::kKnownGoodRef)) s["known_good"] = *kg;
+            if (auto kg = repo->read_ref(kg_ref)) s["known_good"] = *kg;
           }
           s["caps"] = caps_figures();
           if (more) more(s);
@@ -396,6 +400,7 @@ struct Loop {
     refuse_bad_shard_or_merge(main);
     for (const std::string& line : layout::migrate_legacy_trees(main)) say(line);
     std::string ref = "refs/heads/" + branch;
+    kg_ref = layout::known_good_ref_of(branch);
     std::optional<std::string> tip = main.read_ref(ref);
     if (!opt.resume && tip)
       throw UsageError("phoenix-loop: branch " + branch +
@@ -501,28 +506,65 @@ struct Loop {
     return m;
   }
 
-  void bless() { repo->write_ref(engine::kKnownGoodRef, repo->head_sha(), "phoenix-loop: every check green"); }
+  void bless() { repo->write_ref(kg_ref, repo->head_sha(), "phoenix-loop: every check green"); }
 
   // --- the inner cycle -------------------------------------------------------
 
   struct Heal {
     int exit_code = 0;
-    std::string incident;  // in <root>/incidents, when escalated
+    std::string incident;  // in <root>/incidents, when the engine escalated (the baseline's heal)
+    // A task's heal: its failed attempts, who healed it, and whether a
+    // proposal only undid the task's change.
+    std::vector<TaskAttempt> tried;
+    std::string healed_by;
+    std::string why_stopped;
+    bool undid_change = false;
   };
 
-  Heal heal(const std::vector<std::string>& red) { return heal(main_tree(), red, false); }
+  // A heal of a task's red attempt: the inner cycle mends the agent's
+  // change, never history. Bisect does not run (its culprit would be the
+  // attempt itself); the journal replays only fixes that kept a change; a
+  // proposal that brings the tree back to `start` is a failed attempt; at
+  // most `max_attempts` are spent; the tasks file is protected; the loop,
+  // not the engine, writes the note and rolls back.
+  struct TaskHeal {
+    int max_attempts = 0;
+    std::string start;   // the commit the task started from
+    std::string change;  // the task and the attempt's diff, shown to the harness
+  };
+
+  // The baseline's heal: red before any task, so bisect may find its culprit.
+  Heal heal(const std::vector<std::string>& red) { return heal(main_tree(), red, false, nullptr); }
 
   // In a worker's tree (`worker`), the loop's state keeps its phase and
   // known-good stays where the merge queue put it.
-  Heal heal(const Tree& t, const std::vector<std::string>& red, bool worker) {
+  Heal heal(const Tree& t, const std::vector<std::string>& red, bool worker, const TaskHeal* task) {
     engine::SessionOptions so;
     so.run.rollback = "known-good";
-    so.run.bless_known_good = !worker;
+    so.run.known_good_ref = kg_ref;
+    so.run.bless_known_good = !worker && !task;
     so.run.only = red;
     so.run.templates_dir = opt.templates_dir;
     so.run.max_wait_s = max_wait_s();
-    if (!worker) phase("healing", [&](Json& s) { s["retry_count"] = 0; });
-    const config::Config& tc = t.cfg ? *t.cfg : checks_now();
+    so.journal_root = root;  // one journal per repository
+    const config::Config& base_cfg = t.cfg ? *t.cfg : checks_now();
+    std::optional<config::Config> task_cfg_copy;
+    if (task) {
+      so.run.escalate = false;
+      so.run.max_attempts = task->max_attempts;
+      so.run.task_start = task->start;
+      so.run.change = task->change;
+      for (const std::string& f : base_cfg.fixers)
+        if (f != "bisect") so.fixers.push_back(f);
+      if (so.fixers.empty()) so.fixers.push_back("noop");
+      task_cfg_copy.emplace(base_cfg);
+      // Only the loop ticks: no heal may touch the tasks file.
+      if (!tasks_rel.empty()) task_cfg_copy->protected_globs.push_back(tasks_rel);
+      // The session cap counts over the whole night.
+      task_cfg_copy->session_cap = std::max(1, cfg.session_cap - session_retries.load());
+    }
+    const config::Config& tc = task_cfg_copy ? *task_cfg_copy : base_cfg;
+    if (!worker) phase("healing");
     engine::RunResult r = engine::run_session(t.path, tc, so, trace, [&](const Json& ev) {
       if (worker || ev.value("event", "") != "state") return;
       std::string st = ev.value("state", "");
@@ -545,6 +587,10 @@ struct Loop {
     h.exit_code = r.exit_code;
     for (const auto& i : r.issues) {
       session_retries += i.attempts;
+      for (const auto& a : i.tried) h.tried.push_back({0, a.fixer, a.outcome, util::sha12(a.attempt_signature), ""});
+      if (i.state == engine::State::kHealed) h.healed_by = i.fixer;
+      if (!i.why_stopped.empty()) h.why_stopped = i.why_stopped;
+      h.undid_change = h.undid_change || i.undid_change;
       std::lock_guard<std::mutex> g(caps_mu);
       caps.add(i.cost_usd, i.unknown_cost_runs);
     }
@@ -912,7 +958,9 @@ struct Loop {
         "agent",
         [&](Json& s) {
           s["task"] = tj;
-          s["retry_count"] = 0;
+          Json b = book.state_of(task_id(task));
+          s["retry_count"] = b["retry_count"];
+          s["task_signatures"] = b["signatures"];
         },
         util::Sync::kAtomic);
     std::string title = task ? task->title : "iteration " + std::to_string(iteration);
@@ -948,13 +996,7 @@ struct Loop {
       a.changed = false;
     }
     if (!a.changed) return no_change(a, prompt);
-    no_progress = 0;
 
-    if (task) {
-      // Committed with the work below (git's objects are not fsynced either).
-      std::string path = wt + "/" + tasks_rel;
-      util::write_file_atomic(path, tick_task(util::read_file(path), *task, tasks_rel), 0644, util::Sync::kAtomic);
-    }
     phase("checking", {}, util::Sync::kAtomic);
     Measure m = measure();
     if (!m.green || m.interrupted || util::interrupted_signal()) batch.end();
@@ -962,12 +1004,11 @@ struct Loop {
     if (m.interrupted || util::interrupted_signal()) return interrupted();
     if (m.green) {
       phase("committing", {}, util::Sync::kAtomic);
-      repo->commit_all("phoenix-loop: " + title, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
-      sync_branch("task done");
-      bless();
-      escalations_in_row = 0;
-      last_failure.clear();
-      trace.append("loop.task_done", {{"iteration", iteration.load()}, {"task", tj}, {"head", repo->head_sha()}});
+      land(task, title, {}, "");
+      trace.append("loop.task_done", {{"iteration", iteration.load()},
+                                      {"task", tj},
+                                      {"head", repo->head_sha()},
+                                      {"attempts", book.state_of(task_id(task))["retry_count"]}});
       batch.end();
       if (task) publish(*task);
       phase("committing");
@@ -976,6 +1017,252 @@ struct Loop {
       return std::nullopt;
     }
     return on_red(m, task, tj, title);
+  }
+
+  // The task's pseudo-task in prompt mode (one task, run again and again).
+  Task prompt_task() const {
+    Task t;
+    t.name = "prompt";
+    t.title = prompt_rel;
+    return t;
+  }
+  std::string task_id(const Task* task) const { return task ? task->id() : std::string("prompt"); }
+
+  // The task's work, measured green in the worktree, becomes one commit on
+  // the task's start ("phoenix-loop: <task>", with trailers naming its red
+  // attempts and the fixer that healed it), ticked; the branch and
+  // known-good move to it. Only a commit that holds the task's own work is
+  // landed (the done rule, loop/attempts.h): the caller checked the tree.
+  void land(const Task* task, const std::string& title, const std::vector<std::string>& attempts,
+            const std::string& healed_by) {
+    if (task) {
+      // Committed with the work below (git's objects are not fsynced either).
+      std::string path = wt + "/" + tasks_rel;
+      util::write_file_atomic(path, tick_task(util::read_file(path), *task, tasks_rel), 0644, util::Sync::kAtomic);
+    }
+    std::string msg = "phoenix-loop: " + title + "\n\nPhoenix-Task: " + task_id(task) + "\n";
+    for (const std::string& ref : attempts) msg += "Phoenix-Attempt: " + ref + "\n";
+    if (!healed_by.empty()) msg += "Phoenix-Healed-By: " + healed_by + "\n";
+    std::string tip = repo->commit_all(msg, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
+    if (!attempts.empty() && repo->rev_list(task_before, tip).size() > 1) {
+      // The attempt and its heal, as one commit on the task's start: the
+      // branch's first-parent history stays one green commit per task.
+      std::string one = repo->squash(task_before, tip, {}, msg, "phoenix", "phoenix@localhost");
+      repo->reset_hard(one, false, kKeep);
+    }
+    sync_branch("task done");
+    bless();
+    escalations_in_row = 0;
+    no_progress = 0;
+    last_failure.clear();
+  }
+
+  // What a red measurement says, for the task's book and its note.
+  RedFacts red_facts(const Measure& m) const { return red_facts(m, checks_now()); }
+
+  static RedFacts red_facts(const Measure& m, const config::Config& tc) {
+    RedFacts f;
+    f.red = m.red;
+    for (const auto& r : m.results) {
+      if (r.ok || std::find(m.red.begin(), m.red.end(), r.id) == m.red.end()) continue;
+      const checks::CheckSpec* spec = tc.find(r.id);
+      f.check = r.id;
+      f.failure_type = spec ? spec->type : "unit";
+      f.description = spec ? describe_check(*spec) : r.id;
+      f.signal = r.signal;
+      f.evidence = r.evidence.empty() ? r.output : r.evidence;
+      f.signature = engine::issue_signature(r.id, r.output);
+      for (const auto& a : r.artifacts) f.artifacts.emplace_back(a.name, a.bytes);
+      break;
+    }
+    return f;
+  }
+
+  static std::string describe_check(const checks::CheckSpec& c) {
+    if (c.kind == checks::Kind::kCommandExit) return "command_exit `" + util::join_argv(c.argv) + "`";
+    return std::string(checks::kind_name(c.kind)) + " `" + c.path + "`";
+  }
+
+  // What the harness is shown of the change it mends.
+  static std::string change_text(const std::string& title, const std::string& diff) {
+    constexpr size_t kMax = 24 * 1024;
+    std::string d = diff;
+    if (d.size() > kMax) {
+      size_t n = kMax;  // at a character's first byte
+      while (n > 0 && (static_cast<unsigned char>(d[n]) & 0xC0) == 0x80) --n;
+      d = d.substr(0, n) + "\n... (cut at " + std::to_string(n) + " bytes)";
+    }
+    return "The task being done: " + title +
+           "\n\nThe change made for it, which turned the check red (a diff against the last green commit):\n\n```diff\n" +
+           d + "\n```\n\nMend this change so that every check passes with it: keep what it does for the task. "
+               "Taking the change back out is not a fix: it is rejected.";
+  }
+
+  // Red after the agent's run. The attempt is kept under
+  // refs/phoenix/attempts/ (never on the branch); the inner cycle mends the
+  // agent's change within what is left of the task's budget; healed and
+  // measured green with the task's work kept, it lands as one commit.
+  // Otherwise the worktree goes back to the task's start: the agent tries
+  // again with the failure fed back, until the same failure comes twice or
+  // the budget or the session cap is spent (then: note, rollback, on_escalate).
+  Ending on_red(const Measure& m, const Task* task, const Json& tj, const std::string& title) {
+    last_failure = "red after iteration " + std::to_string(iteration) + ": " + util::join_argv(m.red);
+    for (const auto& r : m.results)
+      if (!r.ok) last_failure += "\n  " + r.id + ": " + r.signal;
+    const Task self = task ? *task : prompt_task();
+    TaskRecord& rec = book.of(self);
+    const std::string attempt =
+        repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
+    const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
+    repo->write_ref(ref, attempt, "phoenix-loop: a red attempt");
+    const RedFacts facts = red_facts(m);
+    const std::string diff = repo->diff_patch(task_before, attempt);
+    Verdict v = book.red_iteration(self, facts, ref, diff);
+    ++session_retries;
+    trace.append("loop.attempt", {{"iteration", iteration.load()},
+                                  {"task", tj},
+                                  {"ref", ref},
+                                  {"commit", attempt},
+                                  {"signature", util::sha12(facts.signature)},
+                                  {"red", m.red},
+                                  {"attempts", rec.attempts},
+                                  {"budget", rec.budget},
+                                  {"verdict", verdict_name(v)}});
+    task_state(self.id(), facts);
+    if (v != Verdict::kGoOn) return give_up_task(self, tj, title, verdict_why(v, rec), false);
+    if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);
+
+    TaskHeal th{book.left(self), task_before, change_text(title, diff)};
+    Heal h = heal(main_tree(), m.red, false, &th);
+    book.heal_spent(self, h.tried, h.healed_by);
+    task_state(self.id(), facts);
+    if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
+    // no_progress_limit counts iterations whose net change is empty: here,
+    // when the only "fix" was taking the work back out.
+    if (h.undid_change) ++no_progress;
+    else no_progress = 0;
+    if (h.exit_code == kExitOk && !h.healed_by.empty()) {
+      // Healed: bless only a green measurement of every check, with the
+      // task's own work still there.
+      Measure hm = measure();
+      if (!hm.setup_failed.empty()) return setup_stopped(hm);
+      if (hm.interrupted || util::interrupted_signal()) return interrupted();
+      std::string not_done = hm.green ? not_done_why(*repo, task_before, repo->head_sha(), own_files(), "", nullptr)
+                                      : "red after the heal: " + util::join_argv(hm.red);
+      if (not_done.empty()) {
+        std::vector<std::string> refs;
+        for (const auto& a : rec.history)
+          if (!a.ref.empty()) refs.push_back(a.ref);
+        land(task, title, refs, h.healed_by);
+        trace.append("loop.task_done", {{"iteration", iteration.load()},
+                                        {"task", tj},
+                                        {"head", repo->head_sha()},
+                                        {"healed", true},
+                                        {"fixer", h.healed_by},
+                                        {"attempts", rec.attempts}});
+        if (task) publish(*task);
+        phase("committing");
+        return std::nullopt;
+      }
+      last_failure += "\nhealed, but " + not_done;
+    } else if (!h.why_stopped.empty()) {
+      last_failure += "\nthe heal stopped: " + h.why_stopped;
+    }
+    // Not healed: the attempt failed. Back to the task's start (the branch's
+    // tip, known-good); the next iteration gives the agent the failure.
+    repo->reset_hard(task_before, true, kKeep);
+    trace.append("loop.attempt_failed",
+                 {{"iteration", iteration.load()}, {"task", tj}, {"attempts", rec.attempts}, {"why", last_failure}});
+    if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);
+    if (book.after_heal(self) != Verdict::kGoOn)
+      return give_up_task(self, tj, title, verdict_why(Verdict::kBudgetSpent, rec), false);
+    if (no_progress >= cfg.loop.no_progress_limit)
+      return finish(kExitRed, "stopped",
+                    "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing (net)");
+    return std::nullopt;
+  }
+
+  std::string session_cap_why() const {
+    return "loop-wide retry cap: " + std::to_string(session_retries.load()) + " attempts (session_cap " +
+           std::to_string(cfg.session_cap) + ")";
+  }
+
+  // loop-state.json: the current task's attempts and signatures.
+  void task_state(const std::string& id, const RedFacts& facts) {
+    Json b = book.state_of(id);
+    state.update([&](Json& s) {
+      s["retry_count"] = b["retry_count"];
+      s["task_signatures"] = b["signatures"];
+      s["session_retries"] = session_retries.load();
+      s["last_failure_type"] = facts.failure_type;
+      s["last_signature"] = util::sha12(facts.signature);
+    });
+  }
+
+  // The task's path ends: its note (every attempt on it, the agent's own
+  // diff), fsynced, then the worktree back at known-good, then
+  // loop.on_escalate (or exit 2 when the session cap was reached).
+  Ending give_up_task(const Task& task, const Json& tj, const std::string& title, const std::string& why,
+                      bool session_cap) {
+    const TaskRecord& rec = *book.find(task.id());
+    std::string kg = repo->read_ref(kg_ref).value_or(task_before);
+    std::string note = task_incident(rec, why, kg);
+    if (repo->head_sha() != kg || !repo->is_clean(kKeep)) repo->reset_hard(kg, true, kKeep);
+    std::string last_ref;
+    for (const auto& a : rec.history)
+      if (!a.ref.empty()) last_ref = a.ref;
+    trace.append("rollback", {{"to", kg}, {"abandoned_ref", last_ref}});
+    engine::set_incident_state(note, "rolled back to " + kg +
+                                         " (the loop branch never held the attempts: they are kept under " +
+                                         std::string(layout::kAttemptsPrefix) + wt_name + "/" + task.id() + "/)");
+    trace.append("loop.task_escalated",
+                 {{"iteration", iteration.load()}, {"task", tj}, {"why", why}, {"incident", note}, {"attempts", rec.attempts}});
+    Heal h;
+    h.incident = note;
+    return escalated_task(h, task, tj, title, why, session_cap);
+  }
+
+  // The note of a task given up on, written in <root>/incidents before any
+  // rollback (the engine's format: engine/incident.h).
+  std::string task_incident(const TaskRecord& rec, const std::string& why, const std::string& to) {
+    engine::Incident inc;
+    inc.failure_type = rec.last_red.failure_type;
+    inc.check_id = rec.last_red.check;
+    inc.check_description = rec.last_red.description + " (task " + rec.id + ": " + rec.title + ")";
+    inc.signal = rec.last_red.signal;
+    for (const TaskAttempt& a : rec.history)
+      inc.attempts.push_back({a.number, a.who + (a.ref.empty() ? "" : " (" + a.ref + ")"), a.outcome, a.signature});
+    inc.issue_signature = rec.last_red.signature;
+    inc.last_diff = rec.last_diff;
+    inc.evidence = rec.last_red.evidence;
+    inc.artifacts = rec.last_red.artifacts;
+    inc.why_escalated = why;
+    inc.not_rolled_back_why = "rollback to " + to + " in progress";
+    std::string path = engine::write_incident(layout::incidents_dir(root), inc);
+    trace.append("incident", {{"path", path}, {"check", inc.check_id}, {"why", why}, {"task", rec.id}});
+    return path;
+  }
+
+  Ending escalated_task(const Heal& h, const Task& task, const Json& tj, const std::string& title,
+                        const std::string& why, bool session_cap) {
+    last_incident = h.incident;
+    util::write_file_atomic(layout::escalated_flag(root), h.incident + "\n");
+    phase("escalated", [&](Json& s) { s["last_incident"] = h.incident; });
+    notify("escalated", h.incident, "escalated on " + title + ": " + why);
+    ++escalations_in_row;
+    if (session_cap) return finish(kExitEscalated, "escalated", session_cap_why() + "; see " + h.incident);
+    if (cfg.loop.on_escalate == "stop") return finish(kExitEscalated, "escalated", "escalated: see " + h.incident);
+    if (!prompt_mode()) {
+      skipped.insert(task.index);
+      write_run_file();
+      trace.append("loop.task_skipped", {{"iteration", iteration.load()}, {"task", tj}, {"incident", h.incident}});
+    }
+    say("escalated: " + h.incident + "; skipping the task (loop.on_escalate = skip)");
+    if (prompt_mode()) return finish(kExitEscalated, "escalated", "escalated: see " + h.incident);
+    if (escalations_in_row >= cfg.circuit_breaker)
+      return finish(kExitEscalated, "escalated",
+                    "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");
+    return std::nullopt;
   }
 
   // Not the agent's failure and not "no progress": wait and try again,
@@ -1038,62 +1325,6 @@ struct Loop {
     if (no_progress >= cfg.loop.no_progress_limit)
       return finish(kExitRed, "stopped",
                     "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
-    return std::nullopt;
-  }
-
-  // Red after the agent's run: keep the attempt as a commit so the inner
-  // cycle starts clean and a rollback keeps it under refs/phoenix/abandoned/;
-  // then heal, or escalate.
-  Ending on_red(const Measure& m, const Task* task, const Json& tj, const std::string& title) {
-    last_failure = "red after iteration " + std::to_string(iteration) + ": " + util::join_argv(m.red);
-    for (const auto& r : m.results)
-      if (!r.ok) last_failure += "\n  " + r.id + ": " + r.signal;
-    repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
-    sync_branch("attempt");
-    Heal h = heal(m.red);
-    sync_branch(h.exit_code == kExitOk ? "healed" : "rolled back");
-    if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
-    if (h.exit_code == kExitOk) {
-      // Healed: the tick is in the healed HEAD. Bless it only on a green
-      // measurement of every check, so a later rollback keeps this task.
-      Measure hm = measure();
-      if (!hm.setup_failed.empty()) return setup_stopped(hm);
-      if (hm.interrupted || util::interrupted_signal()) return interrupted();
-      if (hm.green) bless();
-      escalations_in_row = 0;
-      last_failure.clear();
-      trace.append("loop.task_done",
-                   {{"iteration", iteration.load()}, {"task", tj}, {"head", repo->head_sha()}, {"healed", true}});
-      if (task && hm.green) publish(*task);
-      else if (task && sharded()) unpushed.insert(task->id());  // done, but not on a green tree
-      phase("committing");
-      return std::nullopt;
-    }
-    if (!h.incident.empty()) {
-      last_incident = h.incident;
-      util::write_file_atomic(root + "/.phoenix/ESCALATED", h.incident + "\n");
-      phase("escalated", [&](Json& s) { s["last_incident"] = h.incident; });
-      notify("escalated", h.incident, "escalated on " + title + ": " + util::join_argv(m.red));
-      ++escalations_in_row;
-      if (cfg.loop.on_escalate == "stop") return finish(kExitEscalated, "escalated", "escalated: see " + h.incident);
-      if (task) {
-        skipped.insert(task->index);
-        write_run_file();
-        trace.append("loop.task_skipped", {{"iteration", iteration.load()}, {"task", tj}, {"incident", h.incident}});
-      }
-      say("escalated: " + h.incident + "; skipping the task (loop.on_escalate = skip)");
-      if (escalations_in_row >= cfg.circuit_breaker)
-        return finish(kExitEscalated, "escalated",
-                      "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");
-    } else {
-      // Red but not healed and no incident (e.g. a guard blocked it): back
-      // to known-good so the next iteration starts green.
-      if (auto kg = repo->read_ref(engine::kKnownGoodRef)) repo->reset_hard(*kg, true, kKeep);
-      sync_branch("rolled back");
-    }
-    if (session_retries >= cfg.session_cap)
-      return finish(kExitEscalated, "escalated",
-                    "loop-wide retry cap: " + std::to_string(session_retries) + " heal attempts");
     return std::nullopt;
   }
 
@@ -1314,7 +1545,8 @@ struct Loop {
         return;
       }
       ++iteration;
-      Job job{t, tries[t.index] + 1, prompt_for(&t, tasks, failures[t.index])};
+      TaskRecord& rec = book.of(t);
+      Job job{t, tries[t.index] + 1, prompt_for(&t, tasks, failures[t.index]), ++rec.runs, rec.attempts, rec.signatures};
       say("iteration " + std::to_string(iteration) + ": " + t.title);
       trace.append("loop.worker_start", {{"iteration", iteration.load()}, {"task", t.id()}, {"tries", job.tries}});
       pool->start(job, repo->head_sha());
@@ -1385,25 +1617,45 @@ struct Loop {
                                     layout::state_prefixes());
       return ended(r, JobResult::End::kQueued);
     }
-    t.repo->commit_all("phoenix-loop: attempt: " + job.task.title, "phoenix", "phoenix@localhost", true,
-                       layout::state_prefixes());
+    // Red: the attempt is kept under its ref and healed in the worker's
+    // own tree, within what is left of the task's budget.
+    const std::string attempt = t.repo->commit_all("phoenix-loop: attempt: " + job.task.title, "phoenix",
+                                                   "phoenix@localhost", true, layout::state_prefixes());
+    r.attempt_ref = attempt_ref(wt_name, job.task.id(), job.run);
+    t.repo->write_ref(r.attempt_ref, attempt, "phoenix-loop: a red attempt");
+    r.red = red_facts(m, task_checks);
+    r.diff = t.repo->diff_patch(r.base, attempt);
+    const int left = budget_for(cfg, r.red.failure_type) - job.attempts - 1;
+    const bool again = std::find(job.signatures.begin(), job.signatures.end(), util::sha12(r.red.signature)) !=
+                       job.signatures.end();
+    if (left <= 0 || again || session_retries.load() + 1 >= cfg.session_cap)
+      return ended(r, JobResult::End::kRed);  // the loop's thread gives the task up
     pool->set_phase(w, "healing");
-    return healed_in_worker(r, t, m);
+    return healed_in_worker(r, t, m, left);
   }
 
-  JobResult healed_in_worker(JobResult& r, const Tree& t, const Measure& m) {
-    Heal h = heal(t, m.red, true);
+  JobResult healed_in_worker(JobResult& r, const Tree& t, const Measure& m, int left) {
+    TaskHeal th{left, r.base, change_text(r.job.task.title, r.diff)};
+    Heal h = heal(t, m.red, true, &th);
+    r.tried = h.tried;
     if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
-    if (h.exit_code == kExitOk) {
+    r.why = "red in its own tree: " + util::join_argv(m.red);
+    for (const auto& x : m.results)
+      if (!x.ok) r.why += "\n  " + x.id + ": " + x.signal;
+    if (h.exit_code == kExitOk && !h.healed_by.empty()) {
       Measure hm = measure(t);
-      if (hm.green) {
+      std::string not_done = hm.green ? not_done_why(*t.repo, r.base, t.repo->head_sha(), own_files(), "", nullptr)
+                                      : "red after the heal: " + util::join_argv(hm.red);
+      if (not_done.empty()) {
         r.commit = t.repo->head_sha();
+        r.healed_by = h.healed_by;
         return ended(r, JobResult::End::kQueued);
       }
+      r.why += "\nhealed, but " + not_done;
+    } else if (!h.why_stopped.empty()) {
+      r.why += "\nthe heal stopped: " + h.why_stopped;
     }
-    r.incident = h.incident;
-    r.why = "red in its own tree and not healed: " + util::join_argv(m.red);
-    return ended(r, JobResult::End::kEscalated);
+    return ended(r, JobResult::End::kRed);
   }
 
   static JobResult ended(JobResult& r, JobResult::End end) {
@@ -1424,15 +1676,20 @@ struct Loop {
     using End = JobResult::End;
     if (r.end == End::kQueued) {
       no_progress = 0;
+      if (!r.attempt_ref.empty()) {
+        // Red first, then healed with the work kept: in the task's book.
+        book.red_iteration(t, r.red, r.attempt_ref, r.diff);
+        ++session_retries;
+        book.heal_spent(t, r.tried, r.healed_by);
+      }
       enqueue(r);
     } else if (r.end == End::kNoChange) {
       trace.append("loop.no_change", {{"task", t.id()}, {"in_a_row", ++no_progress}});
       if (no_progress >= cfg.loop.no_progress_limit)
         wind_down(kExitRed, "stopped",
                   "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
-    } else if (r.end == End::kEscalated) {
-      no_progress = 0;
-      worker_escalated(r);
+    } else if (r.end == End::kRed) {
+      worker_red(r);
     } else if (r.end == End::kStop) {
       wind_down(r.code, r.phase, r.why);
     } else if (r.end == End::kError) {
@@ -1445,7 +1702,12 @@ struct Loop {
 
   void enqueue(const JobResult& r) {
     const Task& t = r.job.task;
-    QueueEntry e{t.index, t.id(), t.title, r.base, r.commit, r.job.tries, util::now_iso8601()};
+    QueueEntry e{t.index, t.id(), t.title, r.base, r.commit, r.job.tries, util::now_iso8601(), ""};
+    e.trailers = "Phoenix-Task: " + t.id() + "\n";
+    if (const TaskRecord* rec = book.find(t.id()))
+      for (const auto& a : rec->history)
+        if (!a.ref.empty()) e.trailers += "Phoenix-Attempt: " + a.ref + "\n";
+    if (!r.healed_by.empty()) e.trailers += "Phoenix-Healed-By: " + r.healed_by + "\n";
     repo->write_ref(queue_ref(e.id), e.commit, "phoenix-loop: queued");
     queue.push_back(e);
     write_run_file();
@@ -1453,18 +1715,40 @@ struct Loop {
     trace.append("loop.queued", to_json(e));
   }
 
-  void worker_escalated(const JobResult& r) {
+  // A worker's red attempt, not healed: in the task's book; the task goes
+  // back to a worker with the failure, or its path ends (the same failure
+  // twice, the budget spent: note and skip or stop; the session cap: exit 2).
+  void worker_red(const JobResult& r) {
     const Task& t = r.job.task;
-    if (r.incident.empty()) {
-      // Not healed and no incident (a guard refused every patch): another
-      // run on the next tip, within the same bound as a failed merge.
-      failures[t.index] = r.why;
-      if (++tries[t.index] >= kMergeTries) skip(t.index, task_json(t.index, t.id(), t.title), "", r.why);
-      return;
-    }
-    escalated_note(r.incident);
-    if (cfg.loop.on_escalate == "stop") return wind_down(kExitEscalated, "escalated", "escalated: see " + r.incident);
-    skip(t.index, task_json(t.index, t.id(), t.title), r.incident, r.why);
+    Verdict v = book.red_iteration(t, r.red, r.attempt_ref, r.diff);
+    ++session_retries;
+    book.heal_spent(t, r.tried, "");
+    if (v == Verdict::kGoOn) v = book.after_heal(t);
+    const TaskRecord& rec = *book.find(t.id());
+    const Json tj = task_json(t.index, t.id(), t.title);
+    trace.append("loop.attempt", {{"iteration", iteration.load()},
+                                  {"task", tj},
+                                  {"ref", r.attempt_ref},
+                                  {"signature", util::sha12(r.red.signature)},
+                                  {"red", r.red.red},
+                                  {"attempts", rec.attempts},
+                                  {"budget", rec.budget},
+                                  {"verdict", verdict_name(v)}});
+    failures[t.index] = r.why;
+    const bool cap = session_retries >= cfg.session_cap;
+    if (v == Verdict::kGoOn && !cap) return;  // another run, the failure fed back
+    const std::string why = cap ? session_cap_why() : verdict_why(v, rec);
+    const std::string tip = repo->head_sha();
+    std::string incident = task_incident(rec, why, tip);
+    engine::set_incident_state(incident, "rolled back to " + tip +
+                                             " (the loop branch never held the attempts: they are kept under " +
+                                             std::string(layout::kAttemptsPrefix) + wt_name + "/" + t.id() + "/)");
+    trace.append("loop.task_escalated",
+                 {{"iteration", iteration.load()}, {"task", tj}, {"why", why}, {"incident", incident}, {"attempts", rec.attempts}});
+    escalated_note(incident);
+    if (cap) return wind_down(kExitEscalated, "escalated", session_cap_why() + "; see " + incident);
+    if (cfg.loop.on_escalate == "stop") return wind_down(kExitEscalated, "escalated", "escalated: see " + incident);
+    skip(t.index, tj, incident, why);
   }
 
   void escalated_note(const std::string& incident) {

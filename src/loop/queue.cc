@@ -58,7 +58,8 @@ MergeResult merge_entry(Tree& tree, const QueueEntry& entry, const std::vector<s
   gitx::Repo& repo = *tree.repo;
   MergeResult r;
   r.tip = repo.head_sha();
-  const std::string message = "phoenix-loop: " + entry.title;
+  const std::string message =
+      "phoenix-loop: " + entry.title + (entry.trailers.empty() ? "" : "\n\n" + entry.trailers);
   std::string merged =
       repo.merge_onto(entry.base, r.tip, entry.commit, message, "phoenix", "phoenix@localhost", &r.conflicts);
   if (merged.empty()) {

@@ -41,6 +41,10 @@ struct QueueEntry {
   std::string commit;  // the worker's green commit
   int tries = 1;       // merge attempts so far, this one included
   std::string queued_at;
+  // Lines after the subject of the merged commit ("Phoenix-Task: t2",
+  // "Phoenix-Attempt: refs/phoenix/attempts/...", "Phoenix-Healed-By: ...").
+  // Not kept in the state files: a resumed entry merges without them.
+  std::string trailers;
 };
 
 util::Json to_json(const QueueEntry& e);

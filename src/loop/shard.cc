@@ -149,7 +149,7 @@ Fetched fetch_task_branches(gitx::Repo& repo, const std::string& root, const std
                         " has no parent to take its change from (ignored)");
       continue;
     }
-    found[t.index] = QueueEntry{t.index, id, t.title, base, ref.sha, 1, util::now_iso8601()};
+    found[t.index] = QueueEntry{t.index, id, t.title, base, ref.sha, 1, util::now_iso8601(), ""};
   }
   for (auto& [index, e] : found) f.entries.push_back(e);
   return f;

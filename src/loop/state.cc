@@ -20,6 +20,7 @@ Json empty_state() {
               {"iteration", 0},
               {"max_iterations", 0},
               {"retry_count", 0},
+              {"task_signatures", Json::array()},
               {"session_retries", 0},
               {"last_failure_type", nullptr},
               {"last_signature", nullptr},

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "gitx/repo.h"
+#include "loop/attempts.h"
 #include "loop/tasks.h"
 #include "loop/tree.h"
 #include "util/json.h"
@@ -38,6 +39,9 @@ struct Job {
   Task task;
   int tries = 1;       // merge attempts including this run
   std::string prompt;  // the agent's prompt, made by the loop's thread
+  int run = 1;         // the agent's runs on this task, this one included (names its attempt ref)
+  int attempts = 0;    // the task's attempts so far (loop/attempts.h), against its budget
+  std::vector<std::string> signatures;  // of its red iterations so far
 };
 
 // How a worker's run of a task ended.
@@ -45,7 +49,7 @@ struct JobResult {
   enum class End {
     kQueued,       // green in the worker's tree: commit (on base) goes to the merge queue
     kNoChange,     // the agent changed nothing
-    kEscalated,    // the heal cycle gave up: incident
+    kRed,          // red in the worker's tree and not healed: the attempt (kept under its ref) failed
     kWait,         // rate-limited or unreachable model: waited, the task goes back
     kStop,         // the run must stop (quota, harness unavailable, setup failed): why
     kInterrupted,  // SIGINT / SIGTERM
@@ -54,8 +58,14 @@ struct JobResult {
   Job job;
   End end = End::kError;
   std::string base, commit;  // kQueued
-  std::string incident;      // kEscalated
   std::string why;           // kStop, kError; also a failure to tell the next run
+  // A red attempt (kRed, or kQueued after a heal): its ref, what was red,
+  // the agent's diff, what the heal tried and who healed it.
+  std::string attempt_ref;
+  RedFacts red;
+  std::string diff;
+  std::vector<TaskAttempt> tried;
+  std::string healed_by;
   int code = 0;              // kStop: the exit code
   std::string phase;         // kStop: the phase the run ends in
 };

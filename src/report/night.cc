@@ -62,6 +62,15 @@ long long last_loop_start(const std::string& trace_text) {
   return last;
 }
 
+long long loop_end_after(const std::string& trace_text, long long start_ms) {
+  bool in = false;
+  for (const auto& e : read_events(trace_text, start_ms)) {
+    if (e.event == "loop.start") in = true;
+    else if (in && e.event == "loop.end") return e.t;
+  }
+  return -1;
+}
+
 namespace {
 
 // Reads the events in order; each kind of event has its own step.
@@ -75,6 +84,7 @@ struct NightReader {
   bool costed = false;
   std::set<std::string> finished_titles;
   long long run_start = -1;
+  std::map<std::string, int> attempts;  // task id -> attempts so far (loop.attempt)
 
   void add_cost(const Json& d) {
     double c = d["cost_usd"].get<double>();
@@ -122,8 +132,11 @@ struct NightReader {
       escalation(e);
     } else if (e.event == "known-good") {
       if (n.known_good.empty()) n.known_good = str(d, "commit");
-    } else if (e.event == "loop.task_done" || e.event == "loop.task_skipped") {
+    } else if (e.event == "loop.task_done" || e.event == "loop.task_skipped" || e.event == "loop.task_escalated") {
       task(e);
+    } else if (e.event == "loop.attempt") {
+      const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
+      attempts[tj.value("id", std::string())] = d.value("attempts", 0);
     }
   }
 
@@ -237,6 +250,7 @@ struct NightReader {
       x.abandoned = str(d, "abandoned");
       auto it = facts.abandoned_refs.find(x.abandoned);
       if (it != facts.abandoned_refs.end()) x.abandoned_ref = it->second;
+      if (x.abandoned_ref.empty()) x.abandoned_ref = str(d, "abandoned_ref");  // the loop's red attempt
     }
   }
 
@@ -260,20 +274,36 @@ struct NightReader {
     t.start_ms = pend.turns ? pend.start_ms : e.t;
     t.end_ms = e.t;
     costs_into(t);
+    t.attempts = d.contains("attempts") && d["attempts"].is_number_integer() ? d["attempts"].get<int>()
+                                                                              : attempts[t.id];
     if (e.event == "loop.task_done") {
       t.outcome = d.value("healed", false) ? "healed" : "done";
-      t.commits = pend.commits;
+      t.healed_by = str(d, "fixer");
+      // This version's loop folds a task's heals into the task's one commit
+      // (its event counts the task's attempts); an earlier one left them.
+      if (!d.contains("attempts")) t.commits = pend.commits;
       std::string head = str(d, "head");
       if (!head.empty() && std::find(t.commits.begin(), t.commits.end(), head) == t.commits.end())
         t.commits.push_back(head);
     } else {
-      t.outcome = "skipped";
+      t.outcome = e.event == "loop.task_escalated" || !str(d, "incident").empty() ? "escalated" : "skipped";
       t.incident = relative(str(d, "incident"), facts.root);
       for (auto& x : n.escalations)
-        if (x.incident == t.incident) x.task = t.title;
+        if (x.incident == t.incident || x.incident_abs == str(d, "incident")) x.task = t.title;
     }
     finished_titles.insert(t.title);
-    n.tasks.push_back(t);
+    // One row per task: a later event of the same task says how it ended
+    // (escalated, then skipped), and keeps what the first one counted.
+    auto same = std::find_if(n.tasks.begin(), n.tasks.end(),
+                             [&](const Task& o) { return !t.id.empty() && o.id == t.id; });
+    if (same != n.tasks.end()) {
+      if (e.event == "loop.task_skipped" && same->outcome == "escalated") return;
+      t.start_ms = std::min(t.start_ms, same->start_ms);
+      t.turns += same->turns;
+      *same = t;
+    } else {
+      n.tasks.push_back(t);
+    }
     pend.clear();
   }
 
@@ -283,7 +313,13 @@ struct NightReader {
     if (costed) n.cost_usd = cost;
     for (auto& x : n.escalations)
       if (x.incident_abs.empty()) x.incident_abs = x.incident;
-    if (n.loop && n.end_phase == "escalated" && !n.escalations.empty()) {
+    const bool has_row = !n.escalations.empty() &&
+                         std::any_of(n.tasks.begin(), n.tasks.end(), [&](const Task& t) {
+                           return !t.incident.empty() && t.incident == n.escalations.back().incident;
+                         });
+    if (n.loop && n.end_phase == "escalated" && !n.escalations.empty() && has_row) {
+      n.escalations.back().stopped_loop = true;
+    } else if (n.loop && n.end_phase == "escalated" && !n.escalations.empty()) {
       Escalation& x = n.escalations.back();
       x.stopped_loop = true;
       std::string title;
@@ -303,8 +339,12 @@ struct NightReader {
       if (!pend.cost) t.cost_why = pend.turns ? "the agent CLI reported no cost" : "no agent run";
       t.incident = x.incident;
       n.tasks.push_back(t);
-    } else if (n.loop && n.tasks_total == 0 && facts.tasks_at && !n.branch.empty() && !n.tasks_file.empty()) {
-      first_open(facts.tasks_at(n.branch, n.tasks_file), finished_titles, &n.tasks_total);
+    }
+    // The tasks file on the loop branch says how many tasks there are.
+    if (n.loop && facts.tasks_at && !n.branch.empty() && !n.tasks_file.empty()) {
+      int total = 0;
+      first_open(facts.tasks_at(n.branch, n.tasks_file), finished_titles, &total);
+      if (total > 0) n.tasks_total = total;
     }
     if (n.tasks_total < static_cast<int>(n.tasks.size())) n.tasks_total = static_cast<int>(n.tasks.size());
     std::stable_sort(n.marks.begin(), n.marks.end(), [](const Mark& a, const Mark& b) { return a.at_ms < b.at_ms; });
@@ -314,12 +354,19 @@ struct NightReader {
 
 }  // namespace
 
-Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts) {
-  NightReader r{facts, {}, {}, {}, {}, 0, false, {}, -1};
+Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts, long long until_ms) {
+  NightReader r{facts, {}, {}, {}, {}, 0, false, {}, -1, {}};
   r.n.since_ms = since_ms;
-  r.n.known_good = facts.known_good;
-  for (const auto& e : read_events(trace_text, since_ms)) r.read(e);
-  return r.finish();
+  for (const auto& e : read_events(trace_text, since_ms)) {
+    if (until_ms >= 0 && e.t > until_ms) break;
+    r.read(e);
+  }
+  Night n = r.finish();
+  // The repository's word on known-good beats the trace's (a later run may
+  // have moved it): the loop's branch, or HEAD's outside a loop.
+  if (facts.known_good_of)
+    if (std::string kg = facts.known_good_of(n.branch); !kg.empty()) n.known_good = kg;
+  return n;
 }
 
 // --- words ---------------------------------------------------------------
@@ -343,7 +390,12 @@ std::string verdict(const Night& n) {
   if (n.start_ms == 0) return "Nothing happened in this period: the trace holds no events since then.";
   std::vector<std::string> parts;
   if (n.loop) {
-    parts.push_back(std::to_string(count_done(n)) + " of " + plural(n.tasks_total, "task", "tasks") + " done");
+    const int done = count_done(n);
+    const int escalated = static_cast<int>(
+        std::count_if(n.tasks.begin(), n.tasks.end(), [](const Task& t) { return t.outcome == "escalated"; }));
+    const int open = std::max(0, n.tasks_total - done - escalated);
+    parts.push_back(std::to_string(done) + " of " + plural(n.tasks_total, "task", "tasks") + " done, " +
+                    std::to_string(escalated) + " escalated, " + std::to_string(open) + " open");
   } else {
     parts.push_back(plural(n.runs, "run", "runs"));
   }
@@ -353,7 +405,9 @@ std::string verdict(const Night& n) {
   std::string s = join(parts, ", ");
   if (!n.escalations.empty()) {
     const Escalation& x = n.escalations.back();
-    s += ", " + std::to_string(n.escalations.size()) + " escalated at " + clock(x.at_ms);
+    // A loop's escalated tasks are counted above; a run's are said here.
+    s += n.loop ? std::string(", the last escalation at ") + clock(x.at_ms)
+                : ", " + std::to_string(n.escalations.size()) + " escalated at " + clock(x.at_ms);
     if (x.stopped_loop) s += ": the loop stopped";
     else if (n.loop) s += n.escalations.size() == 1 ? ": the task was skipped" : ": the tasks were skipped";
   } else if (n.loop && n.running) {

@@ -29,6 +29,8 @@ struct Task {
   std::optional<double> cost_usd;  // reported cost; null when no run reported one
   std::string cost_why;            // why the cost is unknown (or partial)
   std::string incident;            // relative path, when escalated
+  int attempts = 0;                // against its budget: red iterations and heal attempts
+  std::string healed_by;           // the fixer that made its red attempt green, work kept
 };
 
 struct Heal {
@@ -71,7 +73,8 @@ struct Mark {
 // What the repository says beside the trace (cmd_report reads them).
 struct Facts {
   std::string root;                                   // the repository's work tree (paths are shown relative to it)
-  std::string known_good;                             // refs/phoenix/known-good
+  // The known-good commit of a branch (layout::known_good_ref_of), or "".
+  std::function<std::string(const std::string& branch)> known_good_of;
   std::map<std::string, std::string> abandoned_refs;  // sha -> ref name
   // Reads the tasks file on the loop branch: (branch, path) -> text, or "".
   std::function<std::string(const std::string& branch, const std::string& path)> tasks_at;
@@ -102,9 +105,13 @@ struct Night {
 
 // The start of the last loop in the trace (for the default --since), or 0.
 long long last_loop_start(const std::string& trace_text);
+// The end of the loop that started at `start_ms` (its loop.end), or -1
+// while it runs: "the last night" is that loop and nothing after it.
+long long loop_end_after(const std::string& trace_text, long long start_ms);
 
-// Builds the night from the trace's text (events at or after since_ms).
-Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts);
+// Builds the night from the trace's text (events at or after since_ms, and
+// at or before until_ms when it is not -1).
+Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts, long long until_ms = -1);
 
 // --- the shared words ------------------------------------------------------
 std::string verdict(const Night& n);

@@ -20,7 +20,7 @@ class Summary {
   void read(const Event& e) {
     const std::string& ev = e.event;
     if (ev == "loop.start" || ev == "loop.end" || ev == "run.start" || ev == "run.end") busy(e);
-    else if (ev == "loop.task_done" || ev == "loop.task_skipped") task(e);
+    else if (ev == "loop.task_done" || ev == "loop.task_skipped" || ev == "loop.task_escalated") task(e);
     else if (ev == "loop.agent") agent(e.data);
     else if (ev == "proposal") proposal(e.data);
     else if (ev == "state") state(e);
@@ -34,7 +34,10 @@ class Summary {
             {"heals", heals_},
             {"heal_list", heal_list_},
             {"heals_by_check", heals_by_check_},
-            {"model_calls", model_calls_},
+            // Unknown when any run reported no count: never a guess.
+            {"model_calls", calls_unknown_ ? Json(nullptr) : Json(model_calls_)},
+            {"agent_runs", agent_runs_},
+            {"tasks_escalated", escalated_},
             {"escalations", escalations_},
             {"incidents", incidents_},
             {"loops", loops_},
@@ -63,14 +66,33 @@ class Summary {
     }
   }
 
+  // One entry per task (by id): a task is done once, whatever events led there.
+  static void put(Json& list, Json entry) {
+    const Json id = entry["task"].is_object() ? entry["task"].value("id", Json()) : Json();
+    for (auto& x : list)
+      if (!id.is_null() && x["task"].is_object() && x["task"].value("id", Json()) == id) {
+        x = std::move(entry);
+        return;
+      }
+    list.push_back(std::move(entry));
+  }
+
   void task(const Event& e) {
     const Json& d = e.data;
     if (e.event == "loop.task_done")
-      done_.push_back({{"task", d.value("task", Json())},
-                       {"head", d.value("head", "")},
-                       {"healed", d.value("healed", false)},
+      put(done_, {{"task", d.value("task", Json())},
+                  {"head", d.value("head", "")},
+                  {"healed", d.value("healed", false)},
+                  {"fixer", d.value("fixer", Json())},
+                  {"attempts", d.value("attempts", Json())},
+                  {"at", e.ts}});
+    else if (e.event == "loop.task_escalated")
+      put(escalated_, {{"task", d.value("task", Json())},
+                       {"incident", d.value("incident", "")},
+                       {"why", d.value("why", "")},
+                       {"attempts", d.value("attempts", Json())},
                        {"at", e.ts}});
-    else skipped_.push_back({{"task", d.value("task", Json())}, {"incident", d.value("incident", "")}, {"at", e.ts}});
+    else put(skipped_, {{"task", d.value("task", Json())}, {"incident", d.value("incident", "")}, {"at", e.ts}});
   }
 
   void cost_of(const Json& d) {
@@ -84,17 +106,26 @@ class Summary {
 
   void agent(const Json& d) {
     ++iterations_;
-    if (d.value("status", "") != "unavailable") ++model_calls_;
+    if (d.value("status", "") == "unavailable") return;
+    ++agent_runs_;
+    calls_of(d);
     cost_of(d);
+  }
+
+  void calls_of(const Json& d) {
+    if (d.contains("model_calls") && d["model_calls"].is_number_integer()) model_calls_ += d["model_calls"].get<int>();
+    else calls_unknown_ = true;
   }
 
   void proposal(const Json& d) {
     if (!d.contains("model_calls")) return;
     if (d["model_calls"].is_number_integer()) {
       model_calls_ += d["model_calls"].get<int>();
+      if (d["model_calls"].get<int>() > 0) ++agent_runs_;
     } else if (d["model_calls"].is_null()) {
-      // The CLI reported no count: one run of it, as a loop iteration counts.
-      ++model_calls_;
+      // The CLI reported no count: a run of it, its calls unknown.
+      ++agent_runs_;
+      calls_unknown_ = true;
       cost_of(d);
     }
   }
@@ -105,7 +136,6 @@ class Summary {
     const std::string check = d.value("check", "");
     if (st == engine::State::kDetected) detected_[check] = d;
     if (st == engine::State::kHealed) healed(e, check);
-    else if (st == engine::State::kEscalated) ++escalations_;
   }
 
   void healed(const Event& e, const std::string& check) {
@@ -133,8 +163,11 @@ class Summary {
         incidents_.back()["path"] = d.value("path", "");
       return;
     }
+    ++escalations_;  // every escalation writes its note first (the engine's and the loop's)
     std::string check = d.value("check", "");
-    std::string sig = detected_.count(check) ? detected_[check].value("signature", "") : "";
+    std::string sig = d.contains("signature") && d["signature"].is_string() ? d.value("signature", "")
+                      : detected_.count(check)                              ? detected_[check].value("signature", "")
+                                                                            : "";
     incidents_.push_back({{"path", d.value("path", "")},
                           {"check", check},
                           {"why", d.value("why", "")},
@@ -148,6 +181,9 @@ class Summary {
       incidents_.back()["rolled_back_to"] = d.value("to", "");
   }
 
+  Json escalated_ = Json::array();
+  int agent_runs_ = 0;
+  bool calls_unknown_ = false;
   Json done_ = Json::array(), skipped_ = Json::array(), incidents_ = Json::array(), heal_list_ = Json::array();
   std::map<std::string, Json> detected_;  // check -> its last DETECTED event (elapsed_ms, signature)
   int model_calls_ = 0;
@@ -160,9 +196,12 @@ class Summary {
 
 }  // namespace
 
-Json summary_json(const std::string& trace_text, long long since) {
+Json summary_json(const std::string& trace_text, long long since, long long until) {
   Summary s;
-  for (const auto& e : read_events(trace_text, since)) s.read(e);
+  for (const auto& e : read_events(trace_text, since)) {
+    if (until >= 0 && e.t > until) break;
+    s.read(e);
+  }
   return s.json();
 }
 

@@ -101,6 +101,8 @@ std::string terminal(const Night& n, bool color, int width) {
     s += wrap(t.title, width, "  " + outcome(t.outcome), 12);
     std::string detail =
         commits_text(t) + " · " + duration(t.end_ms - t.start_ms) + " · " + turns_text(t) + " · " + cost_text(t);
+    if (t.attempts > 0) detail += " · " + plural(t.attempts, "attempt", "attempts");
+    if (!t.healed_by.empty()) detail += " · healed by " + t.healed_by;
     if (!t.incident.empty()) detail += " · " + t.incident;
     s += wrap(detail, width, std::string(12, ' '), 12);
   }

@@ -176,7 +176,7 @@ TEST_F(LoopTest, UnfixableBreakEscalatesWithIncidentBeforeRollback) {
   // Rolled back: the branch is at known-good and src.txt is fine again.
   EXPECT_EQ(wt_file("src.txt"), "fine\n");
   EXPECT_EQ(util::trim(git(repo, {"rev-parse", "phoenix/loop-test"})),
-            util::trim(git(repo, {"rev-parse", "refs/phoenix/known-good"})));
+            util::trim(git(repo, {"rev-parse", "refs/phoenix/known-good/phoenix/loop-test"})));
   EXPECT_EQ(util::trim(git(repo, {"rev-parse", "HEAD"})), head);
 }
 
@@ -188,8 +188,17 @@ TEST_F(LoopTest, SkipCarriesOnAndEndsRed) {
   EXPECT_EQ(r.code, 1) << r.out;
   Json s = state();
   EXPECT_EQ(s["exit_code"], 1);
-  EXPECT_EQ(s["iteration"], 2);  // every task tried once, each escalated and skipped
+  // Every task tried twice: the failure fed back, the agent made the same
+  // change again, and the same signature twice ended that task's path.
+  EXPECT_EQ(s["iteration"], 4);
   EXPECT_EQ(git(repo, {"show", "phoenix/loop-test:TASKS.md"}), "- [ ] first task\n- [ ] second task\n");
+  EXPECT_EQ(util::trim(git(repo, {"rev-parse", "phoenix/loop-test"})), head) << "no red commit on the branch";
+  int notes = 0;
+  for (const auto& e : fs::directory_iterator(repo + "/incidents")) {
+    ++notes;
+    EXPECT_NE(read(e.path().string()).find("the same failure again"), std::string::npos) << e.path();
+  }
+  EXPECT_EQ(notes, 2);
 }
 
 TEST_F(LoopTest, PollerNeverSeesPartialState) {

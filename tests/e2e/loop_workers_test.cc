@@ -291,7 +291,7 @@ TEST_F(LoopWorkersTest, GreenAloneRedCombinedIsSkippedWithAnIncident) {
   ASSERT_EQ(j["tasks_skipped"].size(), 1u);
   EXPECT_EQ(j["tasks_skipped"][0]["task"]["title"].get<std::string>().substr(0, 5), "task ");
   EXPECT_EQ(subjects().size(), 1u);
-  EXPECT_EQ(rev_parse(repo, "refs/phoenix/known-good"), rev_parse(repo, "phoenix/loop-test"));
+  EXPECT_EQ(rev_parse(repo, "refs/phoenix/known-good/phoenix/loop-test"), rev_parse(repo, "phoenix/loop-test"));
   expect_every_commit_green();
 }
 

@@ -158,7 +158,7 @@ void RealProjects::walk(const Walk& w) {
   // 2. A green run blesses known-good.
   CliRun green = phoenix({"run"});
   ASSERT_EQ(green.code, 0) << green.out;
-  EXPECT_EQ(g({"rev-parse", "refs/phoenix/known-good"}), g({"rev-parse", "HEAD"})) << green.out;
+  EXPECT_EQ(g({"rev-parse", "refs/phoenix/known-good/main"}), g({"rev-parse", "HEAD"})) << green.out;
 
   // 3. An uncommitted break is seen red: the check measures the tree as it is now.
   write(repo, w.source, replace_once(original, w.good, w.bad));
@@ -183,7 +183,7 @@ void RealProjects::walk(const Walk& w) {
   EXPECT_NE(heal.out.find("culprit: calc: tune add"), std::string::npos) << heal.out;
   EXPECT_EQ(read(repo + "/" + w.source), original);
   EXPECT_EQ(g({"rev-parse", "HEAD^"}), before_heal) << "the fix goes on top of the user's commits";
-  EXPECT_EQ(g({"rev-parse", "refs/phoenix/known-good"}), g({"rev-parse", "HEAD"}));
+  EXPECT_EQ(g({"rev-parse", "refs/phoenix/known-good/main"}), g({"rev-parse", "HEAD"}));
   EXPECT_EQ(read(repo + "/scratch/blob.bin"), blob) << "the untracked binary file changed through the heal";
   EXPECT_EQ(g({"ls-files", "--", "scratch"}), "") << "the untracked file went into a commit:\n"
                                                   << g({"log", "--stat", "--format=%h %s", before_heal + "^..HEAD"});

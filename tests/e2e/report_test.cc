@@ -140,9 +140,10 @@ class ReportNight : public ::testing::Test {
   }
 
   static std::string verdict() {
-    return "3 of 4 tasks done, 1 healed by bisect, 1 replayed from the journal, 1 escalated at " + at("incident") +
-           ": the loop stopped; known-good is " +
-           util::trim(git(repo, {"rev-parse", "--short=7", "refs/phoenix/known-good"})) + ".";
+    return "3 of 4 tasks done, 1 escalated, 0 open, 1 healed by bisect, 1 replayed from the journal, the last "
+           "escalation at " +
+           at("incident") + ": the loop stopped; known-good is " +
+           util::trim(git(repo, {"rev-parse", "--short=7", "refs/phoenix/known-good/phoenix/loop-test"})) + ".";
   }
 };
 
@@ -169,11 +170,11 @@ TEST_F(ReportNight, TerminalReportLineByLine) {
   expect_in_order(
       lines,
       {"Needs a person first", "  1. Read " + note() + ": `chart` on \"unfixable: recolour the",
-       "     chart\" escalated (no fixer has anything more to propose); the abandoned", "Tasks",
-       "  done      easy: add a line", "            2 commits ", "  healed    healable: add a feature",
+       "     chart\" escalated (the same failure again (signature ", "Tasks",
+       "  done      easy: add a line", "            1 commit ", "  healed    healable: add a feature",
        "            1 commit ", "  done      easy: add another line", "  escalated unfixable: recolour the chart",
        "Heals", "Rate-limit waits", "  " + at("loop.wait") + "  rate-limited, waited ", "Escalations",
-       "  " + at("incident") + "  chart: ", "Totals", "  4 iterations, ", "Next: phoenix report --html night.html"},
+       "  " + at("incident") + "  chart: ", "Totals", "  5 iterations, ", "Next: phoenix report --html night.html"},
       r.out);
   bool bisect = false, replayed = false;
   for (const auto& l : lines) {
@@ -219,7 +220,7 @@ TEST_F(ReportNight, MarkdownLineByLine) {
                    "## Escalations",
                    "- " + at("incident") + ": `chart`: ",
                    "## Totals",
-                   "4 iterations, ",
+                   "5 iterations, ",
                    "Next: `phoenix report --html night.html`"},
                   r.out);
   EXPECT_NE(r.out.find(" | `nobreak` | bisect | 1 | "), std::string::npos) << r.out;
@@ -317,7 +318,7 @@ TEST_F(ReportNight, HtmlPageInChromiumAt1200And400Pixels) {
   for (size_t at = h.find("data-kind=\"iteration\""); at != std::string::npos;
        at = h.find("data-kind=\"iteration\"", at + 1))
     ++iterations;
-  EXPECT_EQ(iterations, 8u) << "one mark per iteration, in the wide drawing and the phone's";
+  EXPECT_EQ(iterations, 10u) << "one mark per iteration, in the wide drawing and the phone's";
 
   const std::string chromium = "/usr/bin/chromium";
   if (!fs::exists(chromium))
@@ -328,7 +329,7 @@ TEST_F(ReportNight, HtmlPageInChromiumAt1200And400Pixels) {
     Shown s = render(chromium, html_path, width, work);
     ASSERT_TRUE(s.ok) << "chromium showed nothing at " << width << " px:\n" << s.raw.substr(0, 2000);
     EXPECT_EQ(s.verdict, verdict()) << width << " px";
-    EXPECT_EQ(s.iteration_marks, 4) << width << " px";
+    EXPECT_EQ(s.iteration_marks, 5) << width << " px";
     EXPECT_EQ(s.heading_h3, 1) << "the note's title is a heading at " << width << " px";
     EXPECT_GE(s.heading_h4, 7) << "the note's sections are headings at " << width << " px";
     // The visual check's three pictures, drawn (inline data), side by side

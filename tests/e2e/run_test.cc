@@ -60,7 +60,7 @@ TEST_F(RunE2E, BisectFindsTheCulpritAndHealsByRevert) {
   EXPECT_EQ(read(repo + "/src/conf.sh"), "LIMIT=10\n");
   EXPECT_EQ(g({"rev-parse", "HEAD^"}), head);  // the user's commits stay; the fix is on top
   EXPECT_EQ(g({"log", "-1", "--format=%an %s"}), "phoenix phoenix: heal unit (bisect)");
-  EXPECT_EQ(g({"rev-parse", "refs/phoenix/known-good"}), g({"rev-parse", "HEAD"}));
+  EXPECT_EQ(g({"rev-parse", "refs/phoenix/known-good/main"}), g({"rev-parse", "HEAD"}));
   EXPECT_EQ(g({"status", "--porcelain"}), "");
   auto v = phoenix({"trace", "verify"});
   EXPECT_EQ(v.code, 0) << v.out;
@@ -113,7 +113,7 @@ TEST_F(RunE2E, UnfixableEscalatesWithIncidentFlagAndNothingLost) {
 }
 
 TEST_F(RunE2E, RollbackToKnownGoodOnlyWhenAsked) {
-  std::string kg = g({"rev-parse", "refs/phoenix/known-good"});
+  std::string kg = g({"rev-parse", "refs/phoenix/known-good/main"});
   regress();
   auto r = phoenix({"run", "--fixer", "noop", "--rollback", "known-good"});
   EXPECT_EQ(r.code, 2) << r.out;
@@ -152,7 +152,7 @@ TEST_F(RunE2E, UntrackedFilesDoNotBlockAndSurviveTheHealByteForByte) {
   EXPECT_EQ(read(repo + "/src/wip.txt"), "my work\n");
   EXPECT_EQ(read(repo + "/phoenix-output.log"), "redirected\n");
   EXPECT_EQ(g({"status", "--porcelain"}), "?? notes/\n?? phoenix-output.log\n?? src/wip.txt");
-  EXPECT_EQ(g({"rev-parse", "refs/phoenix/known-good"}), g({"rev-parse", "HEAD"}));
+  EXPECT_EQ(g({"rev-parse", "refs/phoenix/known-good/main"}), g({"rev-parse", "HEAD"}));
 
   // And through an escalation and its rollback.
   write(repo, "src/conf.sh", "LIMIT=12\n");

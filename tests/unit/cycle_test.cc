@@ -143,7 +143,7 @@ TEST_F(Cycle, GreenRunBlessesKnownGood) {
   RunResult r = run_with_patches({});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.known_good, head);
-  EXPECT_EQ(git({"rev-parse", "refs/phoenix/known-good"}), head);
+  EXPECT_EQ(git({"rev-parse", "refs/phoenix/known-good/main"}), head);
 }
 
 TEST_F(Cycle, HealsWithAFixCommitAfterAFreshRerun) {

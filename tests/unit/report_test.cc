@@ -139,7 +139,7 @@ class ReportTest : public ::testing::Test {
   report::Facts facts() const {
     report::Facts f;
     f.root = root;
-    f.known_good = "f6f6f6f6f6f6f6f6";
+    f.known_good_of = [](const std::string&) { return std::string("f6f6f6f6f6f6f6f6"); };
     f.abandoned_refs["0909090909090909"] = "refs/phoenix/abandoned/20261202T031202Z";
     f.tasks_at = [](const std::string& branch, const std::string& path) {
       EXPECT_EQ(branch, "phoenix/loop-20261202");
@@ -211,8 +211,8 @@ TEST_F(ReportTest, VerdictAndWhatNeedsAPerson) {
   report::Night n = read();
   EXPECT_EQ(
       report::verdict(n),
-      "4 of 5 tasks done, 1 healed by bisect, 1 replayed from the journal, 1 escalated at 03:12: the loop stopped; "
-      "known-good is f6f6f6f.");
+      "4 of 5 tasks done, 1 escalated, 0 open, 1 healed by bisect, 1 replayed from the journal, the last escalation "
+      "at 03:12: the loop stopped; known-good is f6f6f6f.");
   auto needs = report::needs_person(n);
   ASSERT_EQ(needs.size(), 1u);
   EXPECT_EQ(
@@ -240,7 +240,7 @@ TEST_F(ReportTest, NothingToSayIsADash) {
      {{"exit_code", 0}, {"phase", "complete"}, {"why", "complete: every task ticked, every check green"}});
   report::Facts f;
   f.root = root;
-  f.known_good = "a1a1a1a1";
+  f.known_good_of = [](const std::string&) { return std::string("a1a1a1a1"); };
   report::Night n = report::read_night(trace, 0, f);
   n.tasks_total = 1;
   std::string t = report::terminal(n, false);
@@ -260,8 +260,8 @@ TEST_F(ReportTest, TerminalReportLineByLine) {
       "Phoenix: the night on phoenix/loop-20261202",
       "2026-12-02 01:00 +00:00 to 03:12 (2 h 12 min)",
       "",
-      "4 of 5 tasks done, 1 healed by bisect, 1 replayed from the journal, 1 escalated",
-      "at 03:12: the loop stopped; known-good is f6f6f6f.",
+      "4 of 5 tasks done, 1 escalated, 0 open, 1 healed by bisect, 1 replayed from the",
+      "journal, the last escalation at 03:12: the loop stopped; known-good is f6f6f6f.",
       "",
       "Needs a person first",
       "  1. Read incidents/2026-12-02-03-12.md: `chart` on \"Recolour the chart\"",
@@ -319,8 +319,8 @@ TEST_F(ReportTest, MarkdownLineByLine) {
       "",
       "2026-12-02 01:00 +00:00 to 03:12 (2 h 12 min)",
       "",
-      "**4 of 5 tasks done, 1 healed by bisect, 1 replayed from the journal, 1 escalated at 03:12: the loop stopped; "
-      "known-good is f6f6f6f.**",
+      "**4 of 5 tasks done, 1 escalated, 0 open, 1 healed by bisect, 1 replayed from the journal, the last "
+      "escalation at 03:12: the loop stopped; known-good is f6f6f6f.**",
       "",
       "## Needs a person first",
       "",
@@ -373,7 +373,7 @@ TEST_F(ReportTest, HtmlPageTellsTheStory) {
   night();
   report::Night n = read();
   std::string h = report::html(n, root);
-  EXPECT_NE(h.find("<p id=\"verdict\" class=\"verdict escalated\">4 of 5 tasks done, 1 healed by bisect"),
+  EXPECT_NE(h.find("<p id=\"verdict\" class=\"verdict escalated\">4 of 5 tasks done, 1 escalated, 0 open, 1 healed by bisect"),
             std::string::npos);
   // The timeline: one mark per iteration, the wait, both heals, the escalation.
   // Drawn twice, for a wide window and a phone (CSS shows one), the same marks.
