@@ -113,6 +113,9 @@ std::string sandboxes_dir(const gitx::Repo& repo) { return trees_root(repo) + "/
 std::string setup_stamp(const gitx::Repo& repo, const std::string& tree_name) {
   return trees_root(repo) + "/setup/" + tree_name + ".json";
 }
+std::string tree_lock(const gitx::Repo& repo, const std::string& tree_name) {
+  return trees_root(repo) + "/locks/" + tree_name + ".lock";
+}
 
 namespace {
 

@@ -15,6 +15,9 @@
 //                     and init's fresh tree ("init")
 //   sandboxes/        fixers' sandboxes
 //   setup/<name>.json each tree's setup stamp (setup/setup.h)
+//   locks/<name>.lock the lock (util/lock.h) a run holds on a tree while it
+//                     uses it, so that runs at the same time never share
+//                     one (bisect's trees: fixers/bisect.h)
 // Without a usable HOME (or when that place lies inside the repository)
 // the folder is <common git dir>/phoenix.
 // Earlier versions kept worktrees and sandboxes under .phoenix/ in the work
@@ -41,6 +44,7 @@ std::string trees_root(const gitx::Repo& repo);
 std::string worktree_path(const gitx::Repo& repo, const std::string& name);
 std::string sandboxes_dir(const gitx::Repo& repo);
 std::string setup_stamp(const gitx::Repo& repo, const std::string& tree_name);
+std::string tree_lock(const gitx::Repo& repo, const std::string& tree_name);
 
 // Throws Error (exit 1) naming the first of these that cannot be written,
 // before a command that writes has written anything: the work tree, the
