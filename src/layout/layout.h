@@ -6,7 +6,9 @@
 // Outside the work tree, where no project tool looks (not even inside .git:
 // node's test runner walks it): one folder per repository,
 // ${PHOENIX_TREES_DIR:-${XDG_CACHE_HOME:-~/.cache}/phoenix/trees}/<name>-<id>,
-// <id> from the path of its git directory, holding
+// <name> the main work tree's folder name, <id> from the path of its
+// (common) git directory: every worktree of the repository shares it, as
+// the git names of Phoenix's worktrees are shared. It holds
 //   repository        the git directory it belongs to; a folder whose
 //                     repository is gone is removed by the next Phoenix
 //                     run that makes a tree
