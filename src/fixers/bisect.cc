@@ -585,12 +585,20 @@ class BisectRun {
     auto wait_end = std::chrono::steady_clock::now() + std::chrono::seconds(kBisectTreeWaitS);
     if (req_.timeout_s > 0) wait_end = std::min(wait_end, deadline_);
     const long long wait_s = std::max<long long>(
-        0, std::chrono::duration_cast<std::chrono::seconds>(wait_end - std::chrono::steady_clock::now()).count());
-    std::string holders;
+        0, (std::chrono::duration_cast<std::chrono::milliseconds>(wait_end - std::chrono::steady_clock::now()).count() +
+            500) /
+               1000);
+    // Who holds them: "bisect, bisect-2 by pid 123 (phoenix run ...); bisect-3 by ...".
+    std::vector<std::pair<std::string, std::string>> by;  // holder, its trees
     for (size_t t = 0; t < kMaxBisectTrees; ++t) {
-      const std::string who = util::FileLock::holder(layout::tree_lock(repo, bisect_tree_name(t)));
-      holders += (t ? "; " : "") + bisect_tree_name(t) + " by " + (who.empty() ? "an unknown process" : who);
+      std::string who = util::FileLock::holder(layout::tree_lock(repo, bisect_tree_name(t)));
+      if (who.empty()) who = "a process that names itself nowhere";
+      auto it = std::find_if(by.begin(), by.end(), [&](const auto& b) { return b.first == who; });
+      if (it == by.end()) by.emplace_back(who, bisect_tree_name(t));
+      else it->second += ", " + bisect_tree_name(t);
     }
+    std::string holders;
+    for (const auto& [who, trees] : by) holders += (holders.empty() ? "" : "; ") + trees + " by " + who;
     say("bisect: all " + std::to_string(kMaxBisectTrees) + " bisect trees of this repository are in use (" + holders +
         "); waiting up to " + std::to_string(wait_s) + " s for one to be free");
     while (held.empty()) {
