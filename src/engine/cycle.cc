@@ -467,7 +467,7 @@ bool Engine::Impl::no_patch(Heal& h, const fixers::Proposal& p, const std::strin
       }
       state(id, State::kRed,
             {{"fixer", p.fixer},
-             {"why", "Phoenix's own failure, not the code's: nothing was tried, nothing rolled back"},
+             {"why", "Phoenix's own failure, not the code's: no incident, nothing rolled back"},
              {"status", fixers::status_name(p.status)},
              {"detail", p.detail}});
       h.out.state = State::kRed;
