@@ -348,6 +348,7 @@ const char* status_name(Status s) {
     case Status::kTimeout: return "timeout";
     case Status::kCrashed: return "crashed";
     case Status::kAborted: return "aborted";
+    case Status::kOwnFailure: return "phoenix-failure";
   }
   return "?";
 }

@@ -55,7 +55,8 @@ enum class Status {
   kQuota,        // credit or billing exhausted: stop using this fixer for the run
   kTimeout,      // killed at its timeout
   kCrashed,      // exited abnormally without a usable result
-  kAborted       // the real repository changed while it worked (invariant 12)
+  kAborted,      // the real repository changed while it worked (invariant 12)
+  kOwnFailure    // failed for a reason of Phoenix's own (its tree, its setup), not the code's: no attempt spent
 };
 
 const char* status_name(Status s);

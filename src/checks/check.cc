@@ -61,7 +61,7 @@ SenseResult sense_regex(const CheckSpec& c, const std::string& root) {
     if (std::regex_search(line, re)) {
       ++matches;
       if (matches <= 5)
-        shown += c.path + ":" + std::to_string(lineno) + ": " + util::to_valid_utf8(line.substr(0, 200)) + "\n";
+        shown += c.path + ":" + std::to_string(lineno) + ": " + util::to_valid_utf8(util::utf8_head(line, 200)) + "\n";
     }
   }
   bool present = matches > 0;

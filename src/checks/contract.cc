@@ -289,7 +289,7 @@ SenseResult sense_contract(const CheckSpec& c, const std::string& root) {
                              (res.content_type.empty() ? "" : " (" + res.content_type + ")") + ", " +
                              std::to_string(res.body.size()) + " bytes";
   auto body_head = [&] {
-    std::string h = util::to_valid_utf8(res.body.substr(0, 1024));
+    std::string h = util::to_valid_utf8(util::utf8_head(res.body, 1024));
     return "--- body (first " + std::to_string(std::min<size_t>(1024, res.body.size())) + " bytes) ---\n" + h +
            (h.empty() || h.back() == '\n' ? "" : "\n");
   };

@@ -91,7 +91,7 @@ bool take_picture(const CheckSpec& c, const std::string& root, std::string& byte
     if (res.status != 200) {
       r.signal = "status " + std::to_string(res.status);
       r.evidence = source + " answered " + std::to_string(res.status) + ", not a picture\n" +
-                   util::to_valid_utf8(res.body.substr(0, 512)) + "\n";
+                   util::to_valid_utf8(util::utf8_head(res.body, 512)) + "\n";
       return false;
     }
     bytes = std::move(res.body);

@@ -105,7 +105,7 @@ int list(const Parsed& p) {
   for (const auto& e : entries) {
     std::string files;
     for (const auto& f : e.files) files += (files.empty() ? "" : ",") + f;
-    if (files.size() > 60) files = files.substr(0, 57) + "...";
+    files = util::clip_utf8(files, 60);
     rows.push_back({util::sha12(e.signature), e.verified ? "verified" : "demoted", e.check, std::to_string(e.successes),
                     std::to_string(e.replays),
                     e.replays ? saved_text(e.saved_ms(), e.saved_model_calls(), e.saved_cost_usd()) : "-", files});

@@ -456,7 +456,8 @@ fixers::Proposal Engine::Impl::propose(Heal& h, fixers::Fixer& fixer, std::strin
 }
 
 // A proposal without a patch: next fixer, a wait, or a failed attempt.
-// False when the issue's heal ends here (waited out).
+// False when the issue's heal ends here (waited out, or Phoenix's own failure
+// with no fixer left).
 bool Engine::Impl::no_patch(Heal& h, const fixers::Proposal& p, const std::string& head_before,
                             const std::string& pre_propose, RunResult& result) {
   const std::string& id = h.check.id;
@@ -485,6 +486,25 @@ bool Engine::Impl::no_patch(Heal& h, const fixers::Proposal& p, const std::strin
       record_failure(h, p.fixer, "aborted: " + p.detail, "", nullptr, p.log);
       state(id, State::kRejected, {{"fixer", p.fixer}, {"why", "aborted: " + p.detail}});
       return true;
+    case fixers::Status::kOwnFailure:
+      // Phoenix's own failure (its tree, its setup), not the code's: no
+      // attempt, no strike, no escalation. The next fixer may still heal;
+      // with none left the issue ends red, saying whose failure it was.
+      explain("fixer " + p.fixer + ": Phoenix's own failure (" + p.detail + ")" +
+              (h.fixer_index + 1 < fixers.size() ? "; next fixer" : "; not an escalation"));
+      if (h.fixer_index + 1 < fixers.size()) {
+        state(id, State::kNoProposal,
+              {{"fixer", p.fixer}, {"status", fixers::status_name(p.status)}, {"detail", p.detail}});
+        ++h.fixer_index;
+        return true;
+      }
+      state(id, State::kRed,
+            {{"fixer", p.fixer},
+             {"why", "Phoenix's own failure, not the code's: no incident, nothing rolled back"},
+             {"status", fixers::status_name(p.status)},
+             {"detail", p.detail}});
+      h.out.state = State::kRed;
+      return false;
     case fixers::Status::kProposed: break;
   }
   return true;

@@ -212,7 +212,7 @@ GuardVerdict check_patch(const PatchFacts& facts, const checks::CheckSpec& check
   auto destructive = destructive_lines(facts.patch);
   if (!destructive.empty())
     return reject("destructive", "the patch adds a destructive statement, which needs a person: " +
-                                     util::trim(destructive[0]).substr(0, 120));
+                                     std::string(util::utf8_head(util::trim(destructive[0]), 120)));
   return {};
 }
 

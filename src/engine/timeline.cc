@@ -8,6 +8,7 @@
 #include "engine/state.h"
 #include "util/format.h"
 #include "util/term.h"
+#include "util/text.h"
 
 namespace phoenix::engine {
 namespace {
@@ -37,7 +38,7 @@ std::string details(const util::Json& ev, bool full) {
   if (ev.contains("why")) rest += " — " + text("why");
   if (full && ev.contains("status")) {
     std::string detail = ev.value("detail", "");
-    if (detail.size() > 160) detail = detail.substr(0, 157) + "...";
+    detail = util::clip_utf8(detail, 160);
     rest += " (" + text("status") + (detail.empty() ? "" : ": " + detail) + ")";
   }
   if (ev.contains("commit") && !text("commit").empty()) rest += " commit " + util::sha12(text("commit"));

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <iostream>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -25,6 +26,7 @@
 #include "util/error.h"
 #include "util/path.h"
 #include "util/json.h"
+#include "util/lock.h"
 #include "util/subprocess.h"
 #include "util/text.h"
 #include "util/format.h"
@@ -49,6 +51,12 @@ struct Interrupted {
   int signal;
 };
 struct OutOfTime {};
+// Phoenix's own failure, not the code's (its tree, a setup that failed on
+// the known-good commit): worth one more try in fresh trees when `retry`.
+struct OwnFailure {
+  std::string why;
+  bool retry = true;
+};
 
 std::string request_key(const Request& r) {
   const checks::CheckSpec& c = r.failure.check;
@@ -437,22 +445,42 @@ class BisectRun {
         std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(request.timeout_s * 1000));
   }
 
+  // A failure of Phoenix's own (a git error in its trees, the setup
+  // failing at known-good) is tried once more in fresh trees; a second one
+  // is kOwnFailure, which the engine never counts against the code.
   Proposal search(bool* memoize) {
     if (req_.known_good.empty()) return nothing("no known-good commit to bisect from");
     if (req_.failure.result.ok) return nothing("the check " + req_.failure.check.id + " is not red: nothing to bisect");
-    try {
-      return search_repo(memoize);
-    } catch (const Interrupted& i) {
+    std::string first_why;
+    for (int round = 1;; ++round) {
+      OwnFailure failed;
+      try {
+        return search_repo(memoize, round > 1);
+      } catch (const Interrupted& i) {
+        *memoize = false;
+        return nothing("interrupted" + (i.signal ? " by signal " + std::to_string(i.signal) : std::string()) +
+                       " after " + std::to_string(p_.check_runs) + " check runs");
+      } catch (const OutOfTime&) {
+        *memoize = false;
+        return ended(Status::kTimeout, "bisect ran out of its " +
+                                           std::to_string(static_cast<long long>(req_.timeout_s)) + " s after " +
+                                           std::to_string(p_.check_runs) + " check runs");
+      } catch (const OwnFailure& f) {
+        failed = f;
+      } catch (const std::exception& e) { failed.why = std::string("bisect failed: ") + e.what(); }
+      if (round == 1 && failed.retry) {
+        log(failed.why + "; once more, in fresh trees");
+        first_why = failed.why;
+        stamps_.clear();
+        names_.clear();
+        *memoize = true;  // a definitive answer the second time is kept
+        continue;
+      }
       *memoize = false;
-      return nothing("interrupted" + (i.signal ? " by signal " + std::to_string(i.signal) : std::string()) + " after " +
-                     std::to_string(p_.check_runs) + " check runs");
-    } catch (const OutOfTime&) {
-      *memoize = false;
-      return ended(Status::kTimeout, "bisect ran out of its " + std::to_string(static_cast<long long>(req_.timeout_s)) +
-                                         " s after " + std::to_string(p_.check_runs) + " check runs");
-    } catch (const std::exception& e) {
-      *memoize = false;
-      return ended(Status::kCrashed, std::string("bisect failed: ") + e.what());
+      if (round == 1) return ended(Status::kOwnFailure, failed.why);
+      return ended(Status::kOwnFailure, failed.why == first_why
+                                            ? failed.why + " (and again in fresh trees)"
+                                            : first_why + "; in fresh trees: " + failed.why);
     }
   }
 
@@ -465,15 +493,19 @@ class BisectRun {
     return p_;
   }
 
-  Proposal search_repo(bool* memoize) {
+  // `fresh`: the trees are made anew (folder and setup stamp removed first).
+  Proposal search_repo(bool* memoize, bool fresh) {
     gitx::Repo repo = gitx::Repo::open(req_.repo_root);
     std::string head, good;
     if (std::optional<Proposal> stop = check_range(repo, head, good, memoize)) return *stop;
+    good_ = good;
     const std::vector<std::string> ignore = own_paths(repo);
     const std::vector<std::string> before = changed_paths(repo, ignore);
     for (const std::string& line : layout::migrate_legacy_trees(repo)) log(line);
     const size_t k = parallel_slots(req_, repo.rev_list(good, head).size());
-    const std::vector<std::string> trees = prepare_trees(repo, head, k);
+    // Held until the search ends, whichever way: no other run moves them.
+    const std::vector<HeldTree> held = take_trees(repo, k);
+    const std::vector<std::string> trees = prepare_trees(repo, head, held, fresh);
     // The engine's red measurement covers the work tree as it is; with
     // uncommitted changes that is not HEAD's commit, so measure the commit
     // (the worktree is at HEAD already) before blaming history.
@@ -526,20 +558,86 @@ class BisectRun {
     return ignore;
   }
 
-  // The k persistent worktrees, each at HEAD, with their setup stamps.
-  std::vector<std::string> prepare_trees(gitx::Repo& repo, const std::string& head, size_t k) {
+  // A bisect tree this run holds: its number (0 = "bisect", 1 =
+  // "bisect-2", ...) and its lock.
+  struct HeldTree {
+    size_t tree = 0;
+    std::unique_ptr<util::FileLock> lock;
+  };
+
+  // Up to `want` bisect trees no other run holds, locked for this run,
+  // the lowest numbers first: never fewer than one. When every one of the
+  // kMaxBisectTrees is held, waits for one (at most kBisectTreeWaitS, and
+  // never past the search's own deadline), saying whom it waits for.
+  std::vector<HeldTree> take_trees(const gitx::Repo& repo, size_t want) {
+    std::vector<HeldTree> held;
+    auto sweep = [&] {
+      for (size_t t = 0; t < kMaxBisectTrees && held.size() < want; ++t) {
+        if (std::any_of(held.begin(), held.end(), [t](const HeldTree& h) { return h.tree == t; })) continue;
+        std::unique_ptr<util::FileLock> lock = util::FileLock::try_take(layout::tree_lock(repo, bisect_tree_name(t)));
+        if (!lock) continue;
+        if (!lock->taken_over().empty()) say("warning: " + lock->taken_over());
+        held.push_back({t, std::move(lock)});
+      }
+    };
+    sweep();
+    if (!held.empty()) return held;
+    auto wait_end = std::chrono::steady_clock::now() + std::chrono::seconds(kBisectTreeWaitS);
+    if (req_.timeout_s > 0) wait_end = std::min(wait_end, deadline_);
+    const long long wait_s = std::max<long long>(
+        0, (std::chrono::duration_cast<std::chrono::milliseconds>(wait_end - std::chrono::steady_clock::now()).count() +
+            500) /
+               1000);
+    // Who holds them: "bisect, bisect-2 by pid 123 (phoenix run ...); bisect-3 by ...".
+    std::vector<std::pair<std::string, std::string>> by;  // holder, its trees
+    for (size_t t = 0; t < kMaxBisectTrees; ++t) {
+      std::string who = util::FileLock::holder(layout::tree_lock(repo, bisect_tree_name(t)));
+      if (who.empty()) who = "a process that names itself nowhere";
+      auto it = std::find_if(by.begin(), by.end(), [&](const auto& b) { return b.first == who; });
+      if (it == by.end()) by.emplace_back(who, bisect_tree_name(t));
+      else it->second += ", " + bisect_tree_name(t);
+    }
+    std::string holders;
+    for (const auto& [who, trees] : by) holders += (holders.empty() ? "" : "; ") + trees + " by " + who;
+    say("bisect: all " + std::to_string(kMaxBisectTrees) + " bisect trees of this repository are in use (" + holders +
+        "); waiting up to " + std::to_string(wait_s) + " s for one to be free");
+    while (held.empty()) {
+      if (int sig = util::interrupted_signal()) throw Interrupted{sig};
+      if (std::chrono::steady_clock::now() >= wait_end)
+        throw OwnFailure{"no bisect tree of this repository was free within " + std::to_string(wait_s) +
+                             " s (" + holders + ")",
+                         false};
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      sweep();
+    }
+    say("bisect: " + bisect_tree_name(held.front().tree) + " is free now");
+    return held;
+  }
+
+  // The held trees, each a persistent worktree at HEAD, with their setup
+  // stamps; `fresh`: each made anew.
+  std::vector<std::string> prepare_trees(gitx::Repo& repo, const std::string& head, const std::vector<HeldTree>& held,
+                                         bool fresh) {
     std::vector<std::string> paths;
-    for (size_t slot = 0; slot < k; ++slot) {
-      const std::string name = bisect_tree_name(slot);
-      BisectWorktree wt = prepare_bisect_worktree(repo, layout::worktree_path(repo, name), head, slot);
+    for (const HeldTree& h : held) {
+      const std::string name = bisect_tree_name(h.tree);
+      const std::string path = layout::worktree_path(repo, name);
+      const std::string stamp = layout::setup_stamp(repo, name);
+      if (fresh) {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+        fs::remove(stamp, ec);
+      }
+      BisectWorktree wt = prepare_bisect_worktree(repo, path, head, h.tree);
       paths.push_back(wt.path);
-      stamps_.push_back(layout::setup_stamp(repo, name));
+      names_.push_back(name);
+      stamps_.push_back(stamp);
       log("worktree " + wt.path + ": " +
           (wt.state == BisectWorktree::State::kCreated  ? "created"
            : wt.state == BisectWorktree::State::kReused ? "reused"
                                                         : "recreated (" + wt.damage + ")"));
     }
-    if (k > 1) log("probing " + std::to_string(k) + " commits at a time");
+    if (held.size() > 1) log("probing " + std::to_string(held.size()) + " commits at a time");
     return paths;
   }
 
@@ -557,7 +655,7 @@ class BisectRun {
     std::lock_guard<std::mutex> lock(mu_);
     ++p_.check_runs;
     log_ << "run " << p_.check_runs << ": " << short_sha(sha) << " ";
-    if (probe.slot) log_ << "[" << bisect_tree_name(probe.slot) << "] ";
+    if (names_.size() > 1) log_ << "[" << names_.at(probe.slot) << "] ";
     if (s.signal == "cancelled") {
       log_ << "stopped: the answer no longer needs it\n";
       return false;
@@ -576,6 +674,11 @@ class BisectRun {
            << " ms)\n";
     if (!su.ok) {
       signals_[sha] = su.signal;
+      // Every check passed at known-good, its setup included: failing there
+      // now is the tree's environment, Phoenix's own failure.
+      if (sha == good_)
+        throw OwnFailure{"the setup failed at known-good " + short_sha(sha) + " (" + su.signal +
+                         "), where it passed before: the tree's environment, not the code"};
       throw BisectSkip{su.signal};
     }
   }
@@ -583,6 +686,12 @@ class BisectRun {
   void log(const std::string& line) {
     std::lock_guard<std::mutex> lock(mu_);
     log_ << line << "\n";
+  }
+  // A line for the person waiting too ("warning: ...", "bisect: ..."), on
+  // stderr as the run goes, and in the log.
+  void say(const std::string& line) {
+    std::cerr << "phoenix: " << line << "\n" << std::flush;
+    log(line);
   }
 
   std::string steps_text(const BisectResult& r) {
@@ -637,7 +746,9 @@ class BisectRun {
   const Request& req_;
   Proposal p_;
   std::chrono::steady_clock::time_point deadline_;
-  std::vector<std::string> stamps_;  // each worktree's setup stamp
+  std::vector<std::string> names_;   // each slot's tree: "bisect", "bisect-3", ...
+  std::vector<std::string> stamps_;  // each slot's setup stamp
+  std::string good_;                 // known-good, resolved
   std::mutex mu_;
   std::ostringstream log_;
   std::map<std::string, std::string> signals_;  // sha -> the check's signal there

@@ -9,23 +9,33 @@
 // - Request.head must still be the repository's HEAD, and HEAD plus the list
 //   of changed paths must not move while it works: otherwise kAborted
 //   (invariant 12). Nothing is ever written to the user's work tree, index or
-//   refs: every measurement runs in ONE persistent linked worktree,
-//   layout::worktree_path(repo, "bisect"), outside the work tree (git name
-//   "phoenix-bisect"), created on first use, reused (cleaned, moved
-//   incrementally) afterwards, recreated when found damaged. Ignored files
-//   there (build outputs) survive between runs on purpose, so builds stay
-//   warm; the check must cope with that. phoenix.json's `setup` runs there
-//   before each measurement whose inputs changed (setup/setup.h); a commit
-//   whose setup fails is skipped, as `git bisect skip` does.
+//   refs: every measurement runs in a persistent linked worktree of the
+//   repository's bisect trees, layout::worktree_path(repo, "bisect"),
+//   "bisect-2" ... "bisect-8" (kMaxBisectTrees; git names "phoenix-bisect",
+//   "phoenix-bisect-2", ...), outside the work tree, created on first use,
+//   reused (cleaned, moved incrementally) afterwards, recreated when found
+//   damaged. Ignored files there (build outputs) survive between runs on
+//   purpose, so builds stay warm; the check must cope with that.
+//   phoenix.json's `setup` runs there before each measurement whose inputs
+//   changed (setup/setup.h); a commit whose setup fails is skipped, as
+//   `git bisect skip` does.
+// - One run per tree: a run locks each tree it uses
+//   (layout::tree_lock, util::FileLock) for the whole search and takes the
+//   lowest-numbered trees no other run holds, so runs at the same time in
+//   worktrees of one repository never share or move each other's trees.
+//   When all kMaxBisectTrees are held it waits for one, saying for whom
+//   (pid and command), at most kBisectTreeWaitS and never past its own
+//   timeout; then kOwnFailure. A lock file that does not parse, or that
+//   names a pid no longer holding it, is taken over with a warning naming
+//   the file (on stderr and in the log).
 // - Parallel: with Request.config's bisect.parallel = k > 1 (default: the
 //   number of cores, at most 4; 1 without a config, and for a check that
 //   starts a server, whose port k copies would share) the search runs
-//   bisect_commits_parallel() over k persistent worktrees, "bisect" and
-//   "bisect-2".."bisect-k" (git names phoenix-bisect, phoenix-bisect-2, ...),
-//   each with its own setup stamp, so each stays set up across runs; never
-//   more worktrees than commits to measure. check_runs then counts every
-//   run started, the ones stopped because the answer no longer needed them
-//   too.
+//   bisect_commits_parallel() over k persistent worktrees (fewer when
+//   other runs hold the rest), each with its own setup stamp, so each stays
+//   set up across runs; never more worktrees than commits to measure.
+//   check_runs then counts every run started, the ones stopped because the
+//   answer no longer needed them too.
 // - The red measurement at HEAD is Request.failure: it is reused, HEAD is not
 //   measured again — except when the user's work tree has uncommitted
 //   changes (outside .phoenix/), because then the engine measured those
@@ -45,8 +55,13 @@
 //   green->red transition), as with `git bisect`; a run that times out counts
 //   as red. Request.timeout_s (> 0) bounds the whole search, checked between
 //   runs (a started run is bounded by the check's own timeout_s): kTimeout.
-//   A SIGINT/SIGTERM ends it with kNothing "interrupted" (not memoized);
-//   a git failure is kCrashed with libgit2's reason.
+//   A SIGINT/SIGTERM ends it with kNothing "interrupted" (not memoized).
+// - Phoenix's own failures are not the code's: a git failure (libgit2's
+//   reason: a tree taken away, a folder that is not a repository any more)
+//   or a setup that fails at known-good (where it passed) ends the search,
+//   which runs once more from the start in fresh trees (folders and setup
+//   stamps removed); failing again, it is kOwnFailure with both reasons,
+//   not memoized, and the engine spends no attempt on it.
 // - Found: kProposed with patch = revert of the culprit against HEAD,
 //   computed in memory (gitx revert_patch), files = its paths, summary
 //   "revert 1a2b3c4 (culprit: <subject>)", detail with every step. A revert
@@ -151,11 +166,18 @@ BisectResult bisect_commits_parallel(gitx::Repo& repo, const std::vector<std::st
                                      const std::string& good, const std::string& bad,
                                      const ParallelBisectOracle& oracle);
 
-// The git name of bisect's worktree (under <common_dir>/worktrees/); a
-// parallel bisect's further worktrees are "phoenix-bisect-2", "-3", ...
+// The git name of bisect's first worktree (under <common_dir>/worktrees/);
+// the further ones are "phoenix-bisect-2", "-3", ...
 inline constexpr const char* kBisectWorktreeName = "phoenix-bisect";
-// The layout name (layout::worktree_path, layout::setup_stamp) of the
-// worktree of parallel slot `slot`: "bisect", "bisect-2", "bisect-3", ...
+// The bisect trees a repository may have: runs at the same time each take
+// their own, up to this many in all; a run that finds all of them held
+// waits (see the header comment).
+inline constexpr size_t kMaxBisectTrees = 8;
+// How long a run waits for one of them at most.
+inline constexpr int kBisectTreeWaitS = 300;
+// The layout name (layout::worktree_path, layout::setup_stamp,
+// layout::tree_lock) of bisect tree number `slot` (0-based): "bisect",
+// "bisect-2", "bisect-3", ...
 std::string bisect_tree_name(size_t slot);
 
 struct BisectWorktree {

@@ -39,12 +39,14 @@ constexpr size_t kAttemptPatchBytes = 16 * 1024;
 constexpr size_t kAttemptEvidenceBytes = 8 * 1024;
 std::string head_bounded(std::string_view s, size_t n) {
   if (s.size() <= n) return std::string(s);
-  return std::string(s.substr(0, n)) + "\n[... " + std::to_string(s.size() - n) + " bytes omitted ...]\n";
+  const std::string_view head = util::utf8_head(s, n);
+  return std::string(head) + "\n[... " + std::to_string(s.size() - head.size()) + " bytes omitted ...]\n";
 }
 
 std::string tail_bounded(std::string_view s, size_t n) {
   if (s.size() <= n) return std::string(s);
-  return "[... " + std::to_string(s.size() - n) + " bytes omitted ...]\n" + std::string(s.substr(s.size() - n));
+  const std::string_view tail = util::utf8_tail(s, n);
+  return "[... " + std::to_string(s.size() - tail.size()) + " bytes omitted ...]\n" + std::string(tail);
 }
 
 std::string json_text(const Json& j) {

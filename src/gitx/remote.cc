@@ -7,7 +7,7 @@ namespace phoenix::gitx {
 
 std::string git_output_tail(const std::string& output) {
   std::string t = util::trim(util::to_valid_utf8(output));
-  if (t.size() > 800) t = "..." + t.substr(t.size() - 800);
+  if (t.size() > 800) t = "..." + std::string(util::utf8_tail(t, 800));
   for (char& c : t)
     if (c == '\n') c = ' ';
   return t.empty() ? "no output" : t;

@@ -68,7 +68,12 @@ std::string trees_root(const gitx::Repo& repo) {
   // that walks the project would find the copies of the code.
   if (base.empty() || (!top.empty() && util::same_or_inside(base, top)) || util::same_or_inside(base, common))
     return common + "/phoenix";
-  std::string name = fs::path(top.empty() ? fs::path(common).parent_path() : fs::path(top)).filename().string();
+  // One folder per repository, whichever of its worktrees asks (the git
+  // names of Phoenix's worktrees are one set per repository too): named
+  // after the main work tree, the folder holding .git, when there is one.
+  const fs::path common_path(common);
+  std::string name =
+      (top.empty() || common_path.filename() == ".git" ? common_path.parent_path() : fs::path(top)).filename().string();
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   const std::string root = base + "/" + (name.empty() ? "repo" : name) + "-" + util::sha256_hex(common).substr(0, 12);
@@ -112,6 +117,9 @@ std::string worktree_path(const gitx::Repo& repo, const std::string& name) {
 std::string sandboxes_dir(const gitx::Repo& repo) { return trees_root(repo) + "/sandboxes"; }
 std::string setup_stamp(const gitx::Repo& repo, const std::string& tree_name) {
   return trees_root(repo) + "/setup/" + tree_name + ".json";
+}
+std::string tree_lock(const gitx::Repo& repo, const std::string& tree_name) {
+  return trees_root(repo) + "/locks/" + tree_name + ".lock";
 }
 
 namespace {

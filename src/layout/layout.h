@@ -6,7 +6,9 @@
 // Outside the work tree, where no project tool looks (not even inside .git:
 // node's test runner walks it): one folder per repository,
 // ${PHOENIX_TREES_DIR:-${XDG_CACHE_HOME:-~/.cache}/phoenix/trees}/<name>-<id>,
-// <id> from the path of its git directory, holding
+// <name> the main work tree's folder name, <id> from the path of its
+// (common) git directory: every worktree of the repository shares it, as
+// the git names of Phoenix's worktrees are shared. It holds
 //   repository        the git directory it belongs to; a folder whose
 //                     repository is gone is removed by the next Phoenix
 //                     run that makes a tree
@@ -15,6 +17,9 @@
 //                     and init's fresh tree ("init")
 //   sandboxes/        fixers' sandboxes
 //   setup/<name>.json each tree's setup stamp (setup/setup.h)
+//   locks/<name>.lock the lock (util/lock.h) a run holds on a tree while it
+//                     uses it, so that runs at the same time never share
+//                     one (bisect's trees: fixers/bisect.h)
 // Without a usable HOME (or when that place lies inside the repository)
 // the folder is <common git dir>/phoenix.
 // Earlier versions kept worktrees and sandboxes under .phoenix/ in the work
@@ -42,6 +47,7 @@ std::string trees_root(const gitx::Repo& repo);
 std::string worktree_path(const gitx::Repo& repo, const std::string& name);
 std::string sandboxes_dir(const gitx::Repo& repo);
 std::string setup_stamp(const gitx::Repo& repo, const std::string& tree_name);
+std::string tree_lock(const gitx::Repo& repo, const std::string& tree_name);
 
 // Throws Error (exit 1) naming the first of these that cannot be written,
 // before a command that writes has written anything: the work tree, the

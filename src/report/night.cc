@@ -183,7 +183,7 @@ struct NightReader {
     // The first words of what the CLI said ("rate limit"), not its whole JSON.
     std::string detail = str(d, "detail");
     detail = detail.substr(0, std::min(detail.find(": "), detail.find('\n')));
-    if (detail.size() > 60) detail = detail.substr(0, 57) + "...";
+    detail = util::clip_utf8(detail, 60);
     Wait w{e.t, d.value("wait_ms", 0LL), str(d, "status"), detail};
     n.waits.push_back(w);
     n.marks.push_back({"wait", w.at_ms, w.at_ms + w.wait_ms, false, w.status + ": waited " + duration(w.wait_ms)});

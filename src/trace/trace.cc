@@ -95,7 +95,7 @@ bool repair_locked(const std::string& path, const Tail& tail) {
   }
   Json data = {{"bytes", fragment.size()},
                {"sha256", util::sha256_hex(fragment)},
-               {"fragment", util::to_valid_utf8(fragment.substr(0, 512))}};
+               {"fragment", util::to_valid_utf8(util::utf8_head(fragment, 512))}};
   util::append_durable(path, make_line(seq, "trace.torn_repaired", data, prev));
   return true;
 }

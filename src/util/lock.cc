@@ -1,6 +1,7 @@
 #include "util/lock.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -13,32 +14,86 @@
 
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace phoenix::util {
 
-FileLock::FileLock(const std::string& path, int wait_ms, const std::string& what) : path_(path) {
+FileLock::FileLock(const std::string& path) : path_(path) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) throw_errno("cannot open lock " + path);
+}
+
+FileLock::FileLock(const std::string& path, int wait_ms, const std::string& what) : FileLock(path) {
+  if (!acquire(wait_ms)) {
+    long pid = holder_pid(path);
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(what + " is held by another Phoenix process" +
+                (pid > 0 ? " (pid " + std::to_string(pid) + ")" : std::string()) + "; lock file " + path);
+  }
+  claim();
+}
+
+std::unique_ptr<FileLock> FileLock::try_take(const std::string& path) {
+  std::unique_ptr<FileLock> lock(new FileLock(path));
+  if (!lock->acquire(0)) {
+    // Not ours: closed without touching the holder's record.
+    ::close(lock->fd_);
+    lock->fd_ = -1;
+    return nullptr;
+  }
+  lock->claim();
+  return lock;
+}
+
+bool FileLock::acquire(int wait_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   std::mt19937 rng(static_cast<unsigned>(::getpid()));
   int backoff_ms = 2;
   for (;;) {
-    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) break;
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return true;
     if (errno != EWOULDBLOCK && errno != EINTR) {
-      ::close(fd_);
-      throw_errno("cannot lock " + path);
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      long pid = holder_pid(path);
+      const int e = errno;
       ::close(fd_);
       fd_ = -1;
-      throw Error(what + " is held by another Phoenix process" +
-                  (pid > 0 ? " (pid " + std::to_string(pid) + ")" : std::string()) + "; lock file " + path);
+      errno = e;
+      throw_errno("cannot lock " + path_);
     }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms + rng() % (backoff_ms + 1)));
     backoff_ms = std::min(backoff_ms * 2, 100);
+  }
+}
+
+namespace {
+
+bool pid_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+
+}  // namespace
+
+// The flock is ours, so whatever the file still names is stale: a holder
+// that died before blanking its record, or a file written by something
+// else. Either is worth a warning; a longer record is cut back to size.
+void FileLock::claim() {
+  char buf[256];
+  const ssize_t n = ::pread(fd_, buf, sizeof buf, 0);
+  const std::string old = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  const std::string text = trim(old);
+  if (!text.empty()) {
+    const bool digits = text.find_first_not_of("0123456789") == std::string::npos && text.size() <= 19;
+    if (!digits) {
+      taken_over_ = "took over the lock " + path_ + ": its record does not parse (\"" +
+                    to_valid_utf8(utf8_head(text, 40)) + (text.size() > 40 ? "..." : "") + "\")";
+    } else {
+      const long pid = std::stol(text);
+      taken_over_ = "took over the stale lock " + path_ + ": pid " + text +
+                    (pid_alive(pid) ? " is running but no longer holds it" : " is not running");
+    }
+  }
+  if (old.size() > kRecordSize && ::ftruncate(fd_, kRecordSize) != 0) {
+    // the record below is what counts; a longer tail only costs a warning next time
   }
   write_record(std::to_string(::getpid()));
 }
@@ -86,6 +141,20 @@ std::string FileLock::open_by(const std::string& path) {
     }
   }
   return out;
+}
+
+std::string FileLock::holder(const std::string& path) {
+  const long pid = holder_pid(path);
+  if (pid <= 0) return "";
+  std::string cmd;
+  try {
+    cmd = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+  } catch (const Error&) {}
+  while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();
+  for (char& c : cmd)
+    if (c == '\0') c = ' ';
+  cmd = clip_utf8(to_valid_utf8(cmd), 200);
+  return "pid " + std::to_string(pid) + (cmd.empty() ? "" : " (" + cmd + ")");
 }
 
 long FileLock::holder_pid(const std::string& path) {

@@ -63,6 +63,45 @@ std::string to_valid_utf8(std::string_view s) {
   return out;
 }
 
+namespace {
+bool continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+// The bytes a UTF-8 character starting with `c` takes, 0 when `c` starts none.
+size_t sequence_length(unsigned char c) {
+  if (c < 0x80) return 1;
+  if ((c & 0xE0) == 0xC0) return 2;
+  if ((c & 0xF0) == 0xE0) return 3;
+  if ((c & 0xF8) == 0xF0) return 4;
+  return 0;
+}
+}  // namespace
+
+std::string_view utf8_head(std::string_view s, size_t max_bytes) {
+  size_t cut = std::min(max_bytes, s.size());
+  // The lead byte of the last character before the cut, at most three
+  // continuation bytes back: dropped with them when its sequence does not
+  // fit before the cut.
+  size_t lead = cut;
+  while (lead > 0 && cut - lead < 4 && continuation(static_cast<unsigned char>(s[lead - 1]))) --lead;
+  if (lead > 0 && cut - lead < 4) {
+    const size_t len = sequence_length(static_cast<unsigned char>(s[lead - 1]));
+    if (len > 1 && lead - 1 + len > cut) cut = lead - 1;
+  }
+  return s.substr(0, cut);
+}
+
+std::string_view utf8_tail(std::string_view s, size_t max_bytes) {
+  size_t from = s.size() - std::min(max_bytes, s.size());
+  // A cut inside a character leaves up to three continuation bytes first.
+  for (int i = 0; i < 3 && from < s.size() && continuation(static_cast<unsigned char>(s[from])); ++i) ++from;
+  return s.substr(from);
+}
+
+std::string clip_utf8(std::string_view s, size_t max_bytes, std::string_view mark) {
+  if (s.size() <= max_bytes) return std::string(s);
+  const size_t room = max_bytes > mark.size() ? max_bytes - mark.size() : 0;
+  return std::string(utf8_head(s, room)) + std::string(mark);
+}
+
 void HeadTail::append(std::string_view data) {
   total_ += data.size();
   if (head_.size() < head_cap_) {
@@ -95,15 +134,18 @@ std::string HeadTail::tail_str() const {
 
 std::string HeadTail::str() const {
   std::string t = tail_str();
-  size_t omitted = total_ - head_.size() - t.size();
-  if (omitted == 0) return head_ + t;
-  return head_ + "\n[... " + std::to_string(omitted) + " bytes omitted ...]\n" + t;
+  if (total_ == head_.size() + t.size()) return head_ + t;
+  // Something was left out between the two: neither side ends (or starts)
+  // with a piece of a character.
+  const std::string_view head = utf8_head(head_, head_.size());
+  const std::string_view tail = utf8_tail(t, t.size());
+  size_t omitted = total_ - head.size() - tail.size();
+  return std::string(head) + "\n[... " + std::to_string(omitted) + " bytes omitted ...]\n" + std::string(tail);
 }
 
 std::string HeadTail::last(size_t n) const {
   std::string all = total_ > head_.size() + tail_size() ? tail_str() : head_ + tail_str();
-  if (all.size() <= n) return all;
-  return all.substr(all.size() - n);
+  return std::string(utf8_tail(all, n));
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {

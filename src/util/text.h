@@ -13,6 +13,19 @@ namespace phoenix::util {
 // so arbitrary program output can be stored in JSON and printed safely.
 std::string to_valid_utf8(std::string_view bytes);
 
+// The longest start of `s` of at most `max_bytes` bytes that does not end
+// inside a UTF-8 character (a lead byte whose continuation bytes were cut
+// off is left out with them); the longest end of `s` of at most
+// `max_bytes` bytes that does not start inside one (continuation bytes
+// before the first whole character are left out). Bytes that are not
+// UTF-8 are cut like any other byte. The one place a text is shortened
+// to a length: messages, details, evidence, logs.
+std::string_view utf8_head(std::string_view s, size_t max_bytes);
+std::string_view utf8_tail(std::string_view s, size_t max_bytes);
+// utf8_head(s, max_bytes - the mark's size) + `mark` when `s` is longer
+// than `max_bytes`, else `s`: "a long detail...".
+std::string clip_utf8(std::string_view s, size_t max_bytes, std::string_view mark = "...");
+
 // Keeps the first `head` and last `tail` bytes of a stream of any length,
 // counting the total: bounded memory for a command printing gigabytes.
 class HeadTail {

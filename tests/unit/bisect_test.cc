@@ -20,6 +20,9 @@
 #include "util/subprocess.h"
 #include "layout/layout.h"
 #include "util/path.h"
+#include "util/lock.h"
+#include <thread>
+#include <chrono>
 
 namespace fs = std::filesystem;
 
@@ -684,6 +687,104 @@ TEST(BisectFixer, SecondCallForTheSameIssueDoesNotSearchAgain) {
   EXPECT_EQ(n2.status, Status::kNothing);
   EXPECT_EQ(n2.check_runs, 0);
   EXPECT_EQ(n2.detail, n1.detail);
+}
+
+// --- one run per tree (runs at the same time never share one) -------------------
+
+// Every bisect tree's lock of the repository at `root`, taken by this
+// process (alive, so no run may take them over).
+std::vector<std::unique_ptr<util::FileLock>> hold_trees(const std::string& root, size_t n) {
+  gitx::Repo repo = gitx::Repo::open(root);
+  std::vector<std::unique_ptr<util::FileLock>> held;
+  for (size_t t = 0; t < n; ++t)
+    held.push_back(std::make_unique<util::FileLock>(layout::tree_lock(repo, bisect_tree_name(t)), 0, "the test"));
+  return held;
+}
+
+TEST(BisectTrees, ATreeAnotherRunHoldsIsLeftAloneAndTheNextFreeOneTaken) {
+  ScopedTempDir tmp;
+  const std::string root = tmp / "repo";
+  auto shas = make_repo(root, {.n = 12, .culprit = 7});
+  // A first search made "bisect"; then another run holds it.
+  ASSERT_EQ(BisectFixer().propose(make_request(root, shas[0])).status, Status::kProposed);
+  const std::string first = wt_path(root);
+  const std::string first_head = trim(git(first, {"rev-parse", "HEAD"}));
+  auto held = hold_trees(root, 1);
+  Proposal p = BisectFixer().propose(make_request(root, shas[0]));
+  ASSERT_EQ(p.status, Status::kProposed) << p.detail << "\n" << p.log;
+  const std::string second = layout::worktree_path(gitx::Repo::open(root), "bisect-2");
+  EXPECT_NE(p.log.find("worktree " + second + ": created"), std::string::npos) << p.log;
+  EXPECT_EQ(p.log.find("worktree " + first + ":"), std::string::npos) << p.log;
+  EXPECT_EQ(trim(git(first, {"rev-parse", "HEAD"})), first_head) << "the held tree was moved";
+}
+
+TEST(BisectTrees, AllTreesHeldWaitsNamingTheHolderThenIsPhoenixsOwnFailure) {
+  ScopedTempDir tmp;
+  const std::string root = tmp / "repo";
+  auto shas = make_repo(root, {.n = 12, .culprit = 7});
+  auto held = hold_trees(root, kMaxBisectTrees);
+  Request req = make_request(root, shas[0]);
+  req.timeout_s = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  Proposal p = BisectFixer().propose(req);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(p.status, Status::kOwnFailure) << p.detail;
+  EXPECT_EQ(p.check_runs, 0);
+  EXPECT_NE(p.detail.find("no bisect tree of this repository was free within 1 s"), std::string::npos) << p.detail;
+  EXPECT_NE(p.detail.find("(bisect, bisect-2, bisect-3, bisect-4, bisect-5, bisect-6, bisect-7, bisect-8 by pid " +
+                          std::to_string(::getpid()) + " ("),
+            std::string::npos)
+      << p.detail;
+  EXPECT_NE(p.log.find("all 8 bisect trees of this repository are in use"), std::string::npos) << p.log;
+  EXPECT_GE(waited, 0.9);
+  EXPECT_LT(waited, 10);
+  // No tree was touched: none exists.
+  EXPECT_FALSE(fs::exists(wt_path(root)));
+}
+
+TEST(BisectTrees, AWaitingRunTakesTheFirstTreeFreed) {
+  ScopedTempDir tmp;
+  const std::string root = tmp / "repo";
+  auto shas = make_repo(root, {.n = 12, .culprit = 7});
+  auto held = hold_trees(root, kMaxBisectTrees);
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    held[5].reset();  // "bisect-6"
+  });
+  Proposal p = BisectFixer().propose(make_request(root, shas[0]));
+  release.join();
+  ASSERT_EQ(p.status, Status::kProposed) << p.detail;
+  EXPECT_NE(p.log.find("bisect-6 is free now"), std::string::npos) << p.log;
+  EXPECT_NE(p.log.find("worktree " + layout::worktree_path(gitx::Repo::open(root), "bisect-6") + ": created"),
+            std::string::npos)
+      << p.log;
+}
+
+// --- Phoenix's own failures -----------------------------------------------------------
+
+// The setup passed at known-good once (every check was green there); failing
+// there now is the tree's environment: one more try in a fresh tree, then
+// kOwnFailure, never a blame on the code.
+TEST(BisectOwnFailure, SetupFailingAtKnownGoodIsRetriedInAFreshTreeThenPhoenixsOwn) {
+  ScopedTempDir tmp;
+  const std::string root = tmp / "repo";
+  auto shas = make_repo(root, {.n = 4, .culprit = 1});  // the search narrows to known-good
+  config::Config cfg;
+  cfg.bisect_parallel = 1;
+  // Fails where state.txt is GOOD and counter.txt 0: known-good only.
+  cfg.setup.push_back(
+      {{"sh", "-c", "! { grep -qx GOOD state.txt && grep -qx 0 counter.txt; }"}, {"counter.txt", "state.txt"}, 60});
+  Request req = make_request(root, shas[0]);
+  req.config = &cfg;
+  BisectFixer fixer;
+  Proposal p = fixer.propose(req);
+  EXPECT_EQ(p.status, Status::kOwnFailure) << p.detail;
+  EXPECT_NE(p.detail.find("the setup failed at known-good " + shas[0].substr(0, 7)), std::string::npos) << p.detail;
+  EXPECT_NE(p.detail.find("(and again in fresh trees)"), std::string::npos) << p.detail;
+  EXPECT_NE(p.log.find("once more, in fresh trees"), std::string::npos) << p.log;
+  // Not memoized: the next call searches again.
+  Proposal again = fixer.propose(req);
+  EXPECT_EQ(again.status, Status::kOwnFailure) << again.detail;
 }
 
 }  // namespace

@@ -137,6 +137,50 @@ class Cycle : public ::testing::Test {
   std::vector<Json> events;
 };
 
+// Fails for a reason of Phoenix's own, every time it is asked.
+class OwnFailureFixer : public fixers::Fixer {
+ public:
+  std::string name() const override { return "bisect"; }
+  fixers::Proposal propose(const fixers::Request&) override {
+    fixers::Proposal p;
+    p.status = fixers::Status::kOwnFailure;
+    p.detail = "bisect failed: not a git repository: /trees/worktrees/bisect (and again in fresh trees)";
+    return p;
+  }
+};
+
+// Phoenix's own failure is not the code's: no attempt, no incident, no
+// rollback, no escalation; the issue ends RED saying so (exit 1).
+TEST_F(Cycle, PhoenixsOwnFailureIsNeitherAnAttemptNorAnEscalation) {
+  std::vector<std::unique_ptr<fixers::Fixer>> fx;
+  fx.push_back(std::make_unique<OwnFailureFixer>());
+  RunResult r = run_with(std::move(fx));
+  EXPECT_EQ(r.exit_code, kExitRed);
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_EQ(r.issues[0].state, State::kRed);
+  EXPECT_EQ(r.issues[0].attempts, 0);
+  EXPECT_EQ(states(), (std::vector<std::string>{"DETECTED", "PROPOSING", "RED"}));
+  EXPECT_NE(events.back().value("why", "").find("Phoenix's own failure, not the code's"), std::string::npos)
+      << events.back().dump();
+  EXPECT_EQ(events.back().value("status", ""), "phoenix-failure");
+  EXPECT_EQ(git({"rev-parse", "HEAD"}), bad);
+  EXPECT_FALSE(fs::exists(root + "/incidents"));
+  EXPECT_FALSE(fs::exists(root + "/.phoenix/ESCALATED"));
+}
+
+// With another fixer after it, that one is asked and may heal.
+TEST_F(Cycle, PhoenixsOwnFailureHandsTheIssueToTheNextFixer) {
+  std::vector<std::unique_ptr<fixers::Fixer>> fx;
+  fx.push_back(std::make_unique<OwnFailureFixer>());
+  fx.push_back(std::make_unique<ScriptedFixer>(std::vector<std::string>{set_value_patch("bad", "good")}));
+  RunResult r = run_with(std::move(fx));
+  EXPECT_EQ(r.exit_code, kExitOk);
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_EQ(r.issues[0].state, State::kHealed);
+  EXPECT_EQ(r.issues[0].attempts, 1);  // the healing patch alone
+  EXPECT_EQ(states()[2], "NO_PROPOSAL");
+}
+
 TEST_F(Cycle, GreenRunBlessesKnownGood) {
   write(root, "value.txt", "good\n");
   std::string head = test::commit_all(root, "fix by hand");
