@@ -1,0 +1,43 @@
+// setup guard: the user's repository kept as it was around a program
+// Phoenix runs in a tree of its own (a setup step, a check, an agent).
+//
+// A thin layer over gitx::RepoGuard (gitx/guard.h: the fingerprint of the
+// shared config, hooks folders, refs and the checkout's index, and how a
+// change is put back) with Phoenix's own refs (layout::own_ref_prefixes)
+// left to Phoenix, and the one way a change is told: a line on stderr,
+// `phoenix: setup changed core.hooksPath to /x; put back`, and, where the
+// caller has a trace, a `guard.put_back` event with the same words.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gitx/guard.h"
+
+namespace phoenix::trace {
+class Trace;
+}
+
+namespace phoenix::setup {
+
+class Guard {
+ public:
+  // The fingerprint of the repository `tree` belongs to. A tree outside any
+  // repository (or one that cannot be read) is not guarded: a line on
+  // stderr says why when it is a repository.
+  explicit Guard(const std::string& tree);
+
+  // Puts back what changed since the constructor (each call compares with
+  // that fingerprint), says each change as above, and returns the lines.
+  // `who` starts each line ("setup", "the check unit", "the agent").
+  std::vector<std::string> restore(const std::string& who, trace::Trace* trace = nullptr) const;
+
+ private:
+  gitx::RepoGuard guard_;
+};
+
+// Says `lines` the guard's way (stderr, and the trace when given): for a
+// caller that holds lines from elsewhere (setup::Result::put_back).
+void tell_put_back(const std::vector<std::string>& lines, trace::Trace* trace);
+
+}  // namespace phoenix::setup
