@@ -20,6 +20,7 @@
 #include "gitx/repo.h"
 #include "gitx/worktree.h"
 #include "layout/layout.h"
+#include "setup/guard.h"
 #include "setup/setup.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -285,6 +286,7 @@ class PrePush {
   int heal_head(int code);
   bool healable(const Target& t);
   void trace_outcome(const std::string& outcome);
+  void trace_put_back(const std::vector<std::string>& lines);
 
   gitx::Repo& repo() {
     if (!repo_) repo_.emplace(gitx::Repo::open(opt_.root));
@@ -395,7 +397,12 @@ std::optional<int> PrePush::measure(const Target& t) {
       print_out_of_time(err_, cfg_.hook.timeout_s, spec.id, t.label());
       return kExitRed;
     }
+    // The hook's worktree shares the user's config, hooks and refs: what a
+    // check changes there is put back (setup/guard.h).
+    std::optional<setup::Guard> guard;
+    if (!in_place) guard.emplace(dir);
     checks::SenseResult r = checks::sense(*capped, dir);
+    if (guard) trace_put_back(guard->restore("the check " + spec.id));
     if (r.interrupted || util::interrupted_signal() != 0) {
       print_interrupted(err_);
       return kExitInterrupted;
@@ -426,6 +433,7 @@ std::optional<int> PrePush::enter_worktree(const Target& t, std::string& dir) {
       setup::ensure(cfg_.setup, dir, layout::setup_stamp(repo(), name), {}, [&](const config::SetupStep& step) {
         err_ << "phoenix: setup in the hook's worktree: " << util::join_argv(step.run) << "\n";
       });
+  trace_put_back(su.put_back);
   if (su.interrupted || util::interrupted_signal() != 0) {
     print_interrupted(err_);
     return kExitInterrupted;
@@ -437,6 +445,13 @@ std::optional<int> PrePush::enter_worktree(const Target& t, std::string& dir) {
     return kExitRed;
   }
   return std::nullopt;
+}
+
+// What setup or a check changed in the user's repository and was put back
+// (already said on stderr) goes into the trace too.
+void PrePush::trace_put_back(const std::vector<std::string>& lines) {
+  if (lines.empty() || !opt_.trace) return;
+  for (const std::string& line : lines) opt_.trace().append("guard.put_back", {{"line", line}});
 }
 
 void PrePush::trace_outcome(const std::string& outcome) {
