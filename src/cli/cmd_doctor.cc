@@ -93,12 +93,31 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
             data);
     return;
   }
+  // core.hooksPath names a folder whose pre-push does not call Phoenix
+  // (something set it: a project's `prepare` script, an agent): whatever
+  // was installed before, git no longer runs it.
+  const std::optional<std::string> hooks_path = repo.config_get("core.hooksPath");
+  const hook::HookOwner owner = hook::hook_owner(repo.workdir(), hooks_dir, hooks_path);
+  data["calls_phoenix"] = owner.calls_phoenix;
+  if (owner.from_config && !owner.calls_phoenix) {
+    const std::string ours = repo.common_dir() + "/hooks/pre-push";
+    const bool shim_left = fs::is_regular_file(ours, ec) && hook::is_shim(util::read_file(ours));
+    data["installed"] = false;
+    r.add("hook", shim_left || wanted ? "fail" : "warn",
+          owner.warning + (shim_left ? "; Phoenix's hook " + ours + " is no longer run" : ""), data);
+    return;
+  }
   if (!fs::exists(fs::symlink_status(hook, ec))) {
     data["installed"] = false;
     r.add("hook", missing_status, "not installed in " + hooks_dir + " (run 'phoenix hook install')", data);
     return;
   }
   std::string content = util::read_file(hook);
+  if (!hook::is_shim(content) && owner.calls_phoenix) {
+    data["installed"] = true;
+    r.add("hook", "ok", owner.how + " (in " + hooks_dir + ")", data);
+    return;
+  }
   if (!hook::is_shim(content)) {
     data["installed"] = false;
     r.add("hook", missing_status, hook + " is not Phoenix's ('phoenix hook install' chains it)", data);

@@ -65,6 +65,30 @@ struct Manager {
 std::optional<Manager> detect_manager(const std::string& workdir, const std::optional<std::string>& hooks_path,
                                       const std::string& phoenix_cmd);
 
+// Who answers when git runs pre-push: the hook git will run is Phoenix's
+// shim, or a hook that calls Phoenix (a hand-written one naming
+// `hook run pre-push`; husky's or lefthook's hook whose configuration does;
+// pre-commit's whose .pre-commit-config.yaml has phoenix-pre-push), or
+// nothing that does — then pushes are not checked, and the hook run and
+// `phoenix doctor` say so loudly.
+struct HookOwner {
+  std::string hooks_dir;     // where git takes hooks from (absolute)
+  bool from_config = false;  // core.hooksPath names it
+  bool calls_phoenix = false;
+  std::string how;  // what calls Phoenix, or why nothing there does
+  // "git runs hooks from /x (core.hooksPath), which does not call Phoenix:
+  // pushes are not checked (...)"; "" when calls_phoenix.
+  std::string warning;
+};
+// `hooks_dir` is where git takes hooks from (gitx::Repo::hooks_dir);
+// `hooks_path` core.hooksPath as configured (nullopt
+// when unset); `workdir` the top of the work tree.
+HookOwner hook_owner(const std::string& workdir, const std::string& hooks_dir,
+                     const std::optional<std::string>& hooks_path);
+// The same, asking git (`git rev-parse --git-path hooks`, no libgit2) from
+// `root`; nullopt when git cannot say.
+std::optional<HookOwner> hook_owner_from_git(const std::string& root);
+
 struct InstallResult {
   std::string hook;     // <hooks dir>/pre-push
   std::string chained;  // where the earlier hook is kept, "" when there was none
@@ -133,6 +157,10 @@ struct PrePushOptions {
 //   pushed). Escalated: the session's exit code (2). A red commit that is not
 //   checked out cannot be healed in place: blocked as in verify mode, 1.
 // - Interrupted (SIGINT/SIGTERM): 130.
+// - Whatever the outcome, when the pre-push hook git will run does not call
+//   Phoenix (hook_owner: core.hooksPath changed under it, say), a last line
+//   says so: "phoenix: warning: git runs hooks from /x (core.hooksPath),
+//   which does not call Phoenix: pushes are not checked ...".
 int run_pre_push(const PrePushOptions& options, const std::vector<PushedRef>& refs, std::ostream& err);
 
 }  // namespace phoenix::hook

@@ -443,6 +443,28 @@ TEST_F(HookE2E, SetupAndChecksInTheHooksWorktreeCannotRewireTheRepository) {
       << r.output;
 }
 
+// Whatever the outcome, a hook run says when the pre-push git will run is
+// not Phoenix's: core.hooksPath moved to a folder that does not call it.
+TEST_F(HookE2E, AHookRunSaysLoudlyWhenGitRunsAForeignHooksFolder) {
+  install();
+  const std::string foreign = tmp / "x";
+  write(foreign, "pre-push", "#!/bin/sh\nexit 0\n");
+  fs::permissions(foreign + "/pre-push", fs::perms::owner_all);
+  git(repo, {"config", "core.hooksPath", foreign});
+  const std::string head = g({"rev-parse", "HEAD"});
+  auto r = hook_run(repo, "refs/heads/main " + head + " refs/heads/main " + std::string(40, '0') + "\n");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: warning: git runs hooks from " + foreign +
+                          " (core.hooksPath), which does not call Phoenix: pushes are not checked"),
+            std::string::npos)
+      << r.output;
+  // Back to Phoenix's hook: nothing said.
+  git(repo, {"config", "--unset", "core.hooksPath"});
+  r = hook_run(repo, "refs/heads/main " + head + " refs/heads/main " + std::string(40, '0') + "\n");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("does not call Phoenix"), std::string::npos) << r.output;
+}
+
 TEST_F(HookE2E, ConfigErrorBlocksWithExit78) {
   write(repo, "phoenix.json", "{\n  \"checks\": [],\n  \"hook\": { \"mode\": \"verfy\" }\n}\n");
   std::string head = commit_all(repo, "broken config");
