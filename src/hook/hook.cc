@@ -368,7 +368,8 @@ class PrePush {
   void read_head();
   void find_targets();
   std::optional<int> measure(const Target& t);
-  std::optional<int> enter_worktree(const Target& t, std::string& dir);
+  std::optional<int> commit_config(const Target& t, std::optional<config::Config>& out);
+  std::optional<int> enter_worktree(const Target& t, const config::Config& cfg, std::string& dir);
   int block();
   int heal();
   int heal_head(int code);
@@ -476,10 +477,21 @@ void PrePush::find_targets() {
 std::optional<int> PrePush::measure(const Target& t) {
   const bool in_place = t.commit == head_ && is_clean();
   std::string dir = opt_.root;
+  // In place, the work tree's phoenix.json is HEAD's; elsewhere the commit
+  // is measured by the phoenix.json it carries.
+  std::optional<config::Config> own;
   if (!in_place)
-    if (auto code = enter_worktree(t, dir)) return code;
+    if (auto code = commit_config(t, own)) return code;
+  const config::Config& cfg = own ? *own : cfg_;
+  const std::vector<checks::CheckSpec> selected = own ? hook_checks(*own) : selected_;
+  if (selected.empty()) {
+    err_ << "phoenix: warning: the phoenix.json of " << t.label() << " has no checks: nothing measured there\n";
+    return std::nullopt;
+  }
+  if (!in_place)
+    if (auto code = enter_worktree(t, cfg, dir)) return code;
   const std::string where = t.label() + (in_place ? "" : " (in the hook's worktree)");
-  for (const auto& spec : selected_) {
+  for (const auto& spec : selected) {
     std::optional<checks::CheckSpec> capped = deadline_->cap(spec);
     if (!capped) {
       print_out_of_time(err_, cfg_.hook.timeout_s, spec.id, t.label());
@@ -510,7 +522,29 @@ std::optional<int> PrePush::measure(const Target& t) {
 // Moves the hook's worktree to `t` and sets `dir` to it. The worktree holds
 // tracked files only: the project's setup gives it the environment the
 // checks need (again only when its inputs changed).
-std::optional<int> PrePush::enter_worktree(const Target& t, std::string& dir) {
+std::optional<int> PrePush::commit_config(const Target& t, std::optional<config::Config>& out) {
+  std::string from = t.label();
+  std::optional<std::string> text = repo().read_blob_at(t.commit, "phoenix.json");
+  if (!text) {
+    // Nothing of its own: HEAD's committed one, or the work tree's.
+    if (!head_.empty()) text = repo().read_blob_at(head_, "phoenix.json");
+    err_ << "phoenix: " << t.label() << " has no phoenix.json: measured with "
+         << (text ? "HEAD's" : "the work tree's") << "\n";
+    if (!text) return std::nullopt;
+    from = "HEAD";
+  }
+  try {
+    out = config::parse(*text, "phoenix.json in " + from);
+  } catch (const ConfigError& e) {
+    std::string why = e.what();
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    err_ << "phoenix: push blocked: the phoenix.json of " << from << " does not load: " << why << "\n";
+    return kExitConfig;
+  }
+  return std::nullopt;
+}
+
+std::optional<int> PrePush::enter_worktree(const Target& t, const config::Config& cfg, std::string& dir) {
   const std::string name = hook_worktree_name(opt_.root);
   if (!used_worktree_)
     for (const std::string& line : layout::migrate_legacy_trees(repo())) err_ << "phoenix: " << line << "\n";
@@ -518,7 +552,7 @@ std::optional<int> PrePush::enter_worktree(const Target& t, std::string& dir) {
             .path;
   used_worktree_ = true;
   setup::Result su =
-      setup::ensure(cfg_.setup, dir, layout::setup_stamp(repo(), name), {}, [&](const config::SetupStep& step) {
+      setup::ensure(cfg.setup, dir, layout::setup_stamp(repo(), name), {}, [&](const config::SetupStep& step) {
         err_ << "phoenix: setup in the hook's worktree: " << util::join_argv(step.run) << "\n";
       });
   trace_put_back(su.put_back);

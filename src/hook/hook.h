@@ -139,7 +139,11 @@ struct PrePushOptions {
 // - The repository's lock (.phoenix/lock) is taken without waiting; when
 //   another Phoenix run holds it: says so (with its pid), 1.
 // - Each distinct commit is measured once with the checks `hook.checks`
-//   (default: all): in place when it is HEAD and the work tree is clean
+//   (default: all) of its own phoenix.json: the work tree's in place (a
+//   clean HEAD's), else the one read from that commit's tree. A commit
+//   without one is measured with HEAD's (and says so); one whose
+//   phoenix.json does not load blocks the push with one line naming the
+//   commit, 78. In place when it is HEAD and the work tree is clean
 //   (untracked files under layout::keep_prefixes() aside), otherwise in the
 //   hook's persistent worktree outside the work tree (layout/layout.h),
 //   moved to the commit by an incremental checkout and cleaned before use

@@ -443,6 +443,48 @@ TEST_F(HookE2E, SetupAndChecksInTheHooksWorktreeCannotRewireTheRepository) {
       << r.output;
 }
 
+// A pushed commit that is not the clean HEAD is measured by the phoenix.json
+// in its own tree; one without a phoenix.json by HEAD's (said); one whose
+// phoenix.json does not load is blocked with one line naming it.
+TEST_F(HookE2E, APushedCommitIsMeasuredByItsOwnPhoenixJson) {
+  const std::string zero(40, '0');
+  git(repo, {"checkout", "-q", "-b", "topic"});
+  util::Json cfg = util::Json::parse(config("verify"));
+  cfg["checks"][0]["id"] = "own";
+  cfg["checks"][0]["target"] = {"sh", "-c", "test -f own.txt || { echo 'FAIL own_test: no own.txt'; exit 1; }"};
+  write(repo, "phoenix.json", cfg.dump(2));
+  std::string topic = commit_all(repo, "topic: its own check");
+  git(repo, {"checkout", "-q", "main"});
+  auto r = hook_run(repo, "refs/heads/topic " + topic + " refs/heads/topic " + zero + "\n");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("RED  own  exit=1"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(" state "), std::string::npos) << "HEAD's check is not this commit's: " << r.output;
+
+  // Without a phoenix.json: HEAD's, and it says so.
+  git(repo, {"checkout", "-q", "topic"});
+  git(repo, {"rm", "-q", "phoenix.json"});
+  topic = commit_all(repo, "topic: no phoenix.json");
+  git(repo, {"checkout", "-q", "main"});
+  r = hook_run(repo, "refs/heads/topic " + topic + " refs/heads/topic " + zero + "\n");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: topic@" + topic.substr(0, 12) + " has no phoenix.json: measured with HEAD's"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("ok   state"), std::string::npos) << r.output;
+
+  // One that does not load: blocked, one line naming the commit.
+  git(repo, {"checkout", "-q", "topic"});
+  write(repo, "phoenix.json", "{ \"checks\": [], \"hook\": { \"mode\": \"verfy\" } }\n");
+  topic = commit_all(repo, "topic: a broken phoenix.json");
+  git(repo, {"checkout", "-q", "main"});
+  r = hook_run(repo, "refs/heads/topic " + topic + " refs/heads/topic " + zero + "\n");
+  EXPECT_EQ(r.exit_code, 78) << r.output;
+  EXPECT_EQ(count(r.output, "does not load"), 1u) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: the phoenix.json of topic@" + topic.substr(0, 12) + " does not load: "),
+            std::string::npos)
+      << r.output;
+}
+
 // Whatever the outcome, a hook run says when the pre-push git will run is
 // not Phoenix's: core.hooksPath moved to a folder that does not call it.
 TEST_F(HookE2E, AHookRunSaysLoudlyWhenGitRunsAForeignHooksFolder) {
