@@ -10,9 +10,11 @@
 namespace phoenix::setup {
 namespace {
 
-gitx::RepoGuard take(const std::string& tree) {
+gitx::RepoGuard take(const std::string& tree, const std::vector<std::string>& also_exempt) {
+  std::vector<std::string> exempt = layout::own_ref_prefixes();
+  exempt.insert(exempt.end(), also_exempt.begin(), also_exempt.end());
   try {
-    return gitx::RepoGuard::take(tree, layout::own_ref_prefixes());
+    return gitx::RepoGuard::take(tree, exempt);
   } catch (const std::exception& e) {
     std::cerr << "phoenix: warning: the repository of " << tree << " cannot be fingerprinted, so what runs there is "
               << "not guarded: " << e.what() << "\n";
@@ -22,7 +24,8 @@ gitx::RepoGuard take(const std::string& tree) {
 
 }  // namespace
 
-Guard::Guard(const std::string& tree) : guard_(take(tree)) {}
+Guard::Guard(const std::string& tree, const std::vector<std::string>& also_exempt)
+    : guard_(take(tree, also_exempt)) {}
 
 std::vector<std::string> Guard::restore(const std::string& who, trace::Trace* trace) const {
   std::vector<std::string> lines = guard_.restore(who);

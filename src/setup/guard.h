@@ -24,8 +24,10 @@ class Guard {
  public:
   // The fingerprint of the repository `tree` belongs to. A tree outside any
   // repository (or one that cannot be read) is not guarded: a line on
-  // stderr says why when it is a repository.
-  explicit Guard(const std::string& tree);
+  // stderr says why when it is a repository. `also_exempt` names more refs
+  // (full names or prefixes) that the program may move besides Phoenix's
+  // own: a loop branch outside refs/heads/phoenix/ (--branch).
+  explicit Guard(const std::string& tree, const std::vector<std::string>& also_exempt = {});
 
   // Puts back what changed since the constructor (each call compares with
   // that fingerprint), says each change as above, and returns the lines.
