@@ -9,6 +9,7 @@
 // caller has a trace, a `guard.put_back` event with the same words.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,18 @@ class Guard {
   // `who` starts each line ("setup", "the check unit", "the agent").
   std::vector<std::string> restore(const std::string& who, trace::Trace* trace = nullptr) const;
 
+  ~Guard();
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+
+  struct Shared;
+
  private:
-  gitx::RepoGuard guard_;
+  // Guards of this process alive on one repository at once share the
+  // fingerprint the first of them took: a guard taken while another
+  // thread's program has changed the config (two workers' setups at once)
+  // must not hold that change as the state to put back.
+  std::shared_ptr<Shared> shared_;
 };
 
 // Says `lines` the guard's way (stderr, and the trace when given): for a

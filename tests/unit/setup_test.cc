@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "gitx/repo.h"
+#include "setup/guard.h"
 #include "layout/layout.h"
 #include "test_util.h"
 #include "util/json.h"
@@ -199,6 +201,30 @@ TEST_F(SetupTest, TheChecksoutsIndexAndAnEditedHookArePutBack) {
   EXPECT_NE(err.find("setup changed hook "), std::string::npos) << err;
   EXPECT_NE(err.find("setup changed the index of "), std::string::npos) << err;
   EXPECT_NE(err.find("(1 entry); put back"), std::string::npos) << err;
+}
+
+// Two programs at once (two loop workers' `npm ci`): the guard taken while
+// the first one's change is there must not put that change back.
+TEST_F(SetupTest, GuardsAliveAtOnceShareTheFirstFingerprint) {
+  const std::string tree = tmp / "tree";
+  test::git(repo, {"worktree", "add", "-q", "--detach", tree, "HEAD"});
+  const std::string before = test::repo_control_state(repo);
+  {
+    std::optional<setup::Guard> first(std::in_place, tree);
+    test::git(tree, {"config", "core.hooksPath", "/tmp/first"});
+    const setup::Guard second(tree);
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(first->restore("setup").size(), 1u);
+    first.reset();
+    EXPECT_TRUE(second.restore("setup").empty());
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(test::repo_control_state(repo), before);
+  }
+  // Once none is alive, the next guard takes a fingerprint of its own.
+  test::git(repo, {"config", "core.hooksPath", "/tmp/the-users-own"});
+  const setup::Guard third(tree);
+  EXPECT_TRUE(third.restore("setup").empty());
+  EXPECT_EQ(test::trim(test::git(repo, {"config", "--get", "core.hooksPath"})), "/tmp/the-users-own");
 }
 
 TEST(Layout, TreesLiveInTheGitDirectoryAndTheStateFolderIgnoresItself) {
