@@ -214,6 +214,15 @@ void put_index(const std::string& path, const FileSnap& s) {
   }
 }
 
+// Every key of either map, sorted: what to compare between two states.
+template <typename Map>
+std::set<std::string> union_keys(const Map& a, const Map& b) {
+  std::set<std::string> keys;
+  for (const auto& kv : a) keys.insert(kv.first);
+  for (const auto& kv : b) keys.insert(kv.first);
+  return keys;
+}
+
 bool inside(const std::string& path, const std::string& dir) {
   return !dir.empty() && (path == dir || util::starts_with(path, dir + "/"));
 }
@@ -292,10 +301,7 @@ void restore_config(const RepoGuard::State& s, const std::string& who, std::vect
     lines.push_back(who + " deleted " + s.config_path());
   } else {
     const ConfigEntries after = read_config_entries(s.config_path());
-    std::set<std::string> keys;
-    for (const auto& [k, v] : s.config_entries) keys.insert(k);
-    for (const auto& [k, v] : after) keys.insert(k);
-    for (const std::string& k : keys) {
+    for (const std::string& k : union_keys(s.config_entries, after)) {
       auto b = s.config_entries.find(k);
       auto a = after.find(k);
       if (b != s.config_entries.end() && a != after.end() && b->second == a->second) continue;
@@ -314,10 +320,7 @@ void restore_config(const RepoGuard::State& s, const std::string& who, std::vect
 void restore_hooks(const RepoGuard::State& s, const std::string& who, std::vector<std::string>& out) {
   for (const auto& [dir, before] : s.hooks) {
     const Folder now = read_folder(dir);
-    std::set<std::string> names;
-    for (const auto& [n, f] : before.entries) names.insert(n);
-    for (const auto& [n, f] : now.entries) names.insert(n);
-    for (const std::string& n : names) {
+    for (const std::string& n : union_keys(before.entries, now.entries)) {
       auto b = before.entries.find(n);
       auto a = now.entries.find(n);
       const FileSnap was = b == before.entries.end() ? FileSnap{} : b->second;
@@ -361,10 +364,7 @@ void restore_refs(const RepoGuard::State& s, const std::string& who, std::vector
     out.push_back(who + " left the refs unreadable: " + e.what());
     return;
   }
-  std::set<std::string> names;
-  for (const auto& [n, v] : s.refs) names.insert(n);
-  for (const auto& [n, v] : now) names.insert(n);
-  for (const std::string& n : names) {
+  for (const std::string& n : union_keys(s.refs, now)) {
     auto b = s.refs.find(n);
     auto a = now.find(n);
     const bool had = b != s.refs.end(), has = a != now.end();
@@ -405,10 +405,7 @@ void restore_index(const RepoGuard::State& s, const std::string& who, std::vecto
       now.exists ? read_index_entries(s.index_path()) : std::map<std::string, std::string>{};
   if (now.exists == s.index.exists && after == s.index_entries) return;  // stat data refreshed only
   size_t changed = 0;
-  std::set<std::string> keys;
-  for (const auto& [k, v] : s.index_entries) keys.insert(k);
-  for (const auto& [k, v] : after) keys.insert(k);
-  for (const std::string& k : keys) {
+  for (const std::string& k : union_keys(s.index_entries, after)) {
     auto b = s.index_entries.find(k);
     auto a = after.find(k);
     if (b == s.index_entries.end() || a == after.end() || b->second != a->second) ++changed;
