@@ -14,6 +14,7 @@
 #include "gitx/repo.h"
 #include "hook/hook.h"
 #include "journal/journal.h"
+#include "layout/layout.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/subprocess.h"
@@ -102,9 +103,18 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
   if (owner.from_config && !owner.calls_phoenix) {
     const std::string ours = repo.common_dir() + "/hooks/pre-push";
     const bool shim_left = fs::is_regular_file(ours, ec) && hook::is_shim(util::read_file(ours));
+    // Pointing into a tree of Phoenix's own: set by a program run there
+    // before Phoenix put such changes back (a setup step's `prepare`).
+    const std::string trees = layout::trees_root(repo);
+    const bool into_our_trees = util::starts_with(hooks_dir, trees + "/");
     data["installed"] = false;
-    r.add("hook", shim_left || wanted ? "fail" : "warn",
-          owner.warning + (shim_left ? "; Phoenix's hook " + ours + " is no longer run" : ""), data);
+    data["into_phoenix_trees"] = into_our_trees;
+    r.add("hook", shim_left || wanted || into_our_trees ? "fail" : "warn",
+          owner.warning + (shim_left ? "; Phoenix's hook " + ours + " is no longer run" : "") +
+              (into_our_trees ? "; " + hooks_dir + " is inside a tree of Phoenix's (" + trees +
+                                    "): a program run there set core.hooksPath, so unset it"
+                              : ""),
+          data);
     return;
   }
   if (!fs::exists(fs::symlink_status(hook, ec))) {

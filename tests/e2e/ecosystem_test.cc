@@ -12,6 +12,8 @@
 #include <set>
 
 #include "test_util.h"
+#include "layout/layout.h"
+#include "gitx/repo.h"
 #include "util/json.h"
 #include "util/text.h"
 
@@ -325,6 +327,22 @@ TEST_F(EcosystemDoctor, AForeignCoreHooksPathFailsLoudly) {
   ASSERT_EQ(run_phoenix(repo, {"hook", "install"}).code, 0);
   j = doctor(0);
   EXPECT_EQ(item(j, "hook")["status"], "ok") << j.dump();
+}
+
+// Repositories hit before the guard existed: core.hooksPath still points
+// into one of Phoenix's trees (init's fresh tree's node_modules/husky).
+TEST_F(EcosystemDoctor, ACoreHooksPathIntoPhoenixsOwnTreesIsNamed) {
+  const std::string trees = layout::trees_root(gitx::Repo::open(repo));
+  const std::string husky = trees + "/worktrees/init/node_modules/husky";
+  write(husky, "pre-push", "#!/bin/sh\nexit 0\n");
+  fs::permissions(husky + "/pre-push", fs::perms::owner_all);
+  git(repo, {"config", "core.hooksPath", husky});
+  Json j = doctor(1);
+  const Json h = item(j, "hook");
+  EXPECT_EQ(h["status"], "fail") << j.dump();
+  EXPECT_EQ(h["data"]["into_phoenix_trees"], true);
+  EXPECT_NE(h["detail"].get<std::string>().find("is inside a tree of Phoenix's"), std::string::npos) << j.dump();
+  fs::remove_all(trees);
 }
 
 TEST_F(EcosystemDoctor, AgentCLIsOnPathAndTheConfiguredHarness) {
