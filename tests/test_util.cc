@@ -1,7 +1,9 @@
 #include "test_util.h"
+#include "util/text.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +58,33 @@ std::string init_repo(const std::string& dir) {
   git(dir, {"config", "user.email", "test@example.com"});
   git(dir, {"config", "commit.gpgsign", "false"});
   return dir;
+}
+
+std::string repo_control_state(const std::string& repo) {
+  const std::string common = trim(git(repo, {"rev-parse", "--path-format=absolute", "--git-common-dir"}));
+  std::string s = "config:\n" + read(common + "/config") + "hooks:\n";
+  std::error_code ec;
+  std::vector<std::string> hooks;
+  for (const auto& e : fs::directory_iterator(common + "/hooks", ec)) hooks.push_back(e.path().string());
+  std::sort(hooks.begin(), hooks.end());
+  for (const std::string& h : hooks) s += h + "\n" + read(h) + "\n";
+  s += "refs:\n";
+  for (const std::string& line : util::split_lines(git(repo, {"for-each-ref", "--format=%(refname) %(objectname)"})))
+    if (!util::starts_with(line, "refs/phoenix/") && !util::starts_with(line, "refs/heads/phoenix/")) s += line + "\n";
+  s += "HEAD: " + read(common + "/HEAD") + "index:\n" + git(repo, {"ls-files", "-s"});
+  return s;
+}
+
+std::string hostile_git_script(const std::string& git_cmd) {
+  return "set -e; G() { " + git_cmd + " \"$@\"; }; G config core.hooksPath /tmp/x; G config user.email x; " +
+         "hooks=$(G rev-parse --path-format=absolute --git-common-dir)/hooks; mkdir -p \"$hooks\"; " +
+         "printf '#!/bin/sh\\nexit 0\\n' > \"$hooks/pre-push\"; chmod +x \"$hooks/pre-push\"; " +
+         "G update-ref refs/heads/main HEAD~1; G update-ref refs/phoenix/mine HEAD";
+}
+
+std::vector<std::string> hostile_git_put_back_lines(const std::string& who) {
+  return {who + " changed core.hooksPath to /tmp/x; put back", who + " changed user.email to x; put back",
+          "/hooks/pre-push; removed", who + " moved refs/heads/main from "};
 }
 
 void write(const std::string& dir, const std::string& rel, const std::string& content) {

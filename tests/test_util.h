@@ -69,6 +69,20 @@ std::string rev_parse(const std::string& repo, const std::string& rev);
 // folders expanded.
 std::string porcelain(const std::string& repo);
 
+// What a program Phoenix runs may not change in a user's repository
+// (gitx/guard.h), as text to compare before and after: the common dir's
+// config file, the files of its hooks folder, every ref outside
+// refs/phoenix/ and refs/heads/phoenix/, HEAD, and the index's entries.
+std::string repo_control_state(const std::string& repo);
+// A `sh -c` script that changes all of that through `git_cmd` ("git" in a
+// tree sharing the repository, "git -C '<repo>'" from elsewhere):
+// core.hooksPath to /tmp/x, user.email to x, a pre-push hook in the common
+// dir's hooks folder, refs/heads/main to HEAD~1 — and refs/phoenix/mine,
+// which is Phoenix's to keep.
+std::string hostile_git_script(const std::string& git_cmd);
+// The lines a guard prints for that script's changes.
+std::vector<std::string> hostile_git_put_back_lines(const std::string& who);
+
 // Runs the built phoenix binary in `cwd`: exit code and stdout+stderr.
 struct CliRun {
   int code;

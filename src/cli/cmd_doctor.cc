@@ -14,6 +14,7 @@
 #include "gitx/repo.h"
 #include "hook/hook.h"
 #include "journal/journal.h"
+#include "layout/layout.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/subprocess.h"
@@ -93,12 +94,40 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
             data);
     return;
   }
+  // core.hooksPath names a folder whose pre-push does not call Phoenix
+  // (something set it: a project's `prepare` script, an agent): whatever
+  // was installed before, git no longer runs it.
+  const std::optional<std::string> hooks_path = repo.config_get("core.hooksPath");
+  const hook::HookOwner owner = hook::hook_owner(repo.workdir(), hooks_dir, hooks_path);
+  data["calls_phoenix"] = owner.calls_phoenix;
+  if (owner.from_config && !owner.calls_phoenix) {
+    const std::string ours = repo.common_dir() + "/hooks/pre-push";
+    const bool shim_left = fs::is_regular_file(ours, ec) && hook::is_shim(util::read_file(ours));
+    // Pointing into a tree of Phoenix's own: set by a program run there
+    // before Phoenix put such changes back (a setup step's `prepare`).
+    const std::string trees = layout::trees_root(repo);
+    const bool into_our_trees = util::starts_with(hooks_dir, trees + "/");
+    data["installed"] = false;
+    data["into_phoenix_trees"] = into_our_trees;
+    r.add("hook", shim_left || wanted || into_our_trees ? "fail" : "warn",
+          owner.warning + (shim_left ? "; Phoenix's hook " + ours + " is no longer run" : "") +
+              (into_our_trees ? "; " + hooks_dir + " is inside a tree of Phoenix's (" + trees +
+                                    "): a program run there set core.hooksPath, so unset it"
+                              : ""),
+          data);
+    return;
+  }
   if (!fs::exists(fs::symlink_status(hook, ec))) {
     data["installed"] = false;
     r.add("hook", missing_status, "not installed in " + hooks_dir + " (run 'phoenix hook install')", data);
     return;
   }
   std::string content = util::read_file(hook);
+  if (!hook::is_shim(content) && owner.calls_phoenix) {
+    data["installed"] = true;
+    r.add("hook", "ok", owner.how + " (in " + hooks_dir + ")", data);
+    return;
+  }
   if (!hook::is_shim(content)) {
     data["installed"] = false;
     r.add("hook", missing_status, hook + " is not Phoenix's ('phoenix hook install' chains it)", data);

@@ -17,6 +17,7 @@
 #include "gitx/repo.h"
 #include "gitx/worktree.h"
 #include "layout/layout.h"
+#include "setup/guard.h"
 #include "setup/setup.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -175,7 +176,11 @@ int measure(const Context& ctx, const config::Config& cfg, json& out) {
     if (f.skipped.empty() && !f.setup_failed) {
       fresh = [&] {
         util::term::Progress progress("phoenix: " + check.id + " in the fresh tree");
-        return checks::sense(check, f.path);
+        // The fresh tree shares the user's config, hooks and refs.
+        const setup::Guard guard(f.path);
+        checks::SenseResult r = checks::sense(check, f.path);
+        guard.restore("the check " + check.id);
+        return r;
       }();
       if (fresh->interrupted) return kExitInterrupted;
     }

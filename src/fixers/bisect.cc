@@ -22,6 +22,7 @@
 #include "checks/check.h"
 #include "gitx/worktree.h"
 #include "layout/layout.h"
+#include "setup/guard.h"
 #include "setup/setup.h"
 #include "util/error.h"
 #include "util/path.h"
@@ -648,11 +649,16 @@ class BisectRun {
     if (req_.timeout_s > 0 && std::chrono::steady_clock::now() > deadline_) throw OutOfTime{};
     if (req_.config && !req_.config->setup.empty()) set_up(sha, probe);
     const checks::CheckSpec& check = req_.failure.check;
+    // The worktree shares the user's config, hooks and refs: what the check
+    // changes there is put back (setup/guard.h).
+    const setup::Guard guard(probe.worktree);
     checks::SenseResult s = check.kind == checks::Kind::kCommandExit
                                 ? checks::sense_command_exit(check, probe.worktree, probe.cancel_fd)
                                 : checks::sense(check, probe.worktree);
+    const std::vector<std::string> put_back = guard.restore("the check " + check.id);
     if (s.interrupted) throw Interrupted{util::interrupted_signal()};
     std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& line : put_back) log_ << line << "\n";
     ++p_.check_runs;
     log_ << "run " << p_.check_runs << ": " << short_sha(sha) << " ";
     if (names_.size() > 1) log_ << "[" << names_.at(probe.slot) << "] ";
@@ -669,6 +675,7 @@ class BisectRun {
     setup::Result su = setup::ensure(req_.config->setup, probe.worktree, stamps_.at(probe.slot));
     if (su.interrupted) throw Interrupted{util::interrupted_signal()};
     std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& line : su.put_back) log_ << line << "\n";
     if (su.ran)
       log_ << "setup at " << short_sha(sha) << ": " << (su.ok ? "ran" : su.signal) << " (" << su.duration_ms
            << " ms)\n";

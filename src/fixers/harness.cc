@@ -13,6 +13,7 @@
 #include "gitx/repo.h"
 #include "layout/layout.h"
 #include "sandbox/sandbox.h"
+#include "setup/guard.h"
 #include "setup/setup.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -198,72 +199,6 @@ const char* via_name(PromptVia via) {
   return "?";
 }
 
-// The files of the real repository that make git run programs (its hooks
-// folder and its config, where core.hooksPath could point elsewhere): the
-// fingerprint of the work tree does not see them, so they are kept here,
-// bytes and mode, and put back if the agent wrote to them by absolute path.
-struct GitControlFile {
-  std::string bytes;
-  unsigned mode = 0;
-};
-struct GitControlFiles {
-  std::string config, hooks_dir;  // where they were before the run
-  std::map<std::string, GitControlFile> files;
-};
-
-// The files now at the places `where` names (its config and hooks folder).
-std::map<std::string, GitControlFile> read_git_control_files(const GitControlFiles& where) {
-  std::map<std::string, GitControlFile> out;
-  std::vector<std::string> paths{where.config};
-  std::error_code ec;
-  if (!where.hooks_dir.empty())
-    for (fs::directory_iterator it(where.hooks_dir, ec), end; !ec && it != end; it.increment(ec))
-      paths.push_back(it->path().string());
-  for (const std::string& p : paths) {
-    struct stat st;
-    if (p.empty() || ::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    out[p] = {util::read_file(p), static_cast<unsigned>(st.st_mode & 07777)};
-  }
-  return out;
-}
-
-GitControlFiles git_control_files(const std::string& repo_root) {
-  GitControlFiles g;
-  try {
-    gitx::Repo repo = gitx::Repo::open(repo_root);
-    g.config = repo.common_dir() + "/config";
-    g.hooks_dir = repo.hooks_dir();
-    g.files = read_git_control_files(g);
-  } catch (const Error&) {}
-  return g;
-}
-
-// Puts back what changed since `snapshot` was taken; returns the paths.
-std::vector<std::string> restore_git_control_files(const GitControlFiles& snapshot) {
-  std::vector<std::string> changed;
-  const std::map<std::string, GitControlFile>& before = snapshot.files;
-  const std::map<std::string, GitControlFile> now = read_git_control_files(snapshot);
-  for (const auto& [path, f] : now) {
-    auto it = before.find(path);
-    if (it == before.end()) {
-      changed.push_back(path);
-      std::error_code ec;
-      fs::remove(path, ec);
-    } else if (it->second.bytes != f.bytes || it->second.mode != f.mode) {
-      changed.push_back(path);
-    }
-  }
-  for (const auto& [path, f] : before) {
-    auto it = now.find(path);
-    if (it == now.end() || it->second.bytes != f.bytes || it->second.mode != f.mode) {
-      if (it == now.end()) changed.push_back(path);
-      util::write_file_atomic(path, f.bytes, f.mode);
-    }
-  }
-  std::sort(changed.begin(), changed.end());
-  return changed;
-}
-
 std::string first_files(const std::vector<std::string>& files, size_t n = 3) {
   std::string out;
   for (size_t i = 0; i < files.size() && i < n; ++i) out += (i ? ", " : "") + files[i];
@@ -277,6 +212,13 @@ std::string first_files(const std::vector<std::string>& files, size_t n = 3) {
 // note for the log; *interrupted when a signal came.
 std::string sandbox_setup(const Request& request, sandbox::Sandbox& sb, bool* interrupted) {
   if (request.config->setup.empty()) return "";
+  // The steps run in the sandbox; one that reaches the real repository by
+  // absolute path (its config, hooks, refs) is put back all the same.
+  const setup::Guard real(request.repo_root);
+  struct PutBack {
+    const setup::Guard& g;
+    ~PutBack() { g.restore("setup"); }
+  } put_back{real};
   setup::Result su = setup::ensure(request.config->setup, sb.path(), "", [&](util::ProcessOptions& po) {
     po.unset_env = agent::git_location_env();
     po.env["GIT_CEILING_DIRECTORIES"] = sb.dir();
@@ -315,9 +257,10 @@ struct RepoWatch {
   std::string root;
   std::vector<std::string> ignore;
   sandbox::RepoFingerprint before;
-  GitControlFiles control;
+  // git's config, hooks and refs, put back after the run (setup/guard.h).
+  setup::Guard guard;
 
-  RepoWatch(const std::string& repo_root, const std::string& sandboxes) : root(repo_root) {
+  RepoWatch(const std::string& repo_root, const std::string& sandboxes) : root(repo_root), guard(repo_root) {
     // Phoenix's own writes during the run land in the sandboxes folder;
     // leave it out of the fingerprint wherever it is inside the repository.
     std::error_code ec;
@@ -325,25 +268,17 @@ struct RepoWatch {
     const std::string base = fs::weakly_canonical(sandboxes, ec).string();
     if (util::starts_with(base, r + "/")) ignore.push_back(fs::relative(base, r).generic_string() + "/");
     before = sandbox::fingerprint_repo(repo_root, ignore);
-    control = git_control_files(repo_root);
   }
 
-  // What changed; git's hooks and config are put back here (the engine's
-  // restore puts back the work tree and refs), and named first: they are
-  // the worst of it.
+  // What changed. git's config, hooks and refs are put back here (the
+  // engine's restore puts back the work tree), and named first: they are
+  // the worst of it, and once put back the fingerprint no longer sees them.
   std::vector<std::string> changes() const {
-    std::vector<std::string> out;
+    std::vector<std::string> out = guard.restore("the agent");
     try {
-      out = sandbox::fingerprint_changes(before, sandbox::fingerprint_repo(root, ignore));
+      std::vector<std::string> rest = sandbox::fingerprint_changes(before, sandbox::fingerprint_repo(root, ignore));
+      out.insert(out.end(), rest.begin(), rest.end());
     } catch (const Error& e) { out.push_back(std::string("the repository can no longer be read (") + e.what() + ")"); }
-    try {
-      std::vector<std::string> put_back;
-      for (const std::string& path : restore_git_control_files(control))
-        put_back.push_back(path + " (put back as it was)");
-      out.insert(out.begin(), put_back.begin(), put_back.end());
-    } catch (const Error& e) {
-      out.insert(out.begin(), std::string("git's hooks or config changed and cannot be put back (") + e.what() + ")");
-    }
     return out;
   }
 };

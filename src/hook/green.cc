@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "config/config.h"
+#include "hook/owner.h"
 #include "layout/paths.h"
 #include "util/error.h"
 #include "util/lock.h"
@@ -155,6 +156,8 @@ struct HeadWatch {
   std::optional<HeadState> st;
   std::vector<const PushedRef*> pushing;
   bool green = false;  // every pushed commit is HEAD, on a clean tree
+  // Who git runs on push, asked once git said green (while the checks run).
+  std::optional<HookOwner> owner;
 
   // Asks git; makes `not_green` readable the moment the answer is anything
   // but green (which stops the check running in place).
@@ -174,7 +177,11 @@ struct HeadWatch {
     if (!green) {
       const uint64_t one = 1;
       (void)!::write(not_green, &one, sizeof one);
+      return;
     }
+    try {
+      owner = hook_owner_from_git(root);
+    } catch (const std::exception&) {}
   }
 };
 
@@ -272,7 +279,10 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   } joined{status, not_green};
   const InPlace ran = sense_until_red(selected, root, Deadline(start, cfg.hook.timeout_s), not_green);
   status.join();
-  return conclude(git, ran, cfg.hook.timeout_s, err);
+  const std::optional<int> code = conclude(git, ran, cfg.hook.timeout_s, err);
+  // What the full hook says last, said here too when this is the verdict.
+  if (code && git.owner && !git.owner->calls_phoenix) err << "phoenix: warning: " << git.owner->warning << "\n";
+  return code;
 }
 
 }  // namespace phoenix::hook

@@ -20,6 +20,7 @@
 #include "gitx/repo.h"
 #include "gitx/worktree.h"
 #include "layout/layout.h"
+#include "setup/guard.h"
 #include "setup/setup.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -82,59 +83,11 @@ std::string render_shim(std::string_view tmpl, const std::string& phoenix_bin) {
   return replace_all(std::move(text), kSuffixPlaceholder, kChainedSuffix);
 }
 
-bool is_shim(std::string_view content) {
-  // The marker is the second line; a hook that merely mentions Phoenix
-  // further down is somebody else's.
-  size_t nl = content.find('\n');
-  return nl != std::string_view::npos && content.substr(nl + 1, kShimMarker.size()) == kShimMarker;
-}
-
 std::string shim_binary(std::string_view content) {
   if (!is_shim(content)) return "";
   for (const auto& line : util::split_lines(content))
     if (util::starts_with(line, "PHOENIX=")) return sh_unquote(std::string_view(line).substr(8));
   return "";
-}
-
-// ---------------------------------------------------------------------------
-// husky and lefthook
-
-std::optional<Manager> detect_manager(const std::string& workdir, const std::optional<std::string>& hooks_path,
-                                      const std::string& phoenix_cmd) {
-  std::error_code ec;
-  const fs::path top(workdir);
-  const std::string run_line = phoenix_cmd + " hook run pre-push";
-  if (fs::is_directory(top / ".husky", ec) && hooks_path && !hooks_path->empty()) {
-    fs::path hp(*hooks_path);
-    if (hp.is_relative()) hp = top / hp;
-    std::string norm = hp.lexically_normal().string();
-    while (norm.size() > 1 && norm.back() == '/') norm.pop_back();
-    if (norm == (top / ".husky").string() || norm == (top / ".husky" / "_").string()) {
-      // husky runs .husky/pre-push with git's argv and stdin: one line
-      // there hands both on.
-      return Manager{"husky", ".husky/pre-push", run_line + " \"$@\"\n", ""};
-    }
-  }
-  // lefthook's own search order.
-  for (const char* name : {"lefthook.yml", ".lefthook.yml", ".config/lefthook.yml", "lefthook.yaml", ".lefthook.yaml",
-                           ".config/lefthook.yaml", "lefthook.toml", ".lefthook.toml", ".config/lefthook.toml",
-                           "lefthook.json", ".lefthook.json", ".config/lefthook.json"}) {
-    if (!fs::exists(top / name, ec)) continue;
-    std::string n = name;
-    // use_stdin: lefthook otherwise keeps git's ref lines to itself; {1} {2}
-    // are git's arguments (remote name and URL).
-    std::string snippet;
-    if (util::ends_with(n, ".toml")) {
-      snippet = "[[pre-push.jobs]]\nname = \"phoenix\"\nrun = \"" + run_line + " {1} {2}\"\nuse_stdin = true\n";
-    } else if (util::ends_with(n, ".json")) {
-      snippet = "\"pre-push\": {\n  \"jobs\": [\n    { \"name\": \"phoenix\", \"run\": \"" + run_line +
-                " {1} {2}\", \"use_stdin\": true }\n  ]\n}\n";
-    } else {
-      snippet = "pre-push:\n  jobs:\n    - name: phoenix\n      run: " + run_line + " {1} {2}\n      use_stdin: true\n";
-    }
-    return Manager{"lefthook", n, snippet, "lefthook install"};
-  }
-  return std::nullopt;
 }
 
 // ---------------------------------------------------------------------------
@@ -279,12 +232,14 @@ class PrePush {
   void read_head();
   void find_targets();
   std::optional<int> measure(const Target& t);
-  std::optional<int> enter_worktree(const Target& t, std::string& dir);
+  std::optional<int> commit_config(const Target& t, std::optional<config::Config>& out);
+  std::optional<int> enter_worktree(const Target& t, const config::Config& cfg, std::string& dir);
   int block();
   int heal();
   int heal_head(int code);
   bool healable(const Target& t);
   void trace_outcome(const std::string& outcome);
+  void trace_put_back(const std::vector<std::string>& lines);
 
   gitx::Repo& repo() {
     if (!repo_) repo_.emplace(gitx::Repo::open(opt_.root));
@@ -386,16 +341,32 @@ void PrePush::find_targets() {
 std::optional<int> PrePush::measure(const Target& t) {
   const bool in_place = t.commit == head_ && is_clean();
   std::string dir = opt_.root;
+  // In place, the work tree's phoenix.json is HEAD's; elsewhere the commit
+  // is measured by the phoenix.json it carries.
+  std::optional<config::Config> own;
   if (!in_place)
-    if (auto code = enter_worktree(t, dir)) return code;
+    if (auto code = commit_config(t, own)) return code;
+  const config::Config& cfg = own ? *own : cfg_;
+  const std::vector<checks::CheckSpec> selected = own ? hook_checks(*own) : selected_;
+  if (selected.empty()) {
+    err_ << "phoenix: warning: the phoenix.json of " << t.label() << " has no checks: nothing measured there\n";
+    return std::nullopt;
+  }
+  if (!in_place)
+    if (auto code = enter_worktree(t, cfg, dir)) return code;
   const std::string where = t.label() + (in_place ? "" : " (in the hook's worktree)");
-  for (const auto& spec : selected_) {
+  for (const auto& spec : selected) {
     std::optional<checks::CheckSpec> capped = deadline_->cap(spec);
     if (!capped) {
       print_out_of_time(err_, cfg_.hook.timeout_s, spec.id, t.label());
       return kExitRed;
     }
+    // The hook's worktree shares the user's config, hooks and refs: what a
+    // check changes there is put back (setup/guard.h).
+    std::optional<setup::Guard> guard;
+    if (!in_place) guard.emplace(dir);
     checks::SenseResult r = checks::sense(*capped, dir);
+    if (guard) trace_put_back(guard->restore("the check " + spec.id));
     if (r.interrupted || util::interrupted_signal() != 0) {
       print_interrupted(err_);
       return kExitInterrupted;
@@ -415,7 +386,29 @@ std::optional<int> PrePush::measure(const Target& t) {
 // Moves the hook's worktree to `t` and sets `dir` to it. The worktree holds
 // tracked files only: the project's setup gives it the environment the
 // checks need (again only when its inputs changed).
-std::optional<int> PrePush::enter_worktree(const Target& t, std::string& dir) {
+std::optional<int> PrePush::commit_config(const Target& t, std::optional<config::Config>& out) {
+  std::string from = t.label();
+  std::optional<std::string> text = repo().read_blob_at(t.commit, "phoenix.json");
+  if (!text) {
+    // Nothing of its own: HEAD's committed one, or the work tree's.
+    if (!head_.empty()) text = repo().read_blob_at(head_, "phoenix.json");
+    err_ << "phoenix: " << t.label() << " has no phoenix.json: measured with "
+         << (text ? "HEAD's" : "the work tree's") << "\n";
+    if (!text) return std::nullopt;
+    from = "HEAD";
+  }
+  try {
+    out = config::parse(*text, "phoenix.json in " + from);
+  } catch (const ConfigError& e) {
+    std::string why = e.what();
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    err_ << "phoenix: push blocked: the phoenix.json of " << from << " does not load: " << why << "\n";
+    return kExitConfig;
+  }
+  return std::nullopt;
+}
+
+std::optional<int> PrePush::enter_worktree(const Target& t, const config::Config& cfg, std::string& dir) {
   const std::string name = hook_worktree_name(opt_.root);
   if (!used_worktree_)
     for (const std::string& line : layout::migrate_legacy_trees(repo())) err_ << "phoenix: " << line << "\n";
@@ -423,9 +416,10 @@ std::optional<int> PrePush::enter_worktree(const Target& t, std::string& dir) {
             .path;
   used_worktree_ = true;
   setup::Result su =
-      setup::ensure(cfg_.setup, dir, layout::setup_stamp(repo(), name), {}, [&](const config::SetupStep& step) {
+      setup::ensure(cfg.setup, dir, layout::setup_stamp(repo(), name), {}, [&](const config::SetupStep& step) {
         err_ << "phoenix: setup in the hook's worktree: " << util::join_argv(step.run) << "\n";
       });
+  trace_put_back(su.put_back);
   if (su.interrupted || util::interrupted_signal() != 0) {
     print_interrupted(err_);
     return kExitInterrupted;
@@ -437,6 +431,13 @@ std::optional<int> PrePush::enter_worktree(const Target& t, std::string& dir) {
     return kExitRed;
   }
   return std::nullopt;
+}
+
+// What setup or a check changed in the user's repository and was put back
+// (already said on stderr) goes into the trace too.
+void PrePush::trace_put_back(const std::vector<std::string>& lines) {
+  if (lines.empty() || !opt_.trace) return;
+  for (const std::string& line : lines) opt_.trace().append("guard.put_back", {{"line", line}});
 }
 
 void PrePush::trace_outcome(const std::string& outcome) {
@@ -534,7 +535,12 @@ int PrePush::heal_head(int code) {
 }  // namespace
 
 int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, std::ostream& err) {
-  return PrePush(opt, refs, err).run();
+  const int code = PrePush(opt, refs, err).run();
+  // Last, so it is the line people see: checks that silently stopped
+  // running are worse than a blocked push.
+  if (std::optional<HookOwner> owner = hook_owner_from_git(opt.root); owner && !owner->calls_phoenix)
+    err << "phoenix: warning: " << owner->warning << "\n";
+  return code;
 }
 
 }  // namespace phoenix::hook

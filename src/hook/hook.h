@@ -27,6 +27,7 @@
 
 #include "checks/check.h"
 #include "hook/green.h"
+#include "hook/owner.h"
 #include "hook/pushed_refs.h"
 #include "trace/trace.h"
 
@@ -37,33 +38,13 @@ namespace phoenix::hook {
 
 // The original pre-push hook is kept beside the shim under this suffix.
 inline constexpr std::string_view kChainedSuffix = ".phoenix-chained";
-// Every shim carries this on its second line; nothing else is ours.
-inline constexpr std::string_view kShimMarker = "# phoenix-pre-push-shim";
 
 // The shim from its template (hooks/pre-push.in): @PHOENIX@ becomes the
 // binary's absolute path, quoted for sh; @CHAINED_SUFFIX@ kChainedSuffix.
 // Throws Error when the template lacks the marker or a placeholder.
 std::string render_shim(std::string_view tmpl, const std::string& phoenix_bin);
-// Whether a hook file's content is a Phoenix shim (any version).
-bool is_shim(std::string_view content);
 // The phoenix binary a shim records, "" when the content is not a shim.
 std::string shim_binary(std::string_view content);
-
-// husky or lefthook owns the repository's hooks: Phoenix adds itself to
-// their configuration instead of replacing their pre-push hook.
-struct Manager {
-  std::string name;     // "husky" | "lefthook"
-  std::string config;   // the file to edit, relative to the work tree
-  std::string snippet;  // what to add to it
-  std::string then;     // what to run afterwards ("" when nothing)
-};
-// husky: a .husky/ folder and core.hooksPath (`hooks_path`, as configured,
-// nullopt when unset) naming .husky or .husky/_. lefthook: one of its
-// configuration files at the top of the work tree (.yml/.yaml/.toml/.json,
-// dotted or not, or under .config/). `phoenix_cmd` is how the snippet calls
-// Phoenix ("phoenix" when it is on PATH).
-std::optional<Manager> detect_manager(const std::string& workdir, const std::optional<std::string>& hooks_path,
-                                      const std::string& phoenix_cmd);
 
 struct InstallResult {
   std::string hook;     // <hooks dir>/pre-push
@@ -115,7 +96,11 @@ struct PrePushOptions {
 // - The repository's lock (.phoenix/lock) is taken without waiting; when
 //   another Phoenix run holds it: says so (with its pid), 1.
 // - Each distinct commit is measured once with the checks `hook.checks`
-//   (default: all): in place when it is HEAD and the work tree is clean
+//   (default: all) of its own phoenix.json: the work tree's in place (a
+//   clean HEAD's), else the one read from that commit's tree. A commit
+//   without one is measured with HEAD's (and says so); one whose
+//   phoenix.json does not load blocks the push with one line naming the
+//   commit, 78. In place when it is HEAD and the work tree is clean
 //   (untracked files under layout::keep_prefixes() aside), otherwise in the
 //   hook's persistent worktree outside the work tree (layout/layout.h),
 //   moved to the commit by an incremental checkout and cleaned before use
@@ -133,6 +118,10 @@ struct PrePushOptions {
 //   pushed). Escalated: the session's exit code (2). A red commit that is not
 //   checked out cannot be healed in place: blocked as in verify mode, 1.
 // - Interrupted (SIGINT/SIGTERM): 130.
+// - Whatever the outcome, when the pre-push hook git will run does not call
+//   Phoenix (hook_owner: core.hooksPath changed under it, say), a last line
+//   says so: "phoenix: warning: git runs hooks from /x (core.hooksPath),
+//   which does not call Phoenix: pushes are not checked ...".
 int run_pre_push(const PrePushOptions& options, const std::vector<PushedRef>& refs, std::ostream& err);
 
 }  // namespace phoenix::hook

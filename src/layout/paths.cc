@@ -20,6 +20,11 @@ const std::vector<std::string>& state_prefixes() {
   return k;
 }
 
+const std::vector<std::string>& own_ref_prefixes() {
+  static const std::vector<std::string> k{"refs/phoenix/", "refs/heads/phoenix/"};
+  return k;
+}
+
 std::string state_dir(const std::string& root) { return root + "/" + kStateDirName; }
 std::string lock_file(const std::string& root) { return state_dir(root) + "/lock"; }
 std::string loop_lock_file(const std::string& root) { return state_dir(root) + "/loop.lock"; }

@@ -30,6 +30,10 @@ const std::vector<std::string>& keep_prefixes();
 // committed). What gitx's commit_all, snapshot_workdir and
 // prepare_worktree are given to skip.
 const std::vector<std::string>& state_prefixes();
+// The refs Phoenix writes in a repository (refs/phoenix/..., its branches
+// under refs/heads/phoenix/): what a gitx::RepoGuard around a program
+// Phoenix runs leaves to Phoenix.
+const std::vector<std::string>& own_ref_prefixes();
 
 // <root>/.phoenix and the files in it.
 std::string state_dir(const std::string& root);

@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "gitx/repo.h"
+#include "setup/guard.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/glob.h"
@@ -109,6 +110,7 @@ Result ensure(const std::vector<config::SetupStep>& steps, const std::string& tr
   }
   r.ran = true;
   const std::set<std::string> untracked_before = stamp_file.empty() ? std::set<std::string>{} : untracked_tops(tree);
+  const Guard guard(tree);
   for (const auto& step : steps) {
     if (on_step) on_step(step);
     util::ProcessOptions po;
@@ -117,6 +119,8 @@ Result ensure(const std::vector<config::SetupStep>& steps, const std::string& tr
     po.timeout_s = step.timeout_s;
     if (confine) confine(po);
     util::ProcessResult pr = util::run_process(po);
+    // Put back before the next step runs, and before anything is measured.
+    for (std::string& line : guard.restore("setup")) r.put_back.push_back(std::move(line));
     r.duration_ms += pr.duration_ms;
     if (pr.interrupted) {
       r.ok = false;

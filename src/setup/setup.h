@@ -15,6 +15,13 @@
 // .gitignore): moving a persistent worktree deletes untracked files, and
 // when one of those is gone the steps run again.
 //
+// Every step runs under a setup::Guard (setup/guard.h): a tree of Phoenix's
+// own shares its repository's config, hooks and refs with the user's
+// checkout, and what a step changes there (`npm ci` running a `prepare`
+// script that sets core.hooksPath) is put back after the step and said on
+// stderr (`phoenix: setup changed core.hooksPath to /x; put back`) and in
+// Result::put_back.
+//
 // Output is bounded like a check's; a failed step is its own signal
 // ("setup failed: npm ci: exit=1"), never blamed on an agent's patch.
 //
@@ -42,6 +49,9 @@ struct Result {
   std::string evidence;      // bounded tail of the failing step's output
   std::string fingerprint;
   long long duration_ms = 0;
+  // What the steps changed in the user's repository and Phoenix put back
+  // (setup/guard.h), one line each; already said on stderr.
+  std::vector<std::string> put_back;
 };
 
 // The fingerprint described above, of `steps` in `tree`.

@@ -12,6 +12,8 @@
 #include <set>
 
 #include "test_util.h"
+#include "layout/layout.h"
+#include "gitx/repo.h"
 #include "util/json.h"
 #include "util/text.h"
 
@@ -290,6 +292,57 @@ TEST_F(EcosystemDoctor, TheHookTheConfigAsksForMustBeInstalledAndItsBinaryMustEx
   fs::remove(hook);
   j = doctor(0);
   EXPECT_EQ(item(j, "hook")["status"], "warn");
+}
+
+// core.hooksPath moved to a folder whose pre-push does not call Phoenix
+// (what a project's `prepare` script did in a tree sharing the config):
+// git no longer runs Phoenix's hook, and doctor says so loudly.
+TEST_F(EcosystemDoctor, AForeignCoreHooksPathFailsLoudly) {
+  ASSERT_EQ(run_phoenix(repo, {"hook", "install"}).code, 0);
+  const std::string foreign = tmp / "foreign-hooks";
+  write(foreign, "pre-push", "#!/bin/sh\nexit 0\n");
+  fs::permissions(foreign + "/pre-push", fs::perms::owner_all);
+  git(repo, {"config", "core.hooksPath", foreign});
+  Json j = doctor(1);
+  const Json h = item(j, "hook");
+  EXPECT_EQ(h["status"], "fail") << j.dump();
+  EXPECT_EQ(h["data"]["calls_phoenix"], false);
+  const std::string detail = h["detail"].get<std::string>();
+  EXPECT_NE(detail.find("git runs hooks from " + foreign + " (core.hooksPath), which does not call Phoenix: pushes "
+                        "are not checked"),
+            std::string::npos)
+      << detail;
+  EXPECT_NE(detail.find("is no longer run"), std::string::npos) << detail;
+  auto t = run({phoenix_bin(), "doctor"}, repo, {{"PATH", path_with_phoenix()}, {"NO_COLOR", "1"}});
+  EXPECT_EQ(t.exit_code, 1);
+  EXPECT_NE(t.output.find("which does not call Phoenix: pushes are not checked"), std::string::npos) << t.output;
+
+  // A foreign folder whose hook calls Phoenix is fine.
+  write(foreign, "pre-push", "#!/bin/sh\nexec phoenix hook run pre-push \"$@\"\n");
+  j = doctor(0);
+  EXPECT_EQ(item(j, "hook")["data"]["calls_phoenix"], true) << j.dump();
+  EXPECT_NE(item(j, "hook")["status"], "fail") << j.dump();
+  // And so is Phoenix's hook installed into that folder.
+  write(foreign, "pre-push", "#!/bin/sh\nexit 0\n");
+  ASSERT_EQ(run_phoenix(repo, {"hook", "install"}).code, 0);
+  j = doctor(0);
+  EXPECT_EQ(item(j, "hook")["status"], "ok") << j.dump();
+}
+
+// Repositories hit before the guard existed: core.hooksPath still points
+// into one of Phoenix's trees (init's fresh tree's node_modules/husky).
+TEST_F(EcosystemDoctor, ACoreHooksPathIntoPhoenixsOwnTreesIsNamed) {
+  const std::string trees = layout::trees_root(gitx::Repo::open(repo));
+  const std::string husky = trees + "/worktrees/init/node_modules/husky";
+  write(husky, "pre-push", "#!/bin/sh\nexit 0\n");
+  fs::permissions(husky + "/pre-push", fs::perms::owner_all);
+  git(repo, {"config", "core.hooksPath", husky});
+  Json j = doctor(1);
+  const Json h = item(j, "hook");
+  EXPECT_EQ(h["status"], "fail") << j.dump();
+  EXPECT_EQ(h["data"]["into_phoenix_trees"], true);
+  EXPECT_NE(h["detail"].get<std::string>().find("is inside a tree of Phoenix's"), std::string::npos) << j.dump();
+  fs::remove_all(trees);
 }
 
 TEST_F(EcosystemDoctor, AgentCLIsOnPathAndTheConfiguredHarness) {

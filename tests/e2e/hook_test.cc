@@ -399,6 +399,114 @@ util::ProcessResult hook_run(const std::string& repo, const std::string& stdin_t
   return util::run_process(o);
 }
 
+// The hook's worktree shares the user's config, hooks and refs. A setup
+// step there that rewires git (npm's `prepare` running husky's
+// `git config core.hooksPath`) and a check that does the same are put back,
+// each change in one line on stderr and in the trace.
+TEST_F(HookE2E, SetupAndChecksInTheHooksWorktreeCannotRewireTheRepository) {
+  install();
+  util::Json cfg = util::Json::parse(config("verify"));
+  cfg["setup"] = {{{"run", {"sh", "-c", hostile_git_script("git")}}}};
+  write(repo, "phoenix.json", cfg.dump(2));
+  commit_all(repo, "a setup step");
+  git(repo, {"checkout", "-q", "-b", "topic"});
+  commit_state("GOOD 1", "topic 1");
+  std::string topic = commit_state("GOOD 2", "topic 2");  // HEAD~1 there is not main
+  git(repo, {"checkout", "-q", "main"});
+  const std::string before = repo_control_state(repo);
+  const std::string line = "refs/heads/topic " + topic + " refs/heads/topic " + std::string(40, '0') + "\n";
+  auto r = hook_run(repo, line);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(in the hook's worktree)"), std::string::npos) << r.output;
+  EXPECT_EQ(repo_control_state(repo), before) << r.output;
+  EXPECT_NE(r.output.find("phoenix: setup changed core.hooksPath to /tmp/x; put back\n"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("phoenix: setup changed hook "), std::string::npos) << r.output;  // the shim, overwritten
+  EXPECT_NE(r.output.find("phoenix: setup moved refs/heads/main from "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("which does not call Phoenix"), std::string::npos) << "the shim is back: " << r.output;
+  const std::string trace = read(repo + "/.phoenix/trace.jsonl");
+  EXPECT_NE(trace.find("setup changed core.hooksPath to /tmp/x; put back"), std::string::npos) << trace;
+
+  // A check that does it, measured in the hook's worktree.
+  cfg.erase("setup");
+  cfg["checks"][0]["target"] = {"sh", "-c", hostile_git_script("git")};
+  write(repo, "phoenix.json", cfg.dump(2));
+  commit_all(repo, "a hostile check");
+  git(repo, {"checkout", "-q", "-b", "topic2"});
+  topic = commit_state("GOOD 3", "topic2");
+  git(repo, {"checkout", "-q", "main"});
+  const std::string before_check = repo_control_state(repo);
+  r = hook_run(repo, "refs/heads/topic2 " + topic + " refs/heads/topic2 " + std::string(40, '0') + "\n");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(repo_control_state(repo), before_check) << r.output;
+  EXPECT_NE(r.output.find("phoenix: the check state changed core.hooksPath to /tmp/x; put back\n"), std::string::npos)
+      << r.output;
+}
+
+// A pushed commit that is not the clean HEAD is measured by the phoenix.json
+// in its own tree; one without a phoenix.json by HEAD's (said); one whose
+// phoenix.json does not load is blocked with one line naming it.
+TEST_F(HookE2E, APushedCommitIsMeasuredByItsOwnPhoenixJson) {
+  const std::string zero(40, '0');
+  git(repo, {"checkout", "-q", "-b", "topic"});
+  util::Json cfg = util::Json::parse(config("verify"));
+  cfg["checks"][0]["id"] = "own";
+  cfg["checks"][0]["target"] = {"sh", "-c", "test -f own.txt || { echo 'FAIL own_test: no own.txt'; exit 1; }"};
+  write(repo, "phoenix.json", cfg.dump(2));
+  std::string topic = commit_all(repo, "topic: its own check");
+  git(repo, {"checkout", "-q", "main"});
+  auto r = hook_run(repo, "refs/heads/topic " + topic + " refs/heads/topic " + zero + "\n");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("RED  own  exit=1"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(" state "), std::string::npos) << "HEAD's check is not this commit's: " << r.output;
+
+  // Without a phoenix.json: HEAD's, and it says so.
+  git(repo, {"checkout", "-q", "topic"});
+  git(repo, {"rm", "-q", "phoenix.json"});
+  topic = commit_all(repo, "topic: no phoenix.json");
+  git(repo, {"checkout", "-q", "main"});
+  r = hook_run(repo, "refs/heads/topic " + topic + " refs/heads/topic " + zero + "\n");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: topic@" + topic.substr(0, 12) + " has no phoenix.json: measured with HEAD's"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("ok   state"), std::string::npos) << r.output;
+
+  // One that does not load: blocked, one line naming the commit.
+  git(repo, {"checkout", "-q", "topic"});
+  write(repo, "phoenix.json", "{ \"checks\": [], \"hook\": { \"mode\": \"verfy\" } }\n");
+  topic = commit_all(repo, "topic: a broken phoenix.json");
+  git(repo, {"checkout", "-q", "main"});
+  r = hook_run(repo, "refs/heads/topic " + topic + " refs/heads/topic " + zero + "\n");
+  EXPECT_EQ(r.exit_code, 78) << r.output;
+  EXPECT_EQ(count(r.output, "does not load"), 1u) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: the phoenix.json of topic@" + topic.substr(0, 12) + " does not load: "),
+            std::string::npos)
+      << r.output;
+}
+
+// Whatever the outcome, a hook run says when the pre-push git will run is
+// not Phoenix's: core.hooksPath moved to a folder that does not call it.
+TEST_F(HookE2E, AHookRunSaysLoudlyWhenGitRunsAForeignHooksFolder) {
+  install();
+  const std::string foreign = tmp / "x";
+  write(foreign, "pre-push", "#!/bin/sh\nexit 0\n");
+  fs::permissions(foreign + "/pre-push", fs::perms::owner_all);
+  git(repo, {"config", "core.hooksPath", foreign});
+  const std::string head = g({"rev-parse", "HEAD"});
+  auto r = hook_run(repo, "refs/heads/main " + head + " refs/heads/main " + std::string(40, '0') + "\n");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: warning: git runs hooks from " + foreign +
+                          " (core.hooksPath), which does not call Phoenix: pushes are not checked"),
+            std::string::npos)
+      << r.output;
+  // Back to Phoenix's hook: nothing said.
+  git(repo, {"config", "--unset", "core.hooksPath"});
+  r = hook_run(repo, "refs/heads/main " + head + " refs/heads/main " + std::string(40, '0') + "\n");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("does not call Phoenix"), std::string::npos) << r.output;
+}
+
 TEST_F(HookE2E, ConfigErrorBlocksWithExit78) {
   write(repo, "phoenix.json", "{\n  \"checks\": [],\n  \"hook\": { \"mode\": \"verfy\" }\n}\n");
   std::string head = commit_all(repo, "broken config");

@@ -260,9 +260,41 @@ TEST_P(Hostile, WritesTheRealGitHooksAndConfigByAbsolutePath) {
   configure("write-outside " + repo + "/.git/hooks/pre-commit '#!/bin/sh\\nexit 0\\n'; " + "append " + repo +
             "/.git/config '[core]\\n\\x09hooksPath = /tmp\\n'");
   auto r = run_phoenix(repo, {"run"});
-  expect_contained(r, GetParam() == "overlay" ? "changed nothing" : "/.git/hooks/pre-commit (put back as it was)");
+  expect_contained(r, GetParam() == "overlay" ? "changed nothing" : "/.git/hooks/pre-commit; removed");
+  if (GetParam() == "copy")
+    EXPECT_NE(r.out.find("phoenix: the agent changed core.hooksPath to /tmp; put back"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-commit"));
   EXPECT_EQ(read(repo + "/.git/config"), config_before);
+}
+
+// An agent (any argv: here `sh -c`) that rewires the real repository's git
+// through git itself: core.hooksPath, user.email, a pre-push hook, the
+// user's branch moved back. The config, hooks and refs are put back
+// (gitx/guard.h), each change said in one line, and the attempt aborted;
+// the overlay's namespace has the real repository read-only.
+TEST_P(Hostile, RewiresTheRealRepositorysGitAndIsPutBack) {
+  Json cfg = {
+      {"checks",
+       {{{"id", "unit"}, {"kind", "command_exit"}, {"target", {"./tests/limit_test.sh"}}, {"editable", {"src/**"}}}}},
+      {"fixers", {"harness"}},
+      {"budgets", {{"unit", 1}}},
+      {"harness",
+       {{"command", {"sh", "-c", hostile_git_script("git -C '" + repo + "'")}}, {"timeout_s", 20}}}};
+  write(repo, "phoenix.json", cfg.dump(2));
+  commit_all(repo, "configure phoenix");
+  snapshot_before = tracked_state();
+  const std::string before = repo_control_state(repo);
+  auto r = run_phoenix(repo, {"run"});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(repo_control_state(repo), before) << r.out;
+  EXPECT_EQ(tracked_state(), snapshot_before) << r.out;
+  EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-push"));
+  if (GetParam() == "overlay") return;
+  for (const std::string& line : hostile_git_put_back_lines("the agent"))
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  EXPECT_NE(r.out.find("phoenix: the agent changed core.hooksPath to /tmp/x; put back\n"), std::string::npos) << r.out;
+  EXPECT_NE(trace_text().find("the agent changed core.hooksPath to /tmp/x; put back"), std::string::npos);
+  EXPECT_EQ(run_phoenix(repo, {"trace", "verify"}).code, 0);
 }
 
 TEST_P(Hostile, EditsPhoenixState) {

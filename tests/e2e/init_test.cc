@@ -155,6 +155,31 @@ TEST_F(InitCMake, AWorkTreeWithoutTheSetupIsToldToRunIt) {
   EXPECT_TRUE(fs::exists(repo + "/phoenix.json"));
 }
 
+// What users met: `npm ci` in init's fresh tree (a linked worktree sharing
+// the repository's config) runs the project's `prepare` script, which points
+// core.hooksPath into that tree (husky does). The guard puts it back and
+// says so; the user's config, hooks and refs are as they were.
+TEST(InitE2E, ASetupStepPointingCoreHooksPathIntoTheFreshTreeIsPutBack) {
+  if (!on_path("npm")) GTEST_SKIP() << "npm is not on PATH";
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "package.json",
+        R"({ "name": "app", "version": "1.0.0", "scripts": { "test": "node -e 0",
+             "prepare": "git config core.hooksPath \"$PWD/node_modules/husky\"" } })");
+  write(repo, "package-lock.json",
+        R"({ "name": "app", "version": "1.0.0", "lockfileVersion": 3, "requires": true,
+             "packages": { "": { "name": "app", "version": "1.0.0" } } })");
+  write(repo, ".gitignore", "node_modules/\n");
+  commit_all(repo, "initial");
+  const std::string before = repo_control_state(repo);
+  auto r = run_phoenix(repo, {"init"}, 300, {{"npm_config_offline", "true"}, {"npm_config_update_notifier", "false"}});
+  EXPECT_NE(r.out.find("setup  $ npm ci"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("phoenix: setup changed core.hooksPath to "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/node_modules/husky; put back"), std::string::npos) << r.out;
+  EXPECT_EQ(repo_control_state(repo), before) << r.out;
+  EXPECT_EQ(run({"git", "-C", repo, "config", "--get", "core.hooksPath"}).exit_code, 1) << "core.hooksPath is unset";
+}
+
 // A project whose test needs a file that is neither committed nor made by a
 // setup step: green in the work tree, red in a fresh tree.
 TEST(InitE2E, RedInTheFreshTreeOnlyAsksForSetup) {

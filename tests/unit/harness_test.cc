@@ -842,7 +842,10 @@ TEST_F(HarnessRun, CommittingInTheRealRepositoryAborts) {
   ScopedSandboxKind copy("copy");
   Proposal p = run("git -C " + repo + " commit -q --allow-empty -m sneaky");
   EXPECT_EQ(p.status, Status::kAborted) << p.detail;
-  EXPECT_TRUE(contains(p.detail, "HEAD moved from " + head.substr(0, 7))) << p.detail;
+  // The guard puts the branch back and says so (gitx/guard.h).
+  EXPECT_TRUE(contains(p.detail, "the agent moved refs/heads/main from " + head.substr(0, 7))) << p.detail;
+  EXPECT_TRUE(contains(p.detail, "; put back")) << p.detail;
+  EXPECT_EQ(trim(git(repo, {"rev-parse", "HEAD"})), head);
 }
 
 TEST_F(HarnessRun, TheOverlaySandboxRefusesWritesIntoTheRealRepository) {

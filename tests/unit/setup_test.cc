@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "gitx/repo.h"
+#include "setup/guard.h"
 #include "layout/layout.h"
 #include "test_util.h"
 #include "util/json.h"
@@ -132,6 +135,96 @@ TEST_F(SetupTest, StepsSeeTheTreeAsTheirWorkingDirectoryAndPwd) {
   fs::remove(repo + "/where.txt");
   ASSERT_TRUE(setup::ensure({s}, repo, "").ran);
   EXPECT_TRUE(fs::exists(repo + "/where.txt"));
+}
+
+// A tree of Phoenix's own is a linked worktree: it shares the user's
+// config, hooks and refs. A step that changes them (npm's `prepare` running
+// husky, say) is put back, and each change said on stderr.
+TEST_F(SetupTest, WhatAStepChangesInTheUsersRepositoryIsPutBackAndSaid) {
+  test::write(repo, "b.txt", "b\n");
+  test::commit_all(repo, "second");
+  const std::string tree = tmp / "tree";
+  test::git(repo, {"worktree", "add", "-q", "--detach", tree, "HEAD"});
+  const std::string before = test::repo_control_state(repo);
+  const std::string main_before = test::rev_parse(repo, "main");
+
+  config::SetupStep s;
+  s.run = {"sh", "-c", test::hostile_git_script("git")};
+  ::testing::internal::CaptureStderr();
+  setup::Result r = setup::ensure({s}, tree, "");
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(r.ok) << r.signal << r.evidence;
+
+  EXPECT_EQ(test::repo_control_state(repo), before);
+  EXPECT_EQ(test::rev_parse(repo, "main"), main_before);
+  EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-push"));
+  EXPECT_EQ(test::trim(test::git(repo, {"config", "--get", "user.email"})), "test@example.com");
+  // Phoenix's own refs are Phoenix's business.
+  EXPECT_EQ(test::rev_parse(repo, "refs/phoenix/mine"), main_before);
+
+  for (const std::string& line : test::hostile_git_put_back_lines("setup")) {
+    EXPECT_NE(err.find(line), std::string::npos) << line << "\n" << err;
+    EXPECT_TRUE(std::any_of(r.put_back.begin(), r.put_back.end(),
+                            [&](const std::string& l) { return l.find(line) != std::string::npos; }))
+        << line;
+  }
+  EXPECT_EQ(r.put_back.size(), 4u) << err;
+  EXPECT_EQ(err.find("refs/phoenix/mine"), std::string::npos) << err;
+  EXPECT_NE(err.find("phoenix: setup changed core.hooksPath to /tmp/x; put back\n"), std::string::npos) << err;
+
+  // A step that leaves everything alone says nothing.
+  s.run = {"sh", "-c", "git status >/dev/null; echo built > out.txt"};
+  ::testing::internal::CaptureStderr();
+  r = setup::ensure({s}, tree, "");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_TRUE(r.put_back.empty());
+}
+
+// The index of the user's checkout, and a hook put back by content and mode.
+TEST_F(SetupTest, TheChecksoutsIndexAndAnEditedHookArePutBack) {
+  test::write(repo, ".git/hooks/pre-commit", "#!/bin/sh\necho mine\n");
+  fs::permissions(repo + "/.git/hooks/pre-commit", fs::perms::owner_all);
+  const std::string tree = tmp / "tree";
+  test::git(repo, {"worktree", "add", "-q", "--detach", tree, "HEAD"});
+  const std::string before = test::repo_control_state(repo);
+  config::SetupStep s;
+  s.run = {"sh", "-c",
+           "common=$(git rev-parse --path-format=absolute --git-common-dir); echo evil > \"$common/hooks/pre-commit\"; "
+           "chmod 644 \"$common/hooks/pre-commit\"; GIT_INDEX_FILE=\"$common/index\" git rm -q --cached src/x.c"};
+  ::testing::internal::CaptureStderr();
+  setup::Result r = setup::ensure({s}, tree, "");
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(r.ok) << r.signal << r.evidence;
+  EXPECT_EQ(test::repo_control_state(repo), before);
+  EXPECT_EQ(fs::status(repo + "/.git/hooks/pre-commit").permissions() & fs::perms::owner_exec, fs::perms::owner_exec);
+  EXPECT_EQ(test::porcelain(repo), "");
+  EXPECT_NE(err.find("setup changed hook "), std::string::npos) << err;
+  EXPECT_NE(err.find("setup changed the index of "), std::string::npos) << err;
+  EXPECT_NE(err.find("(1 entry); put back"), std::string::npos) << err;
+}
+
+// Two programs at once (two loop workers' `npm ci`): the guard taken while
+// the first one's change is there must not put that change back.
+TEST_F(SetupTest, GuardsAliveAtOnceShareTheFirstFingerprint) {
+  const std::string tree = tmp / "tree";
+  test::git(repo, {"worktree", "add", "-q", "--detach", tree, "HEAD"});
+  const std::string before = test::repo_control_state(repo);
+  {
+    std::optional<setup::Guard> first(std::in_place, tree);
+    test::git(tree, {"config", "core.hooksPath", "/tmp/first"});
+    const setup::Guard second(tree);
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(first->restore("setup").size(), 1u);
+    first.reset();
+    EXPECT_TRUE(second.restore("setup").empty());
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(test::repo_control_state(repo), before);
+  }
+  // Once none is alive, the next guard takes a fingerprint of its own.
+  test::git(repo, {"config", "core.hooksPath", "/tmp/the-users-own"});
+  const setup::Guard third(tree);
+  EXPECT_TRUE(third.restore("setup").empty());
+  EXPECT_EQ(test::trim(test::git(repo, {"config", "--get", "core.hooksPath"})), "/tmp/the-users-own");
 }
 
 TEST(Layout, TreesLiveInTheGitDirectoryAndTheStateFolderIgnoresItself) {

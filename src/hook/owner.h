@@ -1,0 +1,59 @@
+// Who answers when git runs pre-push in a repository: Phoenix's shim, a
+// hook that calls Phoenix, or nothing that does (hook/hook.h installs the
+// shim). Lite: the thin binary phoenix-hook says it too, so it uses
+// neither libgit2 nor anything else phoenix_lite lacks.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace phoenix::hook {
+
+// Every shim carries this on its second line; nothing else is ours.
+inline constexpr std::string_view kShimMarker = "# phoenix-pre-push-shim";
+
+// Whether a hook file's content is a Phoenix shim (any version).
+bool is_shim(std::string_view content);
+
+// husky or lefthook owns the repository's hooks: Phoenix adds itself to
+// their configuration instead of replacing their pre-push hook.
+struct Manager {
+  std::string name;     // "husky" | "lefthook"
+  std::string config;   // the file to edit, relative to the work tree
+  std::string snippet;  // what to add to it
+  std::string then;     // what to run afterwards ("" when nothing)
+};
+// husky: a .husky/ folder and core.hooksPath (`hooks_path`, as configured,
+// nullopt when unset) naming .husky or .husky/_. lefthook: one of its
+// configuration files at the top of the work tree (.yml/.yaml/.toml/.json,
+// dotted or not, or under .config/). `phoenix_cmd` is how the snippet calls
+// Phoenix ("phoenix" when it is on PATH).
+std::optional<Manager> detect_manager(const std::string& workdir, const std::optional<std::string>& hooks_path,
+                                      const std::string& phoenix_cmd);
+
+// Who answers when git runs pre-push: the hook git will run is Phoenix's
+// shim, or a hook that calls Phoenix (a hand-written one naming
+// `hook run pre-push`; husky's or lefthook's hook whose configuration does;
+// pre-commit's whose .pre-commit-config.yaml has phoenix-pre-push), or
+// nothing that does — then pushes are not checked, and the hook run and
+// `phoenix doctor` say so loudly.
+struct HookOwner {
+  std::string hooks_dir;     // where git takes hooks from (absolute)
+  bool from_config = false;  // core.hooksPath names it
+  bool calls_phoenix = false;
+  std::string how;  // what calls Phoenix, or why nothing there does
+  // "git runs hooks from /x (core.hooksPath), which does not call Phoenix:
+  // pushes are not checked (...)"; "" when calls_phoenix.
+  std::string warning;
+};
+// `hooks_dir` is where git takes hooks from (gitx::Repo::hooks_dir);
+// `hooks_path` core.hooksPath as configured (nullopt
+// when unset); `workdir` the top of the work tree.
+HookOwner hook_owner(const std::string& workdir, const std::string& hooks_dir,
+                     const std::optional<std::string>& hooks_path);
+// The same, asking git (`git rev-parse --git-path hooks`, no libgit2) from
+// `root`; nullopt when git cannot say.
+std::optional<HookOwner> hook_owner_from_git(const std::string& root);
+
+}  // namespace phoenix::hook

@@ -1,0 +1,88 @@
+#include "setup/guard.h"
+
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "gitx/repo.h"
+#include "layout/paths.h"
+#include "trace/trace.h"
+#include "util/error.h"
+#include "util/json.h"
+
+namespace phoenix::setup {
+
+// One fingerprint per repository (and exemptions) while any guard of this
+// process is alive on it, shared by them all: a guard taken while another
+// thread's program has changed the config (two workers' `npm ci` at once)
+// would otherwise hold that change as the state to put back.
+struct Guard::Shared {
+  gitx::RepoGuard fingerprint = gitx::RepoGuard::none();
+  std::mutex restoring;
+};
+
+namespace {
+
+std::mutex registry_mu;
+std::map<std::string, std::weak_ptr<Guard::Shared>>& registry() {
+  static std::map<std::string, std::weak_ptr<Guard::Shared>> r;
+  return r;
+}
+
+std::shared_ptr<Guard::Shared> take(const std::string& tree, const std::vector<std::string>& also_exempt) {
+  std::vector<std::string> exempt = layout::own_ref_prefixes();
+  exempt.insert(exempt.end(), also_exempt.begin(), also_exempt.end());
+  auto shared = std::make_shared<Guard::Shared>();
+  std::string common;
+  try {
+    common = gitx::Repo::open(tree).common_dir();
+  } catch (const std::exception&) {
+    return shared;  // not a repository: nothing to guard
+  }
+  std::string key = common;
+  for (const std::string& e : exempt) key += '\n' + e;
+  std::lock_guard<std::mutex> lock(registry_mu);
+  auto& slot = registry()[key];
+  if (auto alive = slot.lock()) return alive;
+  try {
+    shared->fingerprint = gitx::RepoGuard::take(tree, exempt);
+  } catch (const std::exception& e) {
+    std::cerr << "phoenix: warning: the repository of " << tree << " cannot be fingerprinted, so what runs there is "
+              << "not guarded: " << e.what() << "\n";
+  }
+  slot = shared;
+  return shared;
+}
+
+}  // namespace
+
+Guard::Guard(const std::string& tree, const std::vector<std::string>& also_exempt)
+    : shared_(take(tree, also_exempt)) {}
+
+Guard::~Guard() = default;
+
+std::vector<std::string> Guard::restore(const std::string& who, trace::Trace* trace) const {
+  std::vector<std::string> lines;
+  {
+    std::lock_guard<std::mutex> lock(shared_->restoring);
+    lines = shared_->fingerprint.restore(who);
+  }
+  tell_put_back(lines, trace);
+  return lines;
+}
+
+void tell_put_back(const std::vector<std::string>& lines, trace::Trace* trace) {
+  for (const std::string& line : lines) {
+    std::cerr << "phoenix: " << line << "\n";
+    if (!trace) continue;
+    try {
+      trace->append("guard.put_back", {{"line", line}});
+    } catch (const Error& e) {
+      std::cerr << "phoenix: warning: the trace was not written: " << e.what() << "\n";
+    }
+  }
+  std::cerr.flush();
+}
+
+}  // namespace phoenix::setup
