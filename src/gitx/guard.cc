@@ -340,9 +340,9 @@ void restore_hooks(const RepoGuard::State& s, const std::string& who, std::vecto
   }
 }
 
-void restore_refs(const RepoGuard::State& s, const std::string& who, std::vector<std::string>& out) {
+void restore_refs(const RepoGuard::State& s, const std::string& who, bool user_works, std::vector<std::string>& out) {
   const FileSnap head = snap(s.common + "/HEAD");
-  if (head != s.head) {
+  if (head != s.head && !user_works) {
     std::string line = who + " changed the checkout's HEAD to " + util::trim(head.data) + "; put back";
     try {
       put_file(s.common + "/HEAD", s.head);
@@ -369,6 +369,13 @@ void restore_refs(const RepoGuard::State& s, const std::string& who, std::vector
     auto a = now.find(n);
     const bool had = b != s.refs.end(), has = a != now.end();
     if (had && has && b->second == a->second) continue;
+    if (user_works && !had) continue;  // a branch the user made
+    if (user_works && had && has && !util::starts_with(b->second, "sym:") && !util::starts_with(a->second, "sym:")) {
+      git_oid was, is;
+      if (git_oid_fromstr(&was, b->second.c_str()) == 0 && git_oid_fromstr(&is, a->second.c_str()) == 0 &&
+          git_graph_descendant_of(repo.get(), &is, &was) == 1)
+        continue;  // moved forward: a commit of the user's
+    }
     std::string line = !had   ? who + " created " + n + " at " + ref_value_text(a->second) + "; removed"
                        : !has ? who + " deleted " + n + " (was " + ref_value_text(b->second) + "); put back"
                               : who + " moved " + n + " from " + ref_value_text(b->second) + " to " +
@@ -397,8 +404,8 @@ void restore_refs(const RepoGuard::State& s, const std::string& who, std::vector
   }
 }
 
-void restore_index(const RepoGuard::State& s, const std::string& who, std::vector<std::string>& out) {
-  if (s.checkout.empty()) return;
+void restore_index(const RepoGuard::State& s, const std::string& who, bool user_works, std::vector<std::string>& out) {
+  if (s.checkout.empty() || user_works) return;
   const FileSnap now = snap(s.index_path());
   if (now.exists == s.index.exists && (!now.exists || now.data == s.index.data)) return;
   const std::map<std::string, std::string> after =
@@ -423,15 +430,18 @@ void restore_index(const RepoGuard::State& s, const std::string& who, std::vecto
 
 }  // namespace
 
-std::vector<std::string> RepoGuard::restore(const std::string& who) const {
+std::vector<std::string> RepoGuard::restore(const std::string& who, bool user_works) const {
   std::vector<std::string> out;
   if (!state_) return out;
   const State& s = *state_;
   // Config first: while it names another hooks folder, git runs hooks from
   // there.
-  for (auto part : {restore_config, restore_hooks, restore_refs, restore_index}) {
+  const std::vector<std::function<void()>> parts = {
+      [&] { restore_config(s, who, out); }, [&] { restore_hooks(s, who, out); },
+      [&] { restore_refs(s, who, user_works, out); }, [&] { restore_index(s, who, user_works, out); }};
+  for (const auto& part : parts) {
     try {
-      part(s, who, out);
+      part();
     } catch (const std::exception& e) { out.push_back(who + ": the repository could not be compared: " + e.what()); }
   }
   return out;

@@ -58,7 +58,15 @@ class RepoGuard {
   // "; removed" for what was not there, or "; could not put back: WHY").
   // Never throws. May be called more than once; each call compares with
   // the fingerprint taken by take().
-  std::vector<std::string> restore(const std::string& who) const;
+  //
+  // `user_works`: the program ran long (an agent's minutes, a fingerprint
+  // shared that long): the user may have worked in their checkout
+  // meanwhile. Then only what no person's git command does behind a
+  // program is put back: the config and the hooks, a ref deleted or moved
+  // to a commit that does not descend from where it was (a rewind, a
+  // reset). A branch moved forward or created, the checkout's HEAD (a
+  // switch) and its index (a `git add`) are left as they are.
+  std::vector<std::string> restore(const std::string& who, bool user_works = false) const;
 
   struct State;
 

@@ -35,6 +35,7 @@
 #include "loop/tasks.h"
 #include "loop/tree.h"
 #include "loop/workers.h"
+#include "setup/guard.h"
 #include "setup/setup.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -719,12 +720,19 @@ struct Loop {
     }
     po.timeout_s = std::max(1.0, std::min(po.timeout_s, caps_seconds_left()));  // --max-hours
     util::ProcessResult r;
-    if (on_pid) {
-      util::Subprocess proc(po);
-      on_pid(proc.pid());
-      r = proc.wait();
-    } else {
-      r = util::run_process(po);
+    {
+      // Nothing the agent runs may change the user's repository: its
+      // config and hooks, or rewind their branches (setup/guard.h). The
+      // loop's branch and Phoenix's refs are the loop's own.
+      const setup::Guard guard(t.path, {"refs/heads/" + branch}, /*long_run=*/true);
+      if (on_pid) {
+        util::Subprocess proc(po);
+        on_pid(proc.pid());
+        r = proc.wait();
+      } else {
+        r = util::run_process(po);
+      }
+      guard.restore("the agent", &trace);
     }
     AgentRun a;
     a.output = r.output;

@@ -1,5 +1,6 @@
 #include "setup/guard.h"
 
+#include <chrono>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -20,7 +21,15 @@ namespace phoenix::setup {
 struct Guard::Shared {
   gitx::RepoGuard fingerprint = gitx::RepoGuard::none();
   std::mutex restoring;
+  std::chrono::steady_clock::time_point taken = std::chrono::steady_clock::now();
 };
+
+namespace {
+// A fingerprint older than this may miss what the user did in their
+// checkout meanwhile (a commit, a `git add`): only a program's kind of
+// change is put back then.
+constexpr std::chrono::seconds kUserWorksAfter{30};
+}  // namespace
 
 namespace {
 
@@ -57,8 +66,8 @@ std::shared_ptr<Guard::Shared> take(const std::string& tree, const std::vector<s
 
 }  // namespace
 
-Guard::Guard(const std::string& tree, const std::vector<std::string>& also_exempt)
-    : shared_(take(tree, also_exempt)) {}
+Guard::Guard(const std::string& tree, const std::vector<std::string>& also_exempt, bool long_run)
+    : shared_(take(tree, also_exempt)), long_run_(long_run) {}
 
 Guard::~Guard() = default;
 
@@ -66,7 +75,8 @@ std::vector<std::string> Guard::restore(const std::string& who, trace::Trace* tr
   std::vector<std::string> lines;
   {
     std::lock_guard<std::mutex> lock(shared_->restoring);
-    lines = shared_->fingerprint.restore(who);
+    const bool user_works = long_run_ || std::chrono::steady_clock::now() - shared_->taken > kUserWorksAfter;
+    lines = shared_->fingerprint.restore(who, user_works);
   }
   tell_put_back(lines, trace);
   return lines;

@@ -28,7 +28,12 @@ class Guard {
   // stderr says why when it is a repository. `also_exempt` names more refs
   // (full names or prefixes) that the program may move besides Phoenix's
   // own: a loop branch outside refs/heads/phoenix/ (--branch).
-  explicit Guard(const std::string& tree, const std::vector<std::string>& also_exempt = {});
+  //
+  // `long_run`: what runs is an agent that may work for many minutes while
+  // the user works in their checkout; restore() then leaves what a person
+  // does meanwhile (gitx::RepoGuard::restore's user_works). A fingerprint
+  // shared with another guard for over kUserWorksAfter is treated the same.
+  explicit Guard(const std::string& tree, const std::vector<std::string>& also_exempt = {}, bool long_run = false);
 
   // Puts back what changed since the constructor (each call compares with
   // that fingerprint), says each change as above, and returns the lines.
@@ -47,6 +52,7 @@ class Guard {
   // thread's program has changed the config (two workers' setups at once)
   // must not hold that change as the state to put back.
   std::shared_ptr<Shared> shared_;
+  bool long_run_ = false;
 };
 
 // Says `lines` the guard's way (stderr, and the trace when given): for a
