@@ -138,14 +138,20 @@ cat > TASKS.md <<'MD'
 - [ ] receipts: print the total on the receipt
 - [ ] pricing: round every price down to whole dollars
 MD
-# The scripted agent again: the receipts task goes well; the rounding breaks
-# the 10% discount test, and its attempts to fix that fail.
-script="unless-prompt 'Fix a failing check' if-prompt 'receipts:' append src/receipt.c '/* prints the total */\\\\n'; unless-prompt 'Fix a failing check' if-prompt 'pricing:' replace src/price.c 'return t' 'return t / 100 * 100'; if-prompt 'Fix a failing check' replace src/price.c 't / 100 * 100' 't / 50 * 50'; print-json-cost 0.05 4"
+# The scripted agent again, making a real agent's mistakes. The receipts
+# task's change does not build (a missing semicolon); shown the failure, the
+# task and its diff, the agent mends it and the work is kept: one commit.
+# The rounding breaks the 10% discount test; its mend fails, and given the
+# task again the agent makes the same change: the same failure twice ends
+# that task within its budget, with a note.
+script="unless-prompt 'Fix a failing check' if-prompt 'then stop:\\\\n\\\\nreceipts:' append src/price.c 'long receipt_total(long q, long u) { return price(q, u) }\\\\n'; unless-prompt 'Fix a failing check' if-prompt 'then stop:\\\\n\\\\npricing:' replace src/price.c 'return t' 'return t / 100 * 100'; if-prompt 'Fix a failing check' if-prompt 't / 100 * 100' replace src/price.c 't / 100 * 100' 't / 50 * 50'; if-prompt 'Fix a failing check' unless-prompt 't / 100 * 100' if-prompt 'receipt_total' replace src/price.c 'u) }' 'u)\\\\\\\\x3b }'; print-json-cost 0.05 4"
 sed -i "s|\"PHOENIX_AGENT_SCRIPT\": \"[^\"]*\"|\"PHOENIX_AGENT_SCRIPT\": \"$script\"|" phoenix.json
 sed -i '0,/^{$/s||{\n  "loop": { "tasks": "TASKS.md", "on_escalate": "stop" },|' phoenix.json
 git add -A && git commit -qm "tonight's tasks"
 run phoenix-loop --branch phoenix/loop-demo
 run git --no-pager log --oneline -4 phoenix/loop-demo
+echo "One commit per task: the receipts task's red attempt and its mend landed as one green commit, which names them:"
+run git --no-pager log -1 --format=%B phoenix/loop-demo
 ls incidents/
 
 say "The morning: the night's story, read back from the trace (the terminal report; --md for a chat, --html for one page)."

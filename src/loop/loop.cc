@@ -349,10 +349,22 @@ struct Loop {
     check_remote(main.workdir(), sharded() ? opt.remote : opt.merge_remote);
   }
 
-  // A bad tasks file is refused before any branch or worktree is made.
-  void refuse_bad_tasks_file() const {
-    if (!tasks_rel.empty() && util::path_exists(root + "/" + tasks_rel))
-      parse_tasks(util::read_file(root + "/" + tasks_rel), tasks_rel);
+  // A bad task source is refused before any branch or worktree is made:
+  // one outside the repository (the loop ticks it in a commit), one that is
+  // not there, a tasks file that does not parse. An absolute path inside
+  // the repository is taken as the path relative to its top.
+  void refuse_bad_tasks_file() {
+    std::string& src = prompt_mode() ? prompt_rel : tasks_rel;
+    const std::string flag = prompt_mode() ? "--prompt" : "--tasks";
+    const std::string top = util::normalize_path(root);
+    const std::string abs = util::normalize_path(fs::path(src).is_absolute() ? src : root + "/" + src);
+    if (!util::starts_with(abs, top + "/"))
+      throw UsageError("phoenix-loop: " + flag + " " + src + ": outside the repository " + root +
+                       " (the loop ticks it in its commits): copy it into the repository");
+    src = abs.substr(top.size() + 1);
+    if (!opt.resume && !util::path_exists(abs))
+      throw UsageError("phoenix-loop: " + flag + " " + src + ": not found in " + root);
+    if (!tasks_rel.empty() && util::path_exists(abs)) parse_tasks(util::read_file(abs), tasks_rel);
   }
 
   // --resume: the counters (and what was spent against the caps) carry on.

@@ -201,6 +201,31 @@ TEST_F(LoopTest, SkipCarriesOnAndEndsRed) {
   EXPECT_EQ(notes, 2);
 }
 
+// A tasks file that is not there, or outside the repository, is refused
+// before any branch or worktree exists: the same command works once it is
+// put right, never "exists already".
+TEST_F(LoopTest, ABadTasksFileIsRefusedBeforeAnyBranchOrWorktree) {
+  configure("append work.txt 'x\\n'");
+  auto nothing_made = [&](const CliRun& r) {
+    EXPECT_EQ(r.code, 64) << r.out;
+    EXPECT_EQ(git(repo, {"branch", "--list", "phoenix/*"}), "") << r.out;
+    EXPECT_EQ(util::split_lines(git(repo, {"worktree", "list"})).size(), 1u) << git(repo, {"worktree", "list"});
+  };
+  CliRun missing = loop({"--branch", "phoenix/loop-test", "--tasks", "TONIGHT.md"});
+  nothing_made(missing);
+  EXPECT_NE(missing.out.find("--tasks TONIGHT.md: not found in "), std::string::npos) << missing.out;
+  write(tmp / "elsewhere", "TASKS.md", "- [ ] first task\n");
+  CliRun outside = loop({"--branch", "phoenix/loop-test", "--tasks", tmp / "elsewhere/TASKS.md"});
+  nothing_made(outside);
+  EXPECT_NE(outside.out.find(": outside the repository "), std::string::npos) << outside.out;
+  EXPECT_EQ(outside.out.find("not found"), std::string::npos) << "named as outside, not as missing: " << outside.out;
+  // Put right (an absolute path inside the repository is fine): the same branch.
+  write(repo, "TONIGHT.md", "- [ ] first task\n");
+  CliRun ok = loop({"--branch", "phoenix/loop-test", "--tasks", repo + "/TONIGHT.md"});
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_EQ(git(repo, {"show", "phoenix/loop-test:TONIGHT.md"}), "- [x] first task\n");
+}
+
 TEST_F(LoopTest, PollerNeverSeesPartialState) {
   configure("sleep 0.2; append work.txt 'x\\n'", {{"heartbeat_s", 0.001}});
   util::ProcessOptions po;
