@@ -238,6 +238,7 @@ struct RepoGuard::State {
   std::map<std::string, Folder> hooks;  // by absolute folder
   FileSnap head;
   std::map<std::string, std::string> refs;
+  bool has_index = false;  // the index was read (take()'s with_index)
   FileSnap index;
   std::map<std::string, std::string> index_entries;
 
@@ -253,7 +254,8 @@ RepoGuard::~RepoGuard() = default;
 
 std::string RepoGuard::common_dir() const { return state_ ? state_->common : ""; }
 
-RepoGuard RepoGuard::take(const std::string& path, const std::vector<std::string>& exempt_ref_prefixes) {
+RepoGuard RepoGuard::take(const std::string& path, const std::vector<std::string>& exempt_ref_prefixes,
+                          bool with_index) {
   RepoGuard g;
   std::string common;
   try {
@@ -281,7 +283,8 @@ RepoGuard RepoGuard::take(const std::string& path, const std::vector<std::string
         "open repository at " + common);
   RepositoryPtr owned(raw);
   s->refs = read_refs(owned.get(), exempt_ref_prefixes);
-  if (!s->checkout.empty()) {
+  if (!s->checkout.empty() && with_index) {
+    s->has_index = true;
     s->index = snap(s->index_path());
     if (s->index.exists) s->index_entries = read_index_entries(s->index_path());
   }
@@ -405,7 +408,7 @@ void restore_refs(const RepoGuard::State& s, const std::string& who, bool user_w
 }
 
 void restore_index(const RepoGuard::State& s, const std::string& who, bool user_works, std::vector<std::string>& out) {
-  if (s.checkout.empty() || user_works) return;
+  if (s.checkout.empty() || user_works || !s.has_index) return;
   const FileSnap now = snap(s.index_path());
   if (now.exists == s.index.exists && (!now.exists || now.data == s.index.data)) return;
   const std::map<std::string, std::string> after =

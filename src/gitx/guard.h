@@ -40,7 +40,10 @@ class RepoGuard {
   // any of its worktrees, or a git dir). A `path` outside any repository
   // gives an inert guard: restore() returns nothing. Refs under
   // `exempt_ref_prefixes` ("refs/phoenix/") are the caller's own, left out.
-  static RepoGuard take(const std::string& path, const std::vector<std::string>& exempt_ref_prefixes);
+  // Without `with_index` the checkout's index is not read (a long run
+  // never puts it back, and reading it costs a pass over every entry).
+  static RepoGuard take(const std::string& path, const std::vector<std::string>& exempt_ref_prefixes,
+                        bool with_index = true);
 
   // A guard of nothing: restore() returns nothing.
   static RepoGuard none();

@@ -39,7 +39,8 @@ std::map<std::string, std::weak_ptr<Guard::Shared>>& registry() {
   return r;
 }
 
-std::shared_ptr<Guard::Shared> take(const std::string& tree, const std::vector<std::string>& also_exempt) {
+std::shared_ptr<Guard::Shared> take(const std::string& tree, const std::vector<std::string>& also_exempt,
+                                     bool long_run) {
   std::vector<std::string> exempt = layout::own_ref_prefixes();
   exempt.insert(exempt.end(), also_exempt.begin(), also_exempt.end());
   auto shared = std::make_shared<Guard::Shared>();
@@ -55,7 +56,7 @@ std::shared_ptr<Guard::Shared> take(const std::string& tree, const std::vector<s
   auto& slot = registry()[key];
   if (auto alive = slot.lock()) return alive;
   try {
-    shared->fingerprint = gitx::RepoGuard::take(tree, exempt);
+    shared->fingerprint = gitx::RepoGuard::take(tree, exempt, /*with_index=*/!long_run);
   } catch (const std::exception& e) {
     std::cerr << "phoenix: warning: the repository of " << tree << " cannot be fingerprinted, so what runs there is "
               << "not guarded: " << e.what() << "\n";
@@ -67,7 +68,7 @@ std::shared_ptr<Guard::Shared> take(const std::string& tree, const std::vector<s
 }  // namespace
 
 Guard::Guard(const std::string& tree, const std::vector<std::string>& also_exempt, bool long_run)
-    : shared_(take(tree, also_exempt)), long_run_(long_run) {}
+    : shared_(take(tree, also_exempt, long_run)), long_run_(long_run) {}
 
 Guard::~Guard() = default;
 

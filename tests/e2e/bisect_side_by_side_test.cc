@@ -114,9 +114,8 @@ TEST_F(BisectSideBySide, TwoRunsAtOnceInTwoWorktreesBothHeal) {
     git(repo, {"worktree", "add", "-q", "-b", "side-b", wb});
     regress(wa, "a", "a.conf", "A=2\n");
     regress(wb, "b", "b.conf", "B=2\n");
-    // Both start within 250 ms of each other, either first. (They must
-    // overlap: refs/phoenix/known-good is still one per repository, and
-    // the first to finish moves it off the other branch.)
+    // Both start within 250 ms of each other, either first, so that they
+    // search at the same time; each blesses its own branch's known-good.
     std::uniform_int_distribution<int> offset(0, 250);
     const int da = offset(rng), db = offset(rng);
     CliRun ra{-1, ""}, rb{-1, ""};
@@ -135,6 +134,8 @@ TEST_F(BisectSideBySide, TwoRunsAtOnceInTwoWorktreesBothHeal) {
     expect_healed(wb, rb, "b.conf", "B=1\n");
     EXPECT_EQ(read(wa + "/src/b.conf"), "B=1\n");
     EXPECT_EQ(read(wb + "/src/a.conf"), "A=1\n");
+    EXPECT_EQ(rev_parse(repo, "refs/phoenix/known-good/side-a"), rev_parse(wa, "HEAD")) << "known-good per branch";
+    EXPECT_EQ(rev_parse(repo, "refs/phoenix/known-good/side-b"), rev_parse(wb, "HEAD")) << "known-good per branch";
     // Each run probes with 2 trees; a third was needed only when both ran
     // at once. No lock is left held.
     if (fs::exists(lock_of(repo, "bisect-3"))) ++side_by_side;
@@ -219,7 +220,7 @@ TEST_F(BisectSideBySide, SetupFailingAtKnownGoodIsPhoenixsOwnFailure) {
   write(repo, "src/legacy.txt", "old\n");
   commit_all(repo, "keep the legacy file");
   ASSERT_EQ(run_phoenix(repo, {"run"}).code, 0);  // known-good := here
-  const std::string good = rev_parse(repo, "refs/phoenix/known-good");
+  const std::string good = rev_parse(repo, "refs/phoenix/known-good/main");
   fs::remove(repo + "/src/legacy.txt");
   write(repo, "src/a.conf", "A=2\n");
   commit_all(repo, "drop the legacy file, tune a.conf");

@@ -76,7 +76,7 @@ TEST_F(Crash, WhileWritingTheIncident) {
 
 TEST_F(Crash, MidRollback) {
   configure_escalating();
-  git(repo, {"update-ref", "refs/phoenix/known-good", util::trim(git(repo, {"rev-parse", "HEAD~1"}))});
+  git(repo, {"update-ref", "refs/phoenix/known-good/main", util::trim(git(repo, {"rev-parse", "HEAD~1"}))});
   commits_before = all_commits();
   crash_recover_rerun("mid-rollback", false, {"--rollback", "known-good"});
   // The escalation was completed: state line and flag.
@@ -150,7 +150,7 @@ TEST_F(Crash, RandomKills) {
     // Back to the broken state (the heal commit stays reachable).
     git(repo, {"update-ref", "refs/phoenix/abandoned/probe-" + std::to_string(probe), "HEAD"});
     git(repo, {"reset", "--hard", head});
-    git(repo, {"update-ref", "-d", "refs/phoenix/known-good"});
+    git(repo, {"update-ref", "-d", "refs/phoenix/known-good/main"});
   }
   before = tracked_state();
   commits_before = all_commits();
@@ -185,7 +185,7 @@ TEST_F(Crash, RandomKills) {
       git(repo, {"update-ref", "refs/phoenix/abandoned/test-" + std::to_string(i), "HEAD"});
       git(repo, {"reset", "--hard", head});
     }
-    git(repo, {"update-ref", "-d", "refs/phoenix/known-good"});
+    git(repo, {"update-ref", "-d", "refs/phoenix/known-good/main"});
     before = tracked_state();
     commits_before = all_commits();
   }

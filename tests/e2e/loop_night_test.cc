@@ -180,6 +180,30 @@ TEST_F(LoopNight, RedIterationIsHealedByTheHarnessAndTheTaskCounts) {
   EXPECT_EQ(j["tasks_done"][0]["attempts"], 2) << "the red iteration and the heal";
 }
 
+// session_cap counts every attempt of the night, healed or not: a task
+// healed at its first heal spent two (its red iteration and the heal), so
+// with a cap of 3 the next red iteration reaches it: its note, exit 2.
+TEST_F(LoopNight, TheSessionCapCountsHealedHealsToo) {
+  write(repo, "TASKS.md", "- [ ] break and add feature\n- [ ] break it again\n- [ ] plain task\n");
+  configure("if-prompt \"" + kTaskIs + "break and add\" write src.txt 'BROKEN\\n';"
+            "if-prompt \"" + kTaskIs + "break and add\" write feature.txt 'new\\n';"
+            "if-prompt \"" + kTaskIs + "break it again\" write src.txt 'BROKEN again\\n';"
+            "if-prompt \"" + kTaskIs + "plain\" append work.txt 'x\\n';"
+            "if-prompt \"" + kHealPrompt + "\" if-prompt \"feature.txt\" write src.txt 'fine again\\n'",
+            {{"on_escalate", "skip"}}, {{"session_cap", 3}});
+  CliRun r = loop({"--branch", "phoenix/loop-test"});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("loop-wide retry cap: 3 attempts (session_cap 3)"), std::string::npos) << r.out;
+  EXPECT_EQ(show("phoenix/loop-test:TASKS.md"), "- [x] break and add feature\n- [ ] break it again\n- [ ] plain task\n");
+  Json s = state();
+  EXPECT_EQ(s["session_retries"], 3);
+  EXPECT_EQ(s["phase"], "escalated");
+  EXPECT_EQ(s["iteration"], 2) << "the plain task never started: the cap ends the night, skip or not";
+  std::string note = read(util::trim(read(repo + "/.phoenix/ESCALATED")));
+  EXPECT_NE(note.find("loop-wide retry cap"), std::string::npos) << note;
+  EXPECT_NE(note.find("+BROKEN again"), std::string::npos) << "the agent's own diff\n" << note;
+}
+
 TEST_F(LoopNight, BaselineStopRefusesToStartOnARedCheck) {
   write(repo, "src.txt", "BROKEN\n");
   configure("append work.txt 'x\\n'", {{"baseline", "stop"}});
