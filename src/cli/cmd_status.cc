@@ -76,8 +76,8 @@ void print_human(const Context& ctx, const json& s, bool stale) {
     std::cout << "\n";
   }
   std::cout << "iteration:  " << str(s, "iteration") << " of " << str(s, "max_iterations") << "\n";
-  std::cout << "retries:    " << str(s, "retry_count") << " this issue, " << str(s, "session_retries")
-            << " in the loop\n";
+  std::cout << "attempts:   " << str(s, "retry_count") << " on this task, " << str(s, "session_retries")
+            << " in the loop (session_cap counts these)\n";
   if (!s["last_failure_type"].is_null())
     std::cout << "last red:   " << str(s, "last_failure_type") << " " << str(s, "last_signature") << "\n";
   if (!s["last_incident"].is_null()) std::cout << "incident:   " << str(s, "last_incident") << "\n";

@@ -282,6 +282,10 @@ struct NightReader {
       // This version's loop folds a task's heals into the task's one commit
       // (its event counts the task's attempts); an earlier one left them.
       if (!d.contains("attempts")) t.commits = pend.commits;
+      // The heal of a task's red attempt lands inside the task's commit:
+      // that is where its fix is to be read.
+      else if (t.outcome == "healed" && !n.heals.empty() && !str(d, "head").empty())
+        n.heals.back().commit = str(d, "head");
       std::string head = str(d, "head");
       if (!head.empty() && std::find(t.commits.begin(), t.commits.end(), head) == t.commits.end())
         t.commits.push_back(head);

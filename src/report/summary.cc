@@ -79,6 +79,8 @@ class Summary {
 
   void task(const Event& e) {
     const Json& d = e.data;
+    if (e.event == "loop.task_done" && d.value("healed", false) && d.contains("attempts") && !heal_list_.empty())
+      heal_list_.back()["commit"] = d.value("head", "");  // the heal lands inside the task's one commit
     if (e.event == "loop.task_done")
       put(done_, {{"task", d.value("task", Json())},
                   {"head", d.value("head", "")},
