@@ -204,6 +204,27 @@ TEST_F(LoopNight, TheSessionCapCountsHealedHealsToo) {
   EXPECT_NE(note.find("+BROKEN again"), std::string::npos) << "the agent's own diff\n" << note;
 }
 
+// A night never moves the known-good of the user's own branch: after it,
+// a regression pushed on main is still bisected from main's known-good
+// (it used to be the loop's tip, "not an ancestor of HEAD").
+TEST_F(LoopNight, ANightLeavesTheUsersKnownGoodWhereItWas) {
+  configure("append work.txt 'x\\n'");
+  ASSERT_EQ(run_phoenix(repo, {"run"}).code, 0);  // main's known-good := head
+  ASSERT_EQ(rev("refs/phoenix/known-good/main"), head);
+  CliRun night = loop({"--branch", "phoenix/loop-test"});
+  ASSERT_EQ(night.code, 0) << night.out;
+  EXPECT_EQ(rev("refs/phoenix/known-good/main"), head) << "the night moved the user's known-good";
+  EXPECT_EQ(rev("refs/phoenix/known-good/phoenix/loop-test"), rev("phoenix/loop-test"));
+  write(repo, "notes.txt", "a note\n");
+  commit_all(repo, "notes");
+  write(repo, "src.txt", "BROKEN\n");
+  commit_all(repo, "a regression on main");
+  CliRun heal = run_phoenix(repo, {"run", "--fixer", "bisect"});
+  EXPECT_EQ(heal.code, 0) << heal.out;
+  EXPECT_EQ(read(repo + "/src.txt"), "fine\n");
+  EXPECT_EQ(rev("refs/phoenix/known-good/main"), rev("HEAD"));
+}
+
 TEST_F(LoopNight, BaselineStopRefusesToStartOnARedCheck) {
   write(repo, "src.txt", "BROKEN\n");
   configure("append work.txt 'x\\n'", {{"baseline", "stop"}});
