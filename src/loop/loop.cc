@@ -566,9 +566,16 @@ struct Loop {
     }
     const config::Config& tc = task_cfg_copy ? *task_cfg_copy : base_cfg;
     if (!worker) phase("healing");
+    // A proposal the engine turns away as a repeat of an earlier one is
+    // not in its attempt count, yet the fixer's run was spent on the task:
+    // the book counts it (a harness run of the task's budget, the path ended).
+    std::vector<TaskAttempt> repeats;
     engine::RunResult r = engine::run_session(t.path, tc, so, trace, [&](const Json& ev) {
-      if (worker || ev.value("event", "") != "state") return;
+      if (ev.value("event", "") != "state") return;
       std::string st = ev.value("state", "");
+      if (task && st == "REJECTED" && ev.value("guard", "") == "repeat")
+        repeats.push_back({0, ev.value("fixer", ""), "rejected (repeat): " + ev.value("why", ""), "", ""});
+      if (worker) return;
       state.update([&](Json& s) {
         if (st == "DETECTED") {
           if (const auto* spec = tc.find(ev.value("check", ""))) s["last_failure_type"] = spec->type;
@@ -595,6 +602,8 @@ struct Loop {
       std::lock_guard<std::mutex> g(caps_mu);
       caps.add(i.cost_usd, i.unknown_cost_runs);
     }
+    session_retries += static_cast<int>(repeats.size());
+    h.tried.insert(h.tried.end(), repeats.begin(), repeats.end());
     if (!r.incident.empty()) {
       // The engine wrote the note in the worktree (fsynced before its
       // rollback); the user reads incidents/ of their own checkout.
