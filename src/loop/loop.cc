@@ -1849,10 +1849,22 @@ struct Loop {
     repo->delete_ref(queue_ref(e.id));
     escalations_in_row = 0;
     failures.erase(e.index);
-    trace.append("loop.task_done", {{"iteration", iteration.load()},
-                                    {"task", {{"id", e.id}, {"title", e.title}, {"index", e.index}}},
-                                    {"head", repo->head_sha()},
-                                    {"merged", true}});
+    Json done{{"iteration", iteration.load()},
+              {"task", {{"id", e.id}, {"title", e.title}, {"index", e.index}}},
+              {"head", repo->head_sha()},
+              {"merged", true},
+              {"attempts", 0}};
+    // As the loop without workers says it: a task healed in its worker's
+    // tree is done healed, by its fixer, after its attempts.
+    if (const TaskRecord* rec = book.find(e.id)) {
+      done["attempts"] = rec->attempts;
+      for (const auto& a : rec->history)
+        if (a.outcome == "healed") {
+          done["healed"] = true;
+          done["fixer"] = a.who;
+        }
+    }
+    trace.append("loop.task_done", done);
     say("merged " + e.id + ": " + e.title);
     push_merged();
   }
