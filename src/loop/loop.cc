@@ -1596,6 +1596,7 @@ struct Loop {
   // tasks file and acceptance scripts are put back after the agent's run.
   JobResult work(WorkerPool::Worker& w, const Job& job) {
     JobResult r;
+    r.job = job;  // the heal below shows the harness the task's title
     Tree t = w.tree;
     const config::Config task_checks = with_acceptance(cfg, &job.task);
     t.cfg = &task_checks;
