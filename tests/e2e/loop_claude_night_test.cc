@@ -344,6 +344,42 @@ TEST_F(LoopClaudeNight, TheSameNightWithTwoWorkersThroughTheMergeQueue) {
   expect_the_night(r);
 }
 
+// With a unit budget of 3, task 3's path ends on the budget before the
+// agent gets the task again: its red run, the heal's red proposal and the
+// heal's repeat of it are its 3 attempts, and 3 claude runs are all it costs
+// (the repeat was once in no count: a fourth run, the agent's again).
+TEST_F(LoopClaudeNight, ATightBudgetBoundsTheClaudeRunsOfTheUnmendableTask) {
+  Json cfg = Json::parse(read(repo + "/phoenix.json"));
+  cfg["budgets"]["unit"] = 3;
+  write(repo, "phoenix.json", cfg.dump(2));
+  base = trim(commit_all(repo, "a unit budget of 3"));
+  CliRun r = night({});
+  const std::string diag = r.out + "\n--- model server ---\n" + server->log();
+  EXPECT_EQ(r.code, 1) << diag;
+  EXPECT_EQ(show(branch + ":TASKS.md"),
+            "# Tonight\n\n- [x] add calc_neg\n- [x] add calc_square\n- [ ] make calc_add saturate\n- [x] add calc_sub\n")
+      << diag;
+  EXPECT_EQ(show(branch + ":src/calc.c"), kFinalCalc) << diag;
+  std::map<int, int> n = runs_by_entry();
+  EXPECT_EQ(n[4], 1) << "the budget was spent before the agent's second run\n" << diag;
+  EXPECT_EQ(n[4] + n[1], 3) << diag;
+  std::vector<std::string> notes;
+  if (fs::exists(repo + "/incidents"))
+    for (const auto& e : fs::directory_iterator(repo + "/incidents")) notes.push_back(e.path().string());
+  ASSERT_EQ(notes.size(), 1u) << diag;
+  const std::string note = read(notes[0]);
+  EXPECT_TRUE(contains(note, "1. agent (refs/phoenix/attempts/")) << note;
+  EXPECT_TRUE(contains(note, "2. harness: red: ")) << note;
+  EXPECT_TRUE(contains(note, "3. harness: rejected (repeat)")) << note;
+  EXPECT_FALSE(contains(note, "4. ")) << note;
+  EXPECT_TRUE(contains(note, "Escalated because: budget of 3 for unit spent (3 attempts")) << note;
+  CliRun rep = run_phoenix(repo, {"report", "--json"});
+  ASSERT_EQ(rep.code, 0) << rep.out;
+  Json j = Json::parse(rep.out);
+  EXPECT_TRUE(util::starts_with(j.value("verdict", ""), "3 of 4 tasks done, 1 escalated, 0 open"))
+      << j.value("verdict", "");
+}
+
 }  // namespace
 }  // namespace phoenix::test
 
