@@ -267,7 +267,22 @@ struct RepoWatch {
     const std::string r = fs::weakly_canonical(repo_root, ec).string();
     const std::string base = fs::weakly_canonical(sandboxes, ec).string();
     if (util::starts_with(base, r + "/")) ignore.push_back(fs::relative(base, r).generic_string() + "/");
-    before = sandbox::fingerprint_repo(repo_root, ignore);
+    before = fingerprint();
+  }
+
+  // Phoenix's own refs (layout::own_ref_prefixes) are left out, as the
+  // guard leaves them: while this heal runs, phoenix-loop's other workers
+  // and its merge queue write attempts, queued commits, the loop branch and
+  // known-good in the same repository.
+  sandbox::RepoFingerprint fingerprint() const {
+    sandbox::RepoFingerprint fp = sandbox::fingerprint_repo(root, ignore);
+    for (auto it = fp.items.begin(); it != fp.items.end();) {
+      bool own = false;
+      for (const std::string& prefix : layout::own_ref_prefixes())
+        own = own || util::starts_with(it->first, "ref " + prefix);
+      it = own ? fp.items.erase(it) : std::next(it);
+    }
+    return fp;
   }
 
   // What changed. git's config, hooks and refs are put back here (the
@@ -276,7 +291,7 @@ struct RepoWatch {
   std::vector<std::string> changes() const {
     std::vector<std::string> out = guard.restore("the agent");
     try {
-      std::vector<std::string> rest = sandbox::fingerprint_changes(before, sandbox::fingerprint_repo(root, ignore));
+      std::vector<std::string> rest = sandbox::fingerprint_changes(before, fingerprint());
       out.insert(out.end(), rest.begin(), rest.end());
     } catch (const Error& e) { out.push_back(std::string("the repository can no longer be read (") + e.what() + ")"); }
     return out;

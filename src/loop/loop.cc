@@ -578,9 +578,16 @@ struct Loop {
     }
     const config::Config& tc = task_cfg_copy ? *task_cfg_copy : base_cfg;
     if (!worker) phase("healing");
+    // A proposal the engine turns away as a repeat of an earlier one is
+    // not in its attempt count, yet the fixer's run was spent on the task:
+    // the book counts it (a harness run of the task's budget, the path ended).
+    std::vector<TaskAttempt> repeats;
     engine::RunResult r = engine::run_session(t.path, tc, so, trace, [&](const Json& ev) {
-      if (worker || ev.value("event", "") != "state") return;
+      if (ev.value("event", "") != "state") return;
       std::string st = ev.value("state", "");
+      if (task && st == "REJECTED" && ev.value("guard", "") == "repeat")
+        repeats.push_back({0, ev.value("fixer", ""), "rejected (repeat): " + ev.value("why", ""), "", ""});
+      if (worker) return;
       state.update([&](Json& s) {
         if (st == "DETECTED") {
           if (const auto* spec = tc.find(ev.value("check", ""))) s["last_failure_type"] = spec->type;
@@ -607,6 +614,8 @@ struct Loop {
       std::lock_guard<std::mutex> g(caps_mu);
       caps.add(i.cost_usd, i.unknown_cost_runs);
     }
+    session_retries += static_cast<int>(repeats.size());
+    h.tried.insert(h.tried.end(), repeats.begin(), repeats.end());
     if (!r.incident.empty()) {
       // The engine wrote the note in the worktree (fsynced before its
       // rollback); the user reads incidents/ of their own checkout.
@@ -1599,6 +1608,7 @@ struct Loop {
   // tasks file and acceptance scripts are put back after the agent's run.
   JobResult work(WorkerPool::Worker& w, const Job& job) {
     JobResult r;
+    r.job = job;  // the heal below shows the harness the task's title
     Tree t = w.tree;
     const config::Config task_checks = with_acceptance(cfg, &job.task);
     t.cfg = &task_checks;
@@ -1852,10 +1862,22 @@ struct Loop {
     repo->delete_ref(queue_ref(e.id));
     escalations_in_row = 0;
     failures.erase(e.index);
-    trace.append("loop.task_done", {{"iteration", iteration.load()},
-                                    {"task", {{"id", e.id}, {"title", e.title}, {"index", e.index}}},
-                                    {"head", repo->head_sha()},
-                                    {"merged", true}});
+    Json done{{"iteration", iteration.load()},
+              {"task", {{"id", e.id}, {"title", e.title}, {"index", e.index}}},
+              {"head", repo->head_sha()},
+              {"merged", true},
+              {"attempts", 0}};
+    // As the loop without workers says it: a task healed in its worker's
+    // tree is done healed, by its fixer, after its attempts.
+    if (const TaskRecord* rec = book.find(e.id)) {
+      done["attempts"] = rec->attempts;
+      for (const auto& a : rec->history)
+        if (a.outcome == "healed") {
+          done["healed"] = true;
+          done["fixer"] = a.who;
+        }
+    }
+    trace.append("loop.task_done", done);
     say("merged " + e.id + ": " + e.title);
     push_merged();
   }

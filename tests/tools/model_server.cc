@@ -9,7 +9,17 @@
 //   anything else                        200 {} (count_tokens, model lists, telemetry)
 //
 // The edit comes from <dir>/edit.json: {"file": "src/calc.cc", "old": "a - b",
-// "new": "a + b"}. A request that offers tools and carries no tool result
+// "new": "a + b"}, or, where <dir>/edits.json exists, from the first of its
+// entries whose "when" is a substring of the run's prompt:
+//   [{"when": "Do this one task, then stop:\n\nadd square", "file": ..., "old": ..., "new": ...},
+//    {"when": "# Fix a failing check", ...}]
+// (an entry without a match: edit.json's edit). The prompt is the text the
+// CLI sent as the user's first message of the conversation (Anthropic:
+// messages[].content, its text blocks; the other APIs: the text of every
+// user message, tool output aside): a fresh CLI run has one prompt, and
+// the phoenix-loop task prompt and Phoenix's heal prompt ("# Fix a failing
+// check") are told apart by it. requests.log names the entry chosen
+// ("edit=N", -1 for edit.json's). A request that offers tools and carries no tool result
 // yet is answered with a call of the CLI's read tool, one with one tool
 // result with its edit tool (codex: exec_command with an apply_patch
 // heredoc), one with more with a closing text. Requests without tools (titles,
@@ -81,6 +91,70 @@ Edit edit() {
     e.new_text = j.value("new", e.new_text);
   }
   return e;
+}
+
+// The edit for a run whose prompt is `prompt`: the first entry of
+// edits.json whose "when" is in it, else edit.json's. `which` is the
+// entry's index (-1: edit.json's).
+Edit edit_for(const std::string& prompt, int* which) {
+  *which = -1;
+  Json list = Json::parse(read_file(g_dir + "/edits.json"), nullptr, false);
+  if (list.is_array())
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Json& j = list[i];
+      if (!j.is_object()) continue;
+      const std::string when = j.value("when", "");
+      if (when.empty() || prompt.find(when) == std::string::npos) continue;
+      *which = static_cast<int>(i);
+      return Edit{j.value("file", std::string()), j.value("old", std::string()), j.value("new", std::string())};
+    }
+  if (list.is_array()) {
+    // No entry matched: what the prompt began with, for the test's message.
+    std::string head = prompt.substr(0, 400);
+    for (char& c : head)
+      if (c == '\n') c = '|';
+    std::lock_guard<std::mutex> lock(g_log_mu);
+    std::ofstream(g_dir + "/requests.log", std::ios::app) << "  no edits.json entry for the prompt: " << head << "\n";
+    std::ofstream(g_dir + "/unmatched-prompt.txt") << prompt;
+  }
+  return edit();
+}
+
+// The text parts of one message's content (a string, or an array of
+// blocks: {"type": "text" | "input_text", "text": ...}; tool results and
+// tool calls are not the user's words).
+std::string content_text(const Json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  std::string out;
+  if (content.is_array())
+    for (const auto& c : content) {
+      if (!c.is_object()) continue;
+      const std::string type = c.value("type", "");
+      if ((type == "text" || type == "input_text" || type.empty()) && c.contains("text") && c["text"].is_string())
+        out += c["text"].get<std::string>() + "\n";
+    }
+  return out;
+}
+
+// The run's prompt in an Anthropic Messages request: the first user message.
+std::string anthropic_prompt(const Json& req) {
+  if (req.contains("messages") && req["messages"].is_array())
+    for (const auto& m : req["messages"])
+      if (m.is_object() && m.value("role", "") == "user" && m.contains("content")) return content_text(m["content"]);
+  return "";
+}
+
+// The other APIs: the text of every user message (`list` of messages,
+// Gemini's `parts` too), tool output aside.
+std::string user_text(const Json& req, const char* list) {
+  std::string out;
+  if (!req.contains(list) || !req[list].is_array()) return out;
+  for (const auto& m : req[list]) {
+    if (!m.is_object() || m.value("role", "") != "user") continue;
+    if (m.contains("content")) out += content_text(m["content"]);
+    if (m.contains("parts")) out += content_text(m["parts"]);
+  }
+  return out;
 }
 
 void log_request(const std::string& method, const std::string& path, const std::string& body, const std::string& note) {
@@ -197,7 +271,8 @@ void anthropic(int fd, const Json& req, const std::string& body) {
       if (m.contains("content") && m["content"].is_array())
         for (const auto& c : m["content"])
           if (c.value("type", "") == "tool_result") ++results;
-  const Edit e = edit();
+  int which = -1;
+  const Edit e = edit_for(anthropic_prompt(req), &which);
   Json block;
   std::string stop = "end_turn";
   if (tools && results == 0) {
@@ -217,7 +292,8 @@ void anthropic(int fd, const Json& req, const std::string& body) {
     block = {{"type", "text"}, {"text", tools ? "Fixed: the edit is made." : "Fix"}};
   }
   log_request("POST", "/v1/messages", body.substr(0, 0),
-              "tools=" + std::to_string(tools) + " results=" + std::to_string(results));
+              "tools=" + std::to_string(tools) + " results=" + std::to_string(results) +
+                  " edit=" + std::to_string(which));
   Json usage = {
       {"input_tokens", 10}, {"output_tokens", 5}, {"cache_creation_input_tokens", 0}, {"cache_read_input_tokens", 0}};
   Json msg = {{"id", "msg_" + std::to_string(++g_ids)},
@@ -269,8 +345,11 @@ void responses(int fd, const Json& req, const std::string& body) {
   if (req.contains("input") && req["input"].is_array())
     for (const auto& i : req["input"])
       if (i.value("type", "").find("_call_output") != std::string::npos) ++results;
-  const Edit e = edit();
-  log_request("POST", "/v1/responses", "", "tools=" + std::to_string(tools) + " results=" + std::to_string(results));
+  int which = -1;
+  const Edit e = edit_for(user_text(req, "input"), &which);
+  log_request("POST", "/v1/responses", "",
+              "tools=" + std::to_string(tools) + " results=" + std::to_string(results) +
+                  " edit=" + std::to_string(which));
   const std::string rid = "resp_" + std::to_string(++g_ids);
   Json item;
   if (tools && results == 0) {
@@ -345,9 +424,11 @@ void chat(int fd, const Json& req, const std::string& body) {
   if (req.contains("messages"))
     for (const auto& m : req["messages"])
       if (m.value("role", "") == "tool") ++results;
-  const Edit e = edit();
+  int which = -1;
+  const Edit e = edit_for(user_text(req, "messages"), &which);
   log_request("POST", "/v1/chat/completions", "",
-              "tools=" + std::to_string(tools) + " results=" + std::to_string(results));
+              "tools=" + std::to_string(tools) + " results=" + std::to_string(results) +
+                  " edit=" + std::to_string(which));
   Json delta;
   std::string finish = "stop";
   const std::string path = abs_path(body, e.file);
@@ -408,8 +489,11 @@ void gemini(int fd, const std::string& path, const Json& req, const std::string&
       if (c.contains("parts"))
         for (const auto& p : c["parts"])
           if (p.contains("functionResponse")) ++results;
-  const Edit e = edit();
-  log_request("POST", path, "", "tools=" + std::to_string(tools) + " results=" + std::to_string(results));
+  int which = -1;
+  const Edit e = edit_for(user_text(req, "contents"), &which);
+  log_request("POST", path, "",
+              "tools=" + std::to_string(tools) + " results=" + std::to_string(results) +
+                  " edit=" + std::to_string(which));
   Json parts;
   const std::string file = abs_path(body, e.file);
   if (tools && results == 0) {
