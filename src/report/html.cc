@@ -386,7 +386,7 @@ std::string html(const Night& n, const std::string& out_dir) {
       std::string commits;
       for (const auto& c : t.commits)
         commits += (commits.empty() ? "" : " ") + ("<code title=\"" + c + "\">" + short_sha(c) + "</code>");
-      std::string outcome = html_escape(t.outcome);
+      std::string outcome = html_escape(outcome_text(t));
       if (!t.incident.empty()) outcome += " (<a href=\"#" + html_escape(t.incident) + "\">note</a>)";
       std::string cost = t.cost_usd
                              ? html_escape(money(t.cost_usd)) +

@@ -390,6 +390,13 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
 
 }  // namespace
 
+std::string outcome_text(const Task& t) {
+  std::string s = t.outcome;
+  if (!t.healed_by.empty()) s += " by " + t.healed_by;
+  if (t.attempts > 0) s += ", " + plural(t.attempts, "attempt", "attempts");
+  return s;
+}
+
 std::string verdict(const Night& n) {
   if (n.start_ms == 0) return "Nothing happened in this period: the trace holds no events since then.";
   std::vector<std::string> parts;

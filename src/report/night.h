@@ -114,6 +114,9 @@ long long loop_end_after(const std::string& trace_text, long long start_ms);
 Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts, long long until_ms = -1);
 
 // --- the shared words ------------------------------------------------------
+// A task's outcome with how it got there: "healed by harness, 2 attempts",
+// "escalated, 3 attempts", "done" (attempts counted by this version's loop).
+std::string outcome_text(const Task& t);
 std::string verdict(const Night& n);
 std::vector<std::string> needs_person(const Night& n);  // most urgent first; never empty
 std::string next_command(const Night& n);

@@ -137,7 +137,7 @@ std::string markdown(const Night& n) {
   else {
     s += "| task | outcome | commits | duration | turns | cost |\n|---|---|---|---|---|---|\n";
     for (const auto& t : n.tasks)
-      s += "| " + md_cell(t.title) + " | " + t.outcome + (t.incident.empty() ? "" : " ([note](" + t.incident + "))") +
+      s += "| " + md_cell(t.title) + " | " + outcome_text(t) + (t.incident.empty() ? "" : " ([note](" + t.incident + "))") +
            " | " + shas(t.commits) + " | " + duration(t.end_ms - t.start_ms) + " | " + std::to_string(t.turns) + " | " +
            md_cell(t.cost_usd ? money(t.cost_usd) + (t.cost_why.empty() ? "" : " (+ " + t.cost_why + ")")
                               : std::string(kDash) + " (" + t.cost_why + ")") +
