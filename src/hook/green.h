@@ -87,6 +87,26 @@ void print_out_of_time(std::ostream& err, double timeout_s, const std::string& c
 // "phoenix: interrupted; push blocked"
 void print_interrupted(std::ostream& err);
 
+// The fast path's measurement, handed to the full hook when it stops at a
+// red check, so that a red push runs each check once: phoenix-hook writes
+// .phoenix/hook-measured.json (the pid, the commit, that the tree was clean,
+// the results, the red one last) and names it in PHOENIX_HOOK_MEASURED
+// before it execs `phoenix hook run pre-push`, which keeps its pid.
+inline constexpr const char* kMeasuredEnv = "PHOENIX_HOOK_MEASURED";
+struct Measured {
+  std::string commit;                         // the clean HEAD measured in place
+  std::vector<checks::SenseResult> results;  // in the order run
+  const checks::SenseResult* find(const std::string& id) const;
+};
+// Writes the file (no fsync: it lives for one exec) and sets the variable;
+// does nothing when the file cannot be written (the full hook measures).
+void hand_measured(const std::string& root, const Measured& m);
+// The measurement handed to this process: the variable is unset and the
+// file removed whatever they hold, and nullopt unless the file names this
+// process (the pid exec kept) and reads whole. The caller still trusts it
+// only for its commit, as HEAD, on a clean tree.
+std::optional<Measured> take_measured();
+
 // ---------------------------------------------------------------------------
 // The thin binary's whole run.
 

@@ -209,6 +209,7 @@ class PrePush {
       : opt_(opt), refs_(refs), err_(err), start_(Clock::now()) {}
 
   int run() {
+    handed_ = take_measured();
     if (auto code = load_config()) return *code;
     if (auto code = take_lock()) return *code;
     forget_git_location_env();
@@ -268,6 +269,11 @@ class PrePush {
   std::vector<Red> reds_;
   Json measured_ = Json::array();
   bool used_worktree_ = false;
+  // phoenix-hook's results for a clean HEAD, when it handed over at a red
+  // check (take_measured): taken instead of running those checks again.
+  std::optional<Measured> handed_;
+  // Every result for HEAD measured in place: a heal starts from them.
+  std::vector<checks::SenseResult> head_results_;
 };
 
 std::optional<int> PrePush::load_config() {
@@ -363,10 +369,17 @@ std::optional<int> PrePush::measure(const Target& t) {
     }
     // The hook's worktree shares the user's config, hooks and refs: what a
     // check changes there is put back (setup/guard.h).
-    std::optional<setup::Guard> guard;
-    if (!in_place) guard.emplace(dir);
-    checks::SenseResult r = checks::sense(*capped, dir);
-    if (guard) trace_put_back(guard->restore("the check " + spec.id));
+    const checks::SenseResult* given =
+        in_place && handed_ && handed_->commit == t.commit ? handed_->find(spec.id) : nullptr;
+    checks::SenseResult r;
+    if (given) {
+      r = *given;
+    } else {
+      std::optional<setup::Guard> guard;
+      if (!in_place) guard.emplace(dir);
+      r = checks::sense(*capped, dir);
+      if (guard) trace_put_back(guard->restore("the check " + spec.id));
+    }
     if (r.interrupted || util::interrupted_signal() != 0) {
       print_interrupted(err_);
       return kExitInterrupted;
@@ -378,6 +391,8 @@ std::optional<int> PrePush::measure(const Target& t) {
                          {"signal", r.signal},
                          {"in_place", in_place},
                          {"duration_ms", r.duration_ms}});
+    if (given) measured_.back()["by"] = "phoenix-hook";
+    if (in_place && t.commit == head_) head_results_.push_back(r);
     if (!r.ok) reds_.push_back({&t, r});
   }
   return std::nullopt;
@@ -503,6 +518,10 @@ int PrePush::heal_head(int code) {
   so.run.templates_dir = opt_.templates_dir;
   so.run.max_wait_s = std::min(cfg_.harness.max_wait_s.value_or(config::kDefaultMaxWaitS), left);
   if (!cfg_.hook.checks.empty()) so.run.only = cfg_.hook.checks;
+  // The session starts from what was just measured here, not from a
+  // measurement of its own: each check runs once before any fixer.
+  so.run.measured = head_results_;
+  so.run.measured_head = head_;
   err_ << "phoenix: hook.mode is heal: healing " << util::sha12(head_) << " on "
        << (head_branch_.empty() ? "HEAD" : head_branch_) << "\n";
   engine::RunResult result = engine::run_session(opt_.root, session_cfg, so, opt_.trace(), [&](const Json& ev) {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -626,6 +627,108 @@ TEST_F(HookE2E, InstallInASubmoduleUsesItsOwnHooksFolder) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(fs::exists(repo + "/.git/modules/sub/hooks/pre-push")) << r.out;
   EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-push"));
+}
+
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+// A red push runs each check once: phoenix-hook's measurement is what the
+// full hook reports and what a heal starts from. The check runs through a
+// wrapper that writes one line per run: the folder it ran in and state.txt.
+class HookOnce : public HookE2E {
+ protected:
+  void SetUp() override {
+    HookE2E::SetUp();
+    log = tmp / "runs.log";
+    wrapper = tmp / "bin/counted";
+    write(tmp.path(), "bin/counted",
+          "#!/bin/sh\necho \"$(pwd -P):$(cat state.txt 2>/dev/null)\" >>'" + log + "'\nexec \"$@\"\n");
+    ::chmod(wrapper.c_str(), 0755);
+  }
+  std::string counted_config(const std::string& mode) {
+    return std::string("{\n  \"checks\": [{ \"id\": \"state\", \"kind\": \"command_exit\", \"editable\": [\"state.txt\"],\n"
+                       "    \"target\": [\"") +
+           wrapper +
+           "\", \"sh\", \"-c\", \"grep -q GOOD state.txt || { echo 'FAIL state_test: want GOOD'; exit 1; }\"] }],\n"
+           "  \"fixers\": [\"bisect\"],\n  \"hook\": { \"mode\": \"" +
+           mode + "\" }\n}\n";
+  }
+  // The runs logged since the last call, one "<folder>:<state.txt>" each.
+  std::vector<std::string> runs() {
+    std::vector<std::string> lines = fs::exists(log) ? util::split_lines(read(log)) : std::vector<std::string>{};
+    fs::remove(log);
+    return lines;
+  }
+  size_t runs_in_repo(const std::vector<std::string>& lines, const std::string& state) {
+    const std::string want = fs::canonical(repo).string() + ":" + state;
+    return static_cast<size_t>(std::count(lines.begin(), lines.end(), want));
+  }
+  std::string log, wrapper;
+};
+
+TEST_F(HookOnce, ARedPushInVerifyModeRunsTheCheckOnce) {
+  write(repo, "phoenix.json", counted_config("verify"));
+  commit_all(repo, "counted");
+  install();
+  ASSERT_EQ(push({"origin", "main"}).exit_code, 0);
+  EXPECT_EQ(runs().size(), 1u) << "a green push runs the check once";
+  std::string red = commit_state("BAD", "break the state");
+  auto r = push({"origin", "main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  const auto lines = runs();
+  EXPECT_EQ(lines.size(), 1u) << joined(lines) << r.output;
+  EXPECT_EQ(count(r.output, "phoenix: RED  state  exit=1"), 1u) << r.output;
+  EXPECT_NE(r.output.find("| FAIL state_test: want GOOD"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: state is red in main@" + red.substr(0, 12)), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(repo + "/.phoenix/hook-measured.json")) << "the hand-over file lives for one exec";
+}
+
+TEST_F(HookOnce, AHandedMeasurementIsTrustedOnlyByTheProcessItNames) {
+  write(repo, "phoenix.json", counted_config("verify"));
+  commit_all(repo, "counted");
+  std::string red = commit_state("BAD", "break the state");
+  runs();
+  // A stale file and variable (another pid) say green: not believed.
+  fs::create_directories(repo + "/.phoenix");
+  write(repo, ".phoenix/hook-measured.json",
+        R"({"pid":1,"commit":")" + red + R"(","clean":true,"results":[{"id":"state","ok":true,"signal":"exit=0",)"
+        R"("evidence":"","output":"","duration_ms":1}]})");
+  util::ProcessOptions o;
+  o.argv = {phoenix_bin(), "hook", "run", "pre-push", "origin", bare};
+  o.cwd = repo;
+  o.stdin_data = "refs/heads/main " + red + " refs/heads/main " + std::string(40, '0') + "\n";
+  o.env = {{"PHOENIX_HOOK_MEASURED", repo + "/.phoenix/hook-measured.json"}};
+  o.unset_env = {"PHOENIX_SKIP"};
+  o.timeout_s = 120;
+  auto r = util::run_process(o);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("phoenix: RED  state  exit=1"), std::string::npos) << r.output;
+  EXPECT_EQ(runs().size(), 1u);
+  EXPECT_FALSE(fs::exists(repo + "/.phoenix/hook-measured.json"));
+}
+
+TEST_F(HookOnce, ARedPushInHealModeRunsTheCheckOnceBeforeTheFixer) {
+  write(repo, "phoenix.json", counted_config("heal"));
+  commit_all(repo, "counted, heal on push");
+  install();
+  ASSERT_EQ(push({"origin", "main"}).exit_code, 0);
+  ASSERT_EQ(phoenix({"run"}).code, 0);  // known-good, which bisect starts from
+  runs();
+  std::string red = commit_state("BAD", "break the state");
+  auto r = push({"origin", "main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: healed state in"), std::string::npos) << r.output;
+  EXPECT_EQ(g({"rev-parse", "HEAD^"}), red);
+  const auto lines = runs();
+  EXPECT_EQ(runs_in_repo(lines, "BAD"), 1u) << "before any fixer, the check runs once\n"
+                                            << joined(lines) << r.output;
+  EXPECT_EQ(runs_in_repo(lines, "GOOD"), 1u) << "the fix is verified by a fresh run\n" << joined(lines);
+  EXPECT_EQ(count(r.output, "phoenix: RED  state  exit=1"), 1u) << r.output;
 }
 
 }  // namespace
