@@ -27,6 +27,7 @@
 #include "util/hash.h"
 #include "util/lock.h"
 #include "util/subprocess.h"
+#include "util/term.h"
 #include "util/text.h"
 #include "util/format.h"
 
@@ -238,7 +239,7 @@ class PrePush {
   int block();
   int heal();
   int heal_head(int code);
-  bool healable(const Target& t);
+  std::string why_not_healable(const Target& t);
   void trace_outcome(const std::string& outcome);
   void trace_put_back(const std::vector<std::string>& lines);
 
@@ -441,7 +442,9 @@ std::optional<int> PrePush::enter_worktree(const Target& t, const config::Config
   }
   if (!su.ok) {
     err_ << "phoenix: push blocked: " << su.signal << " (in the worktree of " << t.label() << ")\n";
-    if (!su.evidence.empty()) err_ << util::trim(su.evidence) << "\n";
+    // Shown as a check's evidence is: the step's own error lines and its end.
+    for (const std::string& line : util::split_lines(util::trim(su.evidence)))
+      err_ << util::term::paint(opt_.color, "2", "     | ") << line << "\n";
     err_ << "phoenix: fix the setup steps in phoenix.json, or skip once with PHOENIX_SKIP=1\n";
     return kExitRed;
   }
@@ -476,12 +479,33 @@ int PrePush::block() {
 }
 
 // heal: only in place, on the branch that is checked out (or a detached
-// HEAD pushed as HEAD): that is where a fix commit lands for the next push.
-bool PrePush::healable(const Target& t) {
-  if (t.commit != head_ || !is_clean()) return false;
-  return std::any_of(t.refs.begin(), t.refs.end(), [&](const PushedRef* r) {
+// HEAD pushed as HEAD), with no uncommitted change to a tracked file: that
+// is where a fix commit lands for the next push. Untracked files do not
+// block, as they do not block `phoenix run`. Returns "" when `t` can be
+// healed, else why not and what to do.
+std::string PrePush::why_not_healable(const Target& t) {
+  if (t.commit != head_)
+    return "it is not the checked-out commit (check it out and push again, or run 'phoenix run' there)";
+  const bool from_head = std::any_of(t.refs.begin(), t.refs.end(), [&](const PushedRef* r) {
     return r->local_ref == "HEAD" || (!head_branch_.empty() && r->local_ref == "refs/heads/" + head_branch_);
   });
+  if (!from_head)
+    return "it is not pushed from the checked-out branch (push " +
+           (head_branch_.empty() ? std::string("HEAD") : head_branch_) + " itself, or run 'phoenix run' there)";
+  if (is_clean()) return "";
+  std::vector<std::string> dirty;
+  for (const gitx::StatusEntry& e : repo().status()) {
+    if (e.code == '?') continue;
+    const auto& keep = layout::keep_prefixes();
+    if (std::any_of(keep.begin(), keep.end(), [&](const std::string& k) { return util::starts_with(e.path, k); }))
+      continue;
+    dirty.push_back(e.path);
+  }
+  if (dirty.empty()) return "";  // untracked files only
+  std::string named;
+  for (size_t i = 0; i < dirty.size() && i < 5; ++i) named += (i ? ", " : "") + dirty[i];
+  if (dirty.size() > 5) named += " and " + std::to_string(dirty.size() - 5) + " more";
+  return "the work tree has uncommitted changes (" + named + "): commit or stash them, then push again";
 }
 
 // hook.mode "heal": a red commit that cannot be healed in place blocks;
@@ -490,12 +514,12 @@ int PrePush::heal() {
   bool heal_head_commit = false;
   int code = kExitOk;
   for (const auto& r : reds_) {
-    if (healable(*r.target)) {
+    const std::string why = why_not_healable(*r.target);
+    if (why.empty()) {
       heal_head_commit = true;
       continue;
     }
-    err_ << "phoenix: push blocked: " << blocked_line(r) << "; it is not the checked-out branch's commit on a clean "
-         << "tree, so it cannot be healed in place (check it out and push again, or run 'phoenix run' there)\n";
+    err_ << "phoenix: push blocked: " << blocked_line(r) << "; it cannot be healed in place: " << why << "\n";
     code = kExitRed;
   }
   if (!heal_head_commit) {
@@ -536,6 +560,8 @@ int PrePush::heal_head(int code) {
       healed_any = true;
     } else if (i.state == engine::State::kEscalated) {
       err_ << "phoenix: " << i.check << " escalated: see " << result.incident << "; push blocked\n";
+      if (result.known_good.empty())
+        err_ << "phoenix: no known-good commit yet: run `phoenix run` once while green (bisect starts from it)\n";
     } else if (i.state == engine::State::kWaitedOut) {
       err_ << "phoenix: " << result.waited_out << "; push blocked\n";
     } else if (i.state != engine::State::kHealed) {

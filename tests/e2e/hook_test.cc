@@ -731,5 +731,88 @@ TEST_F(HookOnce, ARedPushInHealModeRunsTheCheckOnceBeforeTheFixer) {
   EXPECT_EQ(count(r.output, "phoenix: RED  state  exit=1"), 1u) << r.output;
 }
 
+
+// What the hook says when it stops tells what to do next.
+TEST_F(HookE2E, HealRefusalNamesTheUncommittedFilesAndWhatToDo) {
+  write(repo, "phoenix.json", config("heal"));
+  write(repo, "notes.txt", "x\n");
+  commit_all(repo, "heal on push");
+  install();
+  ASSERT_EQ(phoenix({"run"}).code, 0);  // known-good
+  std::string red = commit_state("BAD", "break the state");
+  write(repo, "notes.txt", "edited, not committed\n");
+  auto r = push({"origin", "main"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: state is red in main@" + red.substr(0, 12) +
+                          "; it cannot be healed in place: the work tree has uncommitted changes (notes.txt): "
+                          "commit or stash them, then push again"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(g({"rev-parse", "HEAD"}), red);
+  EXPECT_EQ(read(repo + "/notes.txt"), "edited, not committed\n");
+}
+
+TEST_F(HookE2E, UntrackedFilesDoNotBlockAHeal) {
+  write(repo, "phoenix.json", config("heal"));
+  commit_all(repo, "heal on push");
+  install();
+  ASSERT_EQ(phoenix({"run"}).code, 0);  // known-good
+  std::string red = commit_state("BAD", "break the state");
+  write(repo, "scratch.txt", "mine, untracked\n");
+  auto r = push({"origin", "main"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("phoenix: healed state in"), std::string::npos) << r.output;
+  EXPECT_EQ(g({"rev-parse", "HEAD^"}), red);
+  EXPECT_EQ(read(repo + "/scratch.txt"), "mine, untracked\n");
+  EXPECT_EQ(g({"status", "--porcelain"}), "?? scratch.txt");
+}
+
+TEST_F(HookE2E, APushOfARawShaIsLabelledByItsShortSha) {
+  install();
+  std::string red = commit_state("BAD", "break the state");
+  auto r = push({"origin", red + ":refs/heads/main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: state is red in " + red.substr(0, 12) + "\n"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find(red + "@"), std::string::npos) << r.output;
+  // Not checked out: measured in the hook's worktree, labelled the same.
+  commit_state("GOOD", "mend it");
+  auto w = push({"origin", red + ":refs/heads/main"});
+  EXPECT_NE(w.output.find("state is red in " + red.substr(0, 12) + "\n"), std::string::npos) << w.output;
+}
+
+TEST_F(HookE2E, AnEscalationWithNoKnownGoodSaysHowToGetOne) {
+  write(repo, "phoenix.json", config("heal"));
+  commit_all(repo, "heal on push");
+  install();
+  commit_state("BAD", "break the state");
+  auto r = push({"origin", "main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: state escalated: see "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("phoenix: no known-good commit yet: run `phoenix run` once while green"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(HookE2E, ASetupFailureShowsTheToolsErrorAndTheEndAsEvidence) {
+  install();
+  util::Json cfg = util::Json::parse(config("verify"));
+  cfg["setup"] = {{{"run",
+                    {"sh", "-c",
+                     "echo 'npm ERR! code E404'; i=0; while [ $i -lt 40 ]; do echo \"noise $i\"; i=$((i+1)); done; "
+                     "exit 1"}}}};
+  write(repo, "phoenix.json", cfg.dump(2));
+  commit_all(repo, "a setup step that fails");
+  git(repo, {"checkout", "-q", "-b", "topic"});
+  commit_state("GOOD 1", "topic 1");
+  git(repo, {"checkout", "-q", "main"});
+  auto r = push({"origin", "topic"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: setup failed: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("     | npm ERR! code E404\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("     | noise 39\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("     | noise 5\n"), std::string::npos) << "the middle is left out\n" << r.output;
+  EXPECT_NE(r.output.find("lines above)"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace phoenix::test
