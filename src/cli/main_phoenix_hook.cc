@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     const std::optional<std::string> root = ec ? std::nullopt : hook::find_work_tree(cwd);
     if (root) {
       input.emplace(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-      code = hook::run_green(hook::parse_pre_push(*input), *root, std::cerr);
+      code = hook::run_green(hook::parse_pre_push(*input), *root, argc > 2 ? argv[2] : "", std::cerr);
     }
   } catch (const std::exception&) {
     code.reset();  // a malformed line, an unexpected error: the full hook's to say

@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "hook/owner.h"
+#include "hook/runs.h"
 #include "layout/paths.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -312,7 +313,8 @@ std::optional<int> conclude(const HeadWatch& git, const InPlace& ran, double tim
 
 }  // namespace
 
-std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::string& root, std::ostream& err) {
+std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::string& root, const std::string& remote,
+                             std::ostream& err) {
   const auto start = std::chrono::steady_clock::now();
   config::Config cfg;
   try {
@@ -330,6 +332,8 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   try {
     lock = lock_repository(root);
   } catch (const Error&) { return std::nullopt; }
+  // A remote end no earlier run explains: the full hook asks git about it.
+  if (!unexplained_remote_ends(root, remote, refs).empty()) return std::nullopt;
   forget_git_location_env();  // before any thread: the environment is shared
 
   // `git status` and the checks at the same time: a check's result counts
@@ -349,6 +353,14 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   const InPlace ran = sense_until_red(selected, root, Deadline(start, cfg.hook.timeout_s), not_green);
   status.join();
   const std::optional<int> code = conclude(git, ran, cfg.hook.timeout_s, err);
+  if (code) {
+    const bool green = *code == kExitOk;
+    log_run(root, "phoenix-hook", remote, refs,
+            green                           ? "allowed"
+            : *code == kExitInterrupted ? "interrupted"
+                                        : "blocked",
+            green ? std::vector<std::string>{git.st->head} : std::vector<std::string>{});
+  }
   // Red on a clean HEAD: the full hook takes these results rather than
   // running the checks again (it runs only those after the red one).
   if (!code && git.green && !ran.results.empty() && !ran.results.back().ok)

@@ -122,6 +122,11 @@ std::optional<Measured> take_measured();
 // still running is stopped (its process group killed) and nullopt returned.
 // Checks stop at the first red one (nullopt: the full hook runs it again).
 // Ctrl-C blocks the push whatever git said (kExitInterrupted).
-std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::string& root, std::ostream& err);
+//
+// Every run it decides leaves its line in .phoenix/hook-runs.jsonl
+// (hook/runs.h); a push whose remote end no earlier run explains (a
+// skipped push, maybe) is handed over for the full hook to judge.
+std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::string& root, const std::string& remote,
+                             std::ostream& err);
 
 }  // namespace phoenix::hook

@@ -19,6 +19,7 @@
 #include "engine/timeline.h"
 #include "gitx/repo.h"
 #include "gitx/worktree.h"
+#include "hook/runs.h"
 #include "layout/layout.h"
 #include "setup/guard.h"
 #include "setup/setup.h"
@@ -215,6 +216,7 @@ class PrePush {
     if (auto code = take_lock()) return *code;
     forget_git_location_env();
     read_head();
+    notice_skipped();
     find_targets();
     for (const auto& t : targets_)
       if (auto code = measure(t)) return *code;
@@ -231,6 +233,15 @@ class PrePush {
  private:
   std::optional<int> load_config();
   std::optional<int> take_lock();
+  void notice_skipped();
+  bool pushed_from_here(const PushedRef& r);
+
+ public:
+  // This run's line in .phoenix/hook-runs.jsonl (hook/runs.h), once it ended
+  // with `code`; an allowed push of a ref clears what was noticed on it.
+  void log_run(int code);
+
+ private:
   void read_head();
   void find_targets();
   std::optional<int> measure(const Target& t);
@@ -451,6 +462,75 @@ std::optional<int> PrePush::enter_worktree(const Target& t, const config::Config
   return std::nullopt;
 }
 
+// A remote ref this repository pushed to before whose remote end is now a
+// commit no measurement of Phoenix's covers (neither measured green nor an
+// ancestor of one), put there by a push from here (its remote-tracking
+// ref's reflog says "update by push"): a push made with --no-verify or
+// PHOENIX_SKIP=1. Said on stderr and kept for `phoenix status`. A commit
+// a teammate pushed arrives by a fetch and is not named.
+void PrePush::notice_skipped() {
+  const std::vector<const PushedRef*> odd = unexplained_remote_ends(opt_.root, opt_.remote, refs_);
+  if (odd.empty()) return;
+  const RunLog log = read_runs(opt_.root);
+  for (const PushedRef* r : odd) {
+    bool covered = false;
+    for (const std::string& g : log.green) {
+      try {
+        covered = repo().is_ancestor(r->remote_sha, g);
+      } catch (const Error&) {}
+      if (covered) break;
+    }
+    if (covered || !pushed_from_here(*r)) continue;
+    const std::string branch = r->remote_ref.substr(std::string("refs/heads/").size());
+    err_ << "phoenix: warning: " << opt_.remote << "/" << branch << " is at " << util::sha12(r->remote_sha)
+         << ", pushed from here without Phoenix measuring it (git push --no-verify or PHOENIX_SKIP=1); "
+         << "'phoenix run' on that commit measures it\n";
+    note_unmeasured_push(opt_.root, opt_.remote, r->remote_ref, r->remote_sha);
+    if (opt_.trace)
+      opt_.trace().append("hook.unmeasured_push",
+                          {{"remote", opt_.remote}, {"remote_ref", r->remote_ref}, {"commit", r->remote_sha}});
+  }
+}
+
+bool PrePush::pushed_from_here(const PushedRef& r) {
+  if (opt_.remote.empty() || !util::starts_with(r.remote_ref, "refs/heads/")) return false;
+  const std::string tracking = "refs/remotes/" + opt_.remote + "/" + r.remote_ref.substr(11);
+  std::string text;
+  try {
+    text = util::read_file(repo().common_dir() + "/logs/" + tracking);
+  } catch (const Error&) { return false; }
+  for (const std::string& line : util::split_lines(text)) {
+    // "<old> <new> <who> <when> <tz>\t<message>"
+    const size_t tab = line.find('\t');
+    const size_t sp = line.find(' ');
+    if (tab == std::string::npos || sp == std::string::npos) continue;
+    if (line.compare(sp + 1, r.remote_sha.size(), r.remote_sha) == 0 &&
+        util::starts_with(std::string_view(line).substr(tab + 1), "update by push"))
+      return true;
+  }
+  return false;
+}
+
+void PrePush::log_run(int code) {
+  std::error_code ec;
+  if (!fs::is_directory(layout::state_dir(opt_.root), ec)) return;
+  // A commit is measured green when every check measured on it passed.
+  std::vector<std::string> green, red;
+  for (const auto& m : measured_) {
+    const std::string c = m.value("commit", "");
+    if (!m.value("ok", false)) red.push_back(c);
+    else if (std::find(green.begin(), green.end(), c) == green.end()) green.push_back(c);
+  }
+  green.erase(std::remove_if(green.begin(), green.end(),
+                             [&](const std::string& c) { return std::find(red.begin(), red.end(), c) != red.end(); }),
+              green.end());
+  hook::log_run(opt_.root, "phoenix", opt_.remote, refs_,
+                code == kExitOk ? "allowed" : code == kExitInterrupted ? "interrupted" : "blocked", green);
+  if (code == kExitOk)
+    for (const auto& r : refs_)
+      if (!r.deletion()) clear_unmeasured_pushes(opt_.root, opt_.remote, r.remote_ref);
+}
+
 // What setup or a check changed in the user's repository and was put back
 // (already said on stderr) goes into the trace too.
 void PrePush::trace_put_back(const std::vector<std::string>& lines) {
@@ -580,7 +660,9 @@ int PrePush::heal_head(int code) {
 }  // namespace
 
 int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, std::ostream& err) {
-  const int code = PrePush(opt, refs, err).run();
+  PrePush pre_push(opt, refs, err);
+  const int code = pre_push.run();
+  pre_push.log_run(code);
   // Last, so it is the line people see: checks that silently stopped
   // running are worse than a blocked push.
   if (std::optional<HookOwner> owner = hook_owner_from_git(opt.root); owner && !owner->calls_phoenix)

@@ -103,8 +103,10 @@ TEST_F(HookE2E, GreenPushPassesWithOneLinePerCheck) {
   EXPECT_EQ(r.output.find("(in the hook's worktree)"), std::string::npos)
       << "HEAD on a clean tree is measured in place";
   EXPECT_EQ(remote_sha("main"), g({"rev-parse", "HEAD"}));
-  // A green push of HEAD writes nothing in the repository but the lock.
+  // A green push of HEAD writes nothing in the repository but the lock and
+  // its line in hook-runs.jsonl (no trace entry, no fsync).
   EXPECT_FALSE(fs::exists(repo + "/.phoenix/trace.jsonl"));
+  EXPECT_EQ(count(read(repo + "/.phoenix/hook-runs.jsonl"), "\"by\":\"phoenix-hook\""), 1u);
 }
 
 TEST_F(HookE2E, RedPushIsBlockedWithTheEvidence) {
@@ -812,6 +814,64 @@ TEST_F(HookE2E, ASetupFailureShowsTheToolsErrorAndTheEndAsEvidence) {
   EXPECT_NE(r.output.find("     | noise 39\n"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("     | noise 5\n"), std::string::npos) << "the middle is left out\n" << r.output;
   EXPECT_NE(r.output.find("lines above)"), std::string::npos) << r.output;
+}
+
+
+// A push that skipped Phoenix (--no-verify, PHOENIX_SKIP=1) is noticed at
+// the next hook run on that remote ref, named on stderr and in `phoenix
+// status`; a teammate's push, fetched, is not.
+TEST_F(HookE2E, ASkippedPushIsNoticedAtTheNextHookRunOnThatRef) {
+  install();
+  ASSERT_EQ(push({"origin", "main"}).exit_code, 0);
+  const std::string skipped = commit_state("BAD", "pushed past the hook");
+  ASSERT_EQ(push({"--no-verify", "origin", "main"}).exit_code, 0);
+  EXPECT_EQ(remote_sha("main"), skipped);
+
+  // The next push of main: still red, blocked, and the skip is named.
+  commit_state("BAD still", "more");
+  auto r = push({"origin", "main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  const std::string named = "phoenix: warning: origin/main is at " + skipped.substr(0, 12) +
+                            ", pushed from here without Phoenix measuring it (git push --no-verify or PHOENIX_SKIP=1)";
+  EXPECT_NE(r.output.find(named), std::string::npos) << r.output;
+  auto st = phoenix({"status"});
+  EXPECT_NE(st.out.find("unmeasured: origin/main at " + skipped.substr(0, 12) + " was pushed without Phoenix's checks"),
+            std::string::npos)
+      << st.out;
+  const std::string trace = read(repo + "/.phoenix/trace.jsonl");
+  EXPECT_NE(trace.find("hook.unmeasured_push"), std::string::npos);
+
+  // Mended and pushed through the hook: said once more, then cleared.
+  commit_state("GOOD", "mend it");
+  auto ok = push({"origin", "main"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find(named), std::string::npos) << ok.output;
+  EXPECT_EQ(phoenix({"status"}).out.find("unmeasured:"), std::string::npos);
+  auto quiet = push({"origin", "main"});
+  EXPECT_EQ(quiet.output.find("warning"), std::string::npos) << quiet.output;
+
+  // PHOENIX_SKIP=1 is noticed the same way.
+  const std::string skipped2 = commit_state("GOOD 2", "skipped with the variable");
+  ASSERT_EQ(push({"origin", "main"}, "", {{"PHOENIX_SKIP", "1"}}).exit_code, 0);
+  commit_state("GOOD 3", "next");
+  auto next = push({"origin", "main"});
+  EXPECT_EQ(next.exit_code, 0) << next.output;
+  EXPECT_NE(next.output.find("origin/main is at " + skipped2.substr(0, 12) + ", pushed from here without Phoenix"),
+            std::string::npos)
+      << next.output;
+
+  // A teammate's push, fetched here, is not a skipped push.
+  std::string mate = tmp / "mate";
+  ASSERT_EQ(run({"git", "clone", "-q", bare, mate}).exit_code, 0);
+  git(mate, {"config", "user.name", "Mate"});
+  git(mate, {"config", "user.email", "mate@example.com"});
+  commit_state("GOOD mate", "from a teammate", mate);
+  ASSERT_EQ(run({"git", "-C", mate, "push", "-q", "--no-verify", "origin", "main"}).exit_code, 0);
+  git(repo, {"pull", "-q", "--ff-only", "origin", "main"});
+  commit_state("GOOD 4", "after the teammate");
+  auto after = push({"origin", "main"});
+  EXPECT_EQ(after.exit_code, 0) << after.output;
+  EXPECT_EQ(after.output.find("warning"), std::string::npos) << after.output;
 }
 
 }  // namespace
