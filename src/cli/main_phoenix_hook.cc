@@ -12,8 +12,10 @@
 // — it replaces itself (exec, no child) with `phoenix hook run pre-push`
 // with the same arguments, the same environment and the same stdin, having
 // printed nothing, so the verdict, output and exit code are the full hook's.
-// A red check is thus run again by the full hook: checks stop at the first
-// red one here.
+// At a red check of a clean HEAD it stops, and hands what it measured to
+// the full hook (hook::hand_measured), which does not run those checks
+// again. A push whose remote end .phoenix/hook-runs.jsonl does not explain
+// (a skipped push, maybe: hook/runs.h) is handed over too.
 //
 // It links only phoenix_lite: no libgit2, OpenSSL, SQLite or Boost library.
 #include <sys/mman.h>

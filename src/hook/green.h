@@ -120,7 +120,8 @@ std::optional<Measured> take_measured();
 // the checked-out HEAD on a clean tree. `git status` and the checks run at
 // the same time; the moment git's answer is anything but that, the check
 // still running is stopped (its process group killed) and nullopt returned.
-// Checks stop at the first red one (nullopt: the full hook runs it again).
+// Checks stop at the first red one (nullopt, with the results handed over:
+// hand_measured).
 // Ctrl-C blocks the push whatever git said (kExitInterrupted).
 //
 // Every run it decides leaves its line in .phoenix/hook-runs.jsonl

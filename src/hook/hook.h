@@ -84,7 +84,8 @@ struct PrePushOptions {
   std::string templates_dir;  // the engine's prompts (heal mode)
   bool color = false;         // colour on `err`
   // The repository's trace, opened only when something is written to it
-  // (a green push of HEAD writes nothing).
+  // (a green push of HEAD writes nothing there: its line goes to
+  // .phoenix/hook-runs.jsonl, hook/runs.h).
   std::function<trace::Trace&()> trace;
 };
 
