@@ -19,6 +19,7 @@
 
 #include "cli/app.h"
 #include "config/config.h"
+#include "hook/runs.h"
 #include "loop/caps.h"
 #include "loop/loop.h"
 #include "util/atomic_file.h"
@@ -121,8 +122,23 @@ int cmd_status(const std::vector<std::string>& args) {
   }
   // Three missed heartbeats, and never less than two seconds.
   long long silent_ms = std::max<long long>(2000, static_cast<long long>(heartbeat_s * 3000));
+  // Pushes the pre-push hook noticed went out unmeasured (--no-verify,
+  // PHOENIX_SKIP=1): said before anything of the loop.
+  const json unmeasured = hook::unmeasured_pushes(p.ctx.root);
+  if (!p.ctx.json)
+    for (const json& u : unmeasured) {
+      std::string ref = u.value("remote_ref", "");
+      if (util::starts_with(ref, "refs/heads/")) ref = ref.substr(11);
+      std::cout << "unmeasured: " << red(p.ctx, u.value("remote", "") + "/" + ref + " at " +
+                                                    util::sha12(u.value("commit", "")))
+                << " was pushed without Phoenix's checks (noticed " << u.value("noticed_at", "") << ")\n";
+    }
   for (;;) {
     if (!util::path_exists(path)) {
+      if (!unmeasured.empty()) {
+        if (p.ctx.json) print_json(p.ctx, {{"unmeasured_pushes", unmeasured}});
+        return kExitOk;
+      }
       std::cerr << "phoenix: no loop has run here (" << path << " is missing)\n";
       return kExitRed;
     }
@@ -134,6 +150,7 @@ int cmd_status(const std::vector<std::string>& args) {
     if (p.ctx.json) {
       json out = s;
       out["stale"] = stale;
+      if (!unmeasured.empty()) out["unmeasured_pushes"] = unmeasured;
       print_json(p.ctx, out);
     } else {
       print_human(p.ctx, s, stale);

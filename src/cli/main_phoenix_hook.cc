@@ -12,8 +12,10 @@
 // — it replaces itself (exec, no child) with `phoenix hook run pre-push`
 // with the same arguments, the same environment and the same stdin, having
 // printed nothing, so the verdict, output and exit code are the full hook's.
-// A red check is thus run again by the full hook: checks stop at the first
-// red one here.
+// At a red check of a clean HEAD it stops, and hands what it measured to
+// the full hook (hook::hand_measured), which does not run those checks
+// again. A push whose remote end .phoenix/hook-runs.jsonl does not explain
+// (a skipped push, maybe: hook/runs.h) is handed over too.
 //
 // It links only phoenix_lite: no libgit2, OpenSSL, SQLite or Boost library.
 #include <sys/mman.h>
@@ -112,7 +114,7 @@ int main(int argc, char** argv) {
     const std::optional<std::string> root = ec ? std::nullopt : hook::find_work_tree(cwd);
     if (root) {
       input.emplace(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-      code = hook::run_green(hook::parse_pre_push(*input), *root, std::cerr);
+      code = hook::run_green(hook::parse_pre_push(*input), *root, argc > 2 ? argv[2] : "", std::cerr);
     }
   } catch (const std::exception&) {
     code.reset();  // a malformed line, an unexpected error: the full hook's to say

@@ -85,6 +85,13 @@ struct RunOptions {
   bool escalate = true;
   std::string task_start;
   std::string change;
+
+  // Results the caller measured at `measured_head` on a clean tree (the
+  // pre-push hook): DETECTED takes a check's result from here instead of
+  // running it, when HEAD is still that commit and the tree clean. The
+  // verification of a fix is always a fresh run.
+  std::vector<checks::SenseResult> measured;
+  std::string measured_head;
 };
 
 struct IssueOutcome {

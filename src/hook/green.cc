@@ -15,8 +15,11 @@
 
 #include "config/config.h"
 #include "hook/owner.h"
+#include "hook/runs.h"
 #include "layout/paths.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/json.h"
 #include "util/lock.h"
 #include "util/subprocess.h"
 #include "util/term.h"
@@ -145,6 +148,73 @@ void print_out_of_time(std::ostream& err, double timeout_s, const std::string& c
 
 void print_interrupted(std::ostream& err) { err << "phoenix: interrupted; push blocked\n"; }
 
+const checks::SenseResult* Measured::find(const std::string& id) const {
+  for (const auto& r : results)
+    if (r.id == id) return &r;
+  return nullptr;
+}
+
+namespace {
+
+constexpr std::string_view kMeasuredName = "/hook-measured.json";
+
+std::string measured_file(const std::string& root) { return layout::state_dir(root) + std::string(kMeasuredName); }
+
+}  // namespace
+
+void hand_measured(const std::string& root, const Measured& m) {
+  util::Json results = util::Json::array();
+  for (const auto& r : m.results)
+    results.push_back({{"id", r.id},
+                       {"ok", r.ok},
+                       {"signal", r.signal},
+                       {"evidence", r.evidence},
+                       {"output", r.output},
+                       {"duration_ms", r.duration_ms}});
+  const util::Json doc{{"pid", static_cast<long long>(::getpid())},
+                       {"commit", m.commit},
+                       {"clean", true},
+                       {"results", results}};
+  const std::string path = measured_file(root);
+  try {
+    util::write_file_atomic(path, doc.dump(-1, ' ', false, util::Json::error_handler_t::replace) + "\n", 0600,
+                            util::Sync::kAtomic);
+  } catch (const std::exception&) {
+    return;
+  }
+  ::setenv(kMeasuredEnv, path.c_str(), 1);
+}
+
+std::optional<Measured> take_measured() {
+  const char* named = std::getenv(kMeasuredEnv);
+  if (!named) return std::nullopt;
+  const std::string path = named;
+  ::unsetenv(kMeasuredEnv);  // the checks run from here on do not inherit it
+  std::optional<Measured> m;
+  try {
+    const util::Json doc = util::Json::parse(util::read_file(path));
+    if (doc.at("pid").get<long long>() == static_cast<long long>(::getpid()) && doc.at("clean").get<bool>()) {
+      Measured got;
+      got.commit = doc.at("commit").get<std::string>();
+      for (const auto& j : doc.at("results")) {
+        checks::SenseResult r;
+        r.id = j.at("id").get<std::string>();
+        r.ok = j.at("ok").get<bool>();
+        r.signal = j.at("signal").get<std::string>();
+        r.evidence = j.at("evidence").get<std::string>();
+        r.output = j.at("output").get<std::string>();
+        r.duration_ms = j.at("duration_ms").get<long long>();
+        got.results.push_back(std::move(r));
+      }
+      if (!got.commit.empty()) m = std::move(got);
+    }
+  } catch (const std::exception&) {
+    m.reset();  // unreadable, torn or not ours: measured again
+  }
+  if (util::ends_with(path, kMeasuredName)) ::unlink(path.c_str());  // only ever a file of ours
+  return m;
+}
+
 // ---------------------------------------------------------------------------
 // phoenix-hook's run
 
@@ -243,7 +313,8 @@ std::optional<int> conclude(const HeadWatch& git, const InPlace& ran, double tim
 
 }  // namespace
 
-std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::string& root, std::ostream& err) {
+std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::string& root, const std::string& remote,
+                             std::ostream& err) {
   const auto start = std::chrono::steady_clock::now();
   config::Config cfg;
   try {
@@ -261,6 +332,8 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   try {
     lock = lock_repository(root);
   } catch (const Error&) { return std::nullopt; }
+  // A remote end no earlier run explains: the full hook asks git about it.
+  if (!unexplained_remote_ends(root, remote, refs).empty()) return std::nullopt;
   forget_git_location_env();  // before any thread: the environment is shared
 
   // `git status` and the checks at the same time: a check's result counts
@@ -280,6 +353,18 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   const InPlace ran = sense_until_red(selected, root, Deadline(start, cfg.hook.timeout_s), not_green);
   status.join();
   const std::optional<int> code = conclude(git, ran, cfg.hook.timeout_s, err);
+  if (code) {
+    const bool green = *code == kExitOk;
+    log_run(root, "phoenix-hook", remote, refs,
+            green                           ? "allowed"
+            : *code == kExitInterrupted ? "interrupted"
+                                        : "blocked",
+            green ? std::vector<std::string>{git.st->head} : std::vector<std::string>{});
+  }
+  // Red on a clean HEAD: the full hook takes these results rather than
+  // running the checks again (it runs only those after the red one).
+  if (!code && git.green && !ran.results.empty() && !ran.results.back().ok)
+    hand_measured(root, Measured{git.st->head, ran.results});
   // What the full hook says last, said here too when this is the verdict.
   if (code && git.owner && !git.owner->calls_phoenix) err << "phoenix: warning: " << git.owner->warning << "\n";
   return code;

@@ -87,6 +87,26 @@ void print_out_of_time(std::ostream& err, double timeout_s, const std::string& c
 // "phoenix: interrupted; push blocked"
 void print_interrupted(std::ostream& err);
 
+// The fast path's measurement, handed to the full hook when it stops at a
+// red check, so that a red push runs each check once: phoenix-hook writes
+// .phoenix/hook-measured.json (the pid, the commit, that the tree was clean,
+// the results, the red one last) and names it in PHOENIX_HOOK_MEASURED
+// before it execs `phoenix hook run pre-push`, which keeps its pid.
+inline constexpr const char* kMeasuredEnv = "PHOENIX_HOOK_MEASURED";
+struct Measured {
+  std::string commit;                         // the clean HEAD measured in place
+  std::vector<checks::SenseResult> results;  // in the order run
+  const checks::SenseResult* find(const std::string& id) const;
+};
+// Writes the file (no fsync: it lives for one exec) and sets the variable;
+// does nothing when the file cannot be written (the full hook measures).
+void hand_measured(const std::string& root, const Measured& m);
+// The measurement handed to this process: the variable is unset and the
+// file removed whatever they hold, and nullopt unless the file names this
+// process (the pid exec kept) and reads whole. The caller still trusts it
+// only for its commit, as HEAD, on a clean tree.
+std::optional<Measured> take_measured();
+
 // ---------------------------------------------------------------------------
 // The thin binary's whole run.
 
@@ -100,8 +120,14 @@ void print_interrupted(std::ostream& err);
 // the checked-out HEAD on a clean tree. `git status` and the checks run at
 // the same time; the moment git's answer is anything but that, the check
 // still running is stopped (its process group killed) and nullopt returned.
-// Checks stop at the first red one (nullopt: the full hook runs it again).
+// Checks stop at the first red one (nullopt, with the results handed over:
+// hand_measured).
 // Ctrl-C blocks the push whatever git said (kExitInterrupted).
-std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::string& root, std::ostream& err);
+//
+// Every run it decides leaves its line in .phoenix/hook-runs.jsonl
+// (hook/runs.h); a push whose remote end no earlier run explains (a
+// skipped push, maybe) is handed over for the full hook to judge.
+std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::string& root, const std::string& remote,
+                             std::ostream& err);
 
 }  // namespace phoenix::hook

@@ -19,6 +19,7 @@
 #include "engine/timeline.h"
 #include "gitx/repo.h"
 #include "gitx/worktree.h"
+#include "hook/runs.h"
 #include "layout/layout.h"
 #include "setup/guard.h"
 #include "setup/setup.h"
@@ -27,6 +28,7 @@
 #include "util/hash.h"
 #include "util/lock.h"
 #include "util/subprocess.h"
+#include "util/term.h"
 #include "util/text.h"
 #include "util/format.h"
 
@@ -209,10 +211,12 @@ class PrePush {
       : opt_(opt), refs_(refs), err_(err), start_(Clock::now()) {}
 
   int run() {
+    handed_ = take_measured();
     if (auto code = load_config()) return *code;
     if (auto code = take_lock()) return *code;
     forget_git_location_env();
     read_head();
+    notice_skipped();
     find_targets();
     for (const auto& t : targets_)
       if (auto code = measure(t)) return *code;
@@ -229,6 +233,15 @@ class PrePush {
  private:
   std::optional<int> load_config();
   std::optional<int> take_lock();
+  void notice_skipped();
+  bool pushed_from_here(const PushedRef& r);
+
+ public:
+  // This run's line in .phoenix/hook-runs.jsonl (hook/runs.h), once it ended
+  // with `code`; an allowed push of a ref clears what was noticed on it.
+  void log_run(int code);
+
+ private:
   void read_head();
   void find_targets();
   std::optional<int> measure(const Target& t);
@@ -237,7 +250,7 @@ class PrePush {
   int block();
   int heal();
   int heal_head(int code);
-  bool healable(const Target& t);
+  std::string why_not_healable(const Target& t);
   void trace_outcome(const std::string& outcome);
   void trace_put_back(const std::vector<std::string>& lines);
 
@@ -268,6 +281,11 @@ class PrePush {
   std::vector<Red> reds_;
   Json measured_ = Json::array();
   bool used_worktree_ = false;
+  // phoenix-hook's results for a clean HEAD, when it handed over at a red
+  // check (take_measured): taken instead of running those checks again.
+  std::optional<Measured> handed_;
+  // Every result for HEAD measured in place: a heal starts from them.
+  std::vector<checks::SenseResult> head_results_;
 };
 
 std::optional<int> PrePush::load_config() {
@@ -363,10 +381,17 @@ std::optional<int> PrePush::measure(const Target& t) {
     }
     // The hook's worktree shares the user's config, hooks and refs: what a
     // check changes there is put back (setup/guard.h).
-    std::optional<setup::Guard> guard;
-    if (!in_place) guard.emplace(dir);
-    checks::SenseResult r = checks::sense(*capped, dir);
-    if (guard) trace_put_back(guard->restore("the check " + spec.id));
+    const checks::SenseResult* given =
+        in_place && handed_ && handed_->commit == t.commit ? handed_->find(spec.id) : nullptr;
+    checks::SenseResult r;
+    if (given) {
+      r = *given;
+    } else {
+      std::optional<setup::Guard> guard;
+      if (!in_place) guard.emplace(dir);
+      r = checks::sense(*capped, dir);
+      if (guard) trace_put_back(guard->restore("the check " + spec.id));
+    }
     if (r.interrupted || util::interrupted_signal() != 0) {
       print_interrupted(err_);
       return kExitInterrupted;
@@ -378,6 +403,8 @@ std::optional<int> PrePush::measure(const Target& t) {
                          {"signal", r.signal},
                          {"in_place", in_place},
                          {"duration_ms", r.duration_ms}});
+    if (given) measured_.back()["by"] = "phoenix-hook";
+    if (in_place && t.commit == head_) head_results_.push_back(r);
     if (!r.ok) reds_.push_back({&t, r});
   }
   return std::nullopt;
@@ -426,11 +453,82 @@ std::optional<int> PrePush::enter_worktree(const Target& t, const config::Config
   }
   if (!su.ok) {
     err_ << "phoenix: push blocked: " << su.signal << " (in the worktree of " << t.label() << ")\n";
-    if (!su.evidence.empty()) err_ << util::trim(su.evidence) << "\n";
+    // Shown as a check's evidence is: the step's own error lines and its end.
+    for (const std::string& line : util::split_lines(util::trim(su.evidence)))
+      err_ << util::term::paint(opt_.color, "2", "     | ") << line << "\n";
     err_ << "phoenix: fix the setup steps in phoenix.json, or skip once with PHOENIX_SKIP=1\n";
     return kExitRed;
   }
   return std::nullopt;
+}
+
+// A remote ref this repository pushed to before whose remote end is now a
+// commit no measurement of Phoenix's covers (neither measured green nor an
+// ancestor of one), put there by a push from here (its remote-tracking
+// ref's reflog says "update by push"): a push made with --no-verify or
+// PHOENIX_SKIP=1. Said on stderr and kept for `phoenix status`. A commit
+// a teammate pushed arrives by a fetch and is not named.
+void PrePush::notice_skipped() {
+  const std::vector<const PushedRef*> odd = unexplained_remote_ends(opt_.root, opt_.remote, refs_);
+  if (odd.empty()) return;
+  const RunLog log = read_runs(opt_.root);
+  for (const PushedRef* r : odd) {
+    bool covered = false;
+    for (const std::string& g : log.green) {
+      try {
+        covered = repo().is_ancestor(r->remote_sha, g);
+      } catch (const Error&) {}
+      if (covered) break;
+    }
+    if (covered || !pushed_from_here(*r)) continue;
+    const std::string branch = r->remote_ref.substr(std::string("refs/heads/").size());
+    err_ << "phoenix: warning: " << opt_.remote << "/" << branch << " is at " << util::sha12(r->remote_sha)
+         << ", pushed from here without Phoenix measuring it (git push --no-verify or PHOENIX_SKIP=1); "
+         << "'phoenix run' on that commit measures it\n";
+    note_unmeasured_push(opt_.root, opt_.remote, r->remote_ref, r->remote_sha);
+    if (opt_.trace)
+      opt_.trace().append("hook.unmeasured_push",
+                          {{"remote", opt_.remote}, {"remote_ref", r->remote_ref}, {"commit", r->remote_sha}});
+  }
+}
+
+bool PrePush::pushed_from_here(const PushedRef& r) {
+  if (opt_.remote.empty() || !util::starts_with(r.remote_ref, "refs/heads/")) return false;
+  const std::string tracking = "refs/remotes/" + opt_.remote + "/" + r.remote_ref.substr(11);
+  std::string text;
+  try {
+    text = util::read_file(repo().common_dir() + "/logs/" + tracking);
+  } catch (const Error&) { return false; }
+  for (const std::string& line : util::split_lines(text)) {
+    // "<old> <new> <who> <when> <tz>\t<message>"
+    const size_t tab = line.find('\t');
+    const size_t sp = line.find(' ');
+    if (tab == std::string::npos || sp == std::string::npos) continue;
+    if (line.compare(sp + 1, r.remote_sha.size(), r.remote_sha) == 0 &&
+        util::starts_with(std::string_view(line).substr(tab + 1), "update by push"))
+      return true;
+  }
+  return false;
+}
+
+void PrePush::log_run(int code) {
+  std::error_code ec;
+  if (!fs::is_directory(layout::state_dir(opt_.root), ec)) return;
+  // A commit is measured green when every check measured on it passed.
+  std::vector<std::string> green, red;
+  for (const auto& m : measured_) {
+    const std::string c = m.value("commit", "");
+    if (!m.value("ok", false)) red.push_back(c);
+    else if (std::find(green.begin(), green.end(), c) == green.end()) green.push_back(c);
+  }
+  green.erase(std::remove_if(green.begin(), green.end(),
+                             [&](const std::string& c) { return std::find(red.begin(), red.end(), c) != red.end(); }),
+              green.end());
+  hook::log_run(opt_.root, "phoenix", opt_.remote, refs_,
+                code == kExitOk ? "allowed" : code == kExitInterrupted ? "interrupted" : "blocked", green);
+  if (code == kExitOk)
+    for (const auto& r : refs_)
+      if (!r.deletion()) clear_unmeasured_pushes(opt_.root, opt_.remote, r.remote_ref);
 }
 
 // What setup or a check changed in the user's repository and was put back
@@ -461,12 +559,33 @@ int PrePush::block() {
 }
 
 // heal: only in place, on the branch that is checked out (or a detached
-// HEAD pushed as HEAD): that is where a fix commit lands for the next push.
-bool PrePush::healable(const Target& t) {
-  if (t.commit != head_ || !is_clean()) return false;
-  return std::any_of(t.refs.begin(), t.refs.end(), [&](const PushedRef* r) {
+// HEAD pushed as HEAD), with no uncommitted change to a tracked file: that
+// is where a fix commit lands for the next push. Untracked files do not
+// block, as they do not block `phoenix run`. Returns "" when `t` can be
+// healed, else why not and what to do.
+std::string PrePush::why_not_healable(const Target& t) {
+  if (t.commit != head_)
+    return "it is not the checked-out commit (check it out and push again, or run 'phoenix run' there)";
+  const bool from_head = std::any_of(t.refs.begin(), t.refs.end(), [&](const PushedRef* r) {
     return r->local_ref == "HEAD" || (!head_branch_.empty() && r->local_ref == "refs/heads/" + head_branch_);
   });
+  if (!from_head)
+    return "it is not pushed from the checked-out branch (push " +
+           (head_branch_.empty() ? std::string("HEAD") : head_branch_) + " itself, or run 'phoenix run' there)";
+  if (is_clean()) return "";
+  std::vector<std::string> dirty;
+  for (const gitx::StatusEntry& e : repo().status()) {
+    if (e.code == '?') continue;
+    const auto& keep = layout::keep_prefixes();
+    if (std::any_of(keep.begin(), keep.end(), [&](const std::string& k) { return util::starts_with(e.path, k); }))
+      continue;
+    dirty.push_back(e.path);
+  }
+  if (dirty.empty()) return "";  // untracked files only
+  std::string named;
+  for (size_t i = 0; i < dirty.size() && i < 5; ++i) named += (i ? ", " : "") + dirty[i];
+  if (dirty.size() > 5) named += " and " + std::to_string(dirty.size() - 5) + " more";
+  return "the work tree has uncommitted changes (" + named + "): commit or stash them, then push again";
 }
 
 // hook.mode "heal": a red commit that cannot be healed in place blocks;
@@ -475,12 +594,12 @@ int PrePush::heal() {
   bool heal_head_commit = false;
   int code = kExitOk;
   for (const auto& r : reds_) {
-    if (healable(*r.target)) {
+    const std::string why = why_not_healable(*r.target);
+    if (why.empty()) {
       heal_head_commit = true;
       continue;
     }
-    err_ << "phoenix: push blocked: " << blocked_line(r) << "; it is not the checked-out branch's commit on a clean "
-         << "tree, so it cannot be healed in place (check it out and push again, or run 'phoenix run' there)\n";
+    err_ << "phoenix: push blocked: " << blocked_line(r) << "; it cannot be healed in place: " << why << "\n";
     code = kExitRed;
   }
   if (!heal_head_commit) {
@@ -503,6 +622,10 @@ int PrePush::heal_head(int code) {
   so.run.templates_dir = opt_.templates_dir;
   so.run.max_wait_s = std::min(cfg_.harness.max_wait_s.value_or(config::kDefaultMaxWaitS), left);
   if (!cfg_.hook.checks.empty()) so.run.only = cfg_.hook.checks;
+  // The session starts from what was just measured here, not from a
+  // measurement of its own: each check runs once before any fixer.
+  so.run.measured = head_results_;
+  so.run.measured_head = head_;
   err_ << "phoenix: hook.mode is heal: healing " << util::sha12(head_) << " on "
        << (head_branch_.empty() ? "HEAD" : head_branch_) << "\n";
   engine::RunResult result = engine::run_session(opt_.root, session_cfg, so, opt_.trace(), [&](const Json& ev) {
@@ -517,6 +640,8 @@ int PrePush::heal_head(int code) {
       healed_any = true;
     } else if (i.state == engine::State::kEscalated) {
       err_ << "phoenix: " << i.check << " escalated: see " << result.incident << "; push blocked\n";
+      if (result.known_good.empty())
+        err_ << "phoenix: no known-good commit yet: run `phoenix run` once while green (bisect starts from it)\n";
     } else if (i.state == engine::State::kWaitedOut) {
       err_ << "phoenix: " << result.waited_out << "; push blocked\n";
     } else if (i.state != engine::State::kHealed) {
@@ -535,7 +660,9 @@ int PrePush::heal_head(int code) {
 }  // namespace
 
 int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, std::ostream& err) {
-  const int code = PrePush(opt, refs, err).run();
+  PrePush pre_push(opt, refs, err);
+  const int code = pre_push.run();
+  pre_push.log_run(code);
   // Last, so it is the line people see: checks that silently stopped
   // running are worse than a blocked push.
   if (std::optional<HookOwner> owner = hook_owner_from_git(opt.root); owner && !owner->calls_phoenix)

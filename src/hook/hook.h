@@ -84,7 +84,8 @@ struct PrePushOptions {
   std::string templates_dir;  // the engine's prompts (heal mode)
   bool color = false;         // colour on `err`
   // The repository's trace, opened only when something is written to it
-  // (a green push of HEAD writes nothing).
+  // (a green push of HEAD writes nothing there: its line goes to
+  // .phoenix/hook-runs.jsonl, hook/runs.h).
   std::function<trace::Trace&()> trace;
 };
 
@@ -110,13 +111,19 @@ struct PrePushOptions {
 //   left of `hook.timeout_s`; past it, the push is blocked.
 // - Green everywhere: one line per check, 0.
 // - Red, hook.mode "verify": the evidence, 1.
-// - Red, hook.mode "heal": when the red commit is HEAD, the tree clean and
-//   the pushed ref the checked-out branch (or HEAD itself), a heal session
+// - Red, hook.mode "heal": when the red commit is HEAD, no tracked file
+//   changed (untracked files do not block) and the pushed ref the
+//   checked-out branch (or HEAD itself), a heal session
 //   runs (engine::run_session, the config's fixers); HEALED leaves the
 //   verified fix commit on the branch and says "phoenix: healed <check> in
 //   <sha12> — push again", 1 (a pre-push hook cannot change what is being
-//   pushed). Escalated: the session's exit code (2). A red commit that is not
-//   checked out cannot be healed in place: blocked as in verify mode, 1.
+//   pushed). Escalated: the session's exit code (2), and how to get a
+//   known-good commit when there is none. A red commit that cannot be healed
+//   in place is blocked as in verify mode, 1, with why and what to do (the
+//   uncommitted paths: "commit or stash them").
+// - A phoenix-hook that stopped at a red check of a clean HEAD handed its
+//   results over (take_measured): they are taken, not measured again, and
+//   a heal starts from them.
 // - Interrupted (SIGINT/SIGTERM): 130.
 // - Whatever the outcome, when the pre-push hook git will run does not call
 //   Phoenix (hook_owner: core.hooksPath changed under it, say), a last line

@@ -109,8 +109,10 @@ std::string short_ref(const std::string& ref) {
 
 std::string push_label(const std::vector<const PushedRef*>& refs, const std::string& commit) {
   std::string names;
-  for (const auto* r : refs) names += (names.empty() ? "" : ",") + short_ref(r->local_ref);
-  return names + "@" + util::sha12(commit);
+  for (const auto* r : refs)
+    if (!is_sha(r->local_ref)) names += (names.empty() ? "" : ",") + short_ref(r->local_ref);
+  // `git push origin <sha>:main` names no local ref: the short sha alone.
+  return names.empty() ? util::sha12(commit) : names + "@" + util::sha12(commit);
 }
 
 }  // namespace phoenix::hook

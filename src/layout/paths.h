@@ -6,6 +6,7 @@
 //                     contracts/ and baselines/ stay committable
 //   contracts/ baselines/   approved contract shapes and visual baselines
 //   journal.sqlite trace.jsonl lock loop.lock loop-state.json loop-run.json
+//   hook-runs.jsonl unmeasured-pushes.json hook-measured.json (hook/)
 //   ESCALATED STOP    run files (DESIGN.md "Files in a user's repository")
 //
 // Names only, and the folder's .gitignore: no git, so the thin pre-push

@@ -12,6 +12,7 @@
 #include "util/glob.h"
 #include "util/hash.h"
 #include "util/json.h"
+#include "util/format.h"
 #include "util/text.h"
 
 namespace fs = std::filesystem;
@@ -21,6 +22,42 @@ namespace phoenix::setup {
 namespace {
 
 constexpr size_t kEvidenceBytes = 4000;
+constexpr size_t kEvidenceTailLines = 20;
+constexpr size_t kEvidenceErrorLines = 5;
+
+// A line that reads as a tool's own error: "npm ERR! code E404",
+// "error: ...", "fatal: ...", "E: Unable to locate package".
+bool reads_as_error(const std::string& line) {
+  const std::string low = util::lower(line);
+  for (const char* w : {"error", "err!", "fatal", "failed", "cannot", "not found", "no such", "denied"})
+    if (low.find(w) != std::string::npos) return true;
+  return util::starts_with(line, "E: ");
+}
+
+// A failed step's evidence: the first lines that read as errors (the
+// tool's own message, often far above the end), then the tail.
+std::string step_evidence(const std::string& output) {
+  const std::vector<std::string> lines = util::split_lines(output);
+  size_t from = lines.size() > kEvidenceTailLines ? lines.size() - kEvidenceTailLines : 0;
+  size_t tail_bytes = 0;
+  for (size_t i = lines.size(); i > from; --i) {
+    tail_bytes += lines[i - 1].size() + 1;
+    if (tail_bytes > kEvidenceBytes) {
+      from = i;
+      break;
+    }
+  }
+  std::string out;
+  size_t errors = 0;
+  for (size_t i = 0; i < from && errors < kEvidenceErrorLines; ++i)
+    if (reads_as_error(lines[i])) {
+      out += lines[i].substr(0, 400) + "\n";
+      ++errors;
+    }
+  if (from > 0) out += "... (" + std::to_string(from) + " lines above)\n";
+  for (size_t i = from; i < lines.size(); ++i) out += lines[i] + "\n";
+  return out;
+}
 
 // The files of `tree` a step could read: what git lists there (tracked, or
 // untracked and not ignored). A tree that is not a repository is walked,
@@ -137,7 +174,7 @@ Result ensure(const std::vector<config::SetupStep>& steps, const std::string& tr
                       : pr.timed_out      ? "timeout after " + util::Json(step.timeout_s).dump() + " s"
                                           : "exit=" + std::to_string(pr.exit_code);
     r.signal = "setup failed: " + r.step + ": " + why;
-    r.evidence = pr.output.size() > kEvidenceBytes ? pr.output.substr(pr.output.size() - kEvidenceBytes) : pr.output;
+    r.evidence = step_evidence(pr.output);
     return r;
   }
   if (!stamp_file.empty()) {

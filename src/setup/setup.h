@@ -46,7 +46,7 @@ struct Result {
   bool interrupted = false;  // SIGINT/SIGTERM during a step
   std::string step;          // the failing step's argv, joined for display
   std::string signal;        // "setup failed: npm ci: exit=1" (empty when ok)
-  std::string evidence;      // bounded tail of the failing step's output
+  std::string evidence;      // the failing step's first error-like lines, then the end of its output
   std::string fingerprint;
   long long duration_ms = 0;
   // What the steps changed in the user's repository and Phoenix put back

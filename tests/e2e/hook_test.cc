@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -102,8 +103,10 @@ TEST_F(HookE2E, GreenPushPassesWithOneLinePerCheck) {
   EXPECT_EQ(r.output.find("(in the hook's worktree)"), std::string::npos)
       << "HEAD on a clean tree is measured in place";
   EXPECT_EQ(remote_sha("main"), g({"rev-parse", "HEAD"}));
-  // A green push of HEAD writes nothing in the repository but the lock.
+  // A green push of HEAD writes nothing in the repository but the lock and
+  // its line in hook-runs.jsonl (no trace entry, no fsync).
   EXPECT_FALSE(fs::exists(repo + "/.phoenix/trace.jsonl"));
+  EXPECT_EQ(count(read(repo + "/.phoenix/hook-runs.jsonl"), "\"by\":\"phoenix-hook\""), 1u);
 }
 
 TEST_F(HookE2E, RedPushIsBlockedWithTheEvidence) {
@@ -626,6 +629,249 @@ TEST_F(HookE2E, InstallInASubmoduleUsesItsOwnHooksFolder) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(fs::exists(repo + "/.git/modules/sub/hooks/pre-push")) << r.out;
   EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-push"));
+}
+
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+// A red push runs each check once: phoenix-hook's measurement is what the
+// full hook reports and what a heal starts from. The check runs through a
+// wrapper that writes one line per run: the folder it ran in and state.txt.
+class HookOnce : public HookE2E {
+ protected:
+  void SetUp() override {
+    HookE2E::SetUp();
+    log = tmp / "runs.log";
+    wrapper = tmp / "bin/counted";
+    write(tmp.path(), "bin/counted",
+          "#!/bin/sh\necho \"$(pwd -P):$(cat state.txt 2>/dev/null)\" >>'" + log + "'\nexec \"$@\"\n");
+    ::chmod(wrapper.c_str(), 0755);
+  }
+  std::string counted_config(const std::string& mode) {
+    return std::string("{\n  \"checks\": [{ \"id\": \"state\", \"kind\": \"command_exit\", \"editable\": [\"state.txt\"],\n"
+                       "    \"target\": [\"") +
+           wrapper +
+           "\", \"sh\", \"-c\", \"grep -q GOOD state.txt || { echo 'FAIL state_test: want GOOD'; exit 1; }\"] }],\n"
+           "  \"fixers\": [\"bisect\"],\n  \"hook\": { \"mode\": \"" +
+           mode + "\" }\n}\n";
+  }
+  // The runs logged since the last call, one "<folder>:<state.txt>" each.
+  std::vector<std::string> runs() {
+    std::vector<std::string> lines = fs::exists(log) ? util::split_lines(read(log)) : std::vector<std::string>{};
+    fs::remove(log);
+    return lines;
+  }
+  size_t runs_in_repo(const std::vector<std::string>& lines, const std::string& state) {
+    const std::string want = fs::canonical(repo).string() + ":" + state;
+    return static_cast<size_t>(std::count(lines.begin(), lines.end(), want));
+  }
+  std::string log, wrapper;
+};
+
+TEST_F(HookOnce, ARedPushInVerifyModeRunsTheCheckOnce) {
+  write(repo, "phoenix.json", counted_config("verify"));
+  commit_all(repo, "counted");
+  install();
+  ASSERT_EQ(push({"origin", "main"}).exit_code, 0);
+  EXPECT_EQ(runs().size(), 1u) << "a green push runs the check once";
+  std::string red = commit_state("BAD", "break the state");
+  auto r = push({"origin", "main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  const auto lines = runs();
+  EXPECT_EQ(lines.size(), 1u) << joined(lines) << r.output;
+  EXPECT_EQ(count(r.output, "phoenix: RED  state  exit=1"), 1u) << r.output;
+  EXPECT_NE(r.output.find("| FAIL state_test: want GOOD"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: state is red in main@" + red.substr(0, 12)), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(repo + "/.phoenix/hook-measured.json")) << "the hand-over file lives for one exec";
+}
+
+TEST_F(HookOnce, AHandedMeasurementIsTrustedOnlyByTheProcessItNames) {
+  write(repo, "phoenix.json", counted_config("verify"));
+  commit_all(repo, "counted");
+  std::string red = commit_state("BAD", "break the state");
+  runs();
+  // A stale file and variable (another pid) say green: not believed.
+  fs::create_directories(repo + "/.phoenix");
+  write(repo, ".phoenix/hook-measured.json",
+        R"({"pid":1,"commit":")" + red + R"(","clean":true,"results":[{"id":"state","ok":true,"signal":"exit=0",)"
+        R"("evidence":"","output":"","duration_ms":1}]})");
+  util::ProcessOptions o;
+  o.argv = {phoenix_bin(), "hook", "run", "pre-push", "origin", bare};
+  o.cwd = repo;
+  o.stdin_data = "refs/heads/main " + red + " refs/heads/main " + std::string(40, '0') + "\n";
+  o.env = {{"PHOENIX_HOOK_MEASURED", repo + "/.phoenix/hook-measured.json"}};
+  o.unset_env = {"PHOENIX_SKIP"};
+  o.timeout_s = 120;
+  auto r = util::run_process(o);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("phoenix: RED  state  exit=1"), std::string::npos) << r.output;
+  EXPECT_EQ(runs().size(), 1u);
+  EXPECT_FALSE(fs::exists(repo + "/.phoenix/hook-measured.json"));
+}
+
+TEST_F(HookOnce, ARedPushInHealModeRunsTheCheckOnceBeforeTheFixer) {
+  write(repo, "phoenix.json", counted_config("heal"));
+  commit_all(repo, "counted, heal on push");
+  install();
+  ASSERT_EQ(push({"origin", "main"}).exit_code, 0);
+  ASSERT_EQ(phoenix({"run"}).code, 0);  // known-good, which bisect starts from
+  runs();
+  std::string red = commit_state("BAD", "break the state");
+  auto r = push({"origin", "main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: healed state in"), std::string::npos) << r.output;
+  EXPECT_EQ(g({"rev-parse", "HEAD^"}), red);
+  const auto lines = runs();
+  EXPECT_EQ(runs_in_repo(lines, "BAD"), 1u) << "before any fixer, the check runs once\n"
+                                            << joined(lines) << r.output;
+  EXPECT_EQ(runs_in_repo(lines, "GOOD"), 1u) << "the fix is verified by a fresh run\n" << joined(lines);
+  EXPECT_EQ(count(r.output, "phoenix: RED  state  exit=1"), 1u) << r.output;
+}
+
+
+// What the hook says when it stops tells what to do next.
+TEST_F(HookE2E, HealRefusalNamesTheUncommittedFilesAndWhatToDo) {
+  write(repo, "phoenix.json", config("heal"));
+  write(repo, "notes.txt", "x\n");
+  commit_all(repo, "heal on push");
+  install();
+  ASSERT_EQ(phoenix({"run"}).code, 0);  // known-good
+  std::string red = commit_state("BAD", "break the state");
+  write(repo, "notes.txt", "edited, not committed\n");
+  auto r = push({"origin", "main"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: state is red in main@" + red.substr(0, 12) +
+                          "; it cannot be healed in place: the work tree has uncommitted changes (notes.txt): "
+                          "commit or stash them, then push again"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(g({"rev-parse", "HEAD"}), red);
+  EXPECT_EQ(read(repo + "/notes.txt"), "edited, not committed\n");
+}
+
+TEST_F(HookE2E, UntrackedFilesDoNotBlockAHeal) {
+  write(repo, "phoenix.json", config("heal"));
+  commit_all(repo, "heal on push");
+  install();
+  ASSERT_EQ(phoenix({"run"}).code, 0);  // known-good
+  std::string red = commit_state("BAD", "break the state");
+  write(repo, "scratch.txt", "mine, untracked\n");
+  auto r = push({"origin", "main"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("phoenix: healed state in"), std::string::npos) << r.output;
+  EXPECT_EQ(g({"rev-parse", "HEAD^"}), red);
+  EXPECT_EQ(read(repo + "/scratch.txt"), "mine, untracked\n");
+  EXPECT_EQ(g({"status", "--porcelain"}), "?? scratch.txt");
+}
+
+TEST_F(HookE2E, APushOfARawShaIsLabelledByItsShortSha) {
+  install();
+  std::string red = commit_state("BAD", "break the state");
+  auto r = push({"origin", red + ":refs/heads/main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: state is red in " + red.substr(0, 12) + "\n"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find(red + "@"), std::string::npos) << r.output;
+  // Not checked out: measured in the hook's worktree, labelled the same.
+  commit_state("GOOD", "mend it");
+  auto w = push({"origin", red + ":refs/heads/main"});
+  EXPECT_NE(w.output.find("state is red in " + red.substr(0, 12) + "\n"), std::string::npos) << w.output;
+}
+
+TEST_F(HookE2E, AnEscalationWithNoKnownGoodSaysHowToGetOne) {
+  write(repo, "phoenix.json", config("heal"));
+  commit_all(repo, "heal on push");
+  install();
+  commit_state("BAD", "break the state");
+  auto r = push({"origin", "main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: state escalated: see "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("phoenix: no known-good commit yet: run `phoenix run` once while green"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(HookE2E, ASetupFailureShowsTheToolsErrorAndTheEndAsEvidence) {
+  install();
+  util::Json cfg = util::Json::parse(config("verify"));
+  cfg["setup"] = {{{"run",
+                    {"sh", "-c",
+                     "echo 'npm ERR! code E404'; i=0; while [ $i -lt 40 ]; do echo \"noise $i\"; i=$((i+1)); done; "
+                     "exit 1"}}}};
+  write(repo, "phoenix.json", cfg.dump(2));
+  commit_all(repo, "a setup step that fails");
+  git(repo, {"checkout", "-q", "-b", "topic"});
+  commit_state("GOOD 1", "topic 1");
+  git(repo, {"checkout", "-q", "main"});
+  auto r = push({"origin", "topic"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("phoenix: push blocked: setup failed: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("     | npm ERR! code E404\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("     | noise 39\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("     | noise 5\n"), std::string::npos) << "the middle is left out\n" << r.output;
+  EXPECT_NE(r.output.find("lines above)"), std::string::npos) << r.output;
+}
+
+
+// A push that skipped Phoenix (--no-verify, PHOENIX_SKIP=1) is noticed at
+// the next hook run on that remote ref, named on stderr and in `phoenix
+// status`; a teammate's push, fetched, is not.
+TEST_F(HookE2E, ASkippedPushIsNoticedAtTheNextHookRunOnThatRef) {
+  install();
+  ASSERT_EQ(push({"origin", "main"}).exit_code, 0);
+  const std::string skipped = commit_state("BAD", "pushed past the hook");
+  ASSERT_EQ(push({"--no-verify", "origin", "main"}).exit_code, 0);
+  EXPECT_EQ(remote_sha("main"), skipped);
+
+  // The next push of main: still red, blocked, and the skip is named.
+  commit_state("BAD still", "more");
+  auto r = push({"origin", "main"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  const std::string named = "phoenix: warning: origin/main is at " + skipped.substr(0, 12) +
+                            ", pushed from here without Phoenix measuring it (git push --no-verify or PHOENIX_SKIP=1)";
+  EXPECT_NE(r.output.find(named), std::string::npos) << r.output;
+  auto st = phoenix({"status"});
+  EXPECT_NE(st.out.find("unmeasured: origin/main at " + skipped.substr(0, 12) + " was pushed without Phoenix's checks"),
+            std::string::npos)
+      << st.out;
+  const std::string trace = read(repo + "/.phoenix/trace.jsonl");
+  EXPECT_NE(trace.find("hook.unmeasured_push"), std::string::npos);
+
+  // Mended and pushed through the hook: said once more, then cleared.
+  commit_state("GOOD", "mend it");
+  auto ok = push({"origin", "main"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find(named), std::string::npos) << ok.output;
+  EXPECT_EQ(phoenix({"status"}).out.find("unmeasured:"), std::string::npos);
+  auto quiet = push({"origin", "main"});
+  EXPECT_EQ(quiet.output.find("warning"), std::string::npos) << quiet.output;
+
+  // PHOENIX_SKIP=1 is noticed the same way.
+  const std::string skipped2 = commit_state("GOOD 2", "skipped with the variable");
+  ASSERT_EQ(push({"origin", "main"}, "", {{"PHOENIX_SKIP", "1"}}).exit_code, 0);
+  commit_state("GOOD 3", "next");
+  auto next = push({"origin", "main"});
+  EXPECT_EQ(next.exit_code, 0) << next.output;
+  EXPECT_NE(next.output.find("origin/main is at " + skipped2.substr(0, 12) + ", pushed from here without Phoenix"),
+            std::string::npos)
+      << next.output;
+
+  // A teammate's push, fetched here, is not a skipped push.
+  std::string mate = tmp / "mate";
+  ASSERT_EQ(run({"git", "clone", "-q", bare, mate}).exit_code, 0);
+  git(mate, {"config", "user.name", "Mate"});
+  git(mate, {"config", "user.email", "mate@example.com"});
+  commit_state("GOOD mate", "from a teammate", mate);
+  ASSERT_EQ(run({"git", "-C", mate, "push", "-q", "--no-verify", "origin", "main"}).exit_code, 0);
+  git(repo, {"pull", "-q", "--ff-only", "origin", "main"});
+  commit_state("GOOD 4", "after the teammate");
+  auto after = push({"origin", "main"});
+  EXPECT_EQ(after.exit_code, 0) << after.output;
+  EXPECT_EQ(after.output.find("warning"), std::string::npos) << after.output;
 }
 
 }  // namespace

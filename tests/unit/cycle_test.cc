@@ -207,6 +207,32 @@ TEST_F(Cycle, HealsWithAFixCommitAfterAFreshRerun) {
   EXPECT_EQ(s, want);
 }
 
+// A caller that measured HEAD already (the pre-push hook) hands its result
+// in: DETECTED takes it, and only the fix's verification runs the check.
+// Measured at another commit, it is not taken.
+TEST_F(Cycle, AMeasurementHandedInForHeadIsTakenNotRepeated) {
+  checks::SenseResult red;
+  red.id = "value";
+  red.ok = false;
+  red.signal = "exit=1";
+  red.evidence = "value is 'bad'";
+  red.output = "FAIL: value_test (value is bad)\n";
+  opt.measured = {red};
+  opt.measured_head = good;  // not HEAD: measured again
+  RunResult stale = run_with_patches({});
+  EXPECT_EQ(checks.runs, 1);
+  EXPECT_EQ(git({"rev-parse", "HEAD"}), bad);
+
+  checks.runs = 0;
+  opt.measured_head = bad;
+  RunResult r = run_with_patches({set_value_patch("bad", "good")});
+  EXPECT_EQ(r.exit_code, 0);
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_EQ(r.issues[0].state, engine::State::kHealed);
+  EXPECT_EQ(checks.runs, 1) << "the fresh verification alone";
+  EXPECT_EQ(read(root + "/value.txt"), "good\n");
+}
+
 // Invariant 2: a proposal that claims success but leaves the check red is not HEALED.
 TEST_F(Cycle, Invariant2_AClaimIsNotAHeal) {
   cfg.budgets["unit"] = 1;

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 
+#include "hook/runs.h"
 #include "test_util.h"
 #include "util/error.h"
 
@@ -274,6 +275,55 @@ TEST(HookManager, DetectsLefthookConfigInEachFormat) {
   ASSERT_TRUE(m);
   EXPECT_EQ(m->config, ".config/lefthook.toml");
   EXPECT_NE(m->snippet.find("use_stdin = true"), std::string::npos) << m->snippet;
+}
+
+
+// hook-runs.jsonl: what a later run on the same remote ref can tell.
+TEST(HookRuns, ARemoteEndIsUnexplainedOnlyOnARefPushedBeforeAndNeverMeasuredGreen) {
+  ScopedTempDir tmp;
+  fs::create_directories(tmp / ".phoenix");
+  const std::string a(40, 'a'), b(40, 'b'), c(40, 'c'), zero(40, '0');
+  auto ref = [&](const std::string& remote_ref, const std::string& local, const std::string& remote_end) {
+    return std::vector<hook::PushedRef>{{"refs/heads/x", local, remote_ref, remote_end}};
+  };
+  // Nothing logged: nothing to compare with.
+  EXPECT_TRUE(hook::unexplained_remote_ends(tmp.path(), "origin", ref("refs/heads/main", b, a)).empty());
+  hook::log_run(tmp.path(), "phoenix-hook", "origin", ref("refs/heads/main", a, zero), "allowed", {a});
+  // The remote end is what was measured green: explained.
+  EXPECT_TRUE(hook::unexplained_remote_ends(tmp.path(), "origin", ref("refs/heads/main", b, a)).empty());
+  // Another commit there, on a ref pushed before: unexplained.
+  const auto pushed = ref("refs/heads/main", c, b);
+  auto odd = hook::unexplained_remote_ends(tmp.path(), "origin", pushed);
+  ASSERT_EQ(odd.size(), 1u);
+  EXPECT_EQ(odd[0]->remote_sha, b);
+  // Another remote, another ref, a new ref, a tag: never pushed before, or not a branch.
+  EXPECT_TRUE(hook::unexplained_remote_ends(tmp.path(), "fork", ref("refs/heads/main", c, b)).empty());
+  EXPECT_TRUE(hook::unexplained_remote_ends(tmp.path(), "origin", ref("refs/heads/topic", c, b)).empty());
+  EXPECT_TRUE(hook::unexplained_remote_ends(tmp.path(), "origin", ref("refs/heads/main", c, zero)).empty());
+  // A blocked run measures nothing green; a torn last line is passed over.
+  hook::log_run(tmp.path(), "phoenix", "origin", ref("refs/heads/main", b, a), "blocked", {});
+  write(tmp.path(), ".phoenix/hook-runs.jsonl", read(hook::runs_file(tmp.path())) + "{\"green\":[\"" + b);
+  EXPECT_EQ(hook::unexplained_remote_ends(tmp.path(), "origin", ref("refs/heads/main", c, b)).size(), 1u);
+  const hook::RunLog log = hook::read_runs(tmp.path());
+  EXPECT_TRUE(log.covers(a));
+  EXPECT_FALSE(log.covers(b));
+  EXPECT_TRUE(log.saw("origin", "refs/heads/main"));
+}
+
+TEST(HookRuns, UnmeasuredPushesAreNotedOnceAndClearedPerRef) {
+  ScopedTempDir tmp;
+  fs::create_directories(tmp / ".phoenix");
+  const std::string a(40, 'a');
+  EXPECT_TRUE(hook::unmeasured_pushes(tmp.path()).empty());
+  hook::note_unmeasured_push(tmp.path(), "origin", "refs/heads/main", a);
+  hook::note_unmeasured_push(tmp.path(), "origin", "refs/heads/main", a);
+  hook::note_unmeasured_push(tmp.path(), "origin", "refs/heads/topic", a);
+  EXPECT_EQ(hook::unmeasured_pushes(tmp.path()).size(), 2u);
+  hook::clear_unmeasured_pushes(tmp.path(), "origin", "refs/heads/main");
+  ASSERT_EQ(hook::unmeasured_pushes(tmp.path()).size(), 1u);
+  EXPECT_EQ(hook::unmeasured_pushes(tmp.path())[0]["remote_ref"], "refs/heads/topic");
+  hook::clear_unmeasured_pushes(tmp.path(), "origin", "refs/heads/topic");
+  EXPECT_FALSE(fs::exists(hook::unmeasured_pushes_file(tmp.path())));
 }
 
 }  // namespace

@@ -1,0 +1,200 @@
+#include "hook/runs.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <optional>
+#include <string_view>
+
+#include "layout/paths.h"
+#include "util/atomic_file.h"
+#include "util/format.h"
+#include "util/json.h"
+#include "util/text.h"
+
+namespace phoenix::hook {
+
+namespace {
+
+constexpr off_t kTailBytes = 256 * 1024;
+
+bool all_zeros(const std::string& s) { return s.find_first_not_of('0') == std::string::npos; }
+
+}  // namespace
+
+std::string runs_file(const std::string& root) { return layout::state_dir(root) + "/hook-runs.jsonl"; }
+
+void log_run(const std::string& root, const std::string& by, const std::string& remote,
+             const std::vector<PushedRef>& refs, const std::string& outcome, const std::vector<std::string>& green) {
+  util::Json pushed = util::Json::array();
+  for (const auto& r : refs)
+    pushed.push_back({{"local_ref", r.local_ref},
+                      {"local_sha", r.local_sha},
+                      {"remote_ref", r.remote_ref},
+                      {"remote_sha", r.remote_sha}});
+  const util::Json line{{"ts", util::now_iso8601()}, {"by", by},         {"remote", remote},
+                        {"refs", pushed},            {"outcome", outcome}, {"green", green}};
+  const std::string text = line.dump(-1, ' ', false, util::Json::error_handler_t::replace) + "\n";
+  const int fd = ::open(runs_file(root).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  // One write of a short line with O_APPEND: lines from two hooks never
+  // interleave.
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+}
+
+namespace {
+
+// The log's last kTailBytes, from the start of a whole line.
+std::string read_tail(const std::string& root) {
+  const int fd = ::open(runs_file(root).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  const off_t from = size > kTailBytes ? size - kTailBytes : 0;
+  std::string text(static_cast<size_t>(size > 0 ? size - from : 0), '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::pread(fd, text.data() + got, text.size() - got, from + static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
+  if (from > 0) {  // cut by the tail
+    const size_t nl = text.find('\n');
+    text.erase(0, nl == std::string::npos ? text.size() : nl + 1);
+  }
+  return text;
+}
+
+// One line of the log, parsed; nullopt when it is torn or not ours.
+std::optional<util::Json> parse_line(std::string_view line) {
+  if (line.empty() || line[0] != '{') return std::nullopt;
+  try {
+    util::Json j = util::Json::parse(line);
+    if (j.is_object() && j.contains("green") && j["green"].is_array() && j.contains("refs") && j["refs"].is_array())
+      return j;
+  } catch (const std::exception&) {}
+  return std::nullopt;
+}
+
+void add_line(RunLog& log, const util::Json& j) {
+  const std::string remote = j.value("remote", "");
+  for (const auto& g : j["green"])
+    if (g.is_string()) log.green.insert(g.get<std::string>());
+  for (const auto& r : j["refs"])
+    if (r.is_object()) log.seen.insert(remote + "\t" + r.value("remote_ref", ""));
+}
+
+// Whether some line holding `needle` says `holds` of itself; the lines are
+// searched from the end, and only those holding the needle are parsed (the
+// green path reads the log on every push).
+template <typename Pred>
+bool some_line(const std::string& text, const std::string& needle, Pred holds) {
+  for (size_t at = text.rfind(needle); at != std::string::npos; at = at == 0 ? std::string::npos : text.rfind(needle, at - 1)) {
+    const size_t b = text.rfind('\n', at);
+    const size_t start = b == std::string::npos ? 0 : b + 1;
+    const size_t end = std::min(text.find('\n', at), text.size());
+    if (auto j = parse_line(std::string_view(text).substr(start, end - start)); j && holds(*j)) return true;
+    if (start == 0) break;
+    at = start;  // on to the lines before this one
+  }
+  return false;
+}
+
+}  // namespace
+
+RunLog read_runs(const std::string& root) {
+  RunLog log;
+  for (const std::string& l : util::split_lines(read_tail(root)))
+    if (auto j = parse_line(l)) add_line(log, *j);
+  return log;
+}
+
+std::vector<const PushedRef*> unexplained_remote_ends(const std::string& root, const std::string& remote,
+                                                      const std::vector<PushedRef>& refs) {
+  std::vector<const PushedRef*> out;
+  std::optional<std::string> text;
+  for (const auto& r : refs) {
+    if (r.deletion() || all_zeros(r.remote_sha) || !util::starts_with(r.remote_ref, "refs/heads/")) continue;
+    if (!text) text = read_tail(root);
+    const bool covered = some_line(*text, "\"" + r.remote_sha + "\"", [&](const util::Json& j) {
+      RunLog one;
+      add_line(one, j);
+      return one.covers(r.remote_sha);
+    });
+    if (covered) continue;
+    const bool saw = some_line(*text, "\"" + r.remote_ref + "\"", [&](const util::Json& j) {
+      RunLog one;
+      add_line(one, j);
+      return one.saw(remote, r.remote_ref);
+    });
+    if (saw) out.push_back(&r);
+  }
+  return out;
+}
+
+std::vector<const PushedRef*> unexplained_remote_ends(const RunLog& log, const std::string& remote,
+                                                      const std::vector<PushedRef>& refs) {
+  std::vector<const PushedRef*> out;
+  for (const auto& r : refs) {
+    if (r.deletion() || all_zeros(r.remote_sha) || !util::starts_with(r.remote_ref, "refs/heads/")) continue;
+    if (log.saw(remote, r.remote_ref) && !log.covers(r.remote_sha)) out.push_back(&r);
+  }
+  return out;
+}
+
+std::string unmeasured_pushes_file(const std::string& root) {
+  return layout::state_dir(root) + "/unmeasured-pushes.json";
+}
+
+util::Json unmeasured_pushes(const std::string& root) {
+  try {
+    util::Json j = util::Json::parse(util::read_file(unmeasured_pushes_file(root)));
+    if (j.contains("pushes") && j["pushes"].is_array()) return j["pushes"];
+  } catch (const std::exception&) {}
+  return util::Json::array();
+}
+
+namespace {
+
+void write_unmeasured(const std::string& root, const util::Json& pushes) {
+  try {
+    if (pushes.empty()) {
+      if (util::path_exists(unmeasured_pushes_file(root))) ::unlink(unmeasured_pushes_file(root).c_str());
+      return;
+    }
+    util::write_file_atomic(unmeasured_pushes_file(root), util::Json{{"pushes", pushes}}.dump(2) + "\n");
+  } catch (const std::exception&) {}
+}
+
+}  // namespace
+
+void note_unmeasured_push(const std::string& root, const std::string& remote, const std::string& remote_ref,
+                          const std::string& commit) {
+  util::Json pushes = unmeasured_pushes(root);
+  for (const auto& p : pushes)
+    if (p.value("remote", "") == remote && p.value("remote_ref", "") == remote_ref && p.value("commit", "") == commit)
+      return;
+  pushes.push_back(
+      {{"remote", remote}, {"remote_ref", remote_ref}, {"commit", commit}, {"noticed_at", util::now_iso8601()}});
+  write_unmeasured(root, pushes);
+}
+
+void clear_unmeasured_pushes(const std::string& root, const std::string& remote, const std::string& remote_ref) {
+  util::Json pushes = unmeasured_pushes(root);
+  util::Json kept = util::Json::array();
+  for (const auto& p : pushes)
+    if (!(p.value("remote", "") == remote && p.value("remote_ref", "") == remote_ref)) kept.push_back(p);
+  if (kept.size() != pushes.size()) write_unmeasured(root, kept);
+}
+
+}  // namespace phoenix::hook

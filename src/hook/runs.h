@@ -1,0 +1,59 @@
+// Every pre-push hook run leaves one line in .phoenix/hook-runs.jsonl, the
+// green path's included (appended, not fsynced: a power cut may lose the
+// last lines, which costs at most one warning less). The lines say which
+// commits Phoenix measured green, so a later run on the same remote ref can
+// tell when that ref got commits no measurement covers: a push made with
+// `git push --no-verify` or PHOENIX_SKIP=1. No git here: part of
+// phoenix_lite.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hook/pushed_refs.h"
+#include "util/json.h"
+
+namespace phoenix::hook {
+
+// .phoenix/hook-runs.jsonl under `root`.
+std::string runs_file(const std::string& root);
+
+// Appends {ts, by, remote, refs, outcome, green}: `by` "phoenix-hook" or
+// "phoenix", `green` the commits whose every check passed. Best effort:
+// a line that cannot be written is not an error of the push.
+void log_run(const std::string& root, const std::string& by, const std::string& remote,
+             const std::vector<PushedRef>& refs, const std::string& outcome, const std::vector<std::string>& green);
+
+// What the last lines of the log (its last 256 KiB) say.
+struct RunLog {
+  std::set<std::string> green;  // commits measured green
+  std::set<std::string> seen;   // remote + "\t" + remote ref, for every ref pushed through the hook
+  bool covers(const std::string& sha) const { return green.count(sha) > 0; }
+  bool saw(const std::string& remote, const std::string& remote_ref) const {
+    return seen.count(remote + "\t" + remote_ref) > 0;
+  }
+};
+RunLog read_runs(const std::string& root);
+
+// The refs of this push whose remote end (the remote sha git reports) the
+// log does not explain: an earlier run pushed that remote ref, and the
+// commit now there was never measured green. Reads the log's tail and
+// parses only the lines that name the commit or the ref. The green path
+// hands these pushes to the full hook, which asks git whether a push from
+// here put the commit there.
+std::vector<const PushedRef*> unexplained_remote_ends(const std::string& root, const std::string& remote,
+                                                      const std::vector<PushedRef>& refs);
+
+// .phoenix/unmeasured-pushes.json: the skipped pushes a hook run noticed,
+// {"pushes": [{remote, remote_ref, commit, noticed_at}]}, for `phoenix
+// status`. note_ adds one (once), clear_ drops those of a remote ref once a
+// push of it went through the hook; both best effort.
+std::string unmeasured_pushes_file(const std::string& root);
+void note_unmeasured_push(const std::string& root, const std::string& remote, const std::string& remote_ref,
+                          const std::string& commit);
+void clear_unmeasured_pushes(const std::string& root, const std::string& remote, const std::string& remote_ref);
+// The "pushes" array; empty when there is none or the file does not read.
+util::Json unmeasured_pushes(const std::string& root);
+
+}  // namespace phoenix::hook
