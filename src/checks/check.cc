@@ -115,7 +115,7 @@ Missing missing_recording(const CheckSpec& spec, const std::string& root, const 
     // known-good of HEAD's branch (layout::known_good_ref_of, which this
     // layer is below), or an earlier version's one known-good.
     const std::string branch = repo.head_branch();
-    for (const std::string ref :
+    for (const std::string& ref :
          {"refs/phoenix/known-good/" + (branch.empty() ? std::string("HEAD") : branch), std::string("refs/phoenix/known-good")})
       if (auto kg = repo.read_ref(ref); kg && repo.read_blob_at(*kg, rel)) {
         if (where_known) *where_known = ref;

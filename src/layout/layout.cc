@@ -46,7 +46,10 @@ void prune_orphans(const fs::path& base, const std::string& keep) {
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
       if (it->is_directory(ec) && !it->is_symlink(ec))
         fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(e.path(), ec);
+    // Another process's first claim may be removing the same folder: two
+    // remove_all()s racing each stop at the file the other took. Again,
+    // until it is gone (a folder that cannot go stays, as before).
+    for (int tries = 0; tries < 3 && fs::exists(e.path(), ec); ++tries) fs::remove_all(e.path(), ec);
   }
 }
 
