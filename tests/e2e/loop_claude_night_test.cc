@@ -33,6 +33,7 @@
 #include <thread>
 
 #include "real_projects.h"
+#include "model_server_client.h"
 #include "test_util.h"
 #include "util/json.h"
 #include "util/subprocess.h"
@@ -46,42 +47,7 @@ namespace {
 namespace fs = std::filesystem;
 using util::Json;
 
-std::string agents_bin() {
-  const char* d = std::getenv("PHOENIX_TEST_TOOLS_DIR");
-  return std::string(d && *d ? d : "/opt/phoenix-test-tools") + "/agents/node_modules/.bin";
-}
-
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
-// The fake provider: a child process, stopped with the fixture (as in agents_test.cc).
-class ModelServer {
- public:
-  explicit ModelServer(const std::string& dir) : dir_(dir) {
-    fs::create_directories(dir);
-    const std::string port_file = dir + "/port";
-    const std::string bin = test_tool("model_server");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::execl(bin.c_str(), bin.c_str(), "--dir", dir.c_str(), "--port-file", port_file.c_str(), nullptr);
-      ::_exit(127);
-    }
-    for (int i = 0; i < 200 && !fs::exists(port_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    port_ = util::trim(read(port_file));
-  }
-  ~ModelServer() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  std::string url() const { return "http://127.0.0.1:" + port_; }
-  std::string log() const { return read(dir_ + "/requests.log"); }
-
- private:
-  std::string dir_;
-  pid_t pid_ = -1;
-  std::string port_;
-};
 
 // The tasks, in TASKS.md's order.
 const std::vector<std::string> kTitles = {"add calc_neg", "add calc_square", "make calc_add saturate", "add calc_sub"};
