@@ -152,6 +152,7 @@ struct Engine::Impl {
   }
 
   RunResult run();
+  std::vector<checks::SenseResult> detect();
   IssueOutcome heal(const checks::CheckSpec& check, const checks::SenseResult& red, RunResult& result);
   // The steps of heal(), in order.
   struct Heal;
@@ -181,6 +182,28 @@ Engine::Engine(std::string root, const config::Config& cfg, RunOptions options, 
 Engine::~Engine() = default;
 RunResult Engine::run() { return impl_->run(); }
 
+// DETECTED: one fresh measurement of every selected check (or the one a
+// caller made of this HEAD on a clean tree: RunOptions::measured).
+std::vector<checks::SenseResult> Engine::Impl::detect() {
+  std::vector<checks::SenseResult> first;
+  const bool reuse = !opt.measured_head.empty() && opt.measured_head == head0 && !dirty0;
+  for (const auto& c : selected) {
+    auto given = std::find_if(opt.measured.begin(), opt.measured.end(), [&](const auto& m) { return m.id == c.id; });
+    checks::SenseResult r = reuse && given != opt.measured.end() ? *given : measure(c);
+    if (r.interrupted) throw Error("interrupted while measuring " + c.id, kExitInterrupted);
+    first.push_back(r);
+    green.push_back(r.ok);
+    if (r.ok) state(c.id, State::kGreen, {{"signal", r.signal}, {"duration_ms", r.duration_ms}});
+    else
+      state(c.id, State::kDetected,
+            {{"signal", r.signal},
+             {"duration_ms", r.duration_ms},
+             {"type", c.type},
+             {"signature", util::sha12(issue_signature(c.id, r.output))}});
+  }
+  return first;
+}
+
 RunResult Engine::Impl::run() {
   RunResult result;
   layout::ensure_state_dir(root);
@@ -209,23 +232,7 @@ RunResult Engine::Impl::run() {
                                                                                       }()}});
   explain("HEAD " + util::sha12(head0) + (dirty0 ? ", work tree has uncommitted changes" : ", work tree clean"));
 
-  // DETECTED: one fresh measurement of every selected check.
-  std::vector<checks::SenseResult> first;
-  const bool reuse = !opt.measured_head.empty() && opt.measured_head == head0 && !dirty0;
-  for (const auto& c : selected) {
-    auto given = std::find_if(opt.measured.begin(), opt.measured.end(), [&](const auto& m) { return m.id == c.id; });
-    checks::SenseResult r = reuse && given != opt.measured.end() ? *given : measure(c);
-    if (r.interrupted) throw Error("interrupted while measuring " + c.id, kExitInterrupted);
-    first.push_back(r);
-    green.push_back(r.ok);
-    if (r.ok) state(c.id, State::kGreen, {{"signal", r.signal}, {"duration_ms", r.duration_ms}});
-    else
-      state(c.id, State::kDetected,
-            {{"signal", r.signal},
-             {"duration_ms", r.duration_ms},
-             {"type", c.type},
-             {"signature", util::sha12(issue_signature(c.id, r.output))}});
-  }
+  const std::vector<checks::SenseResult> first = detect();
   result.detected = first;
 
   bool any_red = std::any_of(green.begin(), green.end(), [](bool g) { return !g; });
