@@ -23,15 +23,6 @@ namespace phoenix::engine {
 using util::Json;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-std::string describe(const checks::CheckSpec& c) {
-  if (c.kind == checks::Kind::kCommandExit) return "command_exit `" + util::join_argv(c.argv) + "`";
-  return std::string(checks::kind_name(c.kind)) + " `" + c.path + "`";
-}
-
-}  // namespace
-
 struct Engine::Impl {
   std::string root;
   const config::Config& cfg;
@@ -681,7 +672,7 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   Incident inc;
   inc.failure_type = f.failure_type;
   inc.check_id = f.check.id;
-  inc.check_description = describe(f.check);
+  inc.check_description = describe_check(f.check);
   inc.signal = f.result.signal;
   inc.attempts = attempts;
   inc.issue_signature = f.issue_signature;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "util/atomic_file.h"
+#include "util/text.h"
 #include "util/error.h"
 #include "util/fault.h"
 #include "util/redact.h"
@@ -15,6 +16,11 @@
 #include "util/format.h"
 
 namespace phoenix::engine {
+
+std::string describe_check(const checks::CheckSpec& c) {
+  if (c.kind == checks::Kind::kCommandExit) return "command_exit `" + util::join_argv(c.argv) + "`";
+  return std::string(checks::kind_name(c.kind)) + " `" + c.path + "`";
+}
 
 namespace fs = std::filesystem;
 

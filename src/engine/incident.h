@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "checks/check_spec.h"
+
 namespace phoenix::engine {
 
 struct IncidentAttempt {
@@ -34,6 +36,10 @@ struct Incident {
   // <note-stem>-<name> and shown in its Evidence section.
   std::vector<std::pair<std::string, std::string>> artifacts;
 };
+
+// A check as its note's "## Check" names it: its kind and what it runs or
+// reads ("command_exit `sh -c 'make test'`", "visual `chart.png`").
+std::string describe_check(const checks::CheckSpec& check);
 
 // The note's Markdown, sections in DESIGN.md's order.
 std::string render_incident(const Incident& inc);

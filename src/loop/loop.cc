@@ -1097,7 +1097,7 @@ struct Loop {
       const checks::CheckSpec* spec = tc.find(r.id);
       f.check = r.id;
       f.failure_type = spec ? spec->type : "unit";
-      f.description = spec ? describe_check(*spec) : r.id;
+      f.description = spec ? engine::describe_check(*spec) : r.id;
       f.signal = r.signal;
       f.evidence = r.evidence.empty() ? r.output : r.evidence;
       f.signature = engine::issue_signature(r.id, r.output);
@@ -1107,20 +1107,11 @@ struct Loop {
     return f;
   }
 
-  static std::string describe_check(const checks::CheckSpec& c) {
-    if (c.kind == checks::Kind::kCommandExit) return "command_exit `" + util::join_argv(c.argv) + "`";
-    return std::string(checks::kind_name(c.kind)) + " `" + c.path + "`";
-  }
-
   // What the harness is shown of the change it mends.
   static std::string change_text(const std::string& title, const std::string& diff) {
     constexpr size_t kMax = 24 * 1024;
-    std::string d = diff;
-    if (d.size() > kMax) {
-      size_t n = kMax;  // at a character's first byte
-      while (n > 0 && (static_cast<unsigned char>(d[n]) & 0xC0) == 0x80) --n;
-      d = d.substr(0, n) + "\n... (cut at " + std::to_string(n) + " bytes)";
-    }
+    std::string d(util::utf8_head(diff, kMax));
+    if (d.size() < diff.size()) d += "\n... (cut at " + std::to_string(d.size()) + " bytes)";
     return "The task being done: " + title +
            "\n\nThe change made for it, which turned the check red (a diff against the last green commit):\n\n```diff\n" +
            d + "\n```\n\nMend this change so that every check passes with it: keep what it does for the task. "
@@ -1246,9 +1237,7 @@ struct Loop {
                                          std::string(layout::kAttemptsPrefix) + wt_name + "/" + task.id() + "/)");
     trace.append("loop.task_escalated",
                  {{"iteration", iteration.load()}, {"task", tj}, {"why", why}, {"incident", note}, {"attempts", rec.attempts}});
-    Heal h;
-    h.incident = note;
-    return escalated_task(h, task, tj, title, why, session_cap);
+    return escalated_task(note, task, tj, title, why, session_cap);
   }
 
   // The note of a task given up on, written in <root>/incidents before any
@@ -1272,22 +1261,20 @@ struct Loop {
     return path;
   }
 
-  Ending escalated_task(const Heal& h, const Task& task, const Json& tj, const std::string& title,
+  Ending escalated_task(const std::string& incident, const Task& task, const Json& tj, const std::string& title,
                         const std::string& why, bool session_cap) {
-    last_incident = h.incident;
-    util::write_file_atomic(layout::escalated_flag(root), h.incident + "\n");
-    phase("escalated", [&](Json& s) { s["last_incident"] = h.incident; });
-    notify("escalated", h.incident, "escalated on " + title + ": " + why);
-    ++escalations_in_row;
-    if (session_cap) return finish(kExitEscalated, "escalated", session_cap_why() + "; see " + h.incident);
-    if (cfg.loop.on_escalate == "stop") return finish(kExitEscalated, "escalated", "escalated: see " + h.incident);
+    // The state says "escalated" before the notification reads it.
+    phase("escalated", [&](Json& s) { s["last_incident"] = incident; });
+    escalated_note(incident, "escalated on " + title + ": " + why);
+    if (session_cap) return finish(kExitEscalated, "escalated", session_cap_why() + "; see " + incident);
+    if (cfg.loop.on_escalate == "stop") return finish(kExitEscalated, "escalated", "escalated: see " + incident);
     if (!prompt_mode()) {
       skipped.insert(task.index);
       write_run_file();
-      trace.append("loop.task_skipped", {{"iteration", iteration.load()}, {"task", tj}, {"incident", h.incident}});
+      trace.append("loop.task_skipped", {{"iteration", iteration.load()}, {"task", tj}, {"incident", incident}});
     }
-    say("escalated: " + h.incident + "; skipping the task (loop.on_escalate = skip)");
-    if (prompt_mode()) return finish(kExitEscalated, "escalated", "escalated: see " + h.incident);
+    say("escalated: " + incident + "; skipping the task (loop.on_escalate = skip)");
+    if (prompt_mode()) return finish(kExitEscalated, "escalated", "escalated: see " + incident);
     if (escalations_in_row >= cfg.circuit_breaker)
       return finish(kExitEscalated, "escalated",
                     "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");
@@ -1781,11 +1768,11 @@ struct Loop {
     skip(t.index, tj, incident, why);
   }
 
-  void escalated_note(const std::string& incident) {
+  void escalated_note(const std::string& incident, const std::string& summary = "") {
     last_incident = incident;
-    util::write_file_atomic(root + "/.phoenix/ESCALATED", incident + "\n");
+    util::write_file_atomic(layout::escalated_flag(root), incident + "\n");
     state.update([&](Json& s) { s["last_incident"] = incident; });
-    notify("escalated", incident);
+    notify("escalated", incident, summary);
     ++escalations_in_row;
   }
 
