@@ -1,0 +1,216 @@
+// Loop: the one-task-at-a-time driver: the baseline, the stops, the end of the tasks (loop/internal.h).
+#include "loop/internal.h"
+
+#include <algorithm>
+#include <set>
+
+#include "loop/shard.h"
+#include "util/error.h"
+#include "util/format.h"
+#include "util/lock.h"
+#include "util/path.h"
+#include "util/subprocess.h"
+#include "util/text.h"
+
+namespace phoenix::loop::internal {
+
+using util::iso8601;
+
+int Loop::run() {
+  layout::ensure_state_dir(root);
+  util::FileLock lock(layout::loop_lock_file(root), 0, "the loop of this repository");
+  setup();
+  state.start_heartbeat(cfg.loop.heartbeat_s);
+  if (!opt.resume)
+    if (Ending e = baseline()) return *e;
+  if (workers > 1 || merging()) return run_workers();
+  while (true) {
+    if (Ending e = stop_requested()) return *e;
+    std::vector<Task> tasks;
+    const Task* task = nullptr;
+    if (!prompt_mode()) {
+      tasks = parse_tasks(util::read_file(wt + "/" + tasks_rel), tasks_rel);
+      task = next_ready(tasks, not_to_start(tasks));  // in file order, `after` respected
+      if (!task) {
+        skip_blocked(tasks);
+        return all_ticked();
+      }
+    }
+    if (iteration >= max_iterations)
+      return finish(kExitRed, "stopped", "stopped: --max-iterations " + std::to_string(max_iterations) + " reached");
+    if (Ending e = over_cap()) return *e;
+    if (Ending e = iterate(task, tasks)) return *e;
+  }
+}
+
+// The tasks not to start: skipped ones and, in a shard, other shards'.
+std::set<int> Loop::not_to_start(const std::vector<Task>& tasks) {
+  if (!sharded()) return skipped;
+  if (mine.empty()) mine = shard_tasks(tasks, *opt.shard);
+  std::set<int> out = skipped;
+  for (const auto& t : tasks)
+    if (!mine.count(t.index)) out.insert(t.index);
+  return out;
+}
+
+// --max-cost / --max-hours: no iteration starts that would pass them.
+Loop::Ending Loop::over_cap() {
+  Caps::Verdict v = caps.before_iteration(iteration);
+  if (!v.warning.empty()) {
+    say(v.warning);
+    trace.append("loop.cap_warning", {{"warning", v.warning}, {"caps", caps_figures()}});
+  }
+  if (!v.stop) return std::nullopt;
+  trace.append("loop.cap", {{"cap", v.cap}, {"why", v.why}, {"caps", caps_figures()}});
+  return finish(kExitRed, "stopped", "stopped: " + v.why);
+}
+
+// Open tasks that come after a skipped one can never start: skipped too.
+void Loop::skip_blocked(const std::vector<Task>& tasks) {
+  std::vector<int> blocked = blocked_by_skipped(tasks, skipped);
+  if (blocked.empty()) return;
+  for (int i : blocked) {
+    skipped.insert(i);
+    const Task& t = tasks[static_cast<size_t>(i)];
+    trace.append("loop.task_skipped", {{"iteration", iteration.load()},
+                                       {"task", {{"id", t.id()}, {"title", t.title}, {"index", t.index}}},
+                                       {"blocked_by", t.after}});
+    say("skipping " + t.id() + " (" + t.title + "): it comes after a skipped task");
+  }
+  write_run_file();
+}
+
+// Baseline: red before the agent started is not the agent's doing.
+Loop::Ending Loop::baseline() {
+  phase("baseline");
+  Measure m = measure();
+  if (!m.setup_failed.empty()) return setup_stopped(m);
+  if (m.interrupted || util::interrupted_signal()) return interrupted();
+  if (!m.green) {
+    std::string ids = util::join_argv(m.red);
+    trace.append("loop.baseline", {{"red", m.red}, {"mode", cfg.loop.baseline}});
+    say("baseline: red before any task: " + ids + " (loop.baseline = " + cfg.loop.baseline + ")");
+    if (cfg.loop.baseline == "stop")
+      return finish(kExitRed, "stopped", "baseline red: " + ids + "; loop.baseline = stop");
+    if (cfg.loop.baseline == "ignore") {
+      for (const auto& id : m.red) ignored.insert(id);
+      write_run_file();
+    } else {
+      Heal h = heal(m.red);
+      sync_branch("baseline heal");
+      if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
+      if (h.exit_code != kExitOk) return escalated_baseline(h);
+      Measure hm = measure();
+      if (!hm.setup_failed.empty()) return setup_stopped(hm);
+      if (hm.interrupted || util::interrupted_signal()) return interrupted();
+      if (hm.green) bless();
+    }
+  } else {
+    bless();
+  }
+  phase("baseline");
+  return std::nullopt;
+}
+
+Loop::Ending Loop::stop_requested() {
+  if (util::interrupted_signal()) return interrupted();
+  if (util::path_exists(stop_path(root))) return finish(kExitRed, "stopped", "stopped: .phoenix/STOP exists");
+  if (auto left = ms_to_deadline(); left && *left <= 0)
+    return finish(kExitRed, "stopped", "stopped: --until " + opt.deadline_text + " reached");
+  return std::nullopt;
+}
+
+// No task left to do.
+int Loop::all_ticked() {
+  task_cfg.reset();  // the final verdict is phoenix.json's checks
+  if (merging()) {
+    std::vector<std::string> open = open_ids();
+    if (!open.empty())
+      return finish(kExitRed, "stopped",
+                    "merged what the shards pushed; " + std::to_string(open.size()) +
+                        " task(s) not merged (no branch on " + opt.merge_remote +
+                        ", or after one that has none): " + util::join_argv(open));
+  }
+  if (!unpushed.empty())
+    return finish(kExitRed, "stopped",
+                  std::to_string(unpushed.size()) + " task branch(es) not pushed to " + opt.remote + ": " +
+                      util::join_argv(std::vector<std::string>(unpushed.begin(), unpushed.end())));
+  if (!skipped.empty())
+    return finish(kExitRed, "stopped",
+                  std::to_string(skipped.size()) + " task(s) skipped after escalation; the rest done");
+  Measure m = measure();
+  if (!m.setup_failed.empty()) return setup_stopped(m);
+  if (m.interrupted) return interrupted();
+  if (!m.green) return finish(kExitRed, "stopped", "every task ticked but red: " + util::join_argv(m.red));
+  bless();
+  if (sharded())
+    return finish(kExitOk, "complete",
+                  "complete: every task of shard " + opt.shard->text() + " ticked and pushed to " + opt.remote +
+                      ", every check green");
+  return finish(kExitOk, "complete", "complete: every task ticked, every check green");
+}
+
+// Not the agent's failure and not "no progress": wait and try again,
+// until the reset time the CLI printed (plus jitter) or with backoff,
+// as long as --until (or harness.max_wait_s, when set) allows.
+Loop::Ending Loop::wait_for_model(const AgentRun& a) {
+  --iteration;  // a run the provider refused is not one of the agent's iterations
+  rate_waited_ms += a.duration_ms;
+  // harness.max_wait_s counts every wait in a row; --until is a time.
+  const long long left = cfg.harness.max_wait_s
+                             ? static_cast<long long>(*cfg.harness.max_wait_s * 1000) - rate_waited_ms
+                             : static_cast<long long>(max_wait_s() * 1000);
+  const std::string kind = a.cls.status == agent::Status::kRateLimited ? "rate-limited" : "unreachable";
+  if (left <= 0) {
+    std::string cause = a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error;
+    return finish(kExitRed, "stopped",
+                  "harness " + kind + " for " + std::to_string((rate_waited_ms + 500) / 1000) + " s: " + a.program +
+                      ": " + cause);
+  }
+  long long wait = agent::wait_ms(a.cls, rate_waits, left);
+  ++rate_waits;
+  rate_waited_ms += wait;
+  const long long until = util::now_ms() + wait;
+  say("harness " + a.cls.detail + ": waiting " + std::to_string(std::max<long long>(1, (wait + 500) / 1000)) +
+      " s (until " + local_hhmm(until) + ")");
+  trace.append("loop.wait", {{"status", agent::status_name(a.cls.status)},
+                             {"wait_ms", wait},
+                             {"waited_ms", rate_waited_ms},
+                             {"until", iso8601(until)},
+                             {"detail", a.cls.detail}});
+  phase("waiting", [&](Json& s) {
+    s["waiting_until"] = iso8601(until);
+    s["waiting_for"] = kind;
+  });
+  if (rate_waits == 1) notify("waiting", "", "waiting on a " + kind + " model until " + iso8601(until));
+  if (!repo->is_clean(kKeep)) repo->reset_hard(repo->head_sha(), true, kKeep);
+  nap(wait);
+  state.update([&](Json& s) {
+    s["waiting_until"] = nullptr;
+    s["waiting_for"] = nullptr;
+  });
+  return std::nullopt;
+}
+
+// The agent changed nothing.
+Loop::Ending Loop::no_change(const AgentRun& a, const std::string& prompt) {
+  ++no_progress;
+  trace.append("loop.no_change", {{"iteration", iteration.load()}, {"in_a_row", no_progress}});
+  if (prompt_mode() && promised(a.output, prompt)) {
+    // The agent says it is done: only the checks can agree.
+    Measure m = measure();
+    if (!m.setup_failed.empty()) return setup_stopped(m);
+    if (m.interrupted) return interrupted();
+    if (m.green) {
+      bless();
+      return finish(kExitOk, "complete", "complete: the agent promised and every check is green");
+    }
+    last_failure = "you said COMPLETE but these checks are red: " + util::join_argv(m.red);
+  }
+  if (no_progress >= cfg.loop.no_progress_limit)
+    return finish(kExitRed, "stopped",
+                  "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
+  return std::nullopt;
+}
+
+}  // namespace phoenix::loop::internal

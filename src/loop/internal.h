@@ -1,0 +1,285 @@
+// What loop/'s own files share: `Loop`, one run of phoenix-loop (loop.h
+// says what it does), declared here and defined phase by phase, one file
+// each (docs/architecture.md, "One loop iteration"). Not for use outside
+// loop/ (and its unit tests); include only from .cc files.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/agent.h"
+#include "config/config.h"
+#include "gitx/repo.h"
+#include "layout/layout.h"
+#include "loop/acceptance.h"
+#include "loop/attempts.h"
+#include "loop/caps.h"
+#include "loop/loop.h"
+#include "loop/queue.h"
+#include "loop/state.h"
+#include "loop/tasks.h"
+#include "loop/tree.h"
+#include "loop/workers.h"
+#include "setup/setup.h"
+#include "trace/trace.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/json.h"
+#include "util/text.h"
+
+namespace phoenix::loop::internal {
+
+using util::Json;
+
+// Untracked run-time state never counts as a change of the agent's.
+inline const std::vector<std::string>& kKeep = layout::keep_prefixes();
+
+inline constexpr const char* kPromise = "<promise>COMPLETE</promise>";
+
+struct Loop {
+  const Options& opt;
+  const config::Config& cfg;
+  trace::Trace& trace;
+  std::function<void(const std::string&)> say;
+
+  std::string root, wt, branch, wt_name, tasks_rel, prompt_rel;
+  std::string kg_ref;  // the loop branch's known-good (layout::known_good_ref_of)
+  TaskBook book{cfg};  // every task's attempts over the night (loop/attempts.h)
+  std::optional<gitx::Repo> repo;       // the worktree's
+  std::optional<gitx::Repo> main_repo;  // the user's repository
+  StateFile state{state_path(opt.root)};
+  int max_iterations = 0;
+  std::atomic<int> iteration{0};        // workers count theirs here too
+  std::atomic<int> session_retries{0};  // heal attempts over the whole run, every worker's
+  int workers = 1;
+  std::deque<QueueEntry> queue;  // the merge queue (--workers N)
+  int escalations_in_row = 0;
+  int no_progress = 0;
+  int rate_waits = 0;            // rate-limited or unreachable harness runs in a row
+  long long rate_waited_ms = 0;  // waited on them in a row (harness.max_wait_s bounds it when set)
+  std::set<int> skipped;
+  std::set<std::string> ignored;  // checks red at the baseline, loop.baseline = ignore
+  std::string last_failure, last_incident;
+  // Caps, acceptance checks, webhooks (loop/caps.h, loop/acceptance.h, loop/notify.h).
+  Caps caps{CapLimits{opt.max_cost_usd ? opt.max_cost_usd : cfg.loop.max_cost_usd,
+                      opt.max_hours ? opt.max_hours : cfg.loop.max_hours}};
+  mutable std::mutex caps_mu;  // workers' agent runs and heals add to the caps from their threads
+  Json caps_figures() const {
+    std::lock_guard<std::mutex> g(caps_mu);
+    return caps.figures();
+  }
+  double caps_seconds_left() const {
+    std::lock_guard<std::mutex> g(caps_mu);
+    return caps.seconds_left();
+  }
+  std::optional<config::Config> task_cfg;  // phoenix.json's checks + the current task's acceptance check
+  // --shard: the tasks of this shard, the tip before the current task, the
+  // task branches that could not be pushed. --merge: why the branch is not
+  // on the remote yet ("" when it is).
+  std::set<int> mine;
+  std::string task_before;
+  std::set<std::string> unpushed;
+  std::string merge_unpushed;
+  bool sharded() const { return opt.shard.has_value(); }
+  bool merging() const { return !opt.merge_remote.empty(); }
+
+  Loop(const Options& o, const config::Config& c, trace::Trace& t, std::function<void(const std::string&)> s)
+      : opt(o), cfg(c), trace(t), say(std::move(s)), root(o.root) {
+    if (opt.deadline_ms) deadline_from_start_ms = *opt.deadline_ms - util::now_ms();
+  }
+
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  long long deadline_from_start_ms = 0;
+
+  // What the loop measures and heals with now.
+  const config::Config& checks_now() const { return task_cfg ? *task_cfg : cfg; }
+
+  bool prompt_mode() const { return !prompt_rel.empty(); }
+
+  Tree main_tree() { return Tree{wt, wt_name, &*repo}; }
+
+  // --- the inner cycle -------------------------------------------------------
+
+  struct Heal {
+    int exit_code = 0;
+    std::string incident;  // in <root>/incidents, when the engine escalated (the baseline's heal)
+    // A task's heal: its failed attempts, who healed it, and whether a
+    // proposal only undid the task's change.
+    std::vector<TaskAttempt> tried;
+    std::string healed_by;
+    std::string why_stopped;
+    bool undid_change = false;
+  };
+
+  // A heal of a task's red attempt: the inner cycle mends the agent's
+  // change, never history. Bisect does not run (its culprit would be the
+  // attempt itself); the journal replays only fixes that kept a change; a
+  // proposal that brings the tree back to `start` is a failed attempt; at
+  // most `max_attempts` are spent; the tasks file is protected; the loop,
+  // not the engine, writes the note and rolls back.
+  struct TaskHeal {
+    int max_attempts = 0;
+    std::string start;   // the commit the task started from
+    std::string change;  // the task and the attempt's diff, shown to the harness
+  };
+
+  struct AgentRun {
+    agent::Classification cls;
+    std::string output;
+    std::string program;
+    long long duration_ms = 0;
+    bool changed = false;
+  };
+
+  // --- main loop -------------------------------------------------------------
+
+  // What a step decided: an exit code ends the loop; nothing goes on.
+  using Ending = std::optional<int>;
+
+  std::string task_id(const Task* task) const { return task ? task->id() : std::string("prompt"); }
+
+  // --- workers (--workers N) ---------------------------------------------------
+  //
+  // The loop's thread hands open tasks to the worker pool (loop/workers.h),
+  // takes what the workers return, and alone moves the loop branch: one
+  // queued task at a time through the verified merge queue (loop/queue.h).
+
+  struct Drain {  // why the run winds down: no new task starts, the queue empties
+    int code = kExitRed;
+    std::string phase = "stopped";
+    std::string why;
+  };
+  std::optional<Drain> drain;
+  std::map<int, int> tries;             // failed merges (and unhealed runs) per task index
+  std::map<int, std::string> failures;  // per task: why its last run did not reach the branch
+  std::unique_ptr<WorkerPool> pool;     // last: destroyed (threads joined) first
+
+  bool queued(int index) const {
+    return std::any_of(queue.begin(), queue.end(), [&](const QueueEntry& e) { return e.index == index; });
+  }
+
+  std::vector<Task> read_tasks() { return parse_tasks(util::read_file(wt + "/" + tasks_rel), tasks_rel); }
+
+  // --- loop.cc: the loop's state file and run file, its clock, its webhooks (and the public functions of loop.h)
+  std::optional<long long> ms_to_deadline() const;
+  void phase(const std::string& p, const std::function<void(Json&)>& more = {},
+             util::Sync sync = util::Sync::kDurable);
+  void sync_branch(const std::string& why);
+  void write_run_file();
+  Json queue_json() const;
+  void notify(const std::string& event, const std::string& incident, const std::string& summary = "");
+  void send_webhook(const std::string& event, const std::string& incident, const std::string& summary);
+  double max_wait_s() const;
+  static std::string local_hhmm(long long ms);
+  void nap(long long ms);
+
+  // --- resume.cc: --resume: what an earlier run left
+  Json read_earlier_run(gitx::Repo& main);
+  void restore_counters(const Json& prev);
+  void resume_workers(gitx::Repo& main, const Json& prev);
+  void drop_merged();
+
+  // --- start.cc: the start: the task source, the branch and the worktree
+  void refuse_bad_shard_or_merge(gitx::Repo& main);
+  void refuse_bad_tasks_file();
+  void setup();
+
+  // --- measure.cc: the checks measured in a tree
+  setup::Result prepare_environment(const Tree& t);
+  Measure measure();
+  Measure measure(const Tree& t);
+  void bless();
+  RedFacts red_facts(const Measure& m) const;
+  static RedFacts red_facts(const Measure& m, const config::Config& tc);
+
+  // --- heal.cc: the inner cycle (engine::run_session) on a red tree
+  Heal heal(const std::vector<std::string>& red);
+  Heal heal(const Tree& t, const std::vector<std::string>& red, bool worker, const TaskHeal* task);
+  static std::string change_text(const std::string& title, const std::string& diff);
+
+  // --- agent_run.cc: the prompt and one harness run
+  std::string prompt_for(const Task* task, const std::vector<Task>& tasks);
+  std::string prompt_for(const Task* task, const std::vector<Task>& tasks, const std::string& failure);
+  std::vector<std::string> pinned_files(const Task* task, const std::vector<Task>& tasks) const;
+  bool unpin(const PinnedFiles& pins);
+  std::vector<std::string> own_files() const;
+  AgentRun run_agent(const std::string& prompt);
+  AgentRun run_agent(const std::string& prompt, const Tree& t, const std::function<void(long)>& on_pid);
+  static bool promised(const std::string& output, const std::string& prompt);
+
+  // --- driver.cc: the one-task-at-a-time driver: the baseline, the stops, the end of the tasks
+  int run();
+  std::set<int> not_to_start(const std::vector<Task>& tasks);
+  Ending over_cap();
+  void skip_blocked(const std::vector<Task>& tasks);
+  Ending baseline();
+  Ending stop_requested();
+  int all_ticked();
+  Ending wait_for_model(const AgentRun& a);
+  Ending no_change(const AgentRun& a, const std::string& prompt);
+
+  // --- iteration.cc: one iteration: the agent, the checks, the task landed or its red attempt healed
+  Ending iterate(const Task* task, const std::vector<Task>& tasks);
+  Task prompt_task() const;
+  void land(const Task* task, const std::string& title, const std::vector<std::string>& attempts,
+            const std::string& healed_by);
+  Ending on_red(const Measure& m, const Task* task, const Json& tj, const std::string& title);
+  void task_state(const std::string& id, const RedFacts& facts);
+
+  // --- end.cc: the end of the run and escalations
+  int finish(int code, const std::string& phase_in, const std::string& why_in);
+  int setup_stopped(const Measure& m);
+  int interrupted();
+  std::string session_cap_why() const;
+  Ending give_up_task(const Task& task, const Json& tj, const std::string& title, const std::string& why,
+                      bool session_cap);
+  std::string task_incident(const TaskRecord& rec, const std::string& why, const std::string& to);
+  Ending escalated_task(const std::string& incident, const Task& task, const Json& tj, const std::string& title,
+                        const std::string& why, bool session_cap);
+  void escalated_note(const std::string& incident, const std::string& summary = "");
+  int escalated_baseline(const Heal& h);
+
+  // --- workers_driver.cc: --workers N: the loop's thread hands tasks to the pool and takes what comes back
+  void wind_down(int code, const std::string& phase_name, const std::string& why);
+  void publish_queue();
+  int run_workers();
+  std::optional<size_t> ready_entry();
+  void drop_blocked();
+  int after_workers(const std::function<int()>& end);
+  void stop_reason();
+  void assign();
+  static bool after_done(const Task& t, const std::vector<Task>& tasks);
+  bool cap_reached();
+  void on_job(const JobResult& r);
+  void enqueue(const JobResult& r);
+  void worker_red(const JobResult& r);
+  static Json task_json(int index, const std::string& id, const std::string& title);
+  void skip(int index, const Json& tj, const std::string& incident, const std::string& why);
+
+  // --- worker_job.cc: one task on a worker's thread, in its own tree
+  JobResult work(WorkerPool::Worker& w, const Job& job);
+  JobResult healed_in_worker(JobResult& r, const Tree& t, const Measure& m, int left);
+  static JobResult ended(JobResult& r, JobResult::End end);
+  static JobResult stop(JobResult& r, const std::string& phase_name, const std::string& why);
+
+  // --- merge.cc: the merge queue's entries onto the branch; shards' pushes and --merge's fetches
+  void publish(const Task& task);
+  void push_merged();
+  void queue_fetched();
+  std::vector<std::string> open_ids();
+  static const char* kind_name(MergeResult::Kind k);
+  Ending merge_next(size_t at);
+  void merged(const QueueEntry& e);
+  void not_merged(const QueueEntry& e, const MergeResult& m);
+};
+
+}  // namespace phoenix::loop::internal

@@ -1,0 +1,219 @@
+// Loop: one iteration: the agent, the checks, the task landed or its red attempt healed (loop/internal.h).
+#include "loop/internal.h"
+
+#include "util/error.h"
+#include "util/format.h"
+#include "util/subprocess.h"
+#include "util/text.h"
+
+namespace phoenix::loop::internal {
+
+// One iteration: the agent's fresh run, then the checks decide.
+Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
+  ++iteration;
+  Json tj = task ? Json{{"id", task->id()}, {"title", task->title}, {"index", task->index}, {"total", tasks.size()}}
+                 : Json{{"id", "prompt"}, {"title", prompt_rel}, {"index", 0}, {"total", 1}};
+  // The phases inside an iteration are written without fsync, and its
+  // trace events are fsynced together: the iteration's last state write
+  // (or whatever ends it early) is the durable one. A power cut in
+  // between brings back the previous iteration's state, which --resume
+  // handles like a crash there (the worktree is reset to the branch).
+  phase(
+      "agent",
+      [&](Json& s) {
+        s["task"] = tj;
+        Json b = book.state_of(task_id(task));
+        s["retry_count"] = b["retry_count"];
+        s["task_signatures"] = b["signatures"];
+      },
+      util::Sync::kAtomic);
+  std::string title = task ? task->title : "iteration " + std::to_string(iteration);
+  say("iteration " + std::to_string(iteration) + ": " + title);
+  std::string prompt = prompt_for(task, tasks);
+  if (task && task->check) task_cfg = with_acceptance(cfg, task);
+  else task_cfg.reset();
+  PinnedFiles pins(wt, pinned_files(task, tasks));
+  task_before = repo->head_sha();
+  trace::Trace::Batch batch(trace);
+  AgentRun a = run_agent(prompt);
+  if (util::interrupted_signal()) {
+    batch.end();
+    return interrupted();
+  }
+  if (unpin(pins)) a.changed = !repo->is_clean(own_files());
+
+  using agent::Status;
+  const bool measured_next = a.changed && a.cls.status != Status::kQuota && !agent::waits(a.cls.status) &&
+                             a.cls.status != Status::kUnavailable && a.cls.status != Status::kTimeout;
+  if (!measured_next) batch.end();  // a wait, no change or an ending follows
+  if (a.cls.status == Status::kQuota)
+    return finish(kExitRed, "stopped",
+                  "stopped: harness " + a.cls.detail + " (credit or billing: waiting will not help)");
+  if (agent::waits(a.cls.status)) return wait_for_model(a);
+  rate_waits = 0;
+  rate_waited_ms = 0;
+  if (a.cls.status == Status::kUnavailable) return finish(kExitRed, "failed", "harness unavailable: " + a.cls.detail);
+  if (a.cls.status == Status::kTimeout) {
+    // The runner killed the whole process group; its half-work goes.
+    last_failure = "the agent was stopped at the iteration timeout (" + a.cls.detail + ")";
+    repo->reset_hard(repo->head_sha(), true, kKeep);
+    a.changed = false;
+  }
+  if (!a.changed) return no_change(a, prompt);
+
+  phase("checking", {}, util::Sync::kAtomic);
+  Measure m = measure();
+  if (!m.green || m.interrupted || util::interrupted_signal()) batch.end();
+  if (!m.setup_failed.empty()) return setup_stopped(m);
+  if (m.interrupted || util::interrupted_signal()) return interrupted();
+  if (m.green) {
+    phase("committing", {}, util::Sync::kAtomic);
+    land(task, title, {}, "");
+    trace.append("loop.task_done", {{"iteration", iteration.load()},
+                                    {"task", tj},
+                                    {"head", repo->head_sha()},
+                                    {"attempts", book.state_of(task_id(task))["retry_count"]}});
+    batch.end();
+    if (task) publish(*task);
+    phase("committing");
+    if (prompt_mode() && promised(a.output, prompt))
+      return finish(kExitOk, "complete", "complete: the agent promised and every check is green");
+    return std::nullopt;
+  }
+  return on_red(m, task, tj, title);
+}
+
+// The task's pseudo-task in prompt mode (one task, run again and again).
+Task Loop::prompt_task() const {
+  Task t;
+  t.name = "prompt";
+  t.title = prompt_rel;
+  return t;
+}
+
+// The task's work, measured green in the worktree, becomes one commit on
+// the task's start ("phoenix-loop: <task>", with trailers naming its red
+// attempts and the fixer that healed it), ticked; the branch and
+// known-good move to it. Only a commit that holds the task's own work is
+// landed (the done rule, loop/attempts.h): the caller checked the tree.
+void Loop::land(const Task* task, const std::string& title, const std::vector<std::string>& attempts,
+          const std::string& healed_by) {
+  if (task) {
+    // Committed with the work below (git's objects are not fsynced either).
+    std::string path = wt + "/" + tasks_rel;
+    util::write_file_atomic(path, tick_task(util::read_file(path), *task, tasks_rel), 0644, util::Sync::kAtomic);
+  }
+  std::string msg = "phoenix-loop: " + title + "\n\nPhoenix-Task: " + task_id(task) + "\n";
+  for (const std::string& ref : attempts) msg += "Phoenix-Attempt: " + ref + "\n";
+  if (!healed_by.empty()) msg += "Phoenix-Healed-By: " + healed_by + "\n";
+  std::string tip = repo->commit_all(msg, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
+  if (!attempts.empty() && repo->rev_list(task_before, tip).size() > 1) {
+    // The attempt and its heal, as one commit on the task's start: the
+    // branch's first-parent history stays one green commit per task.
+    std::string one = repo->squash(task_before, tip, {}, msg, "phoenix", "phoenix@localhost");
+    repo->reset_hard(one, false, kKeep);
+  }
+  sync_branch("task done");
+  bless();
+  escalations_in_row = 0;
+  no_progress = 0;
+  last_failure.clear();
+}
+
+// Red after the agent's run. The attempt is kept under
+// refs/phoenix/attempts/ (never on the branch); the inner cycle mends the
+// agent's change within what is left of the task's budget; healed and
+// measured green with the task's work kept, it lands as one commit.
+// Otherwise the worktree goes back to the task's start: the agent tries
+// again with the failure fed back, until the same failure comes twice or
+// the budget or the session cap is spent (then: note, rollback, on_escalate).
+Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, const std::string& title) {
+  last_failure = "red after iteration " + std::to_string(iteration) + ": " + util::join_argv(m.red);
+  for (const auto& r : m.results)
+    if (!r.ok) last_failure += "\n  " + r.id + ": " + r.signal;
+  const Task self = task ? *task : prompt_task();
+  TaskRecord& rec = book.of(self);
+  const std::string attempt =
+      repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
+  const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
+  repo->write_ref(ref, attempt, "phoenix-loop: a red attempt");
+  const RedFacts facts = red_facts(m);
+  const std::string diff = repo->diff_patch(task_before, attempt);
+  Verdict v = book.red_iteration(self, facts, ref, diff);
+  ++session_retries;
+  trace.append("loop.attempt", {{"iteration", iteration.load()},
+                                {"task", tj},
+                                {"ref", ref},
+                                {"commit", attempt},
+                                {"signature", util::sha12(facts.signature)},
+                                {"red", m.red},
+                                {"attempts", rec.attempts},
+                                {"budget", rec.budget},
+                                {"verdict", verdict_name(v)}});
+  task_state(self.id(), facts);
+  if (v != Verdict::kGoOn) return give_up_task(self, tj, title, verdict_why(v, rec), false);
+  if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);
+
+  TaskHeal th{book.left(self), task_before, change_text(title, diff)};
+  Heal h = heal(main_tree(), m.red, false, &th);
+  book.heal_spent(self, h.tried, h.healed_by);
+  task_state(self.id(), facts);
+  if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
+  // no_progress_limit counts iterations whose net change is empty: here,
+  // when the only "fix" was taking the work back out.
+  if (h.undid_change) ++no_progress;
+  else no_progress = 0;
+  if (h.exit_code == kExitOk && !h.healed_by.empty()) {
+    // Healed: bless only a green measurement of every check, with the
+    // task's own work still there.
+    Measure hm = measure();
+    if (!hm.setup_failed.empty()) return setup_stopped(hm);
+    if (hm.interrupted || util::interrupted_signal()) return interrupted();
+    std::string not_done = hm.green ? not_done_why(*repo, task_before, repo->head_sha(), own_files(), "", nullptr)
+                                    : "red after the heal: " + util::join_argv(hm.red);
+    if (not_done.empty()) {
+      std::vector<std::string> refs;
+      for (const auto& a : rec.history)
+        if (!a.ref.empty()) refs.push_back(a.ref);
+      land(task, title, refs, h.healed_by);
+      trace.append("loop.task_done", {{"iteration", iteration.load()},
+                                      {"task", tj},
+                                      {"head", repo->head_sha()},
+                                      {"healed", true},
+                                      {"fixer", h.healed_by},
+                                      {"attempts", rec.attempts}});
+      if (task) publish(*task);
+      phase("committing");
+      return std::nullopt;
+    }
+    last_failure += "\nhealed, but " + not_done;
+  } else if (!h.why_stopped.empty()) {
+    last_failure += "\nthe heal stopped: " + h.why_stopped;
+  }
+  // Not healed: the attempt failed. Back to the task's start (the branch's
+  // tip, known-good); the next iteration gives the agent the failure.
+  repo->reset_hard(task_before, true, kKeep);
+  trace.append("loop.attempt_failed",
+               {{"iteration", iteration.load()}, {"task", tj}, {"attempts", rec.attempts}, {"why", last_failure}});
+  if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);
+  if (book.after_heal(self) != Verdict::kGoOn)
+    return give_up_task(self, tj, title, verdict_why(Verdict::kBudgetSpent, rec), false);
+  if (no_progress >= cfg.loop.no_progress_limit)
+    return finish(kExitRed, "stopped",
+                  "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing (net)");
+  return std::nullopt;
+}
+
+// loop-state.json: the current task's attempts and signatures.
+void Loop::task_state(const std::string& id, const RedFacts& facts) {
+  Json b = book.state_of(id);
+  state.update([&](Json& s) {
+    s["retry_count"] = b["retry_count"];
+    s["task_signatures"] = b["signatures"];
+    s["session_retries"] = session_retries.load();
+    s["last_failure_type"] = facts.failure_type;
+    s["last_signature"] = util::sha12(facts.signature);
+  });
+}
+
+}  // namespace phoenix::loop::internal

@@ -1,0 +1,111 @@
+// Loop: one task on a worker's thread, in its own tree (loop/internal.h).
+#include "loop/internal.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+#include "util/format.h"
+#include "util/subprocess.h"
+#include "util/text.h"
+
+namespace phoenix::loop::internal {
+
+// One task in a worker's own tree: the agent, the checks, the heal cycle.
+// The task's acceptance check is measured with phoenix.json's, and the
+// tasks file and acceptance scripts are put back after the agent's run.
+JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
+  JobResult r;
+  r.job = job;  // the heal below shows the harness the task's title
+  Tree t = w.tree;
+  const config::Config task_checks = with_acceptance(cfg, &job.task);
+  t.cfg = &task_checks;
+  r.base = t.repo->head_sha();
+  std::vector<std::string> pinned{tasks_rel};
+  for (const auto& p : acceptance_scripts(job.task, t.path)) pinned.push_back(p);
+  PinnedFiles pins(t.path, pinned);
+  AgentRun a = run_agent(job.prompt, t, [&](long pid) { pool->set_phase(w, "agent", pid); });
+  if (!pins.restore().empty()) a.changed = !t.repo->is_clean(own_files());
+  pool->set_phase(w, "checking");
+  using agent::Status;
+  if (util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
+  if (a.cls.status == Status::kQuota)
+    return stop(r, "stopped", "stopped: harness " + a.cls.detail + " (credit or billing: waiting will not help)");
+  if (a.cls.status == Status::kUnavailable) return stop(r, "failed", "harness unavailable: " + a.cls.detail);
+  if (agent::waits(a.cls.status)) {
+    --iteration;  // a run the provider refused is not one of the agent's iterations
+    pool->set_phase(w, "waiting");
+    long long wait = agent::wait_ms(a.cls, 0, static_cast<long long>(max_wait_s() * 1000));
+    trace.append("loop.wait",
+                 {{"status", agent::status_name(a.cls.status)}, {"wait_ms", wait}, {"task", job.task.id()}});
+    nap(wait);
+    return ended(r, JobResult::End::kWait);
+  }
+  if (a.cls.status == Status::kTimeout) a.changed = false;
+  if (!a.changed) return ended(r, JobResult::End::kNoChange);
+  Measure m = measure(t);
+  if (!m.setup_failed.empty())
+    return stop(r, "stopped",
+                "stopped: " + m.setup_failed.substr(0, m.setup_failed.find('\n')) + " (in the worker's worktree " +
+                    t.path + "); fix phoenix.json's setup, then --resume");
+  if (m.interrupted) return ended(r, JobResult::End::kInterrupted);
+  pool->set_phase(w, "committing");
+  if (m.green) {
+    r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, "phoenix", "phoenix@localhost", true,
+                                  layout::state_prefixes());
+    return ended(r, JobResult::End::kQueued);
+  }
+  // Red: the attempt is kept under its ref and healed in the worker's
+  // own tree, within what is left of the task's budget.
+  const std::string attempt = t.repo->commit_all("phoenix-loop: attempt: " + job.task.title, "phoenix",
+                                                 "phoenix@localhost", true, layout::state_prefixes());
+  r.attempt_ref = attempt_ref(wt_name, job.task.id(), job.run);
+  t.repo->write_ref(r.attempt_ref, attempt, "phoenix-loop: a red attempt");
+  r.red = red_facts(m, task_checks);
+  r.diff = t.repo->diff_patch(r.base, attempt);
+  const int left = budget_for(cfg, r.red.failure_type) - job.attempts - 1;
+  const bool again = std::find(job.signatures.begin(), job.signatures.end(), util::sha12(r.red.signature)) !=
+                     job.signatures.end();
+  if (left <= 0 || again || session_retries.load() + 1 >= cfg.session_cap)
+    return ended(r, JobResult::End::kRed);  // the loop's thread gives the task up
+  pool->set_phase(w, "healing");
+  return healed_in_worker(r, t, m, left);
+}
+
+JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, int left) {
+  TaskHeal th{left, r.base, change_text(r.job.task.title, r.diff)};
+  Heal h = heal(t, m.red, true, &th);
+  r.tried = h.tried;
+  if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
+  r.why = "red in its own tree: " + util::join_argv(m.red);
+  for (const auto& x : m.results)
+    if (!x.ok) r.why += "\n  " + x.id + ": " + x.signal;
+  if (h.exit_code == kExitOk && !h.healed_by.empty()) {
+    Measure hm = measure(t);
+    std::string not_done = hm.green ? not_done_why(*t.repo, r.base, t.repo->head_sha(), own_files(), "", nullptr)
+                                    : "red after the heal: " + util::join_argv(hm.red);
+    if (not_done.empty()) {
+      r.commit = t.repo->head_sha();
+      r.healed_by = h.healed_by;
+      return ended(r, JobResult::End::kQueued);
+    }
+    r.why += "\nhealed, but " + not_done;
+  } else if (!h.why_stopped.empty()) {
+    r.why += "\nthe heal stopped: " + h.why_stopped;
+  }
+  return ended(r, JobResult::End::kRed);
+}
+
+JobResult Loop::ended(JobResult& r, JobResult::End end) {
+  r.end = end;
+  return r;
+}
+
+JobResult Loop::stop(JobResult& r, const std::string& phase_name, const std::string& why) {
+  r.end = JobResult::End::kStop;
+  r.code = kExitRed;
+  r.phase = phase_name;
+  r.why = why;
+  return r;
+}
+
+}  // namespace phoenix::loop::internal
