@@ -96,7 +96,7 @@ Loop::Ending Loop::baseline() {
       for (const auto& id : m.red) ignored.insert(id);
       write_run_file();
     } else {
-      Heal h = heal(m.red);
+      HealOutcome h = heal(m.red);
       sync_branch("baseline heal");
       if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
       if (h.exit_code != kExitOk) return escalated_baseline(h);

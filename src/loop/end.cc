@@ -124,7 +124,7 @@ void Loop::escalated_note(const std::string& incident, const std::string& summar
   ++escalations_in_row;
 }
 
-int Loop::escalated_baseline(const Heal& h) {
+int Loop::escalated_baseline(const HealOutcome& h) {
   if (!h.incident.empty()) {
     last_incident = h.incident;
     util::write_file_atomic(root + "/.phoenix/ESCALATED", h.incident + "\n");

@@ -16,11 +16,11 @@ namespace fs = std::filesystem;
 using util::iso8601;
 
 // The baseline's heal: red before any task, so bisect may find its culprit.
-Loop::Heal Loop::heal(const std::vector<std::string>& red) { return heal(main_tree(), red, false, nullptr); }
+Loop::HealOutcome Loop::heal(const std::vector<std::string>& red) { return heal(main_tree(), red, false, nullptr); }
 
 // In a worker's tree (`worker`), the loop's state keeps its phase and
 // known-good stays where the merge queue put it.
-Loop::Heal Loop::heal(const Tree& t, const std::vector<std::string>& red, bool worker, const TaskHeal* task) {
+Loop::HealOutcome Loop::heal(const Tree& t, const std::vector<std::string>& red, bool worker, const TaskHeal* task) {
   engine::SessionOptions so;
   so.run.rollback = "known-good";
   so.run.known_good_ref = kg_ref;
@@ -72,7 +72,7 @@ Loop::Heal Loop::heal(const Tree& t, const std::vector<std::string>& red, bool w
       }
     });
   });
-  Heal h;
+  HealOutcome h;
   h.exit_code = r.exit_code;
   for (const auto& i : r.issues) {
     session_retries += i.attempts;

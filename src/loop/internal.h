@@ -107,9 +107,8 @@ struct Loop {
 
   Tree main_tree() { return Tree{wt, wt_name, &*repo}; }
 
-  // --- the inner cycle -------------------------------------------------------
-
-  struct Heal {
+  // What a heal of the loop's came to (not engine/cycle.cc's Heal, one issue's heal in progress).
+  struct HealOutcome {
     int exit_code = 0;
     std::string incident;  // in <root>/incidents, when the engine escalated (the baseline's heal)
     // A task's heal: its failed attempts, who healed it, and whether a
@@ -140,14 +139,12 @@ struct Loop {
     bool changed = false;
   };
 
-  // --- main loop -------------------------------------------------------------
-
   // What a step decided: an exit code ends the loop; nothing goes on.
   using Ending = std::optional<int>;
 
   std::string task_id(const Task* task) const { return task ? task->id() : std::string("prompt"); }
 
-  // --- workers (--workers N) ---------------------------------------------------
+  // --workers N
   //
   // The loop's thread hands open tasks to the worker pool (loop/workers.h),
   // takes what the workers return, and alone moves the loop branch: one
@@ -202,8 +199,8 @@ struct Loop {
   static RedFacts red_facts(const Measure& m, const config::Config& tc);
 
   // --- heal.cc: the inner cycle (engine::run_session) on a red tree
-  Heal heal(const std::vector<std::string>& red);
-  Heal heal(const Tree& t, const std::vector<std::string>& red, bool worker, const TaskHeal* task);
+  HealOutcome heal(const std::vector<std::string>& red);
+  HealOutcome heal(const Tree& t, const std::vector<std::string>& red, bool worker, const TaskHeal* task);
   static std::string change_text(const std::string& title, const std::string& diff);
 
   // --- agent_run.cc: the prompt and one harness run
@@ -246,7 +243,7 @@ struct Loop {
   Ending escalated_task(const std::string& incident, const Task& task, const Json& tj, const std::string& title,
                         const std::string& why, bool session_cap);
   void escalated_note(const std::string& incident, const std::string& summary = "");
-  int escalated_baseline(const Heal& h);
+  int escalated_baseline(const HealOutcome& h);
 
   // --- workers_driver.cc: --workers N: the loop's thread hands tasks to the pool and takes what comes back
   void wind_down(int code, const std::string& phase_name, const std::string& why);
@@ -276,7 +273,6 @@ struct Loop {
   void push_merged();
   void queue_fetched();
   std::vector<std::string> open_ids();
-  static const char* kind_name(MergeResult::Kind k);
   Ending merge_next(size_t at);
   void merged(const QueueEntry& e);
   void not_merged(const QueueEntry& e, const MergeResult& m);

@@ -155,7 +155,7 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
   if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);
 
   TaskHeal th{book.left(self), task_before, change_text(title, diff)};
-  Heal h = heal(main_tree(), m.red, false, &th);
+  HealOutcome h = heal(main_tree(), m.red, false, &th);
   book.heal_spent(self, h.tried, h.healed_by);
   task_state(self.id(), facts);
   if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();

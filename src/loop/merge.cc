@@ -67,17 +67,6 @@ std::vector<std::string> Loop::open_ids() {
   return ids;
 }
 
-const char* Loop::kind_name(MergeResult::Kind k) {
-  switch (k) {
-    case MergeResult::Kind::kMerged: return "merged";
-    case MergeResult::Kind::kConflict: return "conflict";
-    case MergeResult::Kind::kRed: return "red";
-    case MergeResult::Kind::kInterrupted: return "interrupted";
-    case MergeResult::Kind::kSetupFailed: return "setup-failed";
-  }
-  return "";
-}
-
 // Entry `at` of the queue onto the loop branch's tip, verified.
 Loop::Ending Loop::merge_next(size_t at) {
   QueueEntry e = queue[at];

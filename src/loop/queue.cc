@@ -49,6 +49,17 @@ QueueEntry queue_entry_from_json(const Json& j) {
   return e;
 }
 
+const char* kind_name(MergeResult::Kind k) {
+  switch (k) {
+    case MergeResult::Kind::kMerged: return "merged";
+    case MergeResult::Kind::kConflict: return "conflict";
+    case MergeResult::Kind::kRed: return "red";
+    case MergeResult::Kind::kInterrupted: return "interrupted";
+    case MergeResult::Kind::kSetupFailed: return "setup-failed";
+  }
+  return "";
+}
+
 std::string queue_ref(const std::string& id) { return "refs/phoenix/queue/" + id; }
 
 MergeResult merge_entry(Tree& tree, const QueueEntry& entry, const std::vector<std::string>& keep,

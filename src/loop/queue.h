@@ -63,6 +63,9 @@ struct MergeResult {
   long long duration_ms = 0;
 };
 
+// The kind as a word: "merged", "conflict", "red", "interrupted", "setup-failed".
+const char* kind_name(MergeResult::Kind k);
+
 // One entry through the queue, in the loop's worktree `tree`, whose HEAD is
 // the loop branch's tip. `tick` marks the task done in the work tree (after
 // the merged tree is checked out); `measure` measures every check there;

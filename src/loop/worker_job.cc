@@ -73,7 +73,7 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
 
 JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, int left) {
   TaskHeal th{left, r.base, change_text(r.job.task.title, r.diff)};
-  Heal h = heal(t, m.red, true, &th);
+  HealOutcome h = heal(t, m.red, true, &th);
   r.tried = h.tried;
   if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
   r.why = "red in its own tree: " + util::join_argv(m.red);
