@@ -22,6 +22,7 @@
 #include "hook/runs.h"
 #include "loop/caps.h"
 #include "loop/loop.h"
+#include "util/clock.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/subprocess.h"
@@ -90,14 +91,7 @@ void print_human(const Context& ctx, const json& s, bool stale) {
     // "waiting: rate limit until 03:00" (local time, as the user reads a clock).
     long long at = util::iso8601_ms(s["waiting_until"].get<std::string>());
     std::string hhmm = str(s, "waiting_until");
-    if (at >= 0) {
-      time_t t = static_cast<time_t>(at / 1000);
-      struct tm l {};
-      localtime_r(&t, &l);
-      char buf[16];
-      std::strftime(buf, sizeof buf, "%H:%M", &l);
-      hhmm = buf;
-    }
+    if (at >= 0) hhmm = util::local_hhmm(at);
     const std::string why = str(s, "waiting_for") == "unreachable" ? "model unreachable" : "rate limit";
     std::cout << "waiting: " << why << " until " << hhmm << "\n";
   }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "loop/shard.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/format.h"
 #include "util/lock.h"
@@ -172,7 +173,7 @@ Loop::Ending Loop::wait_for_model(const AgentRun& a) {
   rate_waited_ms += wait;
   const long long until = util::now_ms() + wait;
   say("harness " + a.cls.detail + ": waiting " + std::to_string(std::max<long long>(1, (wait + 500) / 1000)) +
-      " s (until " + local_hhmm(until) + ")");
+      " s (until " + util::local_hhmm(until) + ")");
   trace.append("loop.wait", {{"status", agent::status_name(a.cls.status)},
                              {"wait_ms", wait},
                              {"waited_ms", rate_waited_ms},

@@ -176,7 +176,6 @@ struct Loop {
   void notify(const std::string& event, const std::string& incident, const std::string& summary = "");
   void send_webhook(const std::string& event, const std::string& incident, const std::string& summary);
   double max_wait_s() const;
-  static std::string local_hhmm(long long ms);
   void nap(long long ms);
 
   // --- resume.cc: --resume: what an earlier run left

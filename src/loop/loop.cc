@@ -186,15 +186,6 @@ double Loop::max_wait_s() const {
   return caps_seconds_left();
 }
 
-std::string Loop::local_hhmm(long long ms) {
-  time_t t = static_cast<time_t>(ms / 1000);
-  struct tm l {};
-  localtime_r(&t, &l);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%H:%M", &l);
-  return buf;
-}
-
 // Sleeps up to ms, in slices, returning early on a signal or a STOP file.
 void Loop::nap(long long ms) {
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);

@@ -7,6 +7,7 @@
 
 #include "engine/state.h"
 #include "report/events.h"
+#include "util/clock.h"
 #include "util/json.h"
 #include "util/text.h"
 
@@ -525,12 +526,7 @@ std::tm local(long long ms) {
 }
 }  // namespace
 
-std::string clock(long long ms) {
-  std::tm tm = local(ms);
-  char b[16];
-  std::strftime(b, sizeof b, "%H:%M", &tm);
-  return b;
-}
+std::string clock(long long ms) { return util::local_hhmm(ms); }
 
 std::string utc_offset(long long ms) {
   std::tm tm = local(ms);
