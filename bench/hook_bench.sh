@@ -27,15 +27,20 @@ trap 'rm -rf "$work"' EXIT
 # EPOCHREALTIME (bash 5) reads the clock without starting a process.
 now_us() { local t=${EPOCHREALTIME/[.,]/}; echo "$t"; }
 
+# An empty repository $1 with a bare remote $1.git as origin.
+new_repo() {
+  git init -q --bare "$1.git"
+  git init -q -b main "$1"
+  git -C "$1" config user.name bench
+  git -C "$1" config user.email bench@localhost
+  git -C "$1" config commit.gpgsign false
+  git -C "$1" remote add origin "$1.git"
+}
+
 # A repository with one commit already on its bare remote.
 setup() {
   local name=$1
-  git init -q --bare "$work/$name.git"
-  git init -q -b main "$work/$name"
-  git -C "$work/$name" config user.name bench
-  git -C "$work/$name" config user.email bench@localhost
-  git -C "$work/$name" config commit.gpgsign false
-  git -C "$work/$name" remote add origin "$work/$name.git"
+  new_repo "$work/$name"
   printf '.phoenix/\nnode_modules/\npackage.json\npackage-lock.json\n' >"$work/$name/.gitignore"
   echo 0 >"$work/$name/counter.txt"
   git -C "$work/$name" add -A && git -C "$work/$name" commit -q -m initial
@@ -206,12 +211,7 @@ fi
 # measuring again: 1.
 if command -v cmake >/dev/null && command -v ctest >/dev/null && command -v cc >/dev/null; then
   c="$work/cproj"
-  git init -q --bare "$c.git"
-  git init -q -b main "$c"
-  git -C "$c" config user.name bench
-  git -C "$c" config user.email bench@localhost
-  git -C "$c" config commit.gpgsign false
-  git -C "$c" remote add origin "$c.git"
+  new_repo "$c"
   mkdir -p "$c/src" "$work/bin"
   printf '%s\n' 'cmake_minimum_required(VERSION 3.16)' 'project(answer C)' 'enable_testing()' \
     'add_executable(answer src/answer.c)' 'add_test(NAME answer COMMAND answer)' >"$c/CMakeLists.txt"

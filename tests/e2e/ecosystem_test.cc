@@ -441,6 +441,15 @@ class EcosystemHooks : public ::testing::Test {
                   .output.find(util::trim(git(repo, {"symbolic-ref", "--short", "HEAD"}))),
               std::string::npos);
   }
+  // husky 9, as `npx husky` sets it up in a package (core.hooksPath .husky/_).
+  void install_husky() {
+    std::string husky = kTestTools + "/node_modules/husky/bin.js";
+    if (!fs::exists(husky)) GTEST_SKIP() << husky << " is not installed (scripts/deps.sh installs husky 9 from npm)";
+    if (util::find_executable("node").empty()) GTEST_SKIP() << "node is not installed";
+    write(repo, "package.json", R"({ "name": "demo", "private": true })");
+    auto inst = run({"node", husky}, repo, {{"PATH", path_with_phoenix()}});
+    ASSERT_EQ(inst.exit_code, 0) << inst.output;
+  }
   ScopedTempDir tmp;
   std::string repo, remote;
 };
@@ -463,12 +472,8 @@ TEST_F(EcosystemHooks, LefthookRunsTheDocumentedSnippet) {
 }
 
 TEST_F(EcosystemHooks, HuskyRunsTheDocumentedSnippet) {
-  std::string husky = kTestTools + "/node_modules/husky/bin.js";
-  if (!fs::exists(husky)) GTEST_SKIP() << husky << " is not installed (scripts/deps.sh installs husky 9 from npm)";
-  if (util::find_executable("node").empty()) GTEST_SKIP() << "node is not installed";
-  write(repo, "package.json", R"({ "name": "demo", "private": true })");
-  auto inst = run({"node", husky}, repo, {{"PATH", path_with_phoenix()}});
-  ASSERT_EQ(inst.exit_code, 0) << inst.output;
+  install_husky();
+  if (IsSkipped() || HasFatalFailure()) return;
   ASSERT_EQ(util::trim(git(repo, {"config", "core.hooksPath"})), ".husky/_");
   write(repo, ".husky/pre-push", doc_snippet("**husky**", "sh"));
   commit_all(repo, "initial");
@@ -525,12 +530,8 @@ TEST_F(EcosystemHooks, LefthookWithItsOwnPrePushJobTakesThePrintedEntry) {
 // An existing .husky/pre-push gets the line to append; pasted as printed it
 // works in real husky 9 after the user's own line; uninstall names it.
 TEST_F(EcosystemHooks, HuskyWithItsOwnPrePushTakesThePrintedLine) {
-  std::string husky = kTestTools + "/node_modules/husky/bin.js";
-  if (!fs::exists(husky)) GTEST_SKIP() << husky << " is not installed (scripts/deps.sh installs husky 9 from npm)";
-  if (util::find_executable("node").empty()) GTEST_SKIP() << "node is not installed";
-  write(repo, "package.json", R"({ "name": "demo", "private": true })");
-  auto inst = run({"node", husky}, repo, {{"PATH", path_with_phoenix()}});
-  ASSERT_EQ(inst.exit_code, 0) << inst.output;
+  install_husky();
+  if (IsSkipped() || HasFatalFailure()) return;
   const std::string mine = tmp / "mine.log";
   write(repo, ".husky/pre-push", "echo mine >> '" + mine + "'\n");
   auto ph = run({phoenix_bin(), "hook", "install"}, repo, {{"PATH", path_with_phoenix()}});
