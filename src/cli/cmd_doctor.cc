@@ -84,8 +84,7 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
   if (auto m = hook::detect_manager(repo.workdir(), repo.config_get("core.hooksPath"), "phoenix")) {
     data["manager"] = m->name;
     data["config"] = m->config;
-    std::string cfg = repo.workdir() + "/" + m->config;
-    bool wired = fs::is_regular_file(cfg, ec) && util::read_file(cfg).find("hook run pre-push") != std::string::npos;
+    const bool wired = m->calls_phoenix;
     data["installed"] = wired;
     if (wired) r.add("hook", "ok", m->name + " runs 'phoenix hook run pre-push' (" + m->config + ")", data);
     else

@@ -171,6 +171,7 @@ int cmd_config(const std::vector<std::string>& args) {
   add("protected", c.protected_globs, o("protected"));
   add("hook.mode", c.hook.mode, o("hook"));
   add("hook.checks", c.hook.checks, o("hook"));
+  add("hook.verify_skipped", c.hook.verify_skipped, o("hook"));
   add("loop.max_iterations", c.loop.max_iterations, o("loop"));
   add("loop.iteration_timeout_s", c.loop.iteration_timeout_s, o("loop"));
   add("loop.on_escalate", c.loop.on_escalate, o("loop"));

@@ -63,19 +63,23 @@ int hook_install(Parsed& p) {
     // Their tool owns the hooks and would overwrite (or be bypassed by) a
     // shim of ours: the user adds one entry to its configuration instead.
     if (p.ctx.json) {
-      print_json(p.ctx, {{"action", "delegated"},
+      print_json(p.ctx, {{"action", m->calls_phoenix ? "already delegated" : "delegated"},
                          {"manager", m->name},
                          {"config", m->config},
                          {"snippet", m->snippet},
+                         {"where", m->where},
                          {"then", m->then.empty() ? json(nullptr) : json(m->then)},
                          {"hooks_dir", hooks_dir}});
       return kExitOk;
     }
-    std::cout << m->name << " manages this repository's git hooks, so Phoenix does not install its own pre-push hook.\n"
-              << "Add this to " << m->config << (m->name == "husky" ? " (create it if it does not exist)" : "")
-              << ":\n\n";
-    for (const auto& line : util::split_lines(m->snippet)) std::cout << "    " << line << "\n";
-    std::cout << "\n";
+    std::cout << m->name << " manages this repository's git hooks, so Phoenix does not install its own pre-push hook.\n";
+    if (m->calls_phoenix) {
+      std::cout << m->config << " calls Phoenix already: nothing to add"
+                << (m->then.empty() ? std::string() : " (after an edit, run '" + m->then + "')") << ".\n";
+      return kExitOk;
+    }
+    // Flush left, as it goes in the file: pasted as printed, it works.
+    std::cout << m->where << ":\n\n" << m->snippet << "\n";
     if (!m->then.empty()) std::cout << "then run '" << m->then << "'.\n";
     std::cout << "Nothing was written.\n";
     return kExitOk;
@@ -110,13 +114,22 @@ int hook_uninstall(Parsed& p) {
   if (!p.ctx.in_repo) throw UsageError("hook uninstall: " + p.ctx.cwd + " is not inside a git repository");
   gitx::Repo repo = gitx::Repo::discover(p.ctx.root);
   hook::UninstallResult r = hook::uninstall(repo.hooks_dir());
+  // Files of husky, lefthook or pre-commit are the user's: named, not edited.
+  const std::vector<hook::ManagerCall> calls = hook::manager_calls(repo.workdir());
   if (p.ctx.json) {
-    print_json(p.ctx, {{"action", r.action}, {"hook", r.hook}});
+    json still = json::array();
+    for (const auto& c : calls) still.push_back({{"file", c.file}, {"line", c.line}, {"text", c.text}});
+    print_json(p.ctx, {{"action", r.action}, {"hook", r.hook}, {"still_calling", still}});
     return kExitOk;
   }
   if (r.action == "restored") std::cout << "restored the earlier pre-push hook: " << r.hook << "\n";
   else if (r.action == "removed") std::cout << "removed Phoenix's pre-push hook: " << r.hook << "\n";
-  else std::cout << "no Phoenix pre-push hook in " << fs::path(r.hook).parent_path().string() << ": nothing to do\n";
+  else
+    std::cout << "no Phoenix pre-push hook in " << fs::path(r.hook).parent_path().string()
+              << (calls.empty() ? ": nothing to do\n" : "\n");
+  if (calls.empty()) return kExitOk;
+  std::cout << "these files still call Phoenix on every push; remove the line (with the rest of its job entry):\n";
+  for (const auto& c : calls) std::cout << "  " << c.file << ":" << c.line << ": " << c.text << "\n";
   return kExitOk;
 }
 

@@ -8,11 +8,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 
 #include "checks/check.h"
 #include "cli/app.h"
 #include "cli/init_detect.h"
+#include "cli/init_python.h"
 #include "config/config.h"
 #include "gitx/repo.h"
 #include "gitx/worktree.h"
@@ -21,6 +23,7 @@
 #include "setup/setup.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/lock.h"
 #include "util/term.h"
 #include "util/text.h"
 #include "util/format.h"
@@ -53,6 +56,8 @@ json sense_json(const checks::SenseResult& r) {
 }
 
 struct FreshTree {
+  std::string name;  // its name among Phoenix's trees: "init", or "init-2"... when another init holds that one
+  std::unique_ptr<util::FileLock> lock;  // held while init uses the tree, as bisect holds its trees
   std::string path;
   std::string head;
   bool dirty = false;   // the work tree's tracked files differ from HEAD (besides what init wrote)
@@ -61,6 +66,22 @@ struct FreshTree {
   bool setup_failed = false;
   setup::Result setup;
 };
+
+constexpr int kInitTrees = 3;
+
+// The first of init's trees ("init", "init-2", "init-3") no other run
+// holds, locked for this one; nullptr when every one is held. `busy` names
+// the held ones passed over and their holders (pid and command).
+std::unique_ptr<util::FileLock> take_init_tree(const gitx::Repo& repo, std::string& name, std::string& busy) {
+  for (int i = 0; i < kInitTrees; ++i) {
+    name = i == 0 ? "init" : "init-" + std::to_string(i + 1);
+    const std::string lock_file = layout::tree_lock(repo, name);
+    if (std::unique_ptr<util::FileLock> lock = util::FileLock::try_take(lock_file)) return lock;
+    const std::string who = util::FileLock::holder(lock_file);
+    busy += (busy.empty() ? "" : "; ") + name + " is held by " + (who.empty() ? "another process" : who);
+  }
+  return nullptr;
+}
 
 // Phoenix's "init" worktree at HEAD, set up with cfg.setup.
 FreshTree prepare_fresh_tree(const Context& ctx, const config::Config& cfg) {
@@ -73,12 +94,20 @@ FreshTree prepare_fresh_tree(const Context& ctx, const config::Config& cfg) {
       return f;
     }
     f.dirty = !repo.tracked_clean({"phoenix.json", ".gitignore", layout::kStateDirPrefix});
-    f.path = gitx::prepare_worktree(repo, "init", layout::worktree_path(repo, "init"), "HEAD", layout::state_prefixes())
+    std::string busy;
+    f.lock = take_init_tree(repo, f.name, busy);
+    if (!f.lock) {
+      f.skipped = "every fresh tree of init is in use (" + busy + "): run 'phoenix init' again once they end";
+      f.failed = true;
+      return f;
+    }
+    if (!busy.empty() && !ctx.json) std::cout << "  " << busy << ": this init takes " << f.name << "\n";
+    f.path = gitx::prepare_worktree(repo, f.name, layout::worktree_path(repo, f.name), "HEAD", layout::state_prefixes())
                  .path;
     if (!ctx.json) std::cout << "  fresh tree: " << f.path << dim(ctx, " (HEAD " + util::sha12(f.head) + ")") << "\n";
     f.setup = [&] {
       util::term::Progress progress("phoenix: setting up the fresh tree");  // drawn on a TTY only
-      return setup::ensure(cfg.setup, f.path, layout::setup_stamp(repo, "init"), {}, [&](const config::SetupStep& s) {
+      return setup::ensure(cfg.setup, f.path, layout::setup_stamp(repo, f.name), {}, [&](const config::SetupStep& s) {
         progress.set_label("phoenix: setup: " + util::join_argv(s.run));
         if (!ctx.json) std::cout << "  setup  " << dim(ctx, "$ " + util::join_argv(s.run)) << "\n" << std::flush;
       });
@@ -129,12 +158,33 @@ std::string advice(const config::Config& cfg, const checks::SenseResult& work,
          "wrong command";
 }
 
-// Measures every check in the work tree and in a fresh tree; prints and
-// fills `out`. Returns the exit code.
-int measure(const Context& ctx, const config::Config& cfg, json& out) {
-  if (!ctx.json)
-    std::cout << "\nmeasuring every check twice: in the work tree, and in a fresh tree of HEAD after the setup steps\n";
-  FreshTree f = prepare_fresh_tree(ctx, cfg);
+// After the proof: a fresh tree that was green everywhere is removed (its
+// registration, its folder, its setup stamp), so `git worktree list` does
+// not keep it; one that is red stays where the evidence points, and says so.
+void finish_fresh_tree(const Context& ctx, const FreshTree& f, bool green, json& out) {
+  if (f.path.empty()) return;
+  out["fresh_tree"]["kept"] = !green;
+  if (!green) {
+    if (!ctx.json)
+      std::cout << "  fresh tree kept at " << f.path << " to look into what is red there (the next 'phoenix init' "
+                << "reuses it; 'git worktree remove --force " << f.path << "' removes it)\n";
+    return;
+  }
+  try {
+    gitx::Repo repo = gitx::Repo::open(ctx.root);
+    repo.worktree_remove(f.name);
+    std::error_code ec;
+    fs::remove(layout::setup_stamp(repo, f.name), ec);
+    if (!ctx.json) std::cout << "  fresh tree removed: 'git worktree list' does not keep it\n";
+  } catch (const Error& e) {
+    out["fresh_tree"]["kept"] = true;
+    if (!ctx.json) std::cout << "  fresh tree kept at " << f.path << ": it could not be removed: " << e.what() << "\n";
+  }
+}
+
+// Prints and records how the fresh tree was made and set up; kExitInterrupted
+// when its setup was interrupted.
+std::optional<int> report_fresh_tree(const Context& ctx, const config::Config& cfg, const FreshTree& f, json& out) {
   json fresh_json = {{"path", f.path.empty() ? json(nullptr) : json(f.path)},
                      {"head", f.head.empty() ? json(nullptr) : json(f.head)},
                      {"skipped", f.skipped.empty() ? json(nullptr) : json(f.skipped)}};
@@ -161,10 +211,21 @@ int measure(const Context& ctx, const config::Config& cfg, json& out) {
                 << "\n";
     }
   }
+  return std::nullopt;
+}
+
+// Measures every check in the work tree and in a fresh tree; prints and
+// fills `out`. Returns the exit code.
+int measure(const Context& ctx, const config::Config& cfg, json& out) {
+  if (!ctx.json)
+    std::cout << "\nmeasuring every check twice: in the work tree, and in a fresh tree of HEAD after the setup steps\n";
+  FreshTree f = prepare_fresh_tree(ctx, cfg);
+  if (auto code = report_fresh_tree(ctx, cfg, f, out)) return *code;
   size_t width = 5;
   for (const auto& c : cfg.checks) width = std::max(width, c.id.size());
   // No commit yet is no failure: there is nothing a fresh tree could hold.
   bool all_ok = !f.failed && !f.setup_failed;
+  bool fresh_green = f.skipped.empty() && !f.setup_failed;
   json rows = json::array();
   for (const auto& check : cfg.checks) {
     checks::SenseResult work = [&] {
@@ -185,6 +246,7 @@ int measure(const Context& ctx, const config::Config& cfg, json& out) {
       if (fresh->interrupted) return kExitInterrupted;
     }
     all_ok = all_ok && work.ok && (!fresh || fresh->ok);
+    fresh_green = fresh_green && fresh && fresh->ok;
     std::string tip = advice(cfg, work, fresh, f);
     rows.push_back({{"check", check.id},
                     {"work_tree", sense_json(work)},
@@ -213,6 +275,7 @@ int measure(const Context& ctx, const config::Config& cfg, json& out) {
   }
   out["measurements"] = rows;
   out["ok"] = all_ok;
+  finish_fresh_tree(ctx, f, fresh_green, out);
   if (!ctx.json) {
     if (all_ok && !f.skipped.empty())
       std::cout << green(ctx, "green") << " in the work tree (the fresh tree was not measured: " << f.skipped << ")\n";
@@ -241,6 +304,7 @@ int cmd_init(const std::vector<std::string>& args) {
   if (fs::exists(file) && !p.vm.count("force"))
     throw UsageError("init: " + file + " exists; 'phoenix init --force' overwrites it");
   Detected d = detect_project(p.ctx.root);
+  const std::string runner_why = choose_pytest_runner(p.ctx.root, d);
   std::string text = render_phoenix_json(d);
   config::Config cfg = config::parse(text, "phoenix.json");  // what init writes must load
   util::write_file_atomic(file, text);
@@ -263,6 +327,7 @@ int cmd_init(const std::vector<std::string>& args) {
               {"setup_detected_from", d.setup_why},
               {"test_command", unit ? json(unit->argv) : json::array()},
               {"editable", d.editable},
+              {"test_runner", runner_why.empty() ? json(nullptr) : json(runner_why)},
               {"gitignore_updated", gi_changed}};
   json setup = json::array();
   for (const auto& s : cfg.setup) setup.push_back({{"run", s.run}, {"inputs", s.inputs}, {"timeout_s", s.timeout_s}});
@@ -281,6 +346,7 @@ int cmd_init(const std::vector<std::string>& args) {
     if (d.checks.empty()) std::cout << "  no test command detected: add a check to phoenix.json\n";
     for (const auto& c : d.checks)
       std::cout << "  check '" << c.id << "': " << util::join_argv(c.argv) << "  (from " << d.why << ")\n";
+    if (!runner_why.empty()) std::cout << "    " << runner_why << "\n";
     if (!d.editable.empty()) std::cout << "  editable: " << util::join_argv(d.editable) << "\n";
     if (gi_changed) std::cout << "updated .gitignore: .phoenix/* (contracts/ and baselines/ stay tracked)\n";
   }

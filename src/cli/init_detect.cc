@@ -287,6 +287,20 @@ std::vector<std::string> detect_editable(const std::string& root) {
   std::vector<std::string> out;
   for (const char* d : {"src", "lib", "app", "pkg", "internal", "cmd", "include"})
     if (fs::is_directory(fs::path(root) / d)) out.push_back(std::string(d) + "/**");
+  // Python packages at the top (a flat layout; a src/ layout is src/**
+  // above), tests aside: the check's own test files are not the fix's.
+  std::vector<std::string> packages;
+  std::error_code ec;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name[0] == '.' || name == "test" || name == "tests" || name == "testing") continue;
+    const std::string glob = name + "/**";
+    if (it->is_directory(ec) && fs::is_regular_file(it->path() / "__init__.py", ec) &&
+        std::find(out.begin(), out.end(), glob) == out.end())
+      packages.push_back(glob);
+  }
+  std::sort(packages.begin(), packages.end());
+  out.insert(out.end(), packages.begin(), packages.end());
   return out;
 }
 

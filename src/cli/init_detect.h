@@ -50,7 +50,9 @@ CMakeBuild find_cmake_build(const std::string& root);
 // target, a CMakeLists.txt without tests.
 Detected detect_project(const std::string& root);
 
-// Top-level source folders a fix may touch ("src/**", ...).
+// Top-level source folders a fix may touch: "src/**", "lib/**", ... and
+// each top-level Python package ("mypkg/**": a folder with an __init__.py,
+// tests/ aside).
 std::vector<std::string> detect_editable(const std::string& root);
 
 // The phoenix.json `phoenix init` writes for `d`: commented, formatted as

@@ -181,6 +181,9 @@ const std::map<std::string, std::string>& key_descriptions() {
       {"hook.mode", "verify blocks a red push; heal also commits a verified fix."},
       {"hook.checks", "check ids the hook runs (all when unset)."},
       {"hook.timeout_s", "limit for the whole measurement of one push."},
+      {"hook.verify_skipped",
+       "measure a pushed remote ref's commits that a --no-verify or PHOENIX_SKIP=1 push left unmeasured, at the next "
+       "hook run on it, and name the red ones (default false: only named)."},
       {"loop", "phoenix-loop."},
       {"loop.tasks", "Markdown tasks file ('- [ ]' lines)."},
       {"loop.prompt", "prompt file run again every iteration."},

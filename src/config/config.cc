@@ -226,10 +226,15 @@ void parse_sandbox(Config& c, const Json& s) {
 // "hook": the pre-push hook's mode, checks and time (after "checks": it names them).
 void parse_hook(Config& c, const Json& h) {
   if (!h.is_object()) throw ConfigError("hook: must be an object");
-  util::reject_unknown_keys(h, {"mode", "checks", "timeout_s"}, "hook");
+  util::reject_unknown_keys(h, {"mode", "checks", "timeout_s", "verify_skipped"}, "hook");
   if (h.contains("mode")) c.hook.mode = one_of(h["mode"], "hook.mode", {"verify", "heal"});
   if (h.contains("checks")) c.hook.checks = util::string_array(h["checks"], "hook.checks");
   if (h.contains("timeout_s")) c.hook.timeout_s = positive_seconds(h["timeout_s"], "hook.timeout_s");
+  if (h.contains("verify_skipped")) {
+    const Json& v = h["verify_skipped"];
+    if (!v.is_boolean()) throw ConfigError("hook.verify_skipped: must be true or false, not " + v.dump());
+    c.hook.verify_skipped = v.get<bool>();
+  }
   for (size_t i = 0; i < c.hook.checks.size(); ++i)
     if (!c.find(c.hook.checks[i]))
       throw ConfigError("hook.checks[" + std::to_string(i) + "]: no check with id '" + c.hook.checks[i] + "'");

@@ -33,6 +33,10 @@ struct Hook {
   std::string mode = "verify";      // verify | heal
   std::vector<std::string> checks;  // empty: all
   double timeout_s = 600;
+  // A commit on a pushed remote ref that no measurement of Phoenix's covers
+  // (a push made with --no-verify or PHOENIX_SKIP=1) is measured at the
+  // next hook run on that ref, red ones named; false: only named.
+  bool verify_skipped = false;
 };
 
 // loop.notify given as an object: a webhook the loop POSTs to on an

@@ -220,6 +220,7 @@ class PrePush {
     find_targets();
     for (const auto& t : targets_)
       if (auto code = measure(t)) return *code;
+    if (auto code = verify_skipped()) return *code;
     if (reds_.empty()) {
       // The common case stays cheap: a green push of HEAD in place leaves no
       // trace entry (an fsynced append on every push); a worktree run does.
@@ -235,6 +236,7 @@ class PrePush {
   std::optional<int> take_lock();
   void notice_skipped();
   bool pushed_from_here(const PushedRef& r);
+  std::optional<int> verify_skipped();
 
  public:
   // This run's line in .phoenix/hook-runs.jsonl (hook/runs.h), once it ended
@@ -278,6 +280,7 @@ class PrePush {
   std::string head_branch_;
   std::optional<bool> clean_;
   std::vector<Target> targets_;
+  std::vector<std::string> skipped_;  // remote ends a skipped push left unmeasured, for hook.verify_skipped
   std::vector<Red> reds_;
   Json measured_ = Json::array();
   bool used_worktree_ = false;
@@ -486,10 +489,42 @@ void PrePush::notice_skipped() {
          << ", pushed from here without Phoenix measuring it (git push --no-verify or PHOENIX_SKIP=1); "
          << "'phoenix run' on that commit measures it\n";
     note_unmeasured_push(opt_.root, opt_.remote, r->remote_ref, r->remote_sha);
+    if (std::find(skipped_.begin(), skipped_.end(), r->remote_sha) == skipped_.end())
+      skipped_.push_back(r->remote_sha);
     if (opt_.trace)
       opt_.trace().append("hook.unmeasured_push",
                           {{"remote", opt_.remote}, {"remote_ref", r->remote_ref}, {"commit", r->remote_sha}});
   }
+}
+
+// hook.verify_skipped: each commit a skipped push left on the remote is
+// measured now (with its own phoenix.json, in the hook's worktree unless
+// it is a clean HEAD), after this push's own commits; a red one is named.
+// It is on the remote already, so it does not block this push: this push's
+// own commits decide. A green one counts as measured from now on.
+std::optional<int> PrePush::verify_skipped() {
+  if (!cfg_.hook.verify_skipped) return std::nullopt;
+  for (const std::string& commit : skipped_) {
+    if (std::any_of(targets_.begin(), targets_.end(), [&](const Target& t) { return t.commit == commit; })) continue;
+    err_ << "phoenix: hook.verify_skipped: measuring " << util::sha12(commit) << ", pushed without Phoenix\n";
+    const Target skipped{commit, {}};
+    const size_t reds_before = reds_.size(), head_before = head_results_.size();
+    const std::optional<int> code = measure(skipped);
+    std::string red;
+    for (size_t i = reds_before; i < reds_.size(); ++i) red += (red.empty() ? "" : ", ") + reds_[i].result.id;
+    reds_.resize(reds_before);
+    head_results_.resize(head_before);
+    if (code == kExitInterrupted) return code;
+    if (code) err_ << "phoenix: warning: " << util::sha12(commit) << " (pushed without Phoenix) was not measured\n";
+    else if (!red.empty())
+      err_ << "phoenix: warning: " << util::sha12(commit) << ", pushed without Phoenix, is red: " << red
+           << " ('phoenix run' on that commit heals it)\n";
+    if (opt_.trace)
+      opt_.trace().append("hook.skipped_push_measured",
+                          {{"commit", commit}, {"red", red}, {"measured", !code.has_value()}});
+    if (code) break;  // out of time or unloadable: the rest waits for the next run
+  }
+  return std::nullopt;
 }
 
 bool PrePush::pushed_from_here(const PushedRef& r) {

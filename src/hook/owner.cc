@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <iterator>
 #include <vector>
 
 #include "hook/green.h"
@@ -25,6 +26,117 @@ bool is_shim(std::string_view content) {
 // ---------------------------------------------------------------------------
 // husky and lefthook
 
+namespace {
+
+// lefthook's own search order.
+constexpr const char* kLefthookFiles[] = {
+    "lefthook.yml",  ".lefthook.yml",  ".config/lefthook.yml",  "lefthook.yaml", ".lefthook.yaml",
+    ".config/lefthook.yaml", "lefthook.toml", ".lefthook.toml", ".config/lefthook.toml", "lefthook.json",
+    ".lefthook.json", ".config/lefthook.json"};
+
+bool file_mentions(const fs::path& p, std::string_view what) {
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return false;
+  try {
+    return util::read_file(p.string()).find(what) != std::string::npos;
+  } catch (const Error&) { return false; }
+}
+
+std::string read_or_empty(const fs::path& p) {
+  try {
+    return util::read_file(p.string());
+  } catch (const Error&) { return ""; }
+}
+
+bool blank_or_comment(const std::string& line) {
+  const std::string t = util::trim(line);
+  return t.empty() || t[0] == '#';
+}
+size_t indent_of(const std::string& line) { return line.find_first_not_of(' '); }
+
+// The lines of a YAML file's top-level `key:` block, the key's own line
+// left out; nullopt when the file has no such key.
+std::optional<std::vector<std::string>> top_level_block(const std::string& text, const std::string& key) {
+  std::optional<std::vector<std::string>> body;
+  for (const std::string& line : util::split_lines(text)) {
+    if (!body) {
+      if (util::starts_with(line, key + ":")) body.emplace();
+      continue;
+    }
+    if (!blank_or_comment(line) && indent_of(line) == 0) break;
+    body->push_back(line);
+  }
+  return body;
+}
+
+// The job entry for a `jobs:` list, or a `commands:` map, at `indent`.
+std::string yaml_entry(bool jobs, size_t indent, const std::string& run) {
+  const std::string pad(indent, ' ');
+  return pad + (jobs ? "- name: phoenix\n" : "phoenix:\n") + pad + "  run: " + run + "\n" + pad +
+         "  use_stdin: true\n";
+}
+
+// A lefthook YAML file: the whole block, or what merges into its pre-push:.
+void lefthook_yaml(const std::string& text, const std::string& run, Manager& m) {
+  const auto block = top_level_block(text, "pre-push");
+  if (!block) {
+    m.snippet = "pre-push:\n  jobs:\n" + yaml_entry(true, 4, run);
+    return;
+  }
+  size_t keys = 2;  // where pre-push:'s own keys sit
+  for (const std::string& l : *block)
+    if (!blank_or_comment(l)) {
+      keys = indent_of(l);
+      break;
+    }
+  for (const std::string list : {"jobs", "commands"}) {
+    const bool jobs = list == "jobs";
+    for (size_t i = 0; i < block->size(); ++i) {
+      const std::string& l = (*block)[i];
+      if (blank_or_comment(l) || indent_of(l) != keys || !util::starts_with(l.substr(keys), list + ":")) continue;
+      size_t entry = keys + 2;  // as its first entry is, else two deeper
+      for (size_t j = i + 1; j < block->size(); ++j) {
+        const std::string& e = (*block)[j];
+        if (blank_or_comment(e)) continue;
+        if (indent_of(e) > keys || (jobs && indent_of(e) == keys && e[keys] == '-')) entry = indent_of(e);
+        break;
+      }
+      m.snippet = yaml_entry(jobs, entry, run);
+      m.where = "It has a pre-push: " + list + ": " + (jobs ? "list" : "map") + " already: add this entry to it, after its " +
+                "last entry, in " + m.config;
+      return;
+    }
+  }
+  m.snippet = std::string(keys, ' ') + "jobs:\n" + yaml_entry(true, keys + 2, run);
+  m.where = "It has a pre-push: key already: add this under it, in " + m.config;
+}
+
+Manager lefthook_manager(const fs::path& top, const std::string& config, const std::string& run_line) {
+  Manager m{"lefthook", config, "", "lefthook install", "Add this to " + config, false};
+  const std::string text = read_or_empty(top / config);
+  m.calls_phoenix = text.find("hook run pre-push") != std::string::npos;
+  // use_stdin: lefthook otherwise keeps git's ref lines to itself; {1} {2}
+  // are git's arguments (remote name and URL).
+  const std::string run = run_line + " {1} {2}";
+  if (util::ends_with(config, ".toml")) {
+    // An array of tables: it merges with a [pre-push] table already there.
+    m.snippet = "[[pre-push.jobs]]\nname = \"phoenix\"\nrun = \"" + run + "\"\nuse_stdin = true\n";
+  } else if (util::ends_with(config, ".json")) {
+    const std::string job = "{ \"name\": \"phoenix\", \"run\": \"" + run + "\", \"use_stdin\": true }";
+    if (text.find("\"pre-push\"") != std::string::npos) {
+      m.snippet = job + "\n";
+      m.where = "It has a \"pre-push\" already: add this object to its \"jobs\" array, in " + config;
+    } else {
+      m.snippet = "\"pre-push\": {\n  \"jobs\": [\n    " + job + "\n  ]\n}\n";
+    }
+  } else {
+    lefthook_yaml(text, run, m);
+  }
+  return m;
+}
+
+}  // namespace
+
 std::optional<Manager> detect_manager(const std::string& workdir, const std::optional<std::string>& hooks_path,
                                       const std::string& phoenix_cmd) {
   std::error_code ec;
@@ -36,45 +148,42 @@ std::optional<Manager> detect_manager(const std::string& workdir, const std::opt
     std::string norm = hp.lexically_normal().string();
     while (norm.size() > 1 && norm.back() == '/') norm.pop_back();
     if (norm == (top / ".husky").string() || norm == (top / ".husky" / "_").string()) {
-      // husky runs .husky/pre-push with git's argv and stdin: one line
-      // there hands both on.
-      return Manager{"husky", ".husky/pre-push", run_line + " \"$@\"\n", ""};
+      // husky runs .husky/pre-push with git's argv and stdin (`sh -e`: it
+      // stops at the first line that fails): one line there hands both on.
+      const fs::path file = top / ".husky" / "pre-push";
+      const bool exists = fs::is_regular_file(file, ec);
+      return Manager{"husky", ".husky/pre-push", run_line + " \"$@\"\n", "",
+                     exists ? "Append this line to .husky/pre-push (it runs after the lines there)"
+                            : "Create .husky/pre-push with this line",
+                     file_mentions(file, "hook run pre-push")};
     }
   }
-  // lefthook's own search order.
-  for (const char* name : {"lefthook.yml", ".lefthook.yml", ".config/lefthook.yml", "lefthook.yaml", ".lefthook.yaml",
-                           ".config/lefthook.yaml", "lefthook.toml", ".lefthook.toml", ".config/lefthook.toml",
-                           "lefthook.json", ".lefthook.json", ".config/lefthook.json"}) {
-    if (!fs::exists(top / name, ec)) continue;
-    std::string n = name;
-    // use_stdin: lefthook otherwise keeps git's ref lines to itself; {1} {2}
-    // are git's arguments (remote name and URL).
-    std::string snippet;
-    if (util::ends_with(n, ".toml")) {
-      snippet = "[[pre-push.jobs]]\nname = \"phoenix\"\nrun = \"" + run_line + " {1} {2}\"\nuse_stdin = true\n";
-    } else if (util::ends_with(n, ".json")) {
-      snippet = "\"pre-push\": {\n  \"jobs\": [\n    { \"name\": \"phoenix\", \"run\": \"" + run_line +
-                " {1} {2}\", \"use_stdin\": true }\n  ]\n}\n";
-    } else {
-      snippet = "pre-push:\n  jobs:\n    - name: phoenix\n      run: " + run_line + " {1} {2}\n      use_stdin: true\n";
-    }
-    return Manager{"lefthook", n, snippet, "lefthook install"};
-  }
+  for (const char* name : kLefthookFiles)
+    if (fs::exists(top / name, ec)) return lefthook_manager(top, name, run_line);
   return std::nullopt;
+}
+
+std::vector<ManagerCall> manager_calls(const std::string& workdir) {
+  std::vector<std::string> files{".husky/pre-push"};
+  files.insert(files.end(), std::begin(kLefthookFiles), std::end(kLefthookFiles));
+  files.push_back(".pre-commit-config.yaml");
+  std::vector<ManagerCall> out;
+  for (const std::string& f : files) {
+    const std::vector<std::string> lines = util::split_lines(read_or_empty(fs::path(workdir) / f));
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const std::string& l = lines[i];
+      if (l.find("hook run pre-push") != std::string::npos || l.find("phoenix-hook") != std::string::npos ||
+          l.find("phoenix-pre-push") != std::string::npos)
+        out.push_back({f, static_cast<int>(i + 1), util::trim(l)});
+    }
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------
 // Who runs on push
 
 namespace {
-
-bool file_mentions(const fs::path& p, std::string_view what) {
-  std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) return false;
-  try {
-    return util::read_file(p.string()).find(what) != std::string::npos;
-  } catch (const Error&) { return false; }
-}
 
 // Why the pre-push hook at `hook` calls Phoenix, or nullopt; *why_not says
 // what it is otherwise.
@@ -101,7 +210,7 @@ std::optional<std::string> calls_phoenix(const fs::path& hook, const std::string
   if (content.find("hook run pre-push") != std::string::npos || content.find("phoenix-hook") != std::string::npos)
     return hook.string() + " calls Phoenix";
   if (auto m = detect_manager(workdir, hooks_path, "phoenix")) {
-    if (file_mentions(fs::path(workdir) / m->config, "hook run pre-push")) return m->name + "'s " + m->config + " calls Phoenix";
+    if (m->calls_phoenix) return m->name + "'s " + m->config + " calls Phoenix";
     *why_not = m->name + " runs the hooks and its " + m->config + " does not call Phoenix";
     return std::nullopt;
   }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace phoenix::hook {
 
@@ -23,14 +24,36 @@ struct Manager {
   std::string config;   // the file to edit, relative to the work tree
   std::string snippet;  // what to add to it
   std::string then;     // what to run afterwards ("" when nothing)
+  // Where the snippet goes, as a sentence's start: "Add this to
+  // lefthook.yml", "Add this at the end of the jobs: list under pre-push:
+  // in lefthook.yml", "Append this line to .husky/pre-push", ...
+  std::string where;
+  bool calls_phoenix = false;  // the file already calls Phoenix: nothing to add
 };
 // husky: a .husky/ folder and core.hooksPath (`hooks_path`, as configured,
 // nullopt when unset) naming .husky or .husky/_. lefthook: one of its
 // configuration files at the top of the work tree (.yml/.yaml/.toml/.json,
 // dotted or not, or under .config/). `phoenix_cmd` is how the snippet calls
-// Phoenix ("phoenix" when it is on PATH).
+// Phoenix ("phoenix" when it is on PATH). The snippet merges into what the
+// file has: a lefthook.yml with a top-level pre-push: gets the one job
+// entry for its own jobs: list (or commands: map, or a jobs: key when it
+// has neither), indented as its entries are; one without gets the whole
+// block; a .lefthook.json with "pre-push" gets the job object. An existing
+// .husky/pre-push gets the line to append; none, the whole file.
 std::optional<Manager> detect_manager(const std::string& workdir, const std::optional<std::string>& hooks_path,
                                       const std::string& phoenix_cmd);
+
+// A line of a hook manager's file that calls Phoenix: what `phoenix hook
+// uninstall` names for the user to remove (Phoenix does not edit files
+// that are theirs).
+struct ManagerCall {
+  std::string file;  // relative to the work tree
+  int line = 0;      // 1-based
+  std::string text;  // the line, trimmed
+};
+// Every such line in .husky/pre-push, lefthook's configuration files and
+// .pre-commit-config.yaml under `workdir`.
+std::vector<ManagerCall> manager_calls(const std::string& workdir);
 
 // Who answers when git runs pre-push: the hook git will run is Phoenix's
 // shim, or a hook that calls Phoenix (a hand-written one naming

@@ -441,6 +441,15 @@ class EcosystemHooks : public ::testing::Test {
                   .output.find(util::trim(git(repo, {"symbolic-ref", "--short", "HEAD"}))),
               std::string::npos);
   }
+  // husky 9, as `npx husky` sets it up in a package (core.hooksPath .husky/_).
+  void install_husky() {
+    std::string husky = kTestTools + "/node_modules/husky/bin.js";
+    if (!fs::exists(husky)) GTEST_SKIP() << husky << " is not installed (scripts/deps.sh installs husky 9 from npm)";
+    if (util::find_executable("node").empty()) GTEST_SKIP() << "node is not installed";
+    write(repo, "package.json", R"({ "name": "demo", "private": true })");
+    auto inst = run({"node", husky}, repo, {{"PATH", path_with_phoenix()}});
+    ASSERT_EQ(inst.exit_code, 0) << inst.output;
+  }
   ScopedTempDir tmp;
   std::string repo, remote;
 };
@@ -456,23 +465,84 @@ TEST_F(EcosystemHooks, LefthookRunsTheDocumentedSnippet) {
   std::string bin = kTestTools + "/node_modules/.bin";
   auto inst = run({lefthook, "install"}, repo, {{"PATH", path_with_phoenix(bin)}});
   ASSERT_EQ(inst.exit_code, 0) << inst.output;
-  // `phoenix hook install` sees lefthook and writes nothing but the snippet.
+  // `phoenix hook install` sees lefthook, and that its file calls Phoenix.
   auto ph = run({phoenix_bin(), "hook", "install", "--json"}, repo, {{"PATH", path_with_phoenix(bin)}});
-  EXPECT_NE(ph.output.find("\"delegated\""), std::string::npos) << ph.output;
+  EXPECT_NE(ph.output.find("\"already delegated\""), std::string::npos) << ph.output;
   expect_red_blocked_then_green_pushed(bin);
 }
 
 TEST_F(EcosystemHooks, HuskyRunsTheDocumentedSnippet) {
-  std::string husky = kTestTools + "/node_modules/husky/bin.js";
-  if (!fs::exists(husky)) GTEST_SKIP() << husky << " is not installed (scripts/deps.sh installs husky 9 from npm)";
-  if (util::find_executable("node").empty()) GTEST_SKIP() << "node is not installed";
-  write(repo, "package.json", R"({ "name": "demo", "private": true })");
-  auto inst = run({"node", husky}, repo, {{"PATH", path_with_phoenix()}});
-  ASSERT_EQ(inst.exit_code, 0) << inst.output;
+  install_husky();
+  if (IsSkipped() || HasFatalFailure()) return;
   ASSERT_EQ(util::trim(git(repo, {"config", "core.hooksPath"})), ".husky/_");
   write(repo, ".husky/pre-push", doc_snippet("**husky**", "sh"));
   commit_all(repo, "initial");
   expect_red_blocked_then_green_pushed();
+}
+
+// What `phoenix hook install` prints to paste: the lines between the
+// sentence that says where ("...:" and a blank line) and "then run".
+std::string printed_snippet(const std::string& out) {
+  const size_t from = out.find(":\n\n");
+  const size_t to = out.find("\nthen run", from);
+  const size_t end = to == std::string::npos ? out.find("\nNothing was written", from) : to;
+  EXPECT_NE(from, std::string::npos) << out;
+  EXPECT_NE(end, std::string::npos) << out;
+  if (from == std::string::npos || end == std::string::npos) return "";
+  return out.substr(from + 3, end - from - 3);
+}
+
+// A lefthook.yml with its own pre-push job: install prints the one entry
+// for that job list, pasted as printed it works in real lefthook (a red
+// push blocked, a green one through, the user's job still run), and
+// uninstall names the line that still calls Phoenix.
+TEST_F(EcosystemHooks, LefthookWithItsOwnPrePushJobTakesThePrintedEntry) {
+  std::string lefthook = kTestTools + "/node_modules/.bin/lefthook";
+  if (!fs::exists(lefthook))
+    GTEST_SKIP() << lefthook << " is not installed (scripts/deps.sh installs lefthook 2.2.1 from npm)";
+  const std::string mine = tmp / "mine.log";
+  write(repo, "lefthook.yml",
+        "pre-commit:\n  jobs:\n    - run: 'true'\npre-push:\n  jobs:\n    - name: mine\n      run: echo mine >> '" +
+            mine + "'\n");
+  std::string bin = kTestTools + "/node_modules/.bin";
+  auto ph = run({phoenix_bin(), "hook", "install"}, repo, {{"PATH", path_with_phoenix(bin)}});
+  ASSERT_EQ(ph.exit_code, 0) << ph.output;
+  EXPECT_NE(ph.output.find("It has a pre-push: jobs: list already: add this entry to it"), std::string::npos)
+      << ph.output;
+  const std::string entry = printed_snippet(ph.output);
+  EXPECT_EQ(entry.find("pre-push:"), std::string::npos) << "no second pre-push: key\n" << entry;
+  write(repo, "lefthook.yml", read(repo + "/lefthook.yml") + entry);
+  commit_all(repo, "initial");
+  auto inst = run({lefthook, "install"}, repo, {{"PATH", path_with_phoenix(bin)}});
+  ASSERT_EQ(inst.exit_code, 0) << inst.output;
+  expect_red_blocked_then_green_pushed(bin);
+  EXPECT_EQ(util::split_lines(read(mine)).size(), 2u) << "the user's own job ran on both pushes";
+  auto again = run({phoenix_bin(), "hook", "install"}, repo, {{"PATH", path_with_phoenix(bin)}});
+  EXPECT_NE(again.output.find("lefthook.yml calls Phoenix already: nothing to add"), std::string::npos)
+      << again.output;
+  auto un = run({phoenix_bin(), "hook", "uninstall"}, repo, {{"PATH", path_with_phoenix(bin)}});
+  EXPECT_EQ(un.exit_code, 0) << un.output;
+  EXPECT_EQ(un.output.find("nothing to do"), std::string::npos) << un.output;
+  EXPECT_NE(un.output.find("lefthook.yml:9: run: phoenix hook run pre-push {1} {2}"), std::string::npos)
+      << un.output;
+}
+
+// An existing .husky/pre-push gets the line to append; pasted as printed it
+// works in real husky 9 after the user's own line; uninstall names it.
+TEST_F(EcosystemHooks, HuskyWithItsOwnPrePushTakesThePrintedLine) {
+  install_husky();
+  if (IsSkipped() || HasFatalFailure()) return;
+  const std::string mine = tmp / "mine.log";
+  write(repo, ".husky/pre-push", "echo mine >> '" + mine + "'\n");
+  auto ph = run({phoenix_bin(), "hook", "install"}, repo, {{"PATH", path_with_phoenix()}});
+  ASSERT_EQ(ph.exit_code, 0) << ph.output;
+  EXPECT_NE(ph.output.find("Append this line to .husky/pre-push"), std::string::npos) << ph.output;
+  write(repo, ".husky/pre-push", read(repo + "/.husky/pre-push") + printed_snippet(ph.output));
+  commit_all(repo, "initial");
+  expect_red_blocked_then_green_pushed();
+  EXPECT_EQ(util::split_lines(read(mine)).size(), 2u) << "the user's own line ran on both pushes";
+  auto un = run({phoenix_bin(), "hook", "uninstall"}, repo, {{"PATH", path_with_phoenix()}});
+  EXPECT_NE(un.output.find(".husky/pre-push:2: phoenix hook run pre-push \"$@\""), std::string::npos) << un.output;
 }
 
 // pre-commit runs a hook's entry with PRE_COMMIT_* variables instead of

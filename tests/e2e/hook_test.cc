@@ -874,5 +874,42 @@ TEST_F(HookE2E, ASkippedPushIsNoticedAtTheNextHookRunOnThatRef) {
   EXPECT_EQ(after.output.find("warning"), std::string::npos) << after.output;
 }
 
+// hook.verify_skipped: what a --no-verify push left on the remote is
+// measured at the next hook run on that ref (in the hook's worktree, with
+// its own phoenix.json) and named when red; the push being made, green,
+// goes through. A wrong type is one line naming the field, exit 78.
+TEST_F(HookE2E, VerifySkippedMeasuresWhatASkippedPushLeftAndNamesTheRed) {
+  write(repo, "phoenix.json", config("verify", ", \"verify_skipped\": true"));
+  commit_all(repo, "verify skipped pushes");
+  install();
+  ASSERT_EQ(push({"origin", "main"}).exit_code, 0);
+  const std::string skipped = commit_state("BAD", "pushed past the hook");
+  ASSERT_EQ(push({"--no-verify", "origin", "main"}).exit_code, 0);
+  ASSERT_EQ(remote_sha("main"), skipped);
+
+  const std::string mended = commit_state("GOOD", "mend it");
+  auto r = push({"origin", "main"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(remote_sha("main"), mended);
+  EXPECT_NE(r.output.find("hook.verify_skipped: measuring " + skipped.substr(0, 12)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("RED  state  exit=1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("phoenix: warning: " + skipped.substr(0, 12) + ", pushed without Phoenix, is red: state"),
+            std::string::npos)
+      << r.output;
+  const std::string trace = read(repo + "/.phoenix/trace.jsonl");
+  EXPECT_NE(trace.find("hook.skipped_push_measured"), std::string::npos);
+  // Said once: the next push finds nothing unmeasured.
+  commit_state("GOOD 2", "next");
+  auto quiet = push({"origin", "main"});
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_EQ(quiet.output.find("verify_skipped"), std::string::npos) << quiet.output;
+
+  write(repo, "phoenix.json", config("verify", ", \"verify_skipped\": \"yes\""));
+  auto bad = phoenix({"config", "show"});
+  EXPECT_EQ(bad.code, 78) << bad.out;
+  EXPECT_EQ(util::trim(bad.out),
+            "phoenix: error: phoenix.json:5:31: hook.verify_skipped: must be true or false, not \"yes\"");
+}
+
 }  // namespace
 }  // namespace phoenix::test

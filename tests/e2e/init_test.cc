@@ -3,10 +3,16 @@
 // work tree and in a fresh tree of HEAD after the setup steps.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <memory>
 
 #include "config/config.h"
+#include "gitx/repo.h"
+#include "layout/layout.h"
 #include "test_util.h"
+#include "util/lock.h"
 #include "util/json.h"
 #include "util/text.h"
 
@@ -32,7 +38,6 @@ TEST(InitE2E, DetectsTheTestCommand) {
       {{{"package.json", "{\"scripts\":{\"test\":\"vitest\"}}"}, {"pnpm-lock.yaml", ""}}, {"pnpm", "test"}},
       {{{"Cargo.toml", "[package]\nname='x'\n"}}, {"cargo", "test"}},
       {{{"go.mod", "module x\n"}}, {"go", "test", "./..."}},
-      {{{"pyproject.toml", "[tool.pytest.ini_options]\n"}}, {"python3", "-m", "pytest", "-q"}},
       {{{"Makefile", "all:\n\ttrue\ntest:\n\ttrue\n"}}, {"make", "test"}},
   };
   for (const auto& c : cases) {
@@ -121,7 +126,8 @@ TEST_F(InitCMake, ProvesTheChecksInBothTreesAndTheCheckSeesAnUncommittedBreak) {
   EXPECT_EQ(j["measurements"][0]["work_tree"]["ok"], true) << j.dump(2);
   EXPECT_EQ(j["measurements"][0]["fresh_tree"]["ok"], true) << j.dump(2);
   std::string fresh = j["fresh_tree"]["path"];
-  EXPECT_TRUE(fs::exists(fresh + "/build/CMakeCache.txt")) << fresh;
+  EXPECT_EQ(j["fresh_tree"]["kept"], false) << "green in both trees: the fresh tree is removed";
+  EXPECT_FALSE(fs::exists(fresh)) << fresh;
   bool in_work_tree = fresh.rfind(repo + "/", 0) == 0 && fresh.rfind(repo + "/.git/", 0) != 0;
   EXPECT_FALSE(in_work_tree) << fresh;
 
@@ -208,6 +214,73 @@ TEST(InitE2E, RedInTheFreshTreeOnlyAsksForSetup) {
   auto quiet = run_phoenix(repo, {"init", "--force", "--no-measure"});
   EXPECT_EQ(quiet.code, 0) << quiet.out;
   EXPECT_EQ(quiet.out.find("measuring"), std::string::npos) << quiet.out;
+}
+
+// A Python interpreter that has pytest ("" when none does): the python3
+// on PATH, else the system's.
+std::string python_with_pytest() {
+  for (const std::string& py : {trim(run({"sh", "-c", "command -v python3"}).output), std::string("/usr/bin/python3")})
+    if (!py.empty() && run({py, "-m", "pytest", "--version"}).exit_code == 0) return py;
+  return "";
+}
+
+// `git worktree list`'s lines: the work tree alone when init left none.
+size_t worktrees(const std::string& repo) { return util::split_lines(trim(git(repo, {"worktree", "list"}))).size(); }
+
+// A real pytest project with its code in a package folder. init proposes
+// the package as editable, runs the tests with the interpreter that has
+// pytest (python3 when it does; the pytest on PATH when python3 has none,
+// as with pyenv's python3 first on PATH), proves the check green in both
+// trees, and leaves no fresh tree registered. A second init at the same
+// moment (its tree held here, as a running init holds it) takes another
+// tree and says who holds the first.
+TEST(InitE2E, APythonPackageProjectIsRightTheFirstTime) {
+  const std::string python = python_with_pytest();
+  if (python.empty()) GTEST_SKIP() << "no python3 with pytest";
+  if (run({"sh", "-c", "pytest --version"}).exit_code != 0) GTEST_SKIP() << "no working pytest on PATH";
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "calc");
+  write(repo, "pyproject.toml", "[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n");
+  write(repo, "calc/__init__.py", "def add(a, b):\n    return a + b\n");
+  write(repo, "tests/test_calc.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n");
+  write(repo, ".gitignore", "__pycache__/\n.pytest_cache/\n");
+  commit_all(repo, "calc");
+  // python3 on PATH: one that has pytest, then one that has not (-S: no
+  // site-packages, where pytest lives).
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  write(tmp / "with", "python3", "#!/bin/sh\nexec '" + python + "' \"$@\"\n");
+  write(tmp / "without", "python3", "#!/bin/sh\nexec '" + python + "' -S \"$@\"\n");
+  fs::permissions(tmp / "with/python3", fs::perms::owner_all);
+  fs::permissions(tmp / "without/python3", fs::perms::owner_all);
+
+  auto first = run_phoenix(repo, {"init", "--json"}, 300, {{"PATH", tmp / "with:" + path}});
+  ASSERT_EQ(first.code, 0) << first.out;
+  Json j = Json::parse(first.out);
+  EXPECT_EQ(j["test_command"].get<Argv>(), (Argv{"python3", "-m", "pytest", "-q"}));
+  EXPECT_NE(j["test_runner"].get<std::string>().find("python3 has pytest"), std::string::npos) << first.out;
+  EXPECT_EQ(j["editable"].get<Argv>(), (Argv{"calc/**"})) << "tests/ is no fix's to edit";
+  EXPECT_EQ(j["measurements"][0]["fresh_tree"]["ok"], true) << first.out;
+  EXPECT_EQ(j["fresh_tree"]["kept"], false);
+  EXPECT_EQ(worktrees(repo), 1u) << git(repo, {"worktree", "list"});
+
+  gitx::Repo r = gitx::Repo::open(repo);
+  std::unique_ptr<util::FileLock> held = util::FileLock::try_take(layout::tree_lock(r, "init"));
+  ASSERT_TRUE(held);
+  auto second = run_phoenix(repo, {"init", "--force"}, 300, {{"PATH", tmp / "without:" + path}});
+  EXPECT_EQ(second.code, 0) << second.out;
+  EXPECT_NE(second.out.find("python3 has no pytest ("), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find("No module named pytest): the check runs the pytest on PATH"), std::string::npos)
+      << second.out;
+  EXPECT_NE(second.out.find("init is held by pid " + std::to_string(::getpid()) + " ("), std::string::npos)
+      << second.out;
+  EXPECT_NE(second.out.find("this init takes init-2"), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find("green: every check passes in the work tree and in a fresh tree"), std::string::npos)
+      << second.out;
+  EXPECT_NE(second.out.find("fresh tree removed"), std::string::npos) << second.out;
+  config::Config cfg = config::parse(read(repo + "/phoenix.json"), "phoenix.json");
+  ASSERT_EQ(cfg.checks.size(), 1u);
+  EXPECT_EQ(cfg.checks[0].argv, (Argv{"pytest", "-q", "-o", "pythonpath=."}));
+  EXPECT_EQ(worktrees(repo), 1u) << git(repo, {"worktree", "list"});
 }
 
 TEST(InitE2E, BeforeTheFirstCommitOnlyTheWorkTreeIsMeasured) {
