@@ -10,6 +10,7 @@ namespace phoenix::checks {
 Url parse_url(const std::string& url, const std::string& where) {
   if (util::starts_with(url, "https://"))
     throw ConfigError(where + ": '" + url + "': https is not supported; use a plain http:// URL (a local server)");
+  if (!util::starts_with(url, "http://")) throw ConfigError(where + ": '" + url + "' is not an http:// URL");
   return parse_web_url(url, where);
 }
 
