@@ -37,7 +37,7 @@ void print_delivery(const config::Webhook& hook, const loop::Delivery& d) {
 
 int cmd_notify(const std::vector<std::string>& args) {
   po::options_description desc("notify options");
-  desc.add_options()("test", "send one test message to loop.notify's webhook and print what came back");
+  desc.add_options()("test", "send one test message to the webhook of loop.notify and print what came back");
   Parsed p;
   if (!parse_command("notify", desc, args, p, false)) return kExitOk;
   if (!p.vm.count("test")) throw UsageError("phoenix notify: give --test (send one test message)");
