@@ -49,28 +49,49 @@ int dead_port() {
   return port;
 }
 
-RecordingServer::RecordingServer(std::vector<int> statuses, CertFiles tls) : statuses_(std::move(statuses)) {
-  if (!tls.cert.empty()) {
-    SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-    if (SSL_CTX_use_certificate_chain_file(ctx, tls.cert.c_str()) != 1 ||
-        SSL_CTX_use_PrivateKey_file(ctx, tls.key.c_str(), SSL_FILETYPE_PEM) != 1)
-      throw std::runtime_error("cannot load " + tls.cert + " / " + tls.key);
-    tls_ = ctx;
-  }
-  listen_fd_ = bind_loopback(&port_);
-  ::listen(listen_fd_, 16);
-  thread_ = std::thread([this] { serve(); });
+LoopbackListener::LoopbackListener(std::function<void(int fd)> handle) {
+  fd_ = bind_loopback(&port_);
+  ::listen(fd_, 16);
+  thread_ = std::thread([this, handle = std::move(handle)] {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      timeval five{5, 0};  // a client that stopped talking
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &five, sizeof five);
+      handle(fd);
+      ::close(fd);
+    }
+  });
 }
 
-RecordingServer::~RecordingServer() {
+LoopbackListener::~LoopbackListener() {
   stop_ = true;
   thread_.join();
-  ::close(listen_fd_);
-  if (tls_) SSL_CTX_free(static_cast<SSL_CTX*>(tls_));
+  ::close(fd_);
 }
 
+namespace {
+
+// A server's TLS context with `tls`'s certificate and key (null: plain HTTP).
+std::shared_ptr<void> server_context(const CertFiles& tls) {
+  if (tls.cert.empty()) return nullptr;
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  std::shared_ptr<void> owned(ctx, [](void* c) { SSL_CTX_free(static_cast<SSL_CTX*>(c)); });
+  if (SSL_CTX_use_certificate_chain_file(ctx, tls.cert.c_str()) != 1 ||
+      SSL_CTX_use_PrivateKey_file(ctx, tls.key.c_str(), SSL_FILETYPE_PEM) != 1)
+    throw std::runtime_error("cannot load " + tls.cert + " / " + tls.key);
+  return owned;
+}
+
+}  // namespace
+
+RecordingServer::RecordingServer(std::vector<int> statuses, CertFiles tls)
+    : statuses_(std::move(statuses)), tls_(server_context(tls)) {}
+
 std::string RecordingServer::url(const std::string& path, const std::string& host) const {
-  return std::string(tls_ ? "https://" : "http://") + host + ":" + std::to_string(port_) + path;
+  return std::string(tls_ ? "https://" : "http://") + host + ":" + std::to_string(port()) + path;
 }
 
 std::vector<RecordingServer::Request> RecordingServer::requests() const {
@@ -81,19 +102,6 @@ std::vector<RecordingServer::Request> RecordingServer::requests() const {
 void RecordingServer::reply(const std::string& body) {
   std::lock_guard<std::mutex> lock(mu_);
   reply_ = body;
-}
-
-void RecordingServer::serve() {
-  while (!stop_) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, 50) <= 0) continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    timeval five{5, 0};  // a client that stopped talking
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &five, sizeof five);
-    answer(fd);
-    ::close(fd);
-  }
 }
 
 namespace {
@@ -145,7 +153,7 @@ void RecordingServer::answer(int fd) {
   Io io{[fd](char* b, size_t n) { return static_cast<long>(::read(fd, b, n)); },
         [fd](const std::string& s) { (void)!::write(fd, s.data(), s.size()); }};
   if (tls_) {
-    ssl = SSL_new(static_cast<SSL_CTX*>(tls_));
+    ssl = SSL_new(static_cast<SSL_CTX*>(tls_.get()));
     SSL_set_fd(ssl, fd);
     if (SSL_accept(ssl) != 1) {
       ERR_clear_error();
@@ -207,32 +215,9 @@ CertFiles TestCa::issue(const std::string& name, const std::string& san, bool ex
   return f;
 }
 
-ConnectProxy::ConnectProxy() {
-  listen_fd_ = bind_loopback(&port_);
-  ::listen(listen_fd_, 16);
-  thread_ = std::thread([this] { serve(); });
-}
-
-ConnectProxy::~ConnectProxy() {
-  stop_ = true;
-  thread_.join();
-  ::close(listen_fd_);
-}
-
 std::vector<std::string> ConnectProxy::targets() const {
   std::lock_guard<std::mutex> lock(mu_);
   return targets_;
-}
-
-void ConnectProxy::serve() {
-  while (!stop_) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, 50) <= 0) continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    tunnel(fd);
-    ::close(fd);
-  }
 }
 
 namespace {

@@ -6,13 +6,30 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace phoenix::test {
+
+// A socket listening on 127.0.0.1 on a port the kernel picks; each
+// connection is handed to `handle`, one at a time, on a thread of its own
+// (reads time out after 5 s; the socket is closed after).
+class LoopbackListener {
+ public:
+  explicit LoopbackListener(std::function<void(int fd)> handle);
+  ~LoopbackListener();
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1, port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 // A certificate and its key, PEM files.
 struct CertFiles {
@@ -33,24 +50,20 @@ class RecordingServer {
     std::string sni;                             // TLS: the server name the client sent ("" none)
   };
   explicit RecordingServer(std::vector<int> statuses = {}, CertFiles tls = {});
-  ~RecordingServer();
-  int port() const { return port_; }
+  int port() const { return listener_.port(); }
   // http://127.0.0.1:PORT/hook, or https:// with `host` for a TLS server.
   std::string url(const std::string& path = "/hook", const std::string& host = "127.0.0.1") const;
   std::vector<Request> requests() const;
   void reply(const std::string& body);
 
  private:
-  void serve();
   void answer(int fd);
-  int listen_fd_ = -1, port_ = 0;
   std::vector<int> statuses_;
-  void* tls_ = nullptr;  // SSL_CTX*, when serving TLS
+  std::shared_ptr<void> tls_;  // the SSL_CTX, when serving TLS
   std::string reply_;
   mutable std::mutex mu_;
   std::vector<Request> requests_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  LoopbackListener listener_{[this](int fd) { answer(fd); }};  // last: stopped first
 };
 
 // A certificate authority of the test's own, made with the `openssl` CLI
@@ -73,19 +86,14 @@ class TestCa {
 // CONNECT's authority. One connection at a time, on a thread of the test.
 class ConnectProxy {
  public:
-  ConnectProxy();
-  ~ConnectProxy();
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(listener_.port()); }
   std::vector<std::string> targets() const;
 
  private:
-  void serve();
   void tunnel(int fd);
-  int listen_fd_ = -1, port_ = 0;
   mutable std::mutex mu_;
   std::vector<std::string> targets_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  LoopbackListener listener_{[this](int fd) { tunnel(fd); }};  // last: stopped first
 };
 
 // Sets an environment variable for one test and puts the old value back
