@@ -167,7 +167,8 @@ void RecordingServer::answer(int fd) {
   size_t head_end = 0, need = 0;
   if (read_request(io, in, head_end, need)) {
     Request r = parse_request(in, head_end, need);
-    if (ssl && SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name)) r.sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    if (ssl && SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name))
+      r.sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
     int status = 200;
     std::string body;
     {
@@ -196,7 +197,9 @@ TestCa::TestCa(const std::string& dir) : dir_(dir) {
   write(dir, "ca.cnf",
         "[ca]\ndefault_ca = test\n[test]\ndir = " + dir +
             "/ca\ndatabase = $dir/index.txt\nserial = $dir/serial\nnew_certs_dir = $dir\n"
-            "certificate = " + dir + "/ca.pem\nprivate_key = " + dir + "/ca.key\ndefault_md = sha256\n"
+            "certificate = " +
+            dir + "/ca.pem\nprivate_key = " + dir +
+            "/ca.key\ndefault_md = sha256\n"
             "policy = any\ncopy_extensions = copy\nunique_subject = no\n[any]\ncommonName = supplied\n");
 }
 
@@ -206,8 +209,9 @@ CertFiles TestCa::issue(const std::string& name, const std::string& san, bool ex
                 dir_ + "/" + name + ".csr", "-subj", "/CN=" + name, "-addext", "subjectAltName=" + san},
                dir_);
   if (r.exit_code != 0) throw std::runtime_error("openssl req: " + r.output);
-  std::vector<std::string> sign{"openssl", "ca", "-batch", "-config", dir_ + "/ca.cnf", "-in",
-                                dir_ + "/" + name + ".csr", "-out", f.cert, "-notext"};
+  std::vector<std::string> sign{
+      "openssl", "ca",   "-batch", "-config", dir_ + "/ca.cnf", "-in", dir_ + "/" + name + ".csr",
+      "-out",    f.cert, "-notext"};
   if (expired) sign.insert(sign.end(), {"-startdate", "20200101000000Z", "-enddate", "20200201000000Z"});
   else sign.insert(sign.end(), {"-days", "365"});
   r = run(sign, dir_);

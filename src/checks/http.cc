@@ -93,9 +93,7 @@ std::optional<Url> https_proxy_for(const std::string& host) {
     Url u = parse_web_url(p, "HTTPS_PROXY");
     if (u.port == "80" && p.find(':', 7) == std::string::npos) u.port = "3128";
     return u;
-  } catch (const ConfigError& e) {
-    throw HttpError(e.what());
-  }
+  } catch (const ConfigError& e) { throw HttpError(e.what()); }
 }
 
 namespace {
@@ -179,8 +177,8 @@ class Connection {
     if (!ec) return;
     long verify = SSL_get_verify_result(s);
     if (verify != X509_V_OK)
-      throw HttpError(what_ + ": the certificate of " + u_.host + " is not trusted: " +
-                      X509_verify_cert_error_string(verify));
+      throw HttpError(what_ + ": the certificate of " + u_.host +
+                      " is not trusted: " + X509_verify_cert_error_string(verify));
     throw HttpError(what_ + ": TLS handshake with " + u_.host + ":" + u_.port + " failed: " + describe(ec));
   }
 

@@ -30,7 +30,8 @@ Url parse_web_url(const std::string& url, const std::string& where) {
     throw ConfigError(where + ": '" + shown_url(url) + "': credentials in the URL are not supported (use headers)");
   if (authority.front() == '[') {  // [::1]:8080
     size_t close = authority.find(']');
-    if (close == std::string::npos) throw ConfigError(where + ": '" + shown_url(url) + "' has an unterminated IPv6 address");
+    if (close == std::string::npos)
+      throw ConfigError(where + ": '" + shown_url(url) + "' has an unterminated IPv6 address");
     u.host = authority.substr(1, close - 1);
     std::string after = authority.substr(close + 1);
     u.port = util::starts_with(after, ":") ? after.substr(1) : default_port;

@@ -10,7 +10,7 @@
 namespace phoenix::checks {
 
 struct Url {
-  bool tls = false;    // https://
+  bool tls = false;  // https://
   std::string host;
   std::string port;    // "80" (http) or "443" (https) when not given
   std::string target;  // "/path?query"

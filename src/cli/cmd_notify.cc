@@ -57,8 +57,7 @@ int cmd_notify(const std::vector<std::string>& args) {
                        {"reason", d.reason},
                        {"reply", d.reply},
                        {"error", d.error}});
-  else
-    print_delivery(hook, d);
+  else print_delivery(hook, d);
   return d.ok ? kExitOk : kExitRed;
 }
 

@@ -116,7 +116,8 @@ void parse_notify(const Json& n, Loop& loop) {
     if (loop.notify.empty()) throw ConfigError("loop.notify: give a \"url\" (a webhook) or a \"command\" (argv)");
     return;
   }
-  if (!n.contains("url") && n["format"] != "telegram") throw ConfigError("loop.notify.url: missing (the webhook's URL)");
+  if (!n.contains("url") && n["format"] != "telegram")
+    throw ConfigError("loop.notify.url: missing (the webhook's URL)");
   loop.webhook = parse_webhook(n);
 }
 

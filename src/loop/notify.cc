@@ -158,7 +158,8 @@ WebhookRequest render_webhook(const config::Webhook& hook, const WebhookSecrets&
     r.headers = {{"Content-Type", json_type}};
     r.body = json_body(e).dump() + "\n";
   }
-  if (hook.format != "telegram" && !secrets.token.empty()) r.headers.emplace_back("Authorization", "Bearer " + secrets.token);
+  if (hook.format != "telegram" && !secrets.token.empty())
+    r.headers.emplace_back("Authorization", "Bearer " + secrets.token);
   return r;
 }
 
@@ -238,15 +239,17 @@ NotifyEvent loop_event(const LoopNotice& n, const std::string& event, const std:
   e.state_path = n.state_path;
   e.phase = s.value("phase", "");
   if (s.contains("exit_code") && s["exit_code"].is_number_integer()) e.exit_code = s["exit_code"].get<int>();
-  if (s.contains("waiting_until") && s["waiting_until"].is_string()) e.waiting_until = s["waiting_until"].get<std::string>();
+  if (s.contains("waiting_until") && s["waiting_until"].is_string())
+    e.waiting_until = s["waiting_until"].get<std::string>();
   if (s.contains("waiting_for") && s["waiting_for"].is_string()) e.waiting_for = s["waiting_for"].get<std::string>();
   if (!incident.empty() && event != "waiting") {
     IncidentFacts f = read_incident(incident);
     e.incident_path = incident;
     e.incident_title = f.title;
-    e.signature = !f.signature.empty() ? f.signature : s.contains("last_signature") && s["last_signature"].is_string()
-                                                           ? s["last_signature"].get<std::string>()
-                                                           : "";
+    e.signature = !f.signature.empty() ? f.signature
+                  : s.contains("last_signature") && s["last_signature"].is_string()
+                      ? s["last_signature"].get<std::string>()
+                      : "";
     e.rollback_sha = f.rollback_sha;
   }
   return e;

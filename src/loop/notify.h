@@ -77,7 +77,7 @@ struct WebhookSecrets {
 WebhookSecrets webhook_secrets(const config::Webhook& hook);
 
 struct WebhookRequest {
-  std::string url;  // where it is POSTed (telegram: with the token in it)
+  std::string url;                                           // where it is POSTed (telegram: with the token in it)
   std::vector<std::pair<std::string, std::string>> headers;  // Content-Type included
   std::string body;
 };

@@ -130,8 +130,10 @@ std::string repo_with_notify(const ScopedTempDir& tmp, const Json& notify) {
 TEST_F(NotifyHttps, NotifyTestSendsOneMessageAndPrintsTheAnswer) {
   RecordingServer server({}, good);
   server.reply("{\"ok\":true,\"result\":{\"message_id\":7}}");
-  std::string repo = repo_with_notify(tmp, {{"format", "telegram"}, {"url", server.url("", "localhost")},
-                                             {"token_env", "PHX_TEST_BOT"}, {"chat_env", "PHX_TEST_CHAT"}});
+  std::string repo = repo_with_notify(tmp, {{"format", "telegram"},
+                                            {"url", server.url("", "localhost")},
+                                            {"token_env", "PHX_TEST_BOT"},
+                                            {"chat_env", "PHX_TEST_CHAT"}});
   CliRun r = run_phoenix(repo, {"notify", "--test"});
   EXPECT_EQ(r.code, 78) << r.out;
   EXPECT_NE(r.out.find("loop.notify.token_env: PHX_TEST_BOT is not set"), std::string::npos) << r.out;
@@ -160,8 +162,11 @@ TEST_F(NotifyHttps, NotifyTestSendsOneMessageAndPrintsTheAnswer) {
 
 TEST_F(NotifyHttps, TheLoopNeverSaysTheTokenAndNeedsItsVariables) {
   const int dead = dead_port();
-  Json notify = {{"format", "telegram"}, {"url", "https://127.0.0.1:" + std::to_string(dead)},
-                 {"token_env", "PHX_TEST_BOT"}, {"chat_env", "PHX_TEST_CHAT"}, {"attempts", 1}};
+  Json notify = {{"format", "telegram"},
+                 {"url", "https://127.0.0.1:" + std::to_string(dead)},
+                 {"token_env", "PHX_TEST_BOT"},
+                 {"chat_env", "PHX_TEST_CHAT"},
+                 {"attempts", 1}};
   std::string repo = repo_with_notify(tmp, notify);
   CliRun r = run_loop(repo, {"--branch", "phoenix/loop-test"});
   EXPECT_EQ(r.code, 78) << r.out;

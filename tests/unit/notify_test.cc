@@ -210,21 +210,22 @@ TEST_F(Notify, BadNotifyIsOneLineNamingTheField) {
   EXPECT_NE(config_error(R"({"url": "http://x/", "format": "teams"})")
                 .find("loop.notify.format: 'teams' is not one of json|ntfy|slack|discord|telegram"),
             std::string::npos);
-  EXPECT_NE(config_error(R"({"url": "https://ntfy.sh/x", "verify": false})")
-                .find("loop.notify.verify: false is not offered"),
-            std::string::npos);
+  EXPECT_NE(
+      config_error(R"({"url": "https://ntfy.sh/x", "verify": false})").find("loop.notify.verify: false is not offered"),
+      std::string::npos);
   EXPECT_NE(config_error(R"({"url": "ftp://x/"})").find("loop.notify.url: 'ftp://x/"), std::string::npos);
   EXPECT_NE(config_error(R"({"format": "telegram", "token_env": "a b"})").find("loop.notify.token_env: must name"),
             std::string::npos);
-  EXPECT_NE(config_error(R"({"url": "https://x/y", "chat_env": "C"})").find("loop.notify.chat_env"),
-            std::string::npos);
+  EXPECT_NE(config_error(R"({"url": "https://x/y", "chat_env": "C"})").find("loop.notify.chat_env"), std::string::npos);
   // A secret in the URL stays out of the message.
   std::string e = config_error(R"({"url": "https://hooks.slack.com:99999/services/T0/B0/SECRETPART"})");
   EXPECT_NE(e.find("https://hooks.slack.com:99999/\xE2\x80\xA6' has an invalid port"), std::string::npos) << e;
   EXPECT_EQ(e.find("SECRETPART"), std::string::npos) << e;
   // Telegram's variables are looked at when the loop starts (or notify --test), not when the file loads.
   config::Webhook w = config::parse(R"({"loop": {"notify": {"format": "telegram", "token_env": "PHX_TEST_UNSET_TG",
-                                       "chat_env": "PHX_TEST_UNSET_CHAT"}}})", "p").loop.webhook.value();
+                                       "chat_env": "PHX_TEST_UNSET_CHAT"}}})",
+                                    "p")
+                          .loop.webhook.value();
   try {
     webhook_secrets(w);
     ADD_FAILURE() << "no token accepted";
