@@ -36,6 +36,8 @@ const std::vector<Command>& commands() {
        cmd_report},
       {"doctor", "doctor [--json]",
        "what works here and what does not: git, hook, agent CLIs, sandbox, journal, config", cmd_doctor},
+      {"notify", "notify --test [--json]",
+       "send one test message to the webhook of loop.notify and print what came back", cmd_notify},
   };
   return cmds;
 }

@@ -55,6 +55,7 @@ int cmd_config(const std::vector<std::string>& args);
 int cmd_status(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 int cmd_doctor(const std::vector<std::string>& args);
+int cmd_notify(const std::vector<std::string>& args);
 
 // The folder of the shipped templates (installed, or the source tree's).
 std::string templates_dir();

@@ -9,6 +9,7 @@
 #include "gitx/repo.h"
 #include "layout/layout.h"
 #include "loop/loop.h"
+#include "loop/notify.h"
 #include "util/error.h"
 #include "util/subprocess.h"
 #include "util/text.h"
@@ -52,6 +53,7 @@ int loop_main(int argc, char** argv) {
   }
   if (!p.ctx.in_repo) throw UsageError("phoenix-loop: " + p.ctx.root + " is not inside a git repository");
   config::Config cfg = config::load(p.ctx.root, true);
+  if (cfg.loop.webhook) loop::webhook_secrets(*cfg.loop.webhook);  // its variables are set, or exit 78 now
   phoenix::layout::require_writable(phoenix::gitx::Repo::open(p.ctx.root));
   loop::Options o;
   o.root = p.ctx.root;

@@ -139,7 +139,14 @@ const char* kEnvironment =
     ".TP\n\\fBPHOENIX_SKIP\\fR\n1: the pre\\-push hook lets the push go without measuring.\n"
     ".TP\n\\fBPHOENIX_HARNESS\\fR, \\fBPHOENIX_FIXERS\\fR, \\fBPHOENIX_HOOK_MODE\\fR, \\fBPHOENIX_SESSION_CAP\\fR, "
     "\\fBPHOENIX_DIFF_CAP\\fR, \\fBPHOENIX_CIRCUIT_BREAKER\\fR\n"
-    "override the phoenix.json value of the same name ('phoenix config show' says where each value came from).\n";
+    "override the phoenix.json value of the same name ('phoenix config show' says where each value came from).\n"
+    ".TP\n\\fBSSL_CERT_FILE\\fR, \\fBSSL_CERT_DIR\\fR\n"
+    "the certificates an https:// webhook is verified against instead of the system's store.\n"
+    ".TP\n\\fBHTTPS_PROXY\\fR, \\fBNO_PROXY\\fR\n"
+    "an http:// proxy https:// webhooks go through (HTTP CONNECT), and the hosts reached directly.\n"
+    ".TP\n\\fBPHOENIX_TELEGRAM_TOKEN\\fR, \\fBPHOENIX_TELEGRAM_CHAT\\fR\n"
+    "the Telegram bot token and chat id of a telegram loop.notify (the variables its token_env and chat_env "
+    "name).\n";
 
 const char* kFiles =
     ".TP\n\\fIphoenix.json\\fR\nthe repository's configuration; see \\fBphoenix.json\\fR(5).\n"
@@ -193,7 +200,9 @@ const std::map<std::string, std::string>& key_descriptions() {
       {"loop.baseline", "what to do with a check already red before the first iteration."},
       {"loop.heartbeat_s", "how often loop-state.json is rewritten while waiting."},
       {"loop.no_progress_limit", "iterations in a row that changed nothing before the loop stops."},
-      {"loop.notify", "a command (argv) or a webhook told on escalation, rate-limit waits and the end."},
+      {"loop.notify",
+       "a command (argv) or a webhook (http:// or https://; json, ntfy, slack, discord or telegram) told on "
+       "escalation, rate-limit waits and the end; 'phoenix notify --test' sends a test message."},
       {"loop.branch", "branch the loop works on."},
       {"check.id", "unique name; no spaces, commas or slashes."},
       {"check.kind", "what is measured."},

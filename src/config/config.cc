@@ -58,6 +58,47 @@ double positive_amount(const Json& j, const std::string& where, const std::strin
   return j.get<double>();
 }
 
+// The name of an environment variable, from loop.notify.<key>.
+std::string env_name(const Json& n, const char* key, const std::string& fallback) {
+  std::string where = std::string("loop.notify.") + key;
+  if (!n.contains(key)) return fallback;
+  bool ok = n[key].is_string() && !n[key].get<std::string>().empty();
+  for (char c : ok ? n[key].get<std::string>() : "")
+    ok = ok && (c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'));
+  if (!ok) throw ConfigError(where + ": must name an environment variable (letters, digits, _), e.g. \"MY_TOKEN\"");
+  return n[key].get<std::string>();
+}
+
+// loop.notify's webhook: url, format, the secrets' variables, retries.
+Webhook parse_webhook(const Json& n) {
+  Webhook w;
+  if (n.contains("format"))
+    w.format = one_of(n["format"], "loop.notify.format", {"json", "ntfy", "slack", "discord", "telegram"});
+  bool telegram = w.format == "telegram";
+  if (telegram) w.url = "https://api.telegram.org";
+  if (n.contains("url")) {
+    if (!n["url"].is_string()) throw ConfigError("loop.notify.url: must be an http:// or https:// URL");
+    w.url = n["url"].get<std::string>();
+  }
+  checks::Url u = checks::parse_web_url(w.url, "loop.notify.url");
+  if (n.contains("verify") && !(n["verify"].is_boolean() && n["verify"].get<bool>()))
+    throw ConfigError("loop.notify.verify: " + n["verify"].dump() +
+                      " is not offered: certificates are always verified (trust a private CA with SSL_CERT_FILE)");
+  if (telegram && u.target != "/" && !u.target.empty())
+    throw ConfigError("loop.notify.url: '" + checks::shown_url(w.url) +
+                      "': for telegram give the Bot API's base URL only (https://api.telegram.org); the token "
+                      "comes from loop.notify.token_env");
+  w.token_env = env_name(n, "token_env", telegram ? "PHOENIX_TELEGRAM_TOKEN" : "");
+  w.chat_env = env_name(n, "chat_env", telegram ? "PHOENIX_TELEGRAM_CHAT" : "");
+  if (!telegram && n.contains("chat_env")) throw ConfigError("loop.notify.chat_env: only for \"format\": \"telegram\"");
+  if (n.contains("attempts")) {
+    w.attempts = positive_int(n["attempts"], "loop.notify.attempts");
+    if (w.attempts < 1 || w.attempts > 10) throw ConfigError("loop.notify.attempts: must be 1 to 10");
+  }
+  if (n.contains("timeout_s")) w.timeout_s = positive_seconds(n["timeout_s"], "loop.notify.timeout_s");
+  return w;
+}
+
 // loop.notify: an argv array (run on each event), or an object with a
 // webhook "url" and "format" (and optionally that "command" too).
 void parse_notify(const Json& n, Loop& loop) {
@@ -67,28 +108,17 @@ void parse_notify(const Json& n, Loop& loop) {
   }
   if (!n.is_object())
     throw ConfigError(
-        "loop.notify: must be an argv array or an object like {\"url\": \"http://...\", \"format\": \"ntfy\"}");
-  util::reject_unknown_keys(n, {"url", "format", "command", "attempts", "timeout_s"}, "loop.notify");
+        "loop.notify: must be an argv array or an object like {\"url\": \"https://...\", \"format\": \"ntfy\"}");
+  util::reject_unknown_keys(n, {"url", "format", "command", "attempts", "timeout_s", "token_env", "chat_env", "verify"},
+                            "loop.notify");
   if (n.contains("command")) loop.notify = util::string_array(n["command"], "loop.notify.command");
-  if (!n.contains("url")) {
+  if (!n.contains("url") && !n.contains("format")) {
     if (loop.notify.empty()) throw ConfigError("loop.notify: give a \"url\" (a webhook) or a \"command\" (argv)");
     return;
   }
-  Webhook w;
-  if (!n["url"].is_string()) throw ConfigError("loop.notify.url: must be an http:// URL");
-  w.url = n["url"].get<std::string>();
-  if (util::starts_with(w.url, "https://"))
-    throw ConfigError("loop.notify.url: '" + w.url +
-                      "': https is not supported (Phoenix links no TLS library); use http:// to a server you "
-                      "run, e.g. a local ntfy or a relay that forwards over TLS");
-  checks::parse_url(w.url, "loop.notify.url");
-  if (n.contains("format")) w.format = one_of(n["format"], "loop.notify.format", {"json", "ntfy", "slack"});
-  if (n.contains("attempts")) {
-    w.attempts = positive_int(n["attempts"], "loop.notify.attempts");
-    if (w.attempts < 1 || w.attempts > 10) throw ConfigError("loop.notify.attempts: must be 1 to 10");
-  }
-  if (n.contains("timeout_s")) w.timeout_s = positive_seconds(n["timeout_s"], "loop.notify.timeout_s");
-  loop.webhook = w;
+  if (!n.contains("url") && n["format"] != "telegram")
+    throw ConfigError("loop.notify.url: missing (the webhook's URL)");
+  loop.webhook = parse_webhook(n);
 }
 
 // The "loop" object: phoenix-loop's settings.

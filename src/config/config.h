@@ -40,13 +40,17 @@ struct Hook {
 };
 
 // loop.notify given as an object: a webhook the loop POSTs to on an
-// escalation, at the end and while it waits on a rate limit (plain http://
-// only: Phoenix links no TLS library; docs/loop.md "Notify").
+// escalation, at the end and while it waits on a rate limit, over http:// or
+// https:// (docs/loop.md "Notify"). Secrets are never in phoenix.json: the
+// Telegram bot token and chat id, and a bearer token for the other formats,
+// are read from the environment variables named here (loop/notify.h).
 struct Webhook {
-  std::string url;              // http://host[:port]/path
-  std::string format = "json";  // json | ntfy | slack
+  std::string url;              // http(s)://host[:port]/path; telegram: the Bot API's base URL
+  std::string format = "json";  // json | ntfy | slack | discord | telegram
   int attempts = 4;             // deliveries tried before giving up
   double timeout_s = 10;        // per attempt
+  std::string token_env;        // telegram: the bot token's variable; others: a bearer token's ("" none)
+  std::string chat_env;         // telegram: the chat id's variable
 };
 
 struct Loop {

@@ -174,7 +174,6 @@ struct Loop {
   void write_run_file();
   Json queue_json() const;
   void notify(const std::string& event, const std::string& incident, const std::string& summary = "");
-  void send_webhook(const std::string& event, const std::string& incident, const std::string& summary);
   double max_wait_s() const;
   void nap(long long ms);
 

@@ -132,48 +132,10 @@ Json Loop::queue_json() const {
   return a;
 }
 
+// loop.notify's webhook and command (loop/notify.h); a failure is said, never fatal.
 void Loop::notify(const std::string& event, const std::string& incident, const std::string& summary) {
-  send_webhook(event, incident, summary);
-  if (cfg.loop.notify.empty()) return;
-  util::ProcessOptions po;
-  po.argv = cfg.loop.notify;
-  po.cwd = root;
-  po.timeout_s = 60;
-  po.env = {{"PHOENIX_EVENT", event}, {"PHOENIX_INCIDENT", incident}, {"PHOENIX_STATE", state_path(root)}};
-  util::ProcessResult r = util::run_process(po);
-  trace.append("loop.notify", {{"event", event}, {"exit_code", r.exit_code}});
-  if (r.exit_code != 0) say("notify command exited " + std::to_string(r.exit_code) + " (ignored)");
-}
-
-// loop.notify's webhook: delivered with retries; a failure is said and traced, never fatal.
-void Loop::send_webhook(const std::string& event, const std::string& incident, const std::string& summary) {
-  if (!cfg.loop.webhook) return;
-  Json s = state.snapshot();
-  NotifyEvent e;
-  e.kind = event == "escalated" || event == "waiting" ? event : "finished";
-  e.summary = summary.empty() ? "phoenix-loop: " + event : summary;
-  e.repository = root;
-  e.branch = branch;
-  e.state_path = state_path(root);
-  e.phase = s.value("phase", "");
-  if (s["exit_code"].is_number_integer()) e.exit_code = s["exit_code"].get<int>();
-  if (s["waiting_until"].is_string()) e.waiting_until = s["waiting_until"].get<std::string>();
-  if (s["waiting_for"].is_string()) e.waiting_for = s["waiting_for"].get<std::string>();
-  if (!incident.empty() && event != "waiting") {
-    IncidentFacts f = read_incident(incident);
-    e.incident_path = incident;
-    e.incident_title = f.title;
-    e.signature = !f.signature.empty()              ? f.signature
-                  : s["last_signature"].is_string() ? s.value("last_signature", "")
-                                                    : "";
-    e.rollback_sha = f.rollback_sha;
-  }
-  Delivery d = deliver(*cfg.loop.webhook, e, [&](long long ms) { nap(ms); });
-  trace.append("loop.webhook",
-               {{"event", e.kind}, {"ok", d.ok}, {"attempts", d.attempts}, {"status", d.status}, {"error", d.error}});
-  if (!d.ok)
-    say("webhook " + cfg.loop.webhook->url + ": not delivered after " + std::to_string(d.attempts) +
-        " attempt(s): " + d.error + " (ignored)");
+  LoopNotice n{root, branch, state_path(root), state.snapshot(), trace, say, [&](long long ms) { nap(ms); }};
+  notify_loop_event(cfg.loop, n, event, incident, summary);
 }
 
 // How long the loop waits on a rate-limited or unreachable model in a

@@ -8,28 +8,14 @@
 
 #include <filesystem>
 
+#include "recording_server.h"
 #include "test_util.h"
 #include "util/text.h"
 
 namespace phoenix::util {
 namespace {
 
-// Sets a variable for one test and puts the old value back.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = ::getenv(name)) old_ = old, had_ = true;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
-    else ::unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
+using test::ScopedEnv;
 
 TEST(Redact, SecretNamesAreMatchedByWordAnyCase) {
   for (const char* n : {"GITHUB_TOKEN", "api_key", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD",
