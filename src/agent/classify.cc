@@ -206,4 +206,11 @@ RunFacts run_facts(const std::string& program, const util::ProcessResult& r, dou
   return f;
 }
 
+std::string unusable_line(const std::string& what, const std::string& program, const std::string& cause) {
+  std::string line = "harness " + what + ": " + program + ": " + cause;
+  for (char& ch : line)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  return line;
+}
+
 }  // namespace phoenix::agent

@@ -59,6 +59,12 @@ struct Classification {
   std::optional<int> model_calls;  // the CLI's own count; null when it reports none
 };
 
+// The one line that says why the model could not be used, for `phoenix
+// run`, the hook and the loop alike: "harness <what>: <program>: <cause>"
+// ("harness quota: claude: Your credit balance is too low ...", "harness
+// unreachable for 600 s: codex: Reconnecting..."), on one line.
+std::string unusable_line(const std::string& what, const std::string& program, const std::string& cause);
+
 // The rules at the top of agent.h, minus kAborted (which needs the
 // fingerprints). Pure.
 Classification classify_run(const RunFacts& facts, long long now_ms);

@@ -28,16 +28,45 @@ using util::lower;
 // ---------------------------------------------------------------------------
 // Quotas, rate limits, unreachable models.
 
-// Words of exhausted credit or billing: waiting will not help.
+// Words of exhausted credit or billing, whoever says them: waiting will not
+// help.
 const std::vector<std::string_view> kQuotaPhrases{
     "insufficient_quota",         // OpenAI, sent with HTTP 429
     "credit balance is too low",  // Anthropic "Your credit balance is too low to access the Anthropic API"
     "credit balance too low",
-    "billing",           // "check your plan and billing details"
     "payment required",  // HTTP 402
     "out of credits",
-    "exceeded your current quota",
+    "billing_disabled",           // Google's ErrorInfo reason (403 PERMISSION_DENIED)
+    "billing to be enabled",      // Google "This API method requires billing to be enabled"
+    "enable billing",             // Google "Please enable billing on project #..."
+    "insufficient_g1_credits",    // Google's ErrorInfo reason INSUFFICIENT_G1_CREDITS_BALANCE
 };
+
+// Words of quota or billing that a provider also sends with a rate limit:
+// Gemini's free tier answers a per-minute limit with 429 RESOURCE_EXHAUSTED
+// "You exceeded your current quota, please check your plan and billing
+// details ... Please retry in 41.5s". Quota, unless the same output carries
+// one of kProviderRateMarkers.
+const std::vector<std::string_view> kQuotaWords{
+    "billing",  // "check your plan and billing details"
+    "quota",    // "exceeded your current quota", codex "Quota exceeded."
+};
+
+// What a provider sends with a limit that passes with time, whatever else
+// its message says: Google's status and its RetryInfo, OpenAI's error code,
+// a per-minute or per-day quota id.
+const std::vector<std::string_view> kProviderRateMarkers{
+    "resource_exhausted",  "resource has been exhausted",  // Google's 429
+    "retrydelay",          "please retry in",               // Google's RetryInfo, and its message's words
+    "suggested retry after",                                // gemini 0.61.0's RetryableQuotaError
+    "rate_limit_exceeded",                                  // OpenAI's code for a 429 that is a wait
+    "perminute",           "per minute", "per_minute",
+};
+
+// Words of a per-day quota: Google's quota ids ("GenerateRequestsPerDay
+// PerProjectPerModel-FreeTier"), gemini 0.61.0's "You have exhausted your
+// daily quota on this model." It resets at midnight Pacific time.
+const std::vector<std::string_view> kPerDayPhrases{"perday", "per_day", "per day", "daily quota"};
 
 // Words of a rate limit or a usage window: wait (until the reset) and retry.
 const std::vector<std::string_view> kRatePhrases{
@@ -122,14 +151,18 @@ bool says_5xx(std::string_view l) {
   return false;
 }
 
-LimitKind limit_kind_of(std::string_view l) {
-  for (auto p : kQuotaPhrases)
-    if (contains(l, p)) return LimitKind::kQuota;
-  if (contains(l, "quota")) {
-    // Google reports per-minute request limits as "Quota exceeded for quota
-    // metric ... per minute": a rate limit in quota's words.
-    bool per_minute = contains(l, "per minute") || contains(l, "per_minute") || contains(l, "perminute");
-    return per_minute ? LimitKind::kRateLimit : LimitKind::kQuota;
+bool says_any(std::string_view l, const std::vector<std::string_view>& phrases) {
+  return std::any_of(phrases.begin(), phrases.end(), [&](std::string_view p) { return contains(l, p); });
+}
+
+// Which kind one line (lower case) names, if any. `rate_context`: the
+// output carries a provider's words for a limit that passes with time
+// (kProviderRateMarkers), which make its quota words a rate limit too.
+LimitKind limit_kind_of(std::string_view l, bool rate_context) {
+  if (says_any(l, kQuotaPhrases)) return LimitKind::kQuota;
+  if (says_any(l, kQuotaWords)) {
+    const bool passes = rate_context || says_any(l, kProviderRateMarkers) || says_any(l, kPerDayPhrases);
+    return passes ? LimitKind::kRateLimit : LimitKind::kQuota;
   }
   for (auto p : kRatePhrases)
     if (contains(l, p)) return LimitKind::kRateLimit;
@@ -148,7 +181,7 @@ size_t limit_words_at(std::string_view l, LimitKind kind) {
   };
   if (kind == LimitKind::kQuota) {
     earliest(kQuotaPhrases);
-    at = std::min(at, l.find("quota"));
+    earliest(kQuotaWords);
   } else if (kind == LimitKind::kRateLimit) {
     earliest(kRatePhrases);
     at = std::min({at, l.find("quota"), l.find("429")});
@@ -220,33 +253,26 @@ long long until_wall_clock_ms(int hour, int minute, const std::string& zone, lon
   struct tm lt {};
   ::localtime_r(&now, &lt);
   const int this_year = lt.tm_year;
-  if (day) {
-    lt.tm_year = day->year ? day->year - 1900 : this_year;
-    lt.tm_mon = day->month;
-    lt.tm_mday = day->mday;
-  }
-  lt.tm_hour = hour;
-  lt.tm_min = minute;
-  lt.tm_sec = 0;
-  lt.tm_isdst = -1;
-  time_t at = ::mktime(&lt);
-  if (day && !day->year && at <= now) {  // "Jan 2nd" said on Dec 31st: next year's
-    lt.tm_year = this_year + 1;
-    lt.tm_mon = day->month;
-    lt.tm_mday = day->mday;
+  // hour:minute on `lt`'s day (of `year` when given), by the zone's rules.
+  auto at_clock = [&](int year) {
+    if (day) {
+      lt.tm_year = year;
+      lt.tm_mon = day->month;
+      lt.tm_mday = day->mday;
+    }
     lt.tm_hour = hour;
     lt.tm_min = minute;
     lt.tm_sec = 0;
     lt.tm_isdst = -1;
-    at = ::mktime(&lt);
+    return ::mktime(&lt);
+  };
+  time_t at = at_clock(day && day->year ? day->year - 1900 : this_year);
+  if (day && !day->year && at <= now) {  // "Jan 2nd" said on Dec 31st: next year's
+    at = at_clock(this_year + 1);
   } else if (!day && at <= now) {
     ::localtime_r(&now, &lt);
     lt.tm_mday += 1;
-    lt.tm_hour = hour;
-    lt.tm_min = minute;
-    lt.tm_sec = 0;
-    lt.tm_isdst = -1;
-    at = ::mktime(&lt);
+    at = at_clock(0);
   }
   if (known) {
     if (old) ::setenv("TZ", saved.c_str(), 1);
@@ -288,7 +314,7 @@ std::optional<long long> retry_after_ms_or_throw(std::string_view text_in, long 
           kUnit + R"(\s*)+))",
       kSyntax);
   if (std::regex_search(text, m, again)) return to_ms(duration(m[1].str()));
-  static const std::regex epoch(R"((?:limit reached\||resets?_?at["']?\s*[:=]?\s*)(\d{10,13})(?!\d))", kSyntax);
+  static const std::regex epoch(R"((?:limit reached\||resets?_?at["']?\s*[:=]?\s*|ratelimit-unified-reset["']?\s*[:=]?\s*)(\d{10,13})(?!\d))", kSyntax);
   if (std::regex_search(text, m, epoch)) {
     long long v = std::stoll(m[1].str());
     long long at_ms = m[1].length() > 10 ? v : v * 1000;
@@ -341,25 +367,26 @@ std::optional<long long> parse_retry_after_ms(std::string_view text, long long n
   }
 }
 
+
 namespace {
 
-// Which kind one line (lower case) names, if any.
-LimitKind limit_kind(std::string_view lower_line) { return limit_kind_of(lower_line); }
+// One line the CLI said itself.
+struct Said {
+  std::string text;   // as printed (trimmed, bounded)
+  std::string lower;  // for matching
+};
 
-}  // namespace
-
-LimitHit find_limit(std::string_view output, const AgentReport& report, std::string_view prompt, long long now_ms) {
-  // Lines of the prompt, as the agent may echo them back.
+// What the CLI said: its non-JSON output lines plus report.error_texts
+// (JSON lines are its structured output: only their error texts count, as
+// an agent message or a tool result may quote anything), minus every line
+// that also appears in `prompt` (agents echo it back).
+std::vector<Said> lines_said(std::string_view output, const AgentReport& report, std::string_view prompt) {
   std::set<std::string> echoed;
   for (const std::string& l : util::split_lines(prompt)) {
     std::string t = lower(util::trim(l));
     if (!t.empty()) echoed.insert(std::move(t));
   }
-  struct Said {
-    std::string text;   // as printed (trimmed, bounded)
-    std::string lower;  // for matching
-  };
-  std::vector<Said> said;  // what the CLI said itself
+  std::vector<Said> said;
   auto take = [&](std::string_view text) {
     for (const std::string& l : util::split_lines(text)) {
       std::string t = util::trim(l);
@@ -370,40 +397,55 @@ LimitHit find_limit(std::string_view output, const AgentReport& report, std::str
       said.push_back({std::move(t), std::move(low)});
     }
   };
-  // JSON lines are the CLI's structured output: only their error texts
-  // count (an agent message or a tool result may quote anything).
   for (const std::string& l : util::split_lines(output))
     if (!parse_object(l)) take(l);
   for (const std::string& e : report.error_texts) take(e);
+  return said;
+}
 
+// The first line of the strongest kind said (quota, then rate limit, then
+// unreachable), cut around the words that said so when it is long (a
+// stack, a JSON body): the cause is what the one-line message names.
+LimitHit strongest_limit(const std::vector<Said>& said) {
+  bool rate_context = false;
+  for (const Said& s : said) rate_context = rate_context || says_any(s.lower, kProviderRateMarkers);
   LimitHit hit;
   for (LimitKind want : {LimitKind::kQuota, LimitKind::kRateLimit, LimitKind::kUnreachable}) {
     for (const Said& s : said) {
-      if (limit_kind(s.lower) == want) {
-        hit.kind = want;
-        // A long line (a stack, a JSON body) is cut around the words
-        // that said so: the cause is what the one-line message names.
-        size_t at = limit_words_at(s.lower, want);
-        const size_t kBefore = 60;
-        if (s.text.size() > 200 && at != std::string::npos && at > kBefore)
-          hit.line = "…" + one_line(std::string_view(s.text).substr(at - kBefore));
-        else hit.line = one_line(s.text);
-        break;
-      }
+      if (limit_kind_of(s.lower, rate_context) != want) continue;
+      hit.kind = want;
+      size_t at = limit_words_at(s.lower, want);
+      const size_t kBefore = 60;
+      if (s.text.size() > 200 && at != std::string::npos && at > kBefore)
+        hit.line = "…" + one_line(std::string_view(s.text).substr(at - kBefore));
+      else hit.line = one_line(s.text);
+      return hit;
     }
-    if (hit.kind != LimitKind::kNone) break;
   }
-  if (hit.kind == LimitKind::kNone) return hit;
+  return hit;
+}
+
+// When to retry, as the CLI said it; for a per-day quota, its reset: the
+// next midnight in America/Los_Angeles, whatever shorter delay came with it.
+std::optional<long long> retry_time(const std::vector<Said>& said, long long now_ms) {
+  for (const Said& s : said)
+    if (says_any(s.lower, kPerDayPhrases)) return until_wall_clock_ms(0, 0, "America/Los_Angeles", now_ms);
   for (const Said& s : said) {
     const std::string& l = s.lower;
     if (!contains(l, "retry") && !contains(l, "try again") && !contains(l, "reset") && !contains(l, "|") &&
         !contains(l, "available"))
       continue;
-    if (auto ms = parse_retry_after_ms(s.text, now_ms)) {
-      hit.retry_after_ms = ms;
-      break;
-    }
+    if (auto ms = parse_retry_after_ms(s.text, now_ms)) return ms;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+LimitHit find_limit(std::string_view output, const AgentReport& report, std::string_view prompt, long long now_ms) {
+  const std::vector<Said> said = lines_said(output, report, prompt);
+  LimitHit hit = strongest_limit(said);
+  if (hit.kind != LimitKind::kNone) hit.retry_after_ms = retry_time(said, now_ms);
   return hit;
 }
 

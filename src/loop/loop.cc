@@ -532,6 +532,7 @@ struct Loop {
     std::string healed_by;
     std::string why_stopped;
     bool undid_change = false;
+    std::string model_unusable;  // the engine's one line when the model could not be used
   };
 
   // A heal of a task's red attempt: the inner cycle mends the agent's
@@ -605,6 +606,7 @@ struct Loop {
     });
     Heal h;
     h.exit_code = r.exit_code;
+    h.model_unusable = r.model_unusable;
     for (const auto& i : r.issues) {
       session_retries += i.attempts;
       for (const auto& a : i.tried) h.tried.push_back({0, a.fixer, a.outcome, util::sha12(a.attempt_signature), ""});
@@ -922,6 +924,7 @@ struct Loop {
         Heal h = heal(m.red);
         sync_branch("baseline heal");
         if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
+        if (!h.model_unusable.empty()) return finish(kExitRed, "stopped", h.model_unusable);
         if (h.exit_code != kExitOk) return escalated_baseline(h);
         Measure hm = measure();
         if (!hm.setup_failed.empty()) return setup_stopped(hm);
@@ -1011,9 +1014,7 @@ struct Loop {
     const bool measured_next = a.changed && a.cls.status != Status::kQuota && !agent::waits(a.cls.status) &&
                                a.cls.status != Status::kUnavailable && a.cls.status != Status::kTimeout;
     if (!measured_next) batch.end();  // a wait, no change or an ending follows
-    if (a.cls.status == Status::kQuota)
-      return finish(kExitRed, "stopped",
-                    "stopped: harness " + a.cls.detail + " (credit or billing: waiting will not help)");
+    if (a.cls.status == Status::kQuota) return finish(kExitRed, "stopped", quota_line(a));
     if (agent::waits(a.cls.status)) return wait_for_model(a);
     rate_waits = 0;
     rate_waited_ms = 0;
@@ -1157,6 +1158,7 @@ struct Loop {
     book.heal_spent(self, h.tried, h.healed_by);
     task_state(self.id(), facts);
     if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
+    if (!h.model_unusable.empty()) return finish(kExitRed, "stopped", h.model_unusable);
     // no_progress_limit counts iterations whose net change is empty: here,
     // when the only "fix" was taking the work back out.
     if (h.undid_change) ++no_progress;
@@ -1281,6 +1283,11 @@ struct Loop {
     return std::nullopt;
   }
 
+  // Credit or billing gone: waiting will not help. The one line.
+  static std::string quota_line(const AgentRun& a) {
+    return agent::unusable_line("quota", a.program, a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error);
+  }
+
   // Not the agent's failure and not "no progress": wait and try again,
   // until the reset time the CLI printed (plus jitter) or with backoff,
   // as long as --until (or harness.max_wait_s, when set) allows.
@@ -1292,12 +1299,10 @@ struct Loop {
                                ? static_cast<long long>(*cfg.harness.max_wait_s * 1000) - rate_waited_ms
                                : static_cast<long long>(max_wait_s() * 1000);
     const std::string kind = a.cls.status == agent::Status::kRateLimited ? "rate-limited" : "unreachable";
-    if (left <= 0) {
-      std::string cause = a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error;
+    if (left <= 0)
       return finish(kExitRed, "stopped",
-                    "harness " + kind + " for " + std::to_string((rate_waited_ms + 500) / 1000) + " s: " + a.program +
-                        ": " + cause);
-    }
+                    agent::unusable_line(kind + " for " + std::to_string((rate_waited_ms + 500) / 1000) + " s",
+                                         a.program, a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error));
     long long wait = agent::wait_ms(a.cls, rate_waits, left);
     ++rate_waits;
     rate_waited_ms += wait;
@@ -1608,8 +1613,7 @@ struct Loop {
     pool->set_phase(w, "checking");
     using agent::Status;
     if (util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
-    if (a.cls.status == Status::kQuota)
-      return stop(r, "stopped", "stopped: harness " + a.cls.detail + " (credit or billing: waiting will not help)");
+    if (a.cls.status == Status::kQuota) return stop(r, "stopped", quota_line(a));
     if (a.cls.status == Status::kUnavailable) return stop(r, "failed", "harness unavailable: " + a.cls.detail);
     if (agent::waits(a.cls.status)) {
       --iteration;  // a run the provider refused is not one of the agent's iterations
@@ -1656,6 +1660,7 @@ struct Loop {
     Heal h = heal(t, m.red, true, &th);
     r.tried = h.tried;
     if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
+    if (!h.model_unusable.empty()) return stop(r, "stopped", h.model_unusable);
     r.why = "red in its own tree: " + util::join_argv(m.red);
     for (const auto& x : m.results)
       if (!x.ok) r.why += "\n  " + x.id + ": " + x.signal;
