@@ -432,16 +432,17 @@ TEST_P(AgentsLoop, DoesATwoTaskNightOneGreenOneHealed) {
   const std::string cli = GetParam();
   require(cli);
   const std::string task = "Do this one task, then stop:\n\n";
+  // Whole lines, so that codex's apply_patch needs no look at the tree.
   write(tmp / "model", "edits.json",
         Json::array({{{"when", "The task being done: make sub() subtract"},
                       {"file", "src/sub.cc"},
-                      {"old", "return a - b; } // BROKEN"},
-                      {"new", "return a - b; }"}},
-                     {{"when", task + "make add() add"}, {"file", "src/calc.cc"}, {"old", "a - b"}, {"new", "a + b"}},
+                      {"old", "int sub(int a, int b) { return a - b; } // BROKEN"},
+                      {"new", "int sub(int a, int b) { return a - b; }"}},
+                     {{"when", task + "make add() add"}, {"file", "src/calc.cc"}, {"old", "int add(int a, int b) { return a - b; }"}, {"new", "int add(int a, int b) { return a + b; }"}},
                      {{"when", task + "make sub() subtract"},
                       {"file", "src/sub.cc"},
-                      {"old", "return 0; }"},
-                      {"new", "return a - b; } // BROKEN"}}})
+                      {"old", "int sub(int a, int b) { return 0; }"},
+                      {"new", "int sub(int a, int b) { return a - b; } // BROKEN"}}})
             .dump(2));
   write(repo, "src/sub.cc", "int sub(int a, int b) { return 0; }\n");
   write(repo, "TASKS.md", "# Tasks\n\n- [ ] make add() add\n- [ ] make sub() subtract\n");
