@@ -118,15 +118,15 @@ int cmd_run(const std::vector<std::string>& args) {
       std::cout << "proposed by " << i.fixer << " for " << i.check << " (not applied: --dry-run):\n" << i.patch;
   }
   summary["issues"] = issues;
-  if (!r.waited_out.empty()) summary["waited_out"] = r.waited_out;
+  if (!r.model_unusable.empty()) summary["model_unusable"] = r.model_unusable;
   if (ctx.json) std::cout << summary.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   else {
     if (r.issues.empty())
       std::cerr << "phoenix: every check is green"
                 << (r.known_good.empty() ? "" : "; known-good " + util::sha12(r.known_good)) << "\n";
-    // The model could not be reached for max_wait_s: one line with the cause.
-    if (!r.waited_out.empty()) {
-      std::cerr << "phoenix: " << r.waited_out << "\n";
+    // The model could not be used: one line with the cause.
+    if (!r.model_unusable.empty()) {
+      std::cerr << "phoenix: " << r.model_unusable << "\n";
       return r.exit_code;
     }
     for (const auto& i : r.issues) {

@@ -23,6 +23,23 @@ namespace phoenix::engine {
 using util::Json;
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// Why a heal stops when every fixer of the chain has had its say.
+constexpr const char* kChainEnd = "no fixer has anything more to propose";
+
+// The one line that says why the model could not be used: "harness
+// <what>: claude: <the CLI's first error line>".
+std::string unusable_line(const fixers::Proposal& p, const std::string& what) {
+  std::string prog = p.summary;
+  // "harness claude: unreachable" -> "claude"
+  if (util::starts_with(prog, "harness ")) prog = prog.substr(8);
+  if (auto colon = prog.find(':'); colon != std::string::npos) prog = prog.substr(0, colon);
+  return agent::unusable_line(what, prog, p.first_error.empty() ? p.detail : p.first_error);
+}
+
+}  // namespace
+
 struct Engine::Impl {
   std::string root;
   const config::Config& cfg;
@@ -252,9 +269,9 @@ RunResult Engine::Impl::run() {
     result.issues.push_back(o);
     if (o.state == State::kHealed) {
       green[i] = true;
-    } else if (o.state == State::kWaitedOut) {
+    } else if (model_unusable(o.state)) {
       exit_code = std::max(exit_code, static_cast<int>(kExitRed));
-      break;  // the model cannot be reached: the next issue would wait the same
+      break;  // the model cannot be used: the next issue would find it the same
     } else if (o.state == State::kEscalated) {
       exit_code = kExitEscalated;
       break;  // the run stops at the first escalation
@@ -296,6 +313,9 @@ struct Engine::Impl::Heal {
   size_t fixer_index = 0;
   int rate_waits = 0;
   long long rate_waited_ms = 0;
+  // The harness's proposal that said its credit is gone, when one did: the
+  // chain that runs out after it ends as MODEL_UNUSABLE, not escalated.
+  std::optional<fixers::Proposal> quota;
 };
 
 // What a proposal that came back with a patch turned out to be.
@@ -307,7 +327,7 @@ struct Engine::Impl::Applied {
 };
 
 IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::SenseResult& red, RunResult& result) {
-  Heal h{check, red, {}, describe_failure(check, red), 3, {}, {}, {}, {}, 0, 0, 0};
+  Heal h{check, red, {}, describe_failure(check, red), 3, {}, {}, {}, {}, 0, 0, 0, std::nullopt};
   h.out.check = check.id;
   h.out.issue_signature = h.failure.issue_signature;
   h.budget = cfg.budgets.count(check.type) ? cfg.budgets.at(check.type) : 3;
@@ -391,11 +411,20 @@ std::string Engine::Impl::stop_reason(const Heal& h) const {
     return "session cap of " + std::to_string(cfg.session_cap) + " attempts reached";
   if (cfg.circuit_breaker > 0 && consecutive_failed >= cfg.circuit_breaker)
     return "circuit breaker: " + std::to_string(consecutive_failed) + " consecutive failed heals";
-  if (h.fixer_index >= fixers.size()) return "no fixer has anything more to propose";
+  if (h.fixer_index >= fixers.size()) return kChainEnd;
   return "";
 }
 
 IssueOutcome Engine::Impl::give_up(Heal& h, const std::string& stop, RunResult& result) {
+  if (h.quota && stop == kChainEnd) {
+    // Nothing else to ask, and the model was never usable: not the code's
+    // (a budget spent on proposals that went red is).
+    explain("fixer " + h.quota->fixer + ": quota, and no fixer left; the run stops, not an escalation");
+    result.model_unusable = unusable_line(*h.quota, "quota");
+    state(h.check.id, State::kUnusable, {{"fixer", h.quota->fixer}, {"detail", h.quota->detail}});
+    h.out.state = State::kUnusable;
+    return h.out;
+  }
   h.out.tried = h.attempts;
   h.out.last_diff = h.last_diff;
   h.out.why_stopped = stop;
@@ -462,9 +491,11 @@ bool Engine::Impl::no_patch(Heal& h, const fixers::Proposal& p, const std::strin
                             const std::string& pre_propose, RunResult& result) {
   const std::string& id = h.check.id;
   switch (p.status) {
+    case fixers::Status::kQuota:
+      h.quota = p;
+      [[fallthrough]];
     case fixers::Status::kNothing:
     case fixers::Status::kUnavailable:
-    case fixers::Status::kQuota:
       explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) +
               (p.detail.empty() ? "" : " (" + p.detail + ")") + "; next fixer");
       state(id, State::kNoProposal,
@@ -518,16 +549,8 @@ bool Engine::Impl::wait_for_model(Heal& h, const fixers::Proposal& p, RunResult&
   const long long max_ms = static_cast<long long>(opt.max_wait_s * 1000);
   const long long left = max_ms - h.rate_waited_ms;
   if (left <= 0) {
-    const bool limited = p.status == fixers::Status::kRateLimited;
-    std::string prog = p.summary;
-    // "harness claude: unreachable" -> "claude"
-    if (util::starts_with(prog, "harness ")) prog = prog.substr(8);
-    if (auto colon = prog.find(':'); colon != std::string::npos) prog = prog.substr(0, colon);
-    std::string cause = p.first_error.empty() ? p.detail : p.first_error;
-    result.waited_out = std::string("harness ") + (limited ? "rate-limited" : "unreachable") + " for " +
-                        std::to_string((h.rate_waited_ms + 500) / 1000) + " s: " + prog + ": " + cause;
-    for (char& ch : result.waited_out)
-      if (ch == '\n' || ch == '\r') ch = ' ';
+    result.model_unusable = unusable_line(p, std::string(fixers::status_name(p.status)) + " for " +
+                                                 std::to_string((h.rate_waited_ms + 500) / 1000) + " s");
     explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) + " past max_wait_s; the run stops");
     state(h.check.id, State::kWaitedOut, {{"fixer", p.fixer}, {"waited_ms", h.rate_waited_ms}, {"detail", p.detail}});
     h.out.state = State::kWaitedOut;

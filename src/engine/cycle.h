@@ -63,7 +63,7 @@ struct RunOptions {
   // The longest a rate-limited or unreachable harness may keep one run
   // waiting, in total (harness.max_wait_s; 600 in `phoenix run` and the
   // hook, the time to --until in the loop). When spent, the run stops with
-  // exit 1 and RunResult.waited_out: no attempt is spent, no incident.
+  // exit 1 and RunResult.model_unusable: no attempt is spent, no incident.
   double max_wait_s = 600;
   std::string author_name = "phoenix";
   std::string author_email = "phoenix@localhost";
@@ -96,7 +96,9 @@ struct RunOptions {
 
 struct IssueOutcome {
   std::string check;
-  State state = State::kRed;  // kHealed, kEscalated, kProposed (dry run), kRed (dirty tree), kWaitedOut
+  // kHealed, kEscalated, kProposed (dry run), kRed (dirty tree), or, when
+  // the model could not be used, kWaitedOut or kUnusable (model_unusable()).
+  State state = State::kRed;
   int attempts = 0;
   std::string fixer;       // who proposed the fix that healed
   std::string fix_commit;  // sha of the fix commit
@@ -123,11 +125,18 @@ struct RunResult {
   std::string known_good;  // after the run
   std::string rolled_back_to;
   std::vector<checks::SenseResult> detected;  // first measurement of each check
-  // Set when the run stopped because the harness stayed rate-limited or
-  // unreachable for max_wait_s: "harness unreachable for 600 s: claude: API
-  // Error: Unable to connect ..." (one line).
-  std::string waited_out;
+  // Set when the run stopped because the model could not be used: the
+  // harness stayed rate-limited or unreachable for max_wait_s ("harness
+  // unreachable for 600 s: claude: API Error: Unable to connect ...") or
+  // its credit is gone ("harness quota: claude: Your credit balance is too
+  // low ..."). One line; no attempt was spent and no incident written: not
+  // an escalation of the code.
+  std::string model_unusable;
 };
+
+// True for the states that end an issue because the model could not be
+// used (WAITED_OUT, MODEL_UNUSABLE): exit 1, no incident, nothing spent.
+inline bool model_unusable(State s) { return s == State::kWaitedOut || s == State::kUnusable; }
 
 // Events for the timeline: {"event":"state","check":...,"state":...,"elapsed_ms":...,...}
 // and {"event":"explain","text":...}.

@@ -19,6 +19,7 @@ constexpr Word kWords[] = {
     {State::kHealed, "HEALED"},        {State::kEscalated, "ESCALATED"},
     {State::kProposed, "PROPOSED"},    {State::kRed, "RED"},
     {State::kWaitedOut, "WAITED_OUT"},
+    {State::kUnusable, "MODEL_UNUSABLE"},
 };
 
 }  // namespace

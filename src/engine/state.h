@@ -28,6 +28,7 @@ enum class State {
   kProposed,   // PROPOSED: a dry run's proposal, not applied
   kRed,        // RED: not healed (uncommitted work, or a stop reason)
   kWaitedOut,  // WAITED_OUT: the model stayed away for max_wait_s
+  kUnusable,   // MODEL_UNUSABLE: the model cannot be used (quota: credit or billing)
 };
 
 // "HEALED" for State::kHealed.

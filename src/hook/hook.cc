@@ -677,8 +677,8 @@ int PrePush::heal_head(int code) {
       err_ << "phoenix: " << i.check << " escalated: see " << result.incident << "; push blocked\n";
       if (result.known_good.empty())
         err_ << "phoenix: no known-good commit yet: run `phoenix run` once while green (bisect starts from it)\n";
-    } else if (i.state == engine::State::kWaitedOut) {
-      err_ << "phoenix: " << result.waited_out << "; push blocked\n";
+    } else if (engine::model_unusable(i.state)) {
+      err_ << "phoenix: " << result.model_unusable << "; push blocked\n";
     } else if (i.state != engine::State::kHealed) {
       err_ << "phoenix: " << i.check << ": " << i.state << "; push blocked\n";
     }

@@ -100,6 +100,7 @@ Loop::Ending Loop::baseline() {
       HealOutcome h = heal(m.red);
       sync_branch("baseline heal");
       if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
+      if (!h.model_unusable.empty()) return finish(kExitRed, "stopped", h.model_unusable);
       if (h.exit_code != kExitOk) return escalated_baseline(h);
       Measure hm = measure();
       if (!hm.setup_failed.empty()) return setup_stopped(hm);
@@ -151,6 +152,11 @@ int Loop::all_ticked() {
   return finish(kExitOk, "complete", "complete: every task ticked, every check green");
 }
 
+// Credit or billing gone: waiting will not help. The one line.
+std::string Loop::quota_line(const AgentRun& a) {
+  return agent::unusable_line("quota", a.program, a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error);
+}
+
 // Not the agent's failure and not "no progress": wait and try again,
 // until the reset time the CLI printed (plus jitter) or with backoff,
 // as long as --until (or harness.max_wait_s, when set) allows.
@@ -162,12 +168,10 @@ Loop::Ending Loop::wait_for_model(const AgentRun& a) {
                              ? static_cast<long long>(*cfg.harness.max_wait_s * 1000) - rate_waited_ms
                              : static_cast<long long>(max_wait_s() * 1000);
   const std::string kind = a.cls.status == agent::Status::kRateLimited ? "rate-limited" : "unreachable";
-  if (left <= 0) {
-    std::string cause = a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error;
+  if (left <= 0)
     return finish(kExitRed, "stopped",
-                  "harness " + kind + " for " + std::to_string((rate_waited_ms + 500) / 1000) + " s: " + a.program +
-                      ": " + cause);
-  }
+                  agent::unusable_line(kind + " for " + std::to_string((rate_waited_ms + 500) / 1000) + " s",
+                                       a.program, a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error));
   long long wait = agent::wait_ms(a.cls, rate_waits, left);
   ++rate_waits;
   rate_waited_ms += wait;

@@ -74,6 +74,7 @@ Loop::HealOutcome Loop::heal(const Tree& t, const std::vector<std::string>& red,
   });
   HealOutcome h;
   h.exit_code = r.exit_code;
+  h.model_unusable = r.model_unusable;
   for (const auto& i : r.issues) {
     session_retries += i.attempts;
     for (const auto& a : i.tried) h.tried.push_back({0, a.fixer, a.outcome, util::sha12(a.attempt_signature), ""});

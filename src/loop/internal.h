@@ -117,6 +117,7 @@ struct Loop {
     std::string healed_by;
     std::string why_stopped;
     bool undid_change = false;
+    std::string model_unusable;  // the engine's one line when the model could not be used
   };
 
   // A heal of a task's red attempt: the inner cycle mends the agent's
@@ -219,6 +220,7 @@ struct Loop {
   Ending baseline();
   Ending stop_requested();
   int all_ticked();
+  static std::string quota_line(const AgentRun& a);
   Ending wait_for_model(const AgentRun& a);
   Ending no_change(const AgentRun& a, const std::string& prompt);
 

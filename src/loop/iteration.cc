@@ -46,9 +46,7 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
   const bool measured_next = a.changed && a.cls.status != Status::kQuota && !agent::waits(a.cls.status) &&
                              a.cls.status != Status::kUnavailable && a.cls.status != Status::kTimeout;
   if (!measured_next) batch.end();  // a wait, no change or an ending follows
-  if (a.cls.status == Status::kQuota)
-    return finish(kExitRed, "stopped",
-                  "stopped: harness " + a.cls.detail + " (credit or billing: waiting will not help)");
+  if (a.cls.status == Status::kQuota) return finish(kExitRed, "stopped", quota_line(a));
   if (agent::waits(a.cls.status)) return wait_for_model(a);
   rate_waits = 0;
   rate_waited_ms = 0;
@@ -159,6 +157,7 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
   book.heal_spent(self, h.tried, h.healed_by);
   task_state(self.id(), facts);
   if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
+  if (!h.model_unusable.empty()) return finish(kExitRed, "stopped", h.model_unusable);
   // no_progress_limit counts iterations whose net change is empty: here,
   // when the only "fix" was taking the work back out.
   if (h.undid_change) ++no_progress;

@@ -28,8 +28,7 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
   pool->set_phase(w, "checking");
   using agent::Status;
   if (util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
-  if (a.cls.status == Status::kQuota)
-    return stop(r, "stopped", "stopped: harness " + a.cls.detail + " (credit or billing: waiting will not help)");
+  if (a.cls.status == Status::kQuota) return stop(r, "stopped", quota_line(a));
   if (a.cls.status == Status::kUnavailable) return stop(r, "failed", "harness unavailable: " + a.cls.detail);
   if (agent::waits(a.cls.status)) {
     --iteration;  // a run the provider refused is not one of the agent's iterations
@@ -76,6 +75,7 @@ JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, 
   HealOutcome h = heal(t, m.red, true, &th);
   r.tried = h.tried;
   if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
+  if (!h.model_unusable.empty()) return stop(r, "stopped", h.model_unusable);
   r.why = "red in its own tree: " + util::join_argv(m.red);
   for (const auto& x : m.results)
     if (!x.ok) r.why += "\n  " + x.id + ": " + x.signal;

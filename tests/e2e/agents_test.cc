@@ -2,11 +2,12 @@
 // scripts/deps.sh installs them, pinned, into /opt/phoenix-test-tools/agents)
 // talking to a fake model provider of ours on 127.0.0.1
 // (tests/tools/model_server.cc). Each CLI's shipped preset heals a real bug
-// through `phoenix run` and does one task through phoenix-loop; each
-// failure of the provider (refused, 500, 529, 429, a usage window,
-// exhausted credit) is classified against each CLI as docs/agents.md says,
-// spends no budget where it must not, and ends the run with exit 1 and one
-// line within harness.max_wait_s; phoenix-loop waiting out a usage window
+// through `phoenix run` and does a two-task night of phoenix-loop (one task
+// green at once, one healed when the failure is fed back); each failure of
+// the provider (refused, a 5xx, 429, a usage window or per-day quota,
+// exhausted credit or billing), in the provider's own error format, is
+// classified against each CLI as docs/agents.md says, spends no budget, and
+// ends the run with exit 1, one line and no incident; phoenix-loop waiting out a usage window
 // shows in loop-state.json and `phoenix status`. A CLI that is not
 // installed skips its tests, saying so. (opencode's failure modes cost 30 s
 // each: scripts/test.sh runs the failure table in the plain pass only.)
@@ -17,6 +18,8 @@
 
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <future>
 #include <regex>
@@ -137,6 +140,18 @@ class Agents : public ::testing::Test {
     return out;
   }
 
+  // One task for a claude night against the server's `mode`, the check
+  // green at the baseline (it guards against a marker the agent never writes).
+  void one_task_night(const std::string& mode) {
+    write(repo, "TASKS.md", "# Tasks\n\n- [ ] make add() add\n");
+    server->set_mode(mode);
+    configure("claude", server->url(), Json::object(), Json{{"tasks", "TASKS.md"}, {"heartbeat_s", 0.2}});
+    Json cfg = Json::parse(read(repo + "/phoenix.json"));
+    cfg["checks"][0]["pattern"] = "BROKEN";
+    write(repo, "phoenix.json", cfg.dump(2));
+    commit_all(repo, "the check is green");
+  }
+
   void heals_with_preset(const std::string& cli) {
     configure(cli, server->url());
     CliRun r = run_phoenix(repo, {"run"}, 300);
@@ -216,7 +231,30 @@ struct FailCase {
   double timeout_s;          // where Phoenix stops a CLI that retries inside itself
   double max_wait_s;         // below timeout_s: one run, then the run stops
   bool reads_reset = false;  // the usage window's reset (hours away) was read from what the CLI said
+  // The wait the CLI asked for, in s, as the proposal says it ("retry in N
+  // s"): 0 where it names none; -1 for a per-day quota: until the next
+  // midnight in America/Los_Angeles.
+  long long retry_s = 0;
 };
+
+// Seconds from now to the next midnight in Los Angeles, by the TZ database.
+long long secs_to_pacific_midnight() {
+  const char* old = std::getenv("TZ");
+  const std::string saved = old ? old : "";
+  ::setenv("TZ", "America/Los_Angeles", 1);
+  ::tzset();
+  const time_t now = std::time(nullptr);
+  struct tm t {};
+  ::localtime_r(&now, &t);
+  t.tm_mday += 1;
+  t.tm_hour = t.tm_min = t.tm_sec = 0;
+  t.tm_isdst = -1;
+  const time_t midnight = ::mktime(&t);
+  if (old) ::setenv("TZ", saved.c_str(), 1);
+  else ::unsetenv("TZ");
+  ::tzset();
+  return static_cast<long long>(midnight - now);
+}
 
 std::ostream& operator<<(std::ostream& os, const FailCase& c) { return os << c.cli << "/" << c.mode; }
 
@@ -226,6 +264,13 @@ std::ostream& operator<<(std::ostream& os, const FailCase& c) { return os << c.c
 // on a machine with a load of 6–8 (a bun binary of 185 MB).
 constexpr double kGeminiTimeout = 8, kOpencodeTimeout = 30;
 
+// The provider's modes speak its own error format (tests/tools/model_server.cc):
+// Anthropic's error body and rate-limit headers, OpenAI's error codes
+// (rate_limit_exceeded, insufficient_quota), Google's google.rpc error
+// with QuotaFailure, RetryInfo and ErrorInfo details. Each CLI meets 429,
+// quota (credit or billing), a 5xx and a refused connection; claude and
+// codex, which give up at once, also 529 and a usage window; gemini also
+// a per-day quota, which waits until midnight Pacific time.
 const std::vector<FailCase> kFailCases = {
     {"claude", "refused", "unreachable", "API Error: Unable to connect", 30, 3},
     {"claude", "500", "unreachable", "API Error: 500", 30, 3},
@@ -243,15 +288,12 @@ const std::vector<FailCase> kFailCases = {
     {"codex", "credit", "quota", "billing", 30, 3},
     {"gemini", "refused", "unreachable", "fetch failed", kGeminiTimeout, 2},
     {"gemini", "500", "unreachable", "status 500", kGeminiTimeout, 2},
-    {"gemini", "529", "unreachable", "Overloaded", kGeminiTimeout, 2},
-    {"gemini", "429", "rate-limited", "429", kGeminiTimeout, 2},
-    {"gemini", "usage-limit", "rate-limited", "resets 3am (Europe/Berlin)", kGeminiTimeout, 2, true},
-    {"gemini", "credit", "quota", "redit balance", kGeminiTimeout, 2},
+    {"gemini", "429", "rate-limited", "Resource has been exhausted", kGeminiTimeout, 2, false, 2},
+    {"gemini", "usage-limit", "rate-limited", "daily quota", kGeminiTimeout, 2, true, -1},
+    {"gemini", "credit", "quota", "billing", kGeminiTimeout, 2},
     {"opencode", "refused", "unreachable", "Unable to connect", kOpencodeTimeout, 2},
     {"opencode", "500", "unreachable", "Internal server error", kOpencodeTimeout, 2},
-    {"opencode", "529", "unreachable", "Overloaded", kOpencodeTimeout, 2},
-    {"opencode", "429", "rate-limited", "Rate limit exceeded", kOpencodeTimeout, 2},
-    {"opencode", "usage-limit", "rate-limited", "resets 3am (Europe/Berlin)", kOpencodeTimeout, 2, true},
+    {"opencode", "429", "rate-limited", "Rate limit", kOpencodeTimeout, 2},
     {"opencode", "credit", "quota", "billing", kOpencodeTimeout, 2},
 };
 
@@ -288,26 +330,33 @@ TEST_P(AgentsFail, IsClassifiedAndSpendsNothingItMustNot) {
   }
   // No attempt was spent: nothing rejected.
   EXPECT_FALSE(has_state("REJECTED")) << trace;
+  // A model that cannot be used is not an escalation of the code: exit 1,
+  // no incident, and one line naming the CLI and what it said.
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_FALSE(fs::exists(repo + "/incidents")) << r.out;
+  EXPECT_FALSE(has_state("ESCALATED")) << trace;
+  std::string line;
+  for (const std::string& l : util::split_lines(r.out))
+    if (util::starts_with(l, "phoenix: harness ")) line = l;
 
   if (c.status == "quota") {
-    // Credit is gone: the fixer is asked once and stops for the run.
+    // Credit is gone: the fixer is asked once and the run stops.
     EXPECT_EQ(proposals.size(), 1u) << trace;
     EXPECT_TRUE(contains(proposals[0]["data"].value("detail", ""), c.says)) << proposals[0].dump();
     EXPECT_FALSE(has_state("WAITING")) << "waiting does not bring credit back: " << trace;
+    EXPECT_TRUE(has_state("MODEL_UNUSABLE")) << trace;
+    EXPECT_TRUE(std::regex_match(line, std::regex("phoenix: harness quota: " + c.cli + ": .+")))
+        << "'" << line << "' in:\n" << r.out;
+    EXPECT_TRUE(contains(line, c.says)) << line;
     return;
   }
 
-  // Waited, never failed: no incident, the waits traced, and one line.
-  EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_FALSE(fs::exists(repo + "/incidents")) << r.out;
+  // Waited, never failed: the waits traced, and one line.
   EXPECT_TRUE(has_state("WAITED_OUT")) << trace;
   // Where the first run left time within max_wait_s, Phoenix waited and
   // asked again (read from the trace: a busy machine makes runs longer).
   if (proposals[0]["data"].value("duration_ms", 0LL) < static_cast<long long>(c.max_wait_s * 1000) - 100)
     EXPECT_TRUE(has_state("WAITING")) << trace;
-  std::string line;
-  for (const std::string& l : util::split_lines(r.out))
-    if (util::starts_with(l, "phoenix: harness ")) line = l;
   const std::regex one_line("phoenix: harness " + c.status + " for [0-9]+ s: " + c.cli + ": .+");
   EXPECT_TRUE(std::regex_match(line, one_line)) << "'" << line << "' in:\n" << r.out;
   EXPECT_TRUE(contains(line, c.says)) << line;
@@ -318,6 +367,15 @@ TEST_P(AgentsFail, IsClassifiedAndSpendsNothingItMustNot) {
     if (s["data"].value("state", "") == "WAITING") waited += s["data"].value("wait_ms", 0LL);
   EXPECT_LE(waited, static_cast<long long>(c.max_wait_s * 1000)) << trace;
 
+  if (c.retry_s != 0) {
+    // The wait the provider asked for, as the CLI printed it.
+    const long long want = c.retry_s > 0 ? c.retry_s : secs_to_pacific_midnight();
+    std::string summary = proposals[0]["data"].value("summary", "");
+    size_t at = summary.find("retry in ");
+    ASSERT_NE(at, std::string::npos) << summary;
+    EXPECT_NEAR(static_cast<double>(std::stoll(summary.substr(at + 9))), static_cast<double>(want), c.retry_s > 0 ? 1 : 600)
+        << summary;
+  }
   if (c.reads_reset) {
     // The reset time was read (hours away, as the proposal says); the wait
     // is what max_wait_s left of it.
@@ -366,39 +424,76 @@ TEST_F(Agents, AiderPresetFlagsAreInItsHelp) {
 #ifdef PHOENIX_LOOP_BIN
 class AgentsLoop : public Agents, public ::testing::WithParamInterface<std::string> {};
 
-// Each CLI's preset does one task of TASKS.md through phoenix-loop.
-TEST_P(AgentsLoop, DoesATask) {
+// Each CLI's preset does a two-task night of phoenix-loop: the first task
+// green at once; the second red as the agent leaves it (a marker the check
+// forbids), healed when the failure is fed back to the same CLI (the heal's
+// prompt names the task being done), and landed with its heal.
+TEST_P(AgentsLoop, DoesATwoTaskNightOneGreenOneHealed) {
   const std::string cli = GetParam();
   require(cli);
-  write(repo, "TASKS.md", "# Tasks\n\n- [ ] make add() add\n");
+  const std::string task = "Do this one task, then stop:\n\n";
+  // Whole lines, so that codex's apply_patch needs no look at the tree.
+  write(tmp / "model", "edits.json",
+        Json::array({{{"when", "The task being done: make sub() subtract"},
+                      {"file", "src/sub.cc"},
+                      {"old", "int sub(int a, int b) { return a - b; } // BROKEN"},
+                      {"new", "int sub(int a, int b) { return a - b; }"}},
+                     {{"when", task + "make add() add"}, {"file", "src/calc.cc"}, {"old", "int add(int a, int b) { return a - b; }"}, {"new", "int add(int a, int b) { return a + b; }"}},
+                     {{"when", task + "make sub() subtract"},
+                      {"file", "src/sub.cc"},
+                      {"old", "int sub(int a, int b) { return 0; }"},
+                      {"new", "int sub(int a, int b) { return a - b; } // BROKEN"}}})
+            .dump(2));
+  write(repo, "src/sub.cc", "int sub(int a, int b) { return 0; }\n");
+  write(repo, "TASKS.md", "# Tasks\n\n- [ ] make add() add\n- [ ] make sub() subtract\n");
   configure(cli, server->url(), Json::object(), Json{{"tasks", "TASKS.md"}, {"heartbeat_s", 0.2}});
-  // Green at the baseline (the task is new work, not a red check): the
-  // check guards against a marker the agent never writes.
+  // Green at the baseline: the check forbids a marker only the second
+  // task's first try writes.
   Json cfg = Json::parse(read(repo + "/phoenix.json"));
+  cfg["checks"][0]["target"] = "src/sub.cc";
   cfg["checks"][0]["pattern"] = "BROKEN";
   write(repo, "phoenix.json", cfg.dump(2));
-  commit_all(repo, "the check is green");
-  auto r = run({PHOENIX_LOOP_BIN, "--branch", "phoenix/loop-agents"}, repo, {}, 300);
-  EXPECT_EQ(r.exit_code, 0) << r.output << "\n" << server->log();
-  std::string fixed = util::trim(git(repo, {"show", "phoenix/loop-agents:src/calc.cc"}));
-  EXPECT_EQ(fixed, "int add(int a, int b) { return a + b; }");
-  EXPECT_TRUE(contains(git(repo, {"show", "phoenix/loop-agents:TASKS.md"}), "- [x] make add() add"));
+  const std::string base = util::trim(commit_all(repo, "the check is green"));
+  const std::string branch = "phoenix/loop-" + cli;
+  auto r = run({PHOENIX_LOOP_BIN, "--branch", branch}, repo, {}, 300);
+  const std::string diag = r.output + "\n--- model server ---\n" + server->log();
+  EXPECT_EQ(r.exit_code, 0) << diag;
+  EXPECT_EQ(git(repo, {"show", branch + ":TASKS.md"}), "# Tasks\n\n- [x] make add() add\n- [x] make sub() subtract\n")
+      << diag;
+  EXPECT_EQ(util::trim(git(repo, {"show", branch + ":src/calc.cc"})), "int add(int a, int b) { return a + b; }");
+  EXPECT_EQ(util::trim(git(repo, {"show", branch + ":src/sub.cc"})), "int sub(int a, int b) { return a - b; }");
+  // One commit per task; the second healed by the harness after its red attempt.
+  const std::string log = git(repo, {"log", "--first-parent", "--reverse", "--format=%s%n%(trailers)", base + ".." + branch});
+  EXPECT_TRUE(contains(log, "phoenix-loop: make add() add")) << log;
+  EXPECT_TRUE(contains(log, "phoenix-loop: make sub() subtract")) << log;
+  EXPECT_TRUE(contains(log, "Phoenix-Healed-By: harness")) << log;
+  EXPECT_TRUE(contains(log, "Phoenix-Attempt: refs/phoenix/attempts/")) << log;
+  EXPECT_FALSE(fs::exists(repo + "/incidents")) << diag;
+  EXPECT_FALSE(contains(server->log(), "no edits.json entry")) << diag;
 }
 
 INSTANTIATE_TEST_SUITE_P(Agents, AgentsLoop, ::testing::Values("claude", "codex", "gemini", "opencode"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
+// Credit gone at the first run of the night: phoenix-loop stops with exit 1
+// and one line naming the CLI and what it said, writes no incident and
+// spends nothing of the task (its box stays open, no attempt kept).
+TEST_F(Agents, LoopStopsOnQuotaWithOneLineAndNoIncident) {
+  require("claude");
+  one_task_night("credit");
+  auto r = run({PHOENIX_LOOP_BIN, "--branch", "phoenix/loop-agents"}, repo, {}, 120);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "harness quota: claude: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "redit balance is too low")) << r.output;
+  EXPECT_FALSE(fs::exists(repo + "/incidents")) << r.output;
+  EXPECT_EQ(util::trim(git(repo, {"for-each-ref", "refs/phoenix/attempts/"})), "") << r.output;
+}
+
 // While phoenix-loop waits out a usage window a real CLI reported,
 // loop-state.json says until when and why, and `phoenix status` says so.
 TEST_F(Agents, LoopWaitingOutAUsageWindowShowsInStatus) {
   require("claude");
-  write(repo, "TASKS.md", "# Tasks\n\n- [ ] make add() add\n");
-  server->set_mode("usage-limit");
-  configure("claude", server->url(), Json::object(), Json{{"tasks", "TASKS.md"}, {"heartbeat_s", 0.2}});
-  Json cfg = Json::parse(read(repo + "/phoenix.json"));
-  cfg["checks"][0]["pattern"] = "BROKEN";
-  write(repo, "phoenix.json", cfg.dump(2));
-  commit_all(repo, "the check is green");
+  one_task_night("usage-limit");
   // The window resets at 3am; --until, a few seconds away, comes first.
   const long long deadline_ms = (util::now_ms() / 1000 + 8) * 1000;
   const time_t deadline = static_cast<time_t>(deadline_ms / 1000);

@@ -26,10 +26,17 @@
 // summaries) get a short text.
 //
 // <dir>/mode, read on every request, switches the answers:
-//   normal | 429 | 529 | 500 | usage-limit (429 "usage limit reached, resets
-//   3am (Europe/Berlin)"; to codex, what the ChatGPT backend sends:
-//   usage_limit_reached with resets_at) | credit (400 "credit balance is too
-//   low"; OpenAI-style APIs: 429 insufficient_quota)
+//   normal | 429 | 529 | 500 | usage-limit | credit, each in the provider's
+//   own error format (send_error):
+//     429          Anthropic rate_limit_error with retry-after; OpenAI
+//                  rate_limit_exceeded; Google 429 RESOURCE_EXHAUSTED with a
+//                  per-minute QuotaFailure and RetryInfo retryDelay "2s"
+//     usage-limit  Anthropic 429 "usage limit ... resets 3am (Europe/Berlin)"
+//                  with anthropic-ratelimit-unified-reset; to codex what the
+//                  ChatGPT backend sends (usage_limit_reached, resets_at);
+//                  Google a per-day quota (PerDay quota id)
+//     credit       Anthropic 400 "credit balance is too low"; OpenAI 429
+//                  insufficient_quota; Google 403 BILLING_DISABLED
 // (to refuse connections, a test stops the server or uses a closed port).
 // Every request is appended to <dir>/requests.log (method, path, body head).
 //
@@ -179,6 +186,8 @@ void respond(int fd, int status, const std::string& type, const std::string& bod
                        : status == 500 ? "Internal Server Error"
                        : status == 529 ? "Overloaded"
                        : status == 400 ? "Bad Request"
+                       : status == 403 ? "Forbidden"
+                       : status == 503 ? "Service Unavailable"
                                        : "Error";
   send_all(fd, "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Type: " + type +
                    "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra + "Connection: close\r\n\r\n" +
@@ -207,53 +216,120 @@ std::string abs_path(const std::string& body, const std::string& file) {
 
 // --- errors ----------------------------------------------------------------------
 
-// True when the mode answers with an error (sent).
-bool send_error(int fd, const std::string& api) {
-  const std::string m = mode();
-  if (m == "normal") return false;
+// Each provider's error, as its API sends it: Anthropic's {"type":"error",
+// "error":{"type","message"}} with its rate-limit headers; OpenAI's
+// {"error":{"message","type","param","code"}} (insufficient_quota vs
+// rate_limit_exceeded); Google's google.rpc error {"error":{"code",
+// "message","status","details":[QuotaFailure, RetryInfo, ErrorInfo]}}.
+struct ErrorReply {
   int status = 500;
-  std::string type = "api_error", message = "Internal server error";
-  std::string extra;
-  if (m == "429") {
-    status = 429, type = "rate_limit_error", message = "Rate limit exceeded: too many requests";
-    extra = "Retry-After: 1\r\n";
-  } else if (m == "529") {
-    status = 529, type = "overloaded_error", message = "Overloaded";
-  } else if (m == "usage-limit") {
-    status = 429, type = "rate_limit_error",
-    message = "You've hit your usage limit. Your limit resets 3am (Europe/Berlin)";
-  } else if (m == "credit") {
-    status = 400, type = "invalid_request_error",
-    message =
-        "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.";
-  }
   Json body;
-  if (api == "anthropic") {
-    body = {{"type", "error"}, {"error", {{"type", type}, {"message", message}}}};
-  } else if (api == "gemini") {
-    std::string st = status == 429 ? "RESOURCE_EXHAUSTED" : status == 400 ? "INVALID_ARGUMENT" : "INTERNAL";
-    if (status == 529) status = 503, st = "UNAVAILABLE";
-    body = {{"error", {{"code", status}, {"message", message}, {"status", st}}}};
-  } else if (api == "responses" && m == "usage-limit") {
+  std::string headers;  // extra header lines, each ending in \r\n
+};
+
+ErrorReply anthropic_error(const std::string& m) {
+  ErrorReply r;
+  std::string type = "api_error", message = "Internal server error";
+  const long long reset = static_cast<long long>(std::time(nullptr)) + 3 * 3600;
+  if (m == "429") {
+    r.status = 429, type = "rate_limit_error", message = "Rate limit exceeded: too many requests";
+    r.headers = "retry-after: 1\r\nanthropic-ratelimit-requests-remaining: 0\r\n";
+  } else if (m == "529") {
+    r.status = 529, type = "overloaded_error", message = "Overloaded";
+  } else if (m == "usage-limit") {
+    r.status = 429, type = "rate_limit_error",
+    message = "You've hit your usage limit. Your limit resets 3am (Europe/Berlin)";
+    r.headers = "anthropic-ratelimit-unified-status: rejected\r\nanthropic-ratelimit-unified-reset: " +
+                std::to_string(reset) + "\r\n";
+  } else if (m == "credit") {
+    r.status = 400, type = "invalid_request_error",
+    message =
+        "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or "
+        "purchase credits.";
+  }
+  r.body = {{"type", "error"}, {"error", {{"type", type}, {"message", message}}}, {"request_id", "req_test"}};
+  return r;
+}
+
+ErrorReply openai_error(const std::string& m, const std::string& api) {
+  ErrorReply r;
+  if (api == "responses" && m == "usage-limit") {
     // What the ChatGPT backend sends codex for a usage window: codex 0.171
     // turns it into "You've hit your usage limit. ... Try again at 3:00 AM."
     // (a plain 429 it retries and reports as "last status: 429").
     const long long reset = static_cast<long long>(std::time(nullptr)) + 3 * 3600;
-    body = {{"error",
-             {{"type", "usage_limit_reached"},
-              {"message", "The usage limit has been reached"},
-              {"plan_type", "plus"},
-              {"resets_at", reset},
-              {"resets_in_seconds", 3 * 3600}}}};
-  } else {
-    std::string code = m == "credit"                      ? "insufficient_quota"
-                       : m == "429" || m == "usage-limit" ? "rate_limit_exceeded"
-                                                          : "server_error";
-    if (m == "credit")
-      status = 429, message = "You exceeded your current quota, please check your plan and billing details.";
-    body = {{"error", {{"message", message}, {"type", code}, {"code", code}}}};
+    r.status = 429;
+    r.body = {{"error",
+               {{"type", "usage_limit_reached"},
+                {"message", "The usage limit has been reached"},
+                {"plan_type", "plus"},
+                {"resets_at", reset},
+                {"resets_in_seconds", 3 * 3600}}}};
+    return r;
   }
-  respond(fd, status, "application/json", body.dump(), extra);
+  std::string type = "server_error", code = "server_error", message = "Internal server error";
+  if (m == "429" || m == "usage-limit") {
+    r.status = 429, type = "requests", code = "rate_limit_exceeded",
+    message = "Rate limit reached for test-model on requests per min (RPM): Limit 3, Used 3, Requested 1. Please "
+              "try again in 1s.";
+    r.headers = "retry-after: 1\r\nx-ratelimit-remaining-requests: 0\r\nx-ratelimit-reset-requests: 1s\r\n";
+  } else if (m == "credit") {
+    r.status = 429, type = "insufficient_quota", code = "insufficient_quota",
+    message = "You exceeded your current quota, please check your plan and billing details.";
+  } else if (m == "529") {
+    r.status = 529, message = "Overloaded";
+  }
+  r.body = {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}};
+  return r;
+}
+
+Json google_detail(const std::string& type, Json fields) {
+  fields["@type"] = "type.googleapis.com/google.rpc." + type;
+  return fields;
+}
+
+ErrorReply gemini_error(const std::string& m) {
+  ErrorReply r;
+  std::string status = "INTERNAL", message = "Internal error encountered.";
+  Json details = Json::array();
+  auto quota_failure = [](const std::string& quota_id) {
+    return google_detail(
+        "QuotaFailure",
+        {{"violations",
+          Json::array({{{"quotaMetric", "generativelanguage.googleapis.com/generate_content_free_tier_requests"},
+                        {"quotaId", quota_id},
+                        {"quotaDimensions", {{"location", "global"}, {"model", "gemini-2.5-flash"}}},
+                        {"quotaValue", "10"}}})}});
+  };
+  if (m == "429") {
+    r.status = 429, status = "RESOURCE_EXHAUSTED", message = "Resource has been exhausted (e.g. check quota).";
+    details.push_back(quota_failure("GenerateRequestsPerMinutePerProjectPerModel-FreeTier"));
+    details.push_back(google_detail("RetryInfo", {{"retryDelay", "2s"}}));
+  } else if (m == "usage-limit") {
+    // A per-day quota: gemini 0.61.0 stops ("exhausted your daily quota").
+    r.status = 429, status = "RESOURCE_EXHAUSTED",
+    message = "You exceeded your current quota, please check your plan and billing details.";
+    details.push_back(quota_failure("GenerateRequestsPerDayPerProjectPerModel-FreeTier"));
+    details.push_back(google_detail("RetryInfo", {{"retryDelay", "41s"}}));
+  } else if (m == "credit") {
+    r.status = 403, status = "PERMISSION_DENIED",
+    message = "This API method requires billing to be enabled. Please enable billing on project #4711 by visiting "
+              "https://console.developers.google.com/billing/enable?project=4711 then retry.";
+    details.push_back(google_detail(
+        "ErrorInfo", {{"reason", "BILLING_DISABLED"}, {"domain", "googleapis.com"}, {"metadata", Json::object()}}));
+  } else if (m == "529") {
+    r.status = 503, status = "UNAVAILABLE", message = "The model is overloaded. Please try again later.";
+  }
+  r.body = {{"error", {{"code", r.status}, {"message", message}, {"status", status}, {"details", details}}}};
+  return r;
+}
+
+// True when the mode answers with an error (sent).
+bool send_error(int fd, const std::string& api) {
+  const std::string m = mode();
+  if (m == "normal") return false;
+  ErrorReply r = api == "anthropic" ? anthropic_error(m) : api == "gemini" ? gemini_error(m) : openai_error(m, api);
+  respond(fd, r.status, "application/json", r.body.dump(), r.headers);
   return true;
 }
 

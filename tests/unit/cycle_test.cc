@@ -181,6 +181,42 @@ TEST_F(Cycle, PhoenixsOwnFailureHandsTheIssueToTheNextFixer) {
   EXPECT_EQ(states()[2], "NO_PROPOSAL");
 }
 
+// A harness whose credit is gone: it says so every time it is asked.
+class QuotaFixer : public fixers::Fixer {
+ public:
+  std::string name() const override { return "harness"; }
+  fixers::Proposal propose(const fixers::Request&) override {
+    fixers::Proposal p;
+    p.status = fixers::Status::kQuota;
+    p.summary = "harness claude: quota";
+    p.detail = "quota: Your credit balance is too low to access the Anthropic API.";
+    p.first_error = "Your credit balance is too low to access the Anthropic API.";
+    return p;
+  }
+};
+
+// A model that cannot be used is not an escalation of the code: the run
+// stops with exit 1 and one line naming the CLI and its first error line,
+// no attempt spent, no incident, nothing rolled back. After a fixer that
+// spent an attempt (a journal replay that went red) the same.
+TEST_F(Cycle, QuotaEndsTheRunAsModelUnusableNotAnEscalation) {
+  std::vector<std::unique_ptr<fixers::Fixer>> fx;
+  fx.push_back(std::make_unique<ScriptedFixer>(std::vector<std::string>{set_value_patch("bad", "worse")}, "journal"));
+  fx.push_back(std::make_unique<QuotaFixer>());
+  RunResult r = run_with(std::move(fx));
+  EXPECT_EQ(r.exit_code, kExitRed);
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_EQ(r.issues[0].state, State::kUnusable);
+  EXPECT_TRUE(model_unusable(r.issues[0].state));
+  EXPECT_EQ(r.model_unusable, "harness quota: claude: Your credit balance is too low to access the Anthropic API.");
+  EXPECT_EQ(states().back(), "MODEL_UNUSABLE");
+  EXPECT_TRUE(r.incident.empty());
+  EXPECT_FALSE(fs::exists(root + "/incidents"));
+  EXPECT_FALSE(fs::exists(root + "/.phoenix/ESCALATED"));
+  EXPECT_EQ(git({"rev-parse", "HEAD"}), bad);
+  EXPECT_EQ(read(root + "/value.txt"), "bad\n");
+}
+
 TEST_F(Cycle, GreenRunBlessesKnownGood) {
   write(root, "value.txt", "good\n");
   std::string head = test::commit_all(root, "fix by hand");
