@@ -100,9 +100,9 @@ struct Engine::Impl {
                                             true, layout::state_prefixes());
     if (pre_run.empty()) {
       pre_run = cp;
-      repo->write_ref(kPreRunRef, cp, "phoenix: pre-run checkpoint");
+      repo->write_ref(layout::pre_run_ref(*repo), cp, "phoenix: pre-run checkpoint");
     }
-    repo->write_ref(kAttemptRef, cp, "phoenix: checkpoint before " + why);
+    repo->write_ref(layout::attempt_ref(*repo), cp, "phoenix: checkpoint before " + why);
     trace.append("checkpoint", {{"commit", cp}, {"why", why}});
     PHOENIX_FAULT("after-checkpoint");
     return cp;

@@ -155,9 +155,9 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
-// Refs Phoenix keeps in the user's repository (known-good: layout::known_good_ref).
-constexpr const char* kPreRunRef = "refs/phoenix/checkpoints/pre-run";
-constexpr const char* kAttemptRef = "refs/phoenix/checkpoints/attempt";
+// Refs Phoenix keeps in the user's repository: known-good
+// (layout::known_good_ref); the checkpoints, one pair per tree
+// (layout::pre_run_ref, layout::attempt_ref).
 constexpr const char* kAbandonedPrefix = "refs/phoenix/abandoned/";
 
 }  // namespace phoenix::engine

@@ -22,6 +22,7 @@
 #include "checks/check.h"
 #include "gitx/worktree.h"
 #include "layout/layout.h"
+#include "layout/trees.h"
 #include "setup/guard.h"
 #include "setup/setup.h"
 #include "util/error.h"
@@ -373,7 +374,11 @@ BisectResult bisect_commits(gitx::Repo& repo, const std::string& worktree_path, 
                                  [&](const std::string& sha, const BisectProbe&) { return oracle(sha); });
 }
 
-std::string bisect_tree_name(size_t slot) { return slot == 0 ? "bisect" : "bisect-" + std::to_string(slot + 1); }
+std::string bisect_tree_name(size_t slot) { return layout::numbered_tree("bisect", slot); }
+
+namespace {
+layout::TreeFamily bisect_trees() { return {"bisect", kMaxBisectTrees, bisect_tree_name}; }
+}  // namespace
 
 BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path, const std::string& rev, size_t slot) {
   const std::string name = slot == 0 ? std::string(kBisectWorktreeName) : "phoenix-" + bisect_tree_name(slot);
@@ -559,60 +564,25 @@ class BisectRun {
     return ignore;
   }
 
-  // A bisect tree this run holds: its number (0 = "bisect", 1 =
-  // "bisect-2", ...) and its lock.
-  struct HeldTree {
-    size_t tree = 0;
-    std::unique_ptr<util::FileLock> lock;
-  };
+  using HeldTree = layout::HeldTree;
 
   // Up to `want` bisect trees no other run holds, locked for this run,
   // the lowest numbers first: never fewer than one. When every one of the
   // kMaxBisectTrees is held, waits for one (at most kBisectTreeWaitS, and
   // never past the search's own deadline), saying whom it waits for.
   std::vector<HeldTree> take_trees(const gitx::Repo& repo, size_t want) {
-    std::vector<HeldTree> held;
-    auto sweep = [&] {
-      for (size_t t = 0; t < kMaxBisectTrees && held.size() < want; ++t) {
-        if (std::any_of(held.begin(), held.end(), [t](const HeldTree& h) { return h.tree == t; })) continue;
-        std::unique_ptr<util::FileLock> lock = util::FileLock::try_take(layout::tree_lock(repo, bisect_tree_name(t)));
-        if (!lock) continue;
-        if (!lock->taken_over().empty()) say("warning: " + lock->taken_over());
-        held.push_back({t, std::move(lock)});
-      }
-    };
-    sweep();
-    if (!held.empty()) return held;
     auto wait_end = std::chrono::steady_clock::now() + std::chrono::seconds(kBisectTreeWaitS);
     if (req_.timeout_s > 0) wait_end = std::min(wait_end, deadline_);
-    const long long wait_s = std::max<long long>(
-        0, (std::chrono::duration_cast<std::chrono::milliseconds>(wait_end - std::chrono::steady_clock::now()).count() +
-            500) /
-               1000);
-    // Who holds them: "bisect, bisect-2 by pid 123 (phoenix run ...); bisect-3 by ...".
-    std::vector<std::pair<std::string, std::string>> by;  // holder, its trees
-    for (size_t t = 0; t < kMaxBisectTrees; ++t) {
-      std::string who = util::FileLock::holder(layout::tree_lock(repo, bisect_tree_name(t)));
-      if (who.empty()) who = "a process that names itself nowhere";
-      auto it = std::find_if(by.begin(), by.end(), [&](const auto& b) { return b.first == who; });
-      if (it == by.end()) by.emplace_back(who, bisect_tree_name(t));
-      else it->second += ", " + bisect_tree_name(t);
-    }
-    std::string holders;
-    for (const auto& [who, trees] : by) holders += (holders.empty() ? "" : "; ") + trees + " by " + who;
-    say("bisect: all " + std::to_string(kMaxBisectTrees) + " bisect trees of this repository are in use (" + holders +
-        "); waiting up to " + std::to_string(wait_s) + " s for one to be free");
-    while (held.empty()) {
-      if (int sig = util::interrupted_signal()) throw Interrupted{sig};
-      if (std::chrono::steady_clock::now() >= wait_end)
-        throw OwnFailure{"no bisect tree of this repository was free within " + std::to_string(wait_s) +
-                             " s (" + holders + ")",
-                         false};
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      sweep();
-    }
-    say("bisect: " + bisect_tree_name(held.front().tree) + " is free now");
-    return held;
+    layout::TakenTrees got = layout::take_trees(
+        repo, bisect_trees(), want, wait_end, [this](const std::string& line) { say(line); },
+        [] {
+          if (int sig = util::interrupted_signal()) throw Interrupted{sig};
+        });
+    if (got.held.empty())
+      throw OwnFailure{"no bisect tree of this repository was free within " + std::to_string(got.wait_s) + " s (" +
+                           got.holders + ")",
+                       false};
+    return std::move(got.held);
   }
 
   // The held trees, each a persistent worktree at HEAD, with their setup
@@ -621,7 +591,7 @@ class BisectRun {
                                          bool fresh) {
     std::vector<std::string> paths;
     for (const HeldTree& h : held) {
-      const std::string name = bisect_tree_name(h.tree);
+      const std::string& name = h.name;
       const std::string path = layout::worktree_path(repo, name);
       const std::string stamp = layout::setup_stamp(repo, name);
       if (fresh) {
@@ -629,7 +599,7 @@ class BisectRun {
         fs::remove_all(path, ec);
         fs::remove(stamp, ec);
       }
-      BisectWorktree wt = prepare_bisect_worktree(repo, path, head, h.tree);
+      BisectWorktree wt = prepare_bisect_worktree(repo, path, head, h.index);
       paths.push_back(wt.path);
       names_.push_back(name);
       stamps_.push_back(stamp);

@@ -21,6 +21,7 @@
 #include "gitx/worktree.h"
 #include "hook/runs.h"
 #include "layout/layout.h"
+#include "layout/trees.h"
 #include "setup/guard.h"
 #include "setup/setup.h"
 #include "util/atomic_file.h"
@@ -185,17 +186,30 @@ struct Target {
   std::string label() const { return push_label(refs, commit); }
 };
 
-// The hook's own persistent worktree, outside the work tree
-// (layout::worktree_path), where
-// a pushed commit that is not a clean HEAD is measured: moved to that
-// commit by an incremental checkout (only files that differ are written),
-// cleaned before use, recreated when found damaged (gitx/worktree.h). Its
-// git name carries a digest of the root, so two linked worktrees of one
-// repository (each with its own .phoenix/ and lock) never share it.
-std::string hook_worktree_name(const std::string& root) {
-  std::error_code ec;
-  fs::path canon = fs::weakly_canonical(root, ec);
-  return "phoenix-hook-" + util::sha256_hex(ec ? root : canon.string()).substr(0, 8);
+// The hook's own persistent worktrees, outside the work tree
+// (layout::worktree_path): "hook", "hook-2" ... (kMaxHookTrees; git names
+// "phoenix-hook" ...), where a pushed commit that is not a clean HEAD is
+// measured: moved to that commit by an incremental checkout (only files
+// that differ are written), cleaned before use, recreated when found
+// damaged (gitx/worktree.h). A hook run holds the lock of the one it uses
+// (layout/trees.h) until it ends, so hooks of two checkouts of one
+// repository pushing at once never share one.
+std::string hook_tree_name(size_t i) { return layout::numbered_tree("hook", i); }
+layout::TreeFamily hook_trees() { return {"hook", kMaxHookTrees, hook_tree_name}; }
+
+// Earlier versions kept one tree per checkout, "phoenix-hook-<8 hex>",
+// never locked: removed once the new trees are in use.
+std::vector<std::string> remove_old_hook_trees(gitx::Repo& repo) {
+  std::vector<std::string> done;
+  for (const gitx::WorktreeInfo& w : repo.worktree_list()) {
+    if (!util::starts_with(w.name, "phoenix-hook-") || w.name.size() != 21 || w.locked) continue;
+    if (w.name.find_first_not_of("0123456789abcdef", 13) != std::string::npos) continue;
+    repo.worktree_remove(w.name);
+    std::error_code ec;
+    fs::remove(layout::setup_stamp(repo, w.name), ec);
+    done.push_back("removed the old hook worktree " + w.path);
+  }
+  return done;
 }
 
 struct Red {
@@ -249,6 +263,7 @@ class PrePush {
   std::optional<int> measure(const Target& t);
   std::optional<int> commit_config(const Target& t, std::optional<config::Config>& out);
   std::optional<int> enter_worktree(const Target& t, const config::Config& cfg, std::string& dir);
+  std::optional<int> take_tree();
   int block();
   int heal();
   int heal_head(int code);
@@ -284,6 +299,7 @@ class PrePush {
   std::vector<Red> reds_;
   Json measured_ = Json::array();
   bool used_worktree_ = false;
+  std::optional<layout::HeldTree> tree_;  // the hook tree this run holds, once it needs one
   // phoenix-hook's results for a clean HEAD, when it handed over at a red
   // check (take_measured): taken instead of running those checks again.
   std::optional<Measured> handed_;
@@ -438,11 +454,32 @@ std::optional<int> PrePush::commit_config(const Target& t, std::optional<config:
   return std::nullopt;
 }
 
+// A hook tree no other run holds, locked until this run ends; when all
+// are held, a wait of at most kHookTreeWaitS (never past the hook's own
+// timeout) saying for whom, then the push is blocked.
+std::optional<int> PrePush::take_tree() {
+  const double wait_s = std::min<double>(kHookTreeWaitS, std::max(0.0, deadline_->left_s()));
+  const auto until = Clock::now() + std::chrono::milliseconds(static_cast<long long>(wait_s * 1000));
+  layout::TakenTrees got = layout::take_trees(repo(), hook_trees(), 1, until,
+                                              [&](const std::string& line) { err_ << "phoenix: " << line << "\n"; });
+  if (got.held.empty()) {
+    err_ << "phoenix: push blocked: no hook tree of this repository was free within " << got.wait_s << " s ("
+         << got.holders << "); try again when they end, or skip once with PHOENIX_SKIP=1\n";
+    return kExitRed;
+  }
+  tree_.emplace(std::move(got.held.front()));
+  return std::nullopt;
+}
+
 std::optional<int> PrePush::enter_worktree(const Target& t, const config::Config& cfg, std::string& dir) {
-  const std::string name = hook_worktree_name(opt_.root);
-  if (!used_worktree_)
+  if (!tree_) {
     for (const std::string& line : layout::migrate_legacy_trees(repo())) err_ << "phoenix: " << line << "\n";
-  dir = gitx::prepare_worktree(repo(), name, layout::worktree_path(repo(), name), t.commit, layout::state_prefixes())
+    if (auto code = take_tree()) return code;
+    for (const std::string& line : remove_old_hook_trees(repo())) err_ << "phoenix: " << line << "\n";
+  }
+  const std::string& name = tree_->name;
+  dir = gitx::prepare_worktree(repo(), "phoenix-" + name, layout::worktree_path(repo(), name), t.commit,
+                               layout::state_prefixes())
             .path;
   used_worktree_ = true;
   setup::Result su =
@@ -649,6 +686,7 @@ int PrePush::heal() {
 // holding ours would lock it out): ours goes first.
 int PrePush::heal_head(int code) {
   lock_.reset();
+  tree_.reset();  // measured: another checkout's hook may have it
   config::Config session_cfg = cfg_;
   double left = std::max(1.0, deadline_->left_s());
   for (auto& c : session_cfg.checks) c.timeout_s = std::min(c.timeout_s, left);

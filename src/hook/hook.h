@@ -33,6 +33,10 @@
 
 namespace phoenix::hook {
 
+// The hook's trees per repository, and the longest wait for one.
+inline constexpr size_t kMaxHookTrees = 4;
+inline constexpr int kHookTreeWaitS = 300;
+
 // ---------------------------------------------------------------------------
 // Install / uninstall.
 
@@ -103,7 +107,11 @@ struct PrePushOptions {
 //   phoenix.json does not load blocks the push with one line naming the
 //   commit, 78. In place when it is HEAD and the work tree is clean
 //   (untracked files under layout::keep_prefixes() aside), otherwise in the
-//   hook's persistent worktree outside the work tree (layout/layout.h),
+//   one of the hook's persistent worktrees outside the work tree
+//   ("hook", "hook-2" ... kMaxHookTrees, layout/trees.h), locked by this
+//   run until it ends (a hook of another checkout of the repository takes
+//   the next free one; when all are held it waits up to kHookTreeWaitS,
+//   never past hook.timeout_s, naming the holders, then blocks the push, 1),
 //   moved to the commit by an incremental checkout and cleaned before use
 //   (untracked files removed, ignored build outputs kept), recreated when
 //   damaged (gitx/worktree.h), and given the project's environment by

@@ -145,6 +145,22 @@ bool is_our_linked_worktree(const fs::path& dir, const std::string& common) {
 
 }  // namespace
 
+std::string checkpoint_tree(const gitx::Repo& repo) {
+  const std::string git_dir = util::normalize_path(repo.git_dir());
+  if (git_dir == util::normalize_path(repo.common_dir())) return "main";
+  // A ref name component: what git allows in a worktree's name, anything
+  // else (an older git's spaces) as '_'; never ".lock" or a leading dot.
+  std::string name = fs::path(git_dir).filename().string();
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  if (name.empty() || name[0] == '.') name = "_" + name;
+  while (name.size() >= 5 && name.compare(name.size() - 5, 5, ".lock") == 0) name[name.size() - 5] = '_';
+  for (size_t dots; (dots = name.find("..")) != std::string::npos;) name[dots] = '_';
+  return "worktrees/" + name;
+}
+std::string pre_run_ref(const gitx::Repo& repo) { return kCheckpointsPrefix + checkpoint_tree(repo) + "/pre-run"; }
+std::string attempt_ref(const gitx::Repo& repo) { return kCheckpointsPrefix + checkpoint_tree(repo) + "/attempt"; }
+
 std::vector<std::string> migrate_legacy_trees(gitx::Repo& repo) {
   std::vector<std::string> done;
   if (repo.workdir().empty()) return done;

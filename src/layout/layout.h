@@ -73,6 +73,22 @@ inline constexpr const char* kKnownGoodPrefix = "refs/phoenix/known-good/";
 inline constexpr const char* kAttemptsPrefix = "refs/phoenix/attempts/";
 // Where earlier versions kept the one known-good of the repository.
 inline constexpr const char* kLegacyKnownGoodRef = "refs/phoenix/known-good";
+// The engine's checkpoints (invariant 1), a pair per tree so that runs in
+// two trees of one repository at once (two `phoenix run`s in two
+// worktrees, two loop workers' heals) never overwrite each other's:
+// refs/phoenix/checkpoints/<tree>/pre-run (a run's first checkpoint) and
+// .../attempt (its latest), <tree> "main" for the main work tree and
+// "worktrees/<git name>" for a linked one (Phoenix's own trees included).
+// Only one run at a time uses a tree (.phoenix/lock, the tree locks).
+inline constexpr const char* kCheckpointsPrefix = "refs/phoenix/checkpoints/";
+std::string checkpoint_tree(const gitx::Repo& repo);
+std::string pre_run_ref(const gitx::Repo& repo);
+std::string attempt_ref(const gitx::Repo& repo);
+// What earlier versions wrote, shared by every run in the repository: no
+// longer written, left where they are (the folders above do not clash).
+inline constexpr const char* kLegacyPreRunRef = "refs/phoenix/checkpoints/pre-run";
+inline constexpr const char* kLegacyAttemptRef = "refs/phoenix/checkpoints/attempt";
+
 // The known-good ref of `branch` ("main", "phoenix/loop-20261204"; "" for
 // a detached HEAD).
 std::string known_good_ref_of(const std::string& branch);

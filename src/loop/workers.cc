@@ -5,6 +5,7 @@
 
 #include "gitx/worktree.h"
 #include "layout/layout.h"
+#include "util/subprocess.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -12,15 +13,36 @@ namespace phoenix::loop {
 
 using util::Json;
 
-WorkerPool::WorkerPool(int n, gitx::Repo& main, std::string name, Work work, std::function<void()> changed)
+WorkerPool::WorkerPool(int n, gitx::Repo& main, std::string name, Work work, std::function<void()> changed,
+                       std::function<void(const std::string&)> say)
     : main_(main), name_(std::move(name)), work_(std::move(work)), changed_(std::move(changed)) {
-  for (int i = 1; i <= n; ++i) {
+  std::vector<layout::HeldTree> held = take_worker_trees(main_, name_, static_cast<size_t>(n), say);
+  for (layout::HeldTree& h : held) {
     auto w = std::make_unique<Worker>();
-    w->slot = i;
-    w->tree.name = worker_name(name_, i);
+    w->slot = static_cast<int>(workers_.size()) + 1;
+    w->tree.name = h.name;
     w->tree.path = layout::worktree_path(main_, w->tree.name);
+    w->lock = std::move(h.lock);
     workers_.push_back(std::move(w));
   }
+}
+
+std::vector<layout::HeldTree> WorkerPool::take_worker_trees(const gitx::Repo& main, const std::string& name, size_t n,
+                                                           const std::function<void(const std::string&)>& say) {
+  const layout::TreeFamily family{"worker", n + kSpareWorkerTrees,
+                                  [name](size_t i) { return worker_name(name, static_cast<int>(i) + 1); }};
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(kWorkerTreeWaitS);
+  layout::TakenTrees got = layout::take_trees(main, family, n, until, say, [] {
+    if (int sig = util::interrupted_signal()) throw Error("interrupted while waiting for a worker tree (signal " + std::to_string(sig) + ")", kExitInterrupted);
+  });
+  if (got.held.empty())
+    throw Error("phoenix-loop: no worker tree of this loop was free within " + std::to_string(got.wait_s) + " s (" +
+                got.holders + ")");
+  if (got.held.size() < n && say)
+    say("only " + std::to_string(got.held.size()) + " of " + std::to_string(n) +
+        " worker trees free (the others: " + layout::tree_holders(main, family) + "): working with " +
+        std::to_string(got.held.size()));
+  return std::move(got.held);
 }
 
 WorkerPool::~WorkerPool() {

@@ -10,6 +10,13 @@
 // (through the merge queue, loop/queue.h), ticks tasks and decides when the
 // run ends. The session cap and the circuit breaker count over the whole run.
 //
+// Each worker's tree is locked (layout/trees.h) for the pool's life: a
+// tree another run holds (a loop of the same name elsewhere, a leftover
+// process) is never moved; the pool takes the next free name
+// ("<name>-w<N+1>" ..., up to kSpareWorkerTrees beyond N), waits up to
+// kWorkerTreeWaitS saying for whom when none is free, and works with
+// fewer workers (saying so) when only some are.
+//
 // The pool hands a task to at most one worker (start() refuses a task one
 // is on), so no two workers ever work on the same task. Its slots are what
 // loop-state.json's "workers" lists: task, phase, pid (the agent's, while
@@ -27,6 +34,7 @@
 #include <vector>
 
 #include "gitx/repo.h"
+#include "layout/trees.h"
 #include "loop/attempts.h"
 #include "loop/tasks.h"
 #include "loop/tree.h"
@@ -70,11 +78,15 @@ struct JobResult {
   std::string phase;         // kStop: the phase the run ends in
 };
 
+inline constexpr size_t kSpareWorkerTrees = 4;
+inline constexpr int kWorkerTreeWaitS = 300;
+
 class WorkerPool {
  public:
   struct Worker {
     int slot = 0;
     Tree tree;
+    std::unique_ptr<util::FileLock> lock;  // on the tree, for the pool's life
     std::optional<gitx::Repo> repo;
     bool busy = false;
     Job job;
@@ -85,10 +97,13 @@ class WorkerPool {
   };
   using Work = std::function<JobResult(Worker&, const Job&)>;
 
-  // `name` is the loop worktree's name; workers' trees are name-w1..wN.
-  // `changed` is called (on any thread, no lock held) after every change
-  // of what to_json() returns.
-  WorkerPool(int n, gitx::Repo& main, std::string name, Work work, std::function<void()> changed);
+  // `name` is the loop worktree's name; workers' trees are name-w1..wN
+  // (the next free names when some are held). `changed` is called (on any
+  // thread, no lock held) after every change of what to_json() returns;
+  // `say`, with what a person waiting should read. Throws Error when no
+  // tree was free in time.
+  WorkerPool(int n, gitx::Repo& main, std::string name, Work work, std::function<void()> changed,
+             std::function<void(const std::string&)> say = {});
   ~WorkerPool();  // joins every thread
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -117,6 +132,8 @@ class WorkerPool {
 
  private:
   void run_job(Worker& w, Job job);
+  static std::vector<layout::HeldTree> take_worker_trees(const gitx::Repo& main, const std::string& name, size_t n,
+                                                         const std::function<void(const std::string&)>& say);
 
   gitx::Repo& main_;
   std::string name_;

@@ -27,7 +27,7 @@ int Loop::run_workers() {
       workers, *main_repo, wt_name, [this](WorkerPool::Worker& w, const Job& j) { return work(w, j); },
       // Read under the state file's lock: two workers' changes can never
       // be written in the opposite order from the one they were read in.
-      [this] { state.update([&](Json& s) { s["workers"] = pool->to_json(); }); });
+      [this] { state.update([&](Json& s) { s["workers"] = pool->to_json(); }); }, say);
   drop_merged();
   if (merging()) queue_fetched();
   say(std::to_string(workers) + " worker(s), through the merge queue");

@@ -88,8 +88,11 @@ void FileLock::claim() {
                     to_valid_utf8(utf8_head(text, 40)) + (text.size() > 40 ? "..." : "") + "\")";
     } else {
       const long pid = std::stol(text);
-      taken_over_ = "took over the stale lock " + path_ + ": pid " + text +
-                    (pid_alive(pid) ? " is running but no longer holds it" : " is not running");
+      // A live pid is some other process now (pids are reused), or a holder
+      // that let go without blanking: named with its command either way.
+      taken_over_ = "took over the stale lock " + path_ + ": " +
+                    (pid_alive(pid) ? pid_with_command(pid) + " is running but does not hold it"
+                                    : "pid " + text + " is not running");
     }
   }
   if (old.size() > kRecordSize && ::ftruncate(fd_, kRecordSize) != 0) {
@@ -145,7 +148,10 @@ std::string FileLock::open_by(const std::string& path) {
 
 std::string FileLock::holder(const std::string& path) {
   const long pid = holder_pid(path);
-  if (pid <= 0) return "";
+  return pid <= 0 ? "" : pid_with_command(pid);
+}
+
+std::string FileLock::pid_with_command(long pid) {
   std::string cmd;
   try {
     cmd = read_file("/proc/" + std::to_string(pid) + "/cmdline");

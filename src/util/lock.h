@@ -28,7 +28,9 @@ class FileLock {
 
   // "" when the file was new or released cleanly; otherwise what the last
   // holder left, as a warning naming the file: "took over the stale lock
-  // <path>: pid 123 is not running" or "...: its record does not parse
+  // <path>: pid 123 is not running", "...: pid 123 (sleep 30) is running
+  // but does not hold it" (a pid reused by another program) or "...: its
+  // record does not parse
   // (\"garbage\")". The flock was free, so the lock was stale either way.
   const std::string& taken_over() const { return taken_over_; }
 
@@ -45,6 +47,7 @@ class FileLock {
   static std::string open_by(const std::string& path);
 
  private:
+  static std::string pid_with_command(long pid);  // "pid 123 (its command line)"
   static constexpr size_t kRecordSize = 21;  // a 64-bit pid, padded, and a newline
   explicit FileLock(const std::string& path);  // opens (creates) the file; takes nothing
   bool acquire(int wait_ms);                   // false when still held at the end of the wait

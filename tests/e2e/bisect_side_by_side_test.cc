@@ -97,23 +97,29 @@ class BisectSideBySide : public ::testing::Test {
   ScopedTempDir tmp;
 };
 
+// How many times the two runs below meet, each time from random start
+// offsets: one repository and its two worktrees serve every round (a new
+// regression on each branch per round), so a round costs two small bisects.
+constexpr int kSideBySideRounds = 20;
+
 // What users hit: two runs at once in two worktrees of one repository, each
 // branch with its own regression; one used to crash on the other's tree and
-// escalate. Both heal, every time, whatever the order they start in.
-TEST_F(BisectSideBySide, TwoRunsAtOnceInTwoWorktreesBothHeal) {
+// escalate. Both heal, every time, whatever the order they start in; each
+// keeps its own known-good and its own checkpoint refs.
+TEST_F(BisectSideBySide, TwoRunsAtOnceInTwoWorktreesBothHealEveryRound) {
   const unsigned seed = static_cast<unsigned>(std::random_device{}());
   std::mt19937 rng(seed);
   std::cout << "[ seed ] " << seed << "\n";
-  const int rounds = 5;
-  int side_by_side = 0;  // rounds in which both runs held trees at once
-  for (int round = 0; round < rounds; ++round) {
+  const std::string repo = make_repo(tmp / "repo");
+  const std::string wa = tmp / "wa", wb = tmp / "wb";
+  git(repo, {"worktree", "add", "-q", "-b", "side-a", wa});
+  git(repo, {"worktree", "add", "-q", "-b", "side-b", wb});
+  for (int round = 0; round < kSideBySideRounds; ++round) {
     SCOPED_TRACE("round " + std::to_string(round) + ", seed " + std::to_string(seed));
-    const std::string repo = make_repo(tmp / ("repo" + std::to_string(round)));
-    const std::string wa = tmp / ("wa" + std::to_string(round)), wb = tmp / ("wb" + std::to_string(round));
-    git(repo, {"worktree", "add", "-q", "-b", "side-a", wa});
-    git(repo, {"worktree", "add", "-q", "-b", "side-b", wb});
-    regress(wa, "a", "a.conf", "A=2\n");
-    regress(wb, "b", "b.conf", "B=2\n");
+    const std::string n = std::to_string(round + 2);
+    regress(wa, "a" + std::to_string(round), "a.conf", "A=" + n + "\n");
+    regress(wb, "b" + std::to_string(round), "b.conf", "B=" + n + "\n");
+    const std::string tip_a = rev_parse(wa, "HEAD"), tip_b = rev_parse(wb, "HEAD");
     // Both start within 250 ms of each other, either first, so that they
     // search at the same time; each blesses its own branch's known-good.
     std::uniform_int_distribution<int> offset(0, 250);
@@ -136,18 +142,24 @@ TEST_F(BisectSideBySide, TwoRunsAtOnceInTwoWorktreesBothHeal) {
     EXPECT_EQ(read(wb + "/src/a.conf"), "A=1\n");
     EXPECT_EQ(rev_parse(repo, "refs/phoenix/known-good/side-a"), rev_parse(wa, "HEAD")) << "known-good per branch";
     EXPECT_EQ(rev_parse(repo, "refs/phoenix/known-good/side-b"), rev_parse(wb, "HEAD")) << "known-good per branch";
-    // Each run probes with 2 trees; a third was needed only when both ran
-    // at once. No lock is left held.
-    if (fs::exists(lock_of(repo, "bisect-3"))) ++side_by_side;
+    // Each run's checkpoints are its own tree's: taken on its own tip.
+    EXPECT_EQ(rev_parse(repo, "refs/phoenix/checkpoints/worktrees/wa/pre-run^"), tip_a);
+    EXPECT_EQ(rev_parse(repo, "refs/phoenix/checkpoints/worktrees/wb/pre-run^"), tip_b);
+    EXPECT_EQ(rev_parse(repo, "refs/phoenix/checkpoints/worktrees/wa/attempt^"), tip_a);
+    EXPECT_EQ(rev_parse(repo, "refs/phoenix/checkpoints/worktrees/wb/attempt^"), tip_b);
+    // No lock is left held, and nothing had to be taken over.
     for (size_t t = 0; t < fixers::kMaxBisectTrees; ++t) {
       const std::string lock = lock_of(repo, fixers::bisect_tree_name(t));
       if (fs::exists(lock)) EXPECT_EQ(util::FileLock::holder_pid(lock), 0) << lock;
     }
     EXPECT_EQ(ra.out.find("warning"), std::string::npos) << ra.out;
     EXPECT_EQ(rb.out.find("warning"), std::string::npos) << rb.out;
+    if (HasFailure()) break;
   }
-  EXPECT_GT(side_by_side, 0) << "the runs never searched at the same time: the test proved nothing";
-  std::cout << "[ measured ] " << side_by_side << " of " << rounds << " rounds bisected side by side\n";
+  // Each run probes with 2 trees; a third was needed only when both ran at
+  // once.
+  EXPECT_TRUE(fs::exists(lock_of(repo, "bisect-3")))
+      << "the runs never searched at the same time: the test proved nothing";
 }
 
 // A lock a dead run left (its pid in the file) and a lock file that does not

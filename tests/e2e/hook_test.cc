@@ -77,18 +77,18 @@ class HookE2E : public ::testing::Test {
     return commit_all(where.empty() ? repo : where, msg);
   }
   // No worktree is left behind but the hook's one persistent worktree
-  // (layout::worktree_path, phoenix-hook-…), registered once, and nothing
+  // (layout::worktree_path, "hook"), registered once, and nothing
   // of Phoenix's trees inside the work tree.
   void expect_no_worktrees_left(const std::string& where = "") {
     std::string w = where.empty() ? repo : where;
-    EXPECT_LE(count(g({"worktree", "list", "--porcelain"}, w), "phoenix-hook"), 1u);
+    EXPECT_LE(count(g({"worktree", "list", "--porcelain"}, w), "/worktrees/hook"), 1u);
     EXPECT_LE(count(g({"worktree", "list"}, w), "\n"), 1u) << g({"worktree", "list"}, w);
     std::error_code ec;
     EXPECT_FALSE(fs::exists(w + "/.phoenix/worktrees")) << "a tree of Phoenix's inside the work tree";
     const std::string trees = layout::trees_root(gitx::Repo::open(repo)) + "/worktrees";
     if (fs::exists(trees))
       for (const auto& e : fs::directory_iterator(trees, ec))
-        if (e.path().filename().string().rfind("phoenix-hook-", 0) != 0) ADD_FAILURE() << "left behind: " << e.path();
+        if (e.path().filename() != "hook") ADD_FAILURE() << "left behind: " << e.path();
   }
 
   ScopedTempDir tmp;

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "gitx/repo.h"
+#include "layout/layout.h"
 #include "test_util.h"
 #include "util/atomic_file.h"
 #include "util/hash.h"
@@ -288,7 +289,8 @@ TEST_F(Cycle, Invariant1_CheckpointPrecedesTheWrite) {
   checks.on_run = [&](const std::string&) {
     if (checks.runs < 2) return;
     auto repo = gitx::Repo::open(root);
-    auto cp = repo.read_ref(kAttemptRef);
+    EXPECT_EQ(layout::attempt_ref(repo), "refs/phoenix/checkpoints/main/attempt");
+    auto cp = repo.read_ref(layout::attempt_ref(repo));
     ASSERT_TRUE(cp.has_value()) << "no checkpoint before the patch was applied";
     // The checkpoint holds the pre-patch content, untracked files included.
     EXPECT_EQ(util::trim(test::git(root, {"show", *cp + ":value.txt"})), "bad");

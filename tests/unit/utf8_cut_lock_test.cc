@@ -1,6 +1,7 @@
 // util/text's cuts at a UTF-8 character boundary, and util/lock's take-over
 // of a lock that a dead holder (or something else) left behind.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "test_util.h"
+#include "util/atomic_file.h"
 #include "util/lock.h"
 #include "util/text.h"
 
@@ -119,6 +121,33 @@ TEST(FileLockTakeOver, AnUnparseableLockFileIsTakenOverWithAWarning) {
   ASSERT_TRUE(lock);
   EXPECT_EQ(lock->taken_over(), "");
   EXPECT_LE(fs::file_size(path), 21u);
+}
+
+// A lock file naming a pid that is alive but does not hold the lock (a pid
+// reused by another program, here `sleep`): taken over, the warning naming
+// the file, the pid and what that process is.
+TEST(FileLockTakeOver, ALockNamingALiveProcessThatDoesNotHoldItIsTakenOverWithAWarning) {
+  test::ScopedTempDir tmp;
+  const std::string path = tmp / "locks/hook.lock";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(child, 0);
+  // Until the exec has happened, its command line is still ours.
+  for (int i = 0; i < 200 && read_file("/proc/" + std::to_string(child) + "/cmdline").rfind("sleep", 0) != 0; ++i)
+    ::usleep(10000);
+  test::write(tmp.path(), "locks/hook.lock", std::to_string(child) + "\n");
+  std::unique_ptr<FileLock> lock = FileLock::try_take(path);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ASSERT_TRUE(lock);
+  EXPECT_NE(lock->taken_over().find("took over the stale lock " + path + ": pid " + std::to_string(child) +
+                                    " (sleep 30) is running but does not hold it"),
+            std::string::npos)
+      << lock->taken_over();
+  EXPECT_EQ(FileLock::holder_pid(path), ::getpid());
 }
 
 // A lock that is held is not taken: try_take says no at once, and holder()
