@@ -280,7 +280,7 @@ struct ThinStore {
     std::error_code ec;
     if (!cfg.setup.empty() || checks::cache_disabled_by_env() || fs::is_empty(dir, ec) || ec) return;
     util::ProcessOptions o;
-    o.argv = {"git", "rev-parse", "--verify", "-q", "HEAD", "HEAD^{tree}"};
+    o.argv = {"git", "rev-parse", "-q", "HEAD", "HEAD^{tree}"};
     o.cwd = root;
     o.timeout_s = 60;
     util::ProcessResult r = util::run_process(o);
