@@ -68,7 +68,8 @@ namespace {
 
 bool is_http(Kind k) { return k == Kind::kContract || k == Kind::kVisual; }
 
-const std::vector<std::string> kCommonKeys{"id", "kind", "target", "expect", "type", "editable", "description"};
+const std::vector<std::string> kCommonKeys{"id",       "kind",  "target",         "expect", "type",
+                                           "editable", "description", "cache", "tests_must_bite"};
 
 std::vector<std::string> keys_for(Kind kind) {
   std::vector<std::string> k = kCommonKeys;
@@ -334,6 +335,27 @@ void parse_file_check(const Json& j, const Json& target, const std::string& w, C
   else parse_regex_in_file(j, w, c);
 }
 
+// "cache": true | false | {"env": [...], "max_age_h": N} (docs/measured.md).
+void parse_cache(const Json& j, const std::string& w, CheckSpec& c) {
+  if (!j.contains("cache")) return;
+  const Json& v = j["cache"];
+  if (v.is_boolean()) {
+    c.cache = v.get<bool>();
+    return;
+  }
+  if (!v.is_object())
+    throw ConfigError(w + ".cache: must be true, false or an object {\"env\": [...], \"max_age_h\": N}, not " +
+                      type_name(v));
+  util::reject_unknown_keys(v, {"env", "max_age_h"}, w + ".cache");
+  c.cache = true;
+  if (v.contains("env")) c.cache_env = util::string_array(v["env"], w + ".cache.env");
+  if (v.contains("max_age_h")) {
+    if (!v["max_age_h"].is_number() || v["max_age_h"].get<double>() <= 0)
+      throw ConfigError(w + ".cache.max_age_h: must be a positive number of hours, not " + type_name(v["max_age_h"]));
+    c.cache_max_age_h = v["max_age_h"].get<double>();
+  }
+}
+
 }  // namespace
 
 CheckSpec parse_check(const Json& j, const std::string& where, bool id_required) {
@@ -353,6 +375,11 @@ CheckSpec parse_check(const Json& j, const std::string& where, bool id_required)
   if (is_http(c.kind)) parse_http_check(j, w, c);
   else if (c.kind == Kind::kCommandExit) parse_command_exit(j, target, w, c);
   else parse_file_check(j, target, w, c);
+  parse_cache(j, w, c);
+  if (j.contains("tests_must_bite")) {
+    if (!j["tests_must_bite"].is_boolean()) throw ConfigError(w + ".tests_must_bite: must be true or false");
+    c.tests_must_bite = j["tests_must_bite"].get<bool>();
+  }
   return c;
 }
 
@@ -360,6 +387,10 @@ CheckSpec parse_check_text(const std::string& text) {
   return parse_check(util::parse_json(text, "--check"), "--check", false);
 }
 
-Json SenseResult::to_json() const { return Json{{"id", id}, {"ok", ok}, {"signal", signal}, {"evidence", evidence}}; }
+Json SenseResult::to_json() const {
+  Json j{{"id", id}, {"ok", ok}, {"signal", signal}, {"evidence", evidence}};
+  if (!cached.empty()) j["cached"] = cached;
+  return j;
+}
 
 }  // namespace phoenix::checks

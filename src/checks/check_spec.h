@@ -68,6 +68,15 @@ struct CheckSpec {
   std::vector<std::string> editable;  // globs a fix may touch
   std::vector<std::string> tests;     // the check's own test files
   bool protect_tests = true;
+  // The measurement store (checks/measured.h, docs/measured.md): "cache"
+  // unset leaves the default (command_exit checks only); its "env" names
+  // the variables whose values key a measurement, "max_age_h" (0: none) the
+  // oldest measurement served.
+  std::optional<bool> cache;
+  std::vector<std::string> cache_env;
+  double cache_max_age_h = 0;
+  // "tests_must_bite": unset leaves the caller's default (the loop: true).
+  std::optional<bool> tests_must_bite;
   util::Json raw;  // the object as given
 };
 
@@ -93,6 +102,9 @@ struct SenseResult {
   std::string output;    // bounded raw output (for failure signatures)
   long long duration_ms = 0;
   bool interrupted = false;
+  // Served from the measurement store: "measured 14:02 in loop-20261204,
+  // trace #812" (checks/measured.h); empty for a fresh run.
+  std::string cached;
   std::vector<Artifact> artifacts;
   util::Json to_json() const;  // {id, ok, signal, evidence}
 };

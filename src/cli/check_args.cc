@@ -21,7 +21,9 @@ void print_sense(const Context& ctx, const checks::SenseResult& r, bool to_stder
   std::ostream& out = to_stderr ? std::cerr : std::cout;
   std::string mark = r.ok ? green(ctx, "ok ", to_stderr) : red(ctx, "RED", to_stderr);
   out << mark << "  " << bold(ctx, r.id, to_stderr) << "  " << r.signal
-      << dim(ctx, "  (" + std::to_string(r.duration_ms) + " ms)", to_stderr) << "\n";
+      << dim(ctx, "  (" + (r.cached.empty() ? std::to_string(r.duration_ms) + " ms" : "cached: " + r.cached) + ")",
+             to_stderr)
+      << "\n";
   if (r.ok || r.evidence.empty()) return;
   // The last 30 lines of evidence are what a person reads first.
   auto lines = util::split_lines(r.evidence);

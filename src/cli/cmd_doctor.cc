@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "cli/app.h"
 #include "cli/manual.h"
@@ -13,10 +14,12 @@
 #include "agent/agent.h"
 #include "gitx/repo.h"
 #include "hook/hook.h"
+#include "checks/measured.h"
 #include "journal/journal.h"
 #include "layout/layout.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/format.h"
 #include "util/subprocess.h"
 #include "util/term.h"
 #include "util/text.h"
@@ -220,6 +223,24 @@ void check_sandbox(Report& r) {
         {{"overlay", ok}});
 }
 
+// The measurement store: how many records, and where they came from
+// (measured here, or pulled from which remote).
+void check_measured(Report& r, const std::string& root) {
+  const std::string dir = layout::measured_dir(root);
+  std::map<std::string, long long> by_origin;
+  const auto all = checks::all_measurements(dir);
+  for (const auto& m : all) ++by_origin[m.origin.empty() ? "measured here" : "pulled from " + m.origin];
+  std::string text = util::plural(static_cast<long long>(all.size()), "green measurement", "green measurements");
+  json origins = json::object();
+  std::string sep = ": ";
+  for (const auto& [from, n] : by_origin) {
+    text += sep + std::to_string(n) + " " + from;
+    sep = ", ";
+    origins[from] = n;
+  }
+  r.add("measured", "ok", text + " (" + dir + ")", {{"path", dir}, {"records", all.size()}, {"origins", origins}});
+}
+
 void check_journal(Report& r, const std::string& root) {
   std::string path = root + "/.phoenix/journal.sqlite";
   std::error_code ec;
@@ -273,6 +294,7 @@ int cmd_doctor(const std::vector<std::string>& args) {
   check_agents(r, cfg ? &*cfg : nullptr);
   check_sandbox(r);
   if (p.ctx.in_repo) check_journal(r, p.ctx.root);
+  if (p.ctx.in_repo) check_measured(r, p.ctx.root);
 
   if (p.ctx.json) {
     json items = json::array();

@@ -60,6 +60,7 @@ int cmd_run(const std::vector<std::string>& args) {
       "allow-dirty", "heal even though the work tree has uncommitted changes (they are left alone)")(
       "rollback", po::value<std::string>(), "on escalation roll back to 'known-good' instead of the pre-run state")(
       "no-journal", "do not replay remembered fixes (full price)")(
+      "no-cache", "measure every check fresh, never from the measurement store (also PHOENIX_NO_CACHE=1)")(
       "explain", "say why each decision was taken (budget, guard, signature)")("debug,d", po::value<std::string>(),
                                                                                "'-d explain' is the same as --explain");
   Parsed p;
@@ -69,6 +70,7 @@ int cmd_run(const std::vector<std::string>& args) {
   engine::RunOptions opt;
   opt.dry_run = p.vm.count("dry-run") > 0;
   opt.allow_dirty = p.vm.count("allow-dirty") > 0;
+  opt.no_cache = p.vm.count("no-cache") > 0;
   opt.explain = p.vm.count("explain") > 0;
   if (p.vm.count("debug")) {
     if (p.vm["debug"].as<std::string>() != "explain") throw UsageError("run: -d takes 'explain'");

@@ -156,6 +156,7 @@ int hook_run(Parsed& p) {
   opt.url = pos.size() > 3 ? pos[3] : "";
   opt.templates_dir = templates_dir();
   opt.color = p.ctx.color_err;
+  opt.no_cache = p.vm.count("no-cache") > 0;
   Context& ctx = p.ctx;
   opt.trace = [&ctx]() -> trace::Trace& { return ctx.trace(); };
   return hook::run_pre_push(opt, refs, std::cerr);
@@ -165,6 +166,7 @@ int hook_run(Parsed& p) {
 
 int cmd_hook(const std::vector<std::string>& args) {
   po::options_description desc("hook options");
+  desc.add_options()("no-cache", "run: measure every check fresh, never from the measurement store");
   Parsed p;
   if (!parse_command("hook", desc, args, p)) return kExitOk;
   if (p.positional.empty()) throw UsageError("hook: the subcommand is install, uninstall or run");

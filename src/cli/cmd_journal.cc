@@ -8,7 +8,10 @@
 #include <iostream>
 
 #include "cli/app.h"
+#include "engine/measure.h"
+#include "gitx/repo.h"
 #include "journal/journal.h"
+#include "journal/measured_share.h"
 #include "journal/share.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -183,9 +186,33 @@ int stats(const Parsed& p) {
   return kExitOk;
 }
 
+std::string measured_store(const Context& ctx) {
+  return engine::store_dir(gitx::Repo::open(ctx.root), ctx.root);
+}
+
+json measured_json(const journal::MeasuredShare& m) {
+  return {{"found", m.found}, {"pushed", m.pushed}, {"records", m.records}, {"added", m.added}};
+}
+
+// The measurement store's line after the journal's (journal/measured_share.h).
+void print_measured(const journal::MeasuredShare& m, const std::string& remote, bool push) {
+  if (push && !m.pushed)
+    std::cout << "measurements: " << remote << " is up to date (" << util::plural(m.records, "record", "records")
+              << ")\n";
+  else if (push)
+    std::cout << "measurements: pushed " << util::plural(m.records, "record", "records") << " to " << remote << " ("
+              << journal::kMeasuredRef << ")\n";
+  else if (!m.found)
+    std::cout << "measurements: " << remote << " has none yet (" << journal::kMeasuredRef << ")\n";
+  else
+    std::cout << "measurements: pulled " << util::plural(m.records, "record", "records") << " from " << remote << ": "
+              << m.added << " new\n";
+}
+
 int push(Parsed& p, const std::string& remote) {
   journal::Journal j = journal::Journal::open(journal_path(p.ctx));
   journal::PushResult r = journal::push(j, p.ctx.root, remote);
+  const journal::MeasuredShare m = journal::push_measured(measured_store(p.ctx), p.ctx.root, remote);
   p.ctx.trace().append("journal.push",
                        {{"remote", remote}, {"pushed", r.pushed}, {"commit", r.commit}, {"entries", r.entries}});
   if (p.ctx.json) {
@@ -193,7 +220,8 @@ int push(Parsed& p, const std::string& remote) {
                        {"pushed", r.pushed},
                        {"commit", r.commit.empty() ? json(nullptr) : json(r.commit)},
                        {"entries", r.entries},
-                       {"from_remote", r.from_remote}});
+                       {"from_remote", r.from_remote},
+                       {"measured", measured_json(m)}});
   } else if (!r.pushed && r.commit.empty()) {
     std::cout << "nothing to push: the journal has no verified fix yet\n";
   } else if (!r.pushed) {
@@ -206,12 +234,14 @@ int push(Parsed& p, const std::string& remote) {
                 << " (kept; 'phoenix journal pull' brings them here)";
     std::cout << "\n";
   }
+  if (!p.ctx.json) print_measured(m, remote, true);
   return kExitOk;
 }
 
 int pull(Parsed& p, const std::string& remote) {
   journal::Journal j = journal::Journal::open(journal_path(p.ctx));
   journal::PullResult r = journal::pull(j, p.ctx.root, remote);
+  const journal::MeasuredShare m = journal::pull_measured(measured_store(p.ctx), p.ctx.root, remote);
   p.ctx.trace().append("journal.pull", {{"remote", remote},
                                         {"found", r.found},
                                         {"commit", r.commit},
@@ -225,7 +255,8 @@ int pull(Parsed& p, const std::string& remote) {
                        {"added", r.merged.added},
                        {"updated", r.merged.updated},
                        {"unchanged", r.merged.unchanged},
-                       {"skipped", r.merged.skipped}});
+                       {"skipped", r.merged.skipped},
+                       {"measured", measured_json(m)}});
   } else if (!r.found) {
     std::cout << remote << " has no journal yet (" << journal::kShareRef << "): nothing to pull\n";
   } else {
@@ -234,6 +265,7 @@ int pull(Parsed& p, const std::string& remote) {
     if (r.merged.skipped > 0) std::cout << ", " << r.merged.skipped << " skipped (demoted there, or forgotten here)";
     std::cout << "\n";
   }
+  if (!p.ctx.json) print_measured(m, remote, false);
   return kExitOk;
 }
 

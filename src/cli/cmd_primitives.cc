@@ -3,6 +3,7 @@
 
 #include "cli/app.h"
 #include "cli/check_args.h"
+#include "engine/measure.h"
 #include "engine/recover.h"
 #include "engine/retry.h"
 #include "gitx/repo.h"
@@ -21,7 +22,8 @@ using nlohmann::json;
 int cmd_sense(const std::vector<std::string>& args) {
   po::options_description desc("sense options");
   desc.add_options()("check", po::value<std::vector<std::string>>()->composing(),
-                     "a check: an id from phoenix.json or a JSON check object (repeatable)");
+                     "a check: an id from phoenix.json or a JSON check object (repeatable)")(
+      "no-cache", "measure every check fresh, never from the measurement store (also PHOENIX_NO_CACHE=1)");
   Parsed p;
   if (!parse_command("sense", desc, args, p)) return kExitOk;
   config::Config cfg = config::load(p.ctx.root, false);
@@ -36,10 +38,21 @@ int cmd_sense(const std::vector<std::string>& args) {
   }
   bool all_ok = true;
   json arr = json::array();
+  std::optional<gitx::Repo> repo;
+  if (p.ctx.in_repo) repo.emplace(gitx::Repo::open(p.ctx.root));
+  std::optional<engine::StoreUse> store;
+  if (repo) {
+    trace::Trace* tr = nullptr;
+    try {
+      tr = &p.ctx.trace();
+    } catch (const Error&) {}  // a read-only checkout: records carry no trace line
+    store.emplace(*repo, p.ctx.root, cfg, "sense", !engine::no_cache(p.vm.count("no-cache") > 0), tr);
+  }
   for (const auto& spec : specs) {
     checks::SenseResult r = [&] {
       util::term::Progress progress("phoenix: sensing " + spec.id);  // drawn on a TTY only
-      return checks::sense(spec, p.ctx.root);
+      auto fresh = [&] { return checks::sense(spec, p.ctx.root); };
+      return store ? store->sense(spec, fresh) : fresh();
     }();
     trace_sense(p.ctx, spec, r, /*durable=*/false);
     all_ok = all_ok && r.ok;

@@ -35,6 +35,7 @@ int loop_main(int argc, char** argv) {
       "workers", cli::po::value<int>(),
       "work on up to N tasks at once, each in its own worktree, through the verified merge queue (default "
       "loop.workers, 1)")("resume", "carry on from .phoenix/loop-run.json and the branch after a crash")(
+      "no-cache", "measure every check fresh, never from the measurement store (also PHOENIX_NO_CACHE=1)")(
       "max-cost", cli::po::value<double>(),
       "start no iteration that would take the agents' reported cost past USD (default loop.max_cost_usd)")(
       "max-hours", cli::po::value<double>(),
@@ -76,6 +77,7 @@ int loop_main(int argc, char** argv) {
   }
   if (p.vm.count("branch")) o.branch = p.vm["branch"].as<std::string>();
   o.resume = p.vm.count("resume") > 0;
+  o.no_cache = p.vm.count("no-cache") > 0;
   for (const char* cap : {"max-cost", "max-hours"}) {
     if (!p.vm.count(cap)) continue;
     double v = p.vm[cap].as<double>();

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "engine/guards.h"
+#include "engine/measure.h"
 #include "engine/incident.h"
 #include "engine/retry.h"
 #include "engine/signature.h"
@@ -195,13 +196,17 @@ RunResult Engine::run() { return impl_->run(); }
 std::vector<checks::SenseResult> Engine::Impl::detect() {
   std::vector<checks::SenseResult> first;
   const bool reuse = !opt.measured_head.empty() && opt.measured_head == head0 && !dirty0;
+  StoreUse store(*repo, root, cfg, opt.measured_by, !dirty0 && !no_cache(opt.no_cache), &trace);
   for (const auto& c : selected) {
     auto given = std::find_if(opt.measured.begin(), opt.measured.end(), [&](const auto& m) { return m.id == c.id; });
-    checks::SenseResult r = reuse && given != opt.measured.end() ? *given : measure(c);
+    checks::SenseResult r =
+        reuse && given != opt.measured.end() ? *given : store.sense(c, [&] { return measure(c); });
     if (r.interrupted) throw Error("interrupted while measuring " + c.id, kExitInterrupted);
     first.push_back(r);
     green.push_back(r.ok);
-    if (r.ok) state(c.id, State::kGreen, {{"signal", r.signal}, {"duration_ms", r.duration_ms}});
+    if (r.ok && !r.cached.empty())
+      state(c.id, State::kGreen, {{"signal", r.signal}, {"duration_ms", r.duration_ms}, {"cached", r.cached}});
+    else if (r.ok) state(c.id, State::kGreen, {{"signal", r.signal}, {"duration_ms", r.duration_ms}});
     else
       state(c.id, State::kDetected,
             {{"signal", r.signal},

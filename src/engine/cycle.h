@@ -92,6 +92,14 @@ struct RunOptions {
   // verification of a fix is always a fresh run.
   std::vector<checks::SenseResult> measured;
   std::string measured_head;
+
+  // The measurement store (engine/measure.h): DETECTED on a clean tree is
+  // answered from it when it holds the check's record, and records a green
+  // measurement; `measured_by` names the run in that record ("run", "hook",
+  // "loop-20261204"). no_cache: every check runs fresh (--no-cache,
+  // PHOENIX_NO_CACHE=1). A fix is always verified by a fresh run.
+  bool no_cache = false;
+  std::string measured_by = "run";
 };
 
 struct IssueOutcome {

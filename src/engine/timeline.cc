@@ -32,6 +32,7 @@ std::string details(const util::Json& ev, bool full) {
   std::string rest;
   if (ev.contains("fixer")) rest += " fixer=" + text("fixer");
   if (ev.contains("signal")) rest += " " + text("signal");
+  if (ev.contains("cached")) rest += "  (cached: " + text("cached") + ")";
   if (full && ev.contains("signature")) rest += " signature " + text("signature");
   if (ev.contains("summary") && !text("summary").empty()) rest += " — " + text("summary");
   if (full && ev.contains("guard")) rest += " guard=" + text("guard");

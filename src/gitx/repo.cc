@@ -590,6 +590,10 @@ std::string Repo::resolve(const std::string& rev) const {
   return oid_hex(*git_commit_id(lookup_commit(raw(), rev).get()));
 }
 
+std::string Repo::tree_of(const std::string& rev) const {
+  return oid_hex(*git_commit_tree_id(lookup_commit(raw(), rev).get()));
+}
+
 std::optional<std::string> Repo::read_ref(const std::string& name) const {
   git_oid oid;
   int rc = git_reference_name_to_id(&oid, raw(), name.c_str());

@@ -128,6 +128,8 @@ class Repo {
   std::string head_branch() const;
   // The full sha of the commit `rev` names.
   std::string resolve(const std::string& rev) const;
+  // The id of the tree of the commit `rev` names.
+  std::string tree_of(const std::string& rev) const;
   // The sha a ref resolves to, or nullopt when it does not exist.
   std::optional<std::string> read_ref(const std::string& name) const;
   // Creates or moves (force) `name` to the object `rev` names, with a

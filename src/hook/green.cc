@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "checks/measured.h"
 #include "config/config.h"
 #include "hook/owner.h"
 #include "hook/runs.h"
@@ -133,7 +134,11 @@ std::optional<checks::CheckSpec> Deadline::cap(const checks::CheckSpec& spec) co
 
 void print_result(std::ostream& err, bool color, const checks::SenseResult& r, const std::string& where) {
   err << "phoenix: " << (r.ok ? paint(color, "32", "ok ") : paint(color, "31;1", "RED")) << "  " << r.id << "  "
-      << r.signal << paint(color, "2", "  (" + std::to_string(r.duration_ms) + " ms)  " + where) << "\n";
+      << r.signal
+      << paint(color, "2",
+               "  (" + (r.cached.empty() ? std::to_string(r.duration_ms) + " ms" : "cached: " + r.cached) + ")  " +
+                   where)
+      << "\n";
   if (r.ok || r.evidence.empty()) return;
   auto lines = util::split_lines(r.evidence);
   size_t from = lines.size() > 30 ? lines.size() - 30 : 0;
@@ -262,10 +267,52 @@ struct InPlace {
   std::optional<std::string> out_of_time;  // the check hook.timeout_s ran out before
 };
 
+// The measurement store as the thin binary sees it (checks/measured.h):
+// HEAD's commit and tree from one `git rev-parse`, trusted only once `git
+// status` says the push is that clean HEAD. Without setup steps only: their
+// fingerprint hashes files, which is the full binary's (setup/).
+struct ThinStore {
+  std::string dir;
+  std::string head;  // "" when the store is not used
+  std::string tree;
+
+  ThinStore(const std::string& root, const config::Config& cfg) : dir(layout::measured_dir(root)) {
+    std::error_code ec;
+    if (!cfg.setup.empty() || checks::cache_disabled_by_env() || fs::is_empty(dir, ec) || ec) return;
+    util::ProcessOptions o;
+    o.argv = {"git", "rev-parse", "-q", "HEAD", "HEAD^{tree}"};
+    o.cwd = root;
+    o.timeout_s = 60;
+    util::ProcessResult r = util::run_process(o);
+    const std::vector<std::string> lines = util::split_lines(r.output);
+    if (r.exit_code != 0 || lines.size() != 2 || !checks::is_tree_id(lines[1])) return;
+    head = lines[0];
+    tree = lines[1];
+  }
+
+  std::optional<checks::SenseResult> find(const checks::CheckSpec& spec) const {
+    if (tree.empty() || !checks::cache_wanted(spec)) return std::nullopt;
+    auto m = checks::find_measurement(dir, checks::measure_key(spec, tree, ""), spec.cache_max_age_h);
+    if (!m) return std::nullopt;
+    checks::SenseResult r = checks::served(*m);
+    r.id = spec.id;
+    return r;
+  }
+
+  void record(const checks::CheckSpec& spec, const checks::SenseResult& r) const {
+    if (tree.empty() || !checks::cache_wanted(spec)) return;
+    checks::record_measurement(dir, {checks::measure_key(spec, tree, ""), r, util::now_ms(), "hook", -1, ""});
+  }
+};
+
 InPlace sense_until_red(const std::vector<checks::CheckSpec>& selected, const std::string& root,
-                        const Deadline& deadline, int cancel_fd) {
+                        const Deadline& deadline, int cancel_fd, const ThinStore& store) {
   InPlace ran;
   for (const auto& spec : selected) {
+    if (auto cached = store.find(spec)) {
+      ran.results.push_back(std::move(*cached));
+      continue;
+    }
     std::optional<checks::CheckSpec> capped = deadline.cap(spec);
     if (!capped) {
       ran.out_of_time = spec.id;
@@ -350,9 +397,15 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
       ::close(fd);
     }
   } joined{status, not_green};
-  const InPlace ran = sense_until_red(selected, root, Deadline(start, cfg.hook.timeout_s), not_green);
+  const ThinStore store(root, cfg);
+  const InPlace ran = sense_until_red(selected, root, Deadline(start, cfg.hook.timeout_s), not_green, store);
   status.join();
+  // The store's answers hold for the tree git status judged, and only then.
+  if (!store.head.empty() && (!git.green || git.st->head != store.head)) return std::nullopt;
   const std::optional<int> code = conclude(git, ran, cfg.hook.timeout_s, err);
+  if (code == kExitOk)
+    for (size_t i = 0; i < ran.results.size(); ++i)
+      if (ran.results[i].cached.empty()) store.record(selected[i], ran.results[i]);
   if (code) {
     const bool green = *code == kExitOk;
     log_run(root, "phoenix-hook", remote, refs,

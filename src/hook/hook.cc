@@ -15,6 +15,7 @@
 #include "checks/check.h"
 #include "config/config.h"
 #include "engine/cycle.h"
+#include "engine/measure.h"
 #include "engine/session.h"
 #include "engine/timeline.h"
 #include "gitx/repo.h"
@@ -392,6 +393,10 @@ std::optional<int> PrePush::measure(const Target& t) {
   if (!in_place)
     if (auto code = enter_worktree(t, cfg, dir)) return code;
   const std::string where = t.label() + (in_place ? "" : " (in the hook's worktree)");
+  std::optional<gitx::Repo> tree_repo;
+  if (!in_place) tree_repo.emplace(gitx::Repo::open(dir));
+  engine::StoreUse store(in_place ? repo() : *tree_repo, dir, cfg, "hook", !engine::no_cache(opt_.no_cache),
+                         &opt_.trace());
   for (const auto& spec : selected) {
     std::optional<checks::CheckSpec> capped = deadline_->cap(spec);
     if (!capped) {
@@ -408,7 +413,7 @@ std::optional<int> PrePush::measure(const Target& t) {
     } else {
       std::optional<setup::Guard> guard;
       if (!in_place) guard.emplace(dir);
-      r = checks::sense(*capped, dir);
+      r = store.sense(spec, [&] { return checks::sense(*capped, dir); });
       if (guard) trace_put_back(guard->restore("the check " + spec.id));
     }
     if (r.interrupted || util::interrupted_signal() != 0) {
@@ -699,6 +704,8 @@ int PrePush::heal_head(int code) {
   // measurement of its own: each check runs once before any fixer.
   so.run.measured = head_results_;
   so.run.measured_head = head_;
+  so.run.measured_by = "hook";
+  so.run.no_cache = opt_.no_cache;
   err_ << "phoenix: hook.mode is heal: healing " << util::sha12(head_) << " on "
        << (head_branch_.empty() ? "HEAD" : head_branch_) << "\n";
   engine::RunResult result = engine::run_session(opt_.root, session_cfg, so, opt_.trace(), [&](const Json& ev) {

@@ -87,6 +87,7 @@ struct PrePushOptions {
   std::string url;            // argv[2]
   std::string templates_dir;  // the engine's prompts (heal mode)
   bool color = false;         // colour on `err`
+  bool no_cache = false;      // --no-cache: nothing served from the measurement store
   // The repository's trace, opened only when something is written to it
   // (a green push of HEAD writes nothing there: its line goes to
   // .phoenix/hook-runs.jsonl, hook/runs.h).

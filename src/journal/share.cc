@@ -23,30 +23,6 @@ void check_remote(const std::string& remote) {
   if (!gitx::is_remote_name(remote)) throw UsageError("journal: '" + remote + "' is not a remote name or URL");
 }
 
-// The remote's journal commit, fetched into kShareRemoteRef; nullopt when
-// the remote has no journal yet.
-std::optional<std::string> fetch_remote(gitx::Repo& repo, const std::string& root, const std::string& remote,
-                                        const TransportOptions& options) {
-  util::ProcessResult ls = git(root, {"ls-remote", "--exit-code", remote, kShareRef}, options);
-  if (ls.exit_code == 2) return std::nullopt;  // reachable, no such ref
-  if (ls.exit_code != 0)
-    throw Error("cannot reach remote '" + remote + "': git ls-remote exited " + std::to_string(ls.exit_code) + ": " +
-                gitx::git_output_tail(ls.output));
-  // ls-remote matches patterns against the tail of ref names: insist on the exact one.
-  bool exact = false;
-  for (const auto& line : util::split_lines(ls.output))
-    exact = exact || util::ends_with(util::trim(line), std::string("\t") + kShareRef);
-  if (!exact) return std::nullopt;
-  util::ProcessResult f = git(root,
-                              {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
-                               std::string("+") + kShareRef + ":" + kShareRemoteRef},
-                              options);
-  if (f.exit_code != 0)
-    throw Error("cannot fetch " + std::string(kShareRef) + " from '" + remote + "': git fetch exited " +
-                std::to_string(f.exit_code) + ": " + gitx::git_output_tail(f.output));
-  return repo.read_ref(kShareRemoteRef);
-}
-
 // The remote's entries and the file's bytes, validated; `consequence` ends
 // every error ("nothing was merged").
 std::pair<std::vector<Entry>, std::string> read_remote(gitx::Repo& repo, const std::string& remote,
@@ -64,12 +40,47 @@ std::pair<std::vector<Entry>, std::string> read_remote(gitx::Repo& repo, const s
 
 }  // namespace
 
+std::optional<std::string> fetch_shared(gitx::Repo& repo, const std::string& root, const std::string& remote,
+                                        const std::string& ref, const std::string& local_ref,
+                                        const TransportOptions& options) {
+  util::ProcessResult ls = git(root, {"ls-remote", "--exit-code", remote, ref}, options);
+  if (ls.exit_code == 2) return std::nullopt;  // reachable, no such ref
+  if (ls.exit_code != 0)
+    throw Error("cannot reach remote '" + remote + "': git ls-remote exited " + std::to_string(ls.exit_code) + ": " +
+                gitx::git_output_tail(ls.output));
+  // ls-remote matches patterns against the tail of ref names: insist on the exact one.
+  bool exact = false;
+  for (const auto& line : util::split_lines(ls.output)) exact = exact || util::ends_with(util::trim(line), "\t" + ref);
+  if (!exact) return std::nullopt;
+  util::ProcessResult f =
+      git(root, {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+" + ref + ":" + local_ref}, options);
+  if (f.exit_code != 0)
+    throw Error("cannot fetch " + ref + " from '" + remote + "': git fetch exited " + std::to_string(f.exit_code) +
+                ": " + gitx::git_output_tail(f.output));
+  return repo.read_ref(local_ref);
+}
+
+void push_shared(const std::string& root, const std::string& remote, const std::string& ref,
+                 const TransportOptions& options) {
+  // Not forced: the new commit sits on top of the tip just fetched, so this
+  // is a fast-forward unless someone pushed meanwhile, and then what they
+  // pushed must not be overwritten.
+  util::ProcessResult p = git(root, {"push", "--quiet", remote, ref + ":" + ref}, options);
+  if (p.exit_code == 0) return;
+  const std::string& out = p.output;
+  bool raced = out.find("rejected") != std::string::npos || out.find("non-fast-forward") != std::string::npos ||
+               out.find("fetch first") != std::string::npos;
+  throw Error("cannot push " + ref + " to '" + remote + "'" +
+              (raced ? ": it changed while pushing; run 'phoenix journal push' again"
+                     : ": git push exited " + std::to_string(p.exit_code) + ": " + gitx::git_output_tail(out)));
+}
+
 PushResult push(Journal& journal, const std::string& repo_root, const std::string& remote,
                 const TransportOptions& options) {
   check_remote(remote);
   gitx::Repo repo = gitx::Repo::open(repo_root);
   PushResult result;
-  std::optional<std::string> tip = fetch_remote(repo, repo_root, remote, options);
+  std::optional<std::string> tip = fetch_shared(repo, repo_root, remote, kShareRef, kShareRemoteRef, options);
   std::map<std::pair<std::string, std::string>, Entry> merged;
   std::string their_text;
   if (tip) {
@@ -100,19 +111,7 @@ PushResult push(Journal& journal, const std::string& repo_root, const std::strin
   result.commit =
       repo.write_blob_commit(kShareRef, kShareFile, content,
                              "phoenix journal: " + std::to_string(result.entries) + " verified fixes\n", parents);
-  // Not forced: the new commit sits on top of the tip just fetched, so this
-  // is a fast-forward unless someone pushed meanwhile, and then their fixes
-  // must not be overwritten.
-  util::ProcessResult p =
-      git(repo_root, {"push", "--quiet", remote, std::string(kShareRef) + ":" + kShareRef}, options);
-  if (p.exit_code != 0) {
-    std::string out = p.output;
-    bool raced = out.find("rejected") != std::string::npos || out.find("non-fast-forward") != std::string::npos ||
-                 out.find("fetch first") != std::string::npos;
-    throw Error("cannot push " + std::string(kShareRef) + " to '" + remote + "'" +
-                (raced ? ": its journal changed while pushing; run 'phoenix journal push' again"
-                       : ": git push exited " + std::to_string(p.exit_code) + ": " + gitx::git_output_tail(out)));
-  }
+  push_shared(repo_root, remote, kShareRef, options);
   result.pushed = true;
   return result;
 }
@@ -122,7 +121,7 @@ PullResult pull(Journal& journal, const std::string& repo_root, const std::strin
   check_remote(remote);
   gitx::Repo repo = gitx::Repo::open(repo_root);
   PullResult result;
-  std::optional<std::string> tip = fetch_remote(repo, repo_root, remote, options);
+  std::optional<std::string> tip = fetch_shared(repo, repo_root, remote, kShareRef, kShareRemoteRef, options);
   if (!tip) return result;
   result.found = true;
   result.commit = *tip;

@@ -27,6 +27,10 @@
 #include "journal/journal.h"
 #include "journal/share_format.h"
 
+namespace phoenix::gitx {
+class Repo;
+}
+
 namespace phoenix::journal {
 
 inline constexpr const char* kShareRef = "refs/phoenix/journal";
@@ -67,5 +71,15 @@ PushResult push(Journal& journal, const std::string& repo_root, const std::strin
 // invalid throws before the journal is touched.
 PullResult pull(Journal& journal, const std::string& repo_root, const std::string& remote,
                 const TransportOptions& options = {});
+
+// The commit at `ref` on `remote`, fetched into `local_ref`; nullopt when
+// the remote has no such ref. Throws Error when the remote cannot be reached.
+std::optional<std::string> fetch_shared(gitx::Repo& repo, const std::string& root, const std::string& remote,
+                                        const std::string& ref, const std::string& local_ref,
+                                        const TransportOptions& options);
+// Pushes the local `ref` to the same name on `remote`, never forced; throws
+// Error (saying to push again when the remote moved meanwhile).
+void push_shared(const std::string& root, const std::string& remote, const std::string& ref,
+                 const TransportOptions& options);
 
 }  // namespace phoenix::journal

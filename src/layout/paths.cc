@@ -32,6 +32,7 @@ std::string trace_file(const std::string& root) { return state_dir(root) + "/tra
 std::string journal_file(const std::string& root) { return state_dir(root) + "/journal.sqlite"; }
 std::string escalated_flag(const std::string& root) { return state_dir(root) + "/ESCALATED"; }
 std::string incidents_dir(const std::string& root) { return root + "/incidents"; }
+std::string measured_dir(const std::string& root) { return state_dir(root) + "/measured"; }
 
 const std::string& state_gitignore() {
   // '*' also matches the folders contracts/ and baselines/; each is let back

@@ -7,6 +7,7 @@
 //   contracts/ baselines/   approved contract shapes and visual baselines
 //   journal.sqlite trace.jsonl lock loop.lock loop-state.json loop-run.json
 //   hook-runs.jsonl unmeasured-pushes.json hook-measured.json (hook/)
+//   measured/         the measurement store (checks/measured.h)
 //   ESCALATED STOP    run files (DESIGN.md "Files in a user's repository")
 //
 // Names only, and the folder's .gitignore: no git, so the thin pre-push
@@ -44,6 +45,7 @@ std::string trace_file(const std::string& root);      // .phoenix/trace.jsonl
 std::string journal_file(const std::string& root);    // .phoenix/journal.sqlite
 std::string escalated_flag(const std::string& root);  // .phoenix/ESCALATED
 std::string incidents_dir(const std::string& root);   // incidents/
+std::string measured_dir(const std::string& root);    // .phoenix/measured (checks/measured.h)
 
 // Creates <root>/.phoenix when missing and writes its .gitignore when that
 // is missing (never overwrites one the user edited). Returns state_dir().

@@ -76,6 +76,7 @@ struct Options {
   std::string deadline_text;             // as ISO-8601, for the state file
   std::string branch;                    // overrides loop.branch
   bool resume = false;
+  bool no_cache = false;      // --no-cache: nothing served from the measurement store
   int workers = 0;            // --workers N; 0: loop.workers (or the resumed run's)
   std::string templates_dir;  // shipped templates (prompt-task.md)
   // Override loop.max_cost_usd / loop.max_hours (loop/caps.h).

@@ -5,6 +5,7 @@
 
 #include "checks/check.h"
 #include "engine/incident.h"
+#include "engine/measure.h"
 #include "engine/signature.h"
 #include "setup/setup.h"
 #include "util/text.h"
@@ -43,8 +44,10 @@ Measure Loop::measure(const Tree& t) {
     return m;
   }
   const config::Config& tc = t.cfg ? *t.cfg : checks_now();
+  engine::StoreUse store(*t.repo, t.path, tc, branch.substr(branch.rfind('/') + 1), !engine::no_cache(opt.no_cache),
+                         &trace);
   for (const auto& c : tc.checks) {
-    checks::SenseResult r = checks::sense(c, t.path);
+    checks::SenseResult r = store.sense(c, [&] { return checks::sense(c, t.path); });
     if (r.interrupted) m.interrupted = true;
     if (!r.ok && !ignored.count(c.id)) {
       m.green = false;

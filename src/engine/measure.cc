@@ -1,0 +1,67 @@
+// Measuring through the store: see engine/measure.h.
+#include "engine/measure.h"
+
+#include <filesystem>
+
+#include "gitx/repo.h"
+#include "layout/paths.h"
+#include "setup/setup.h"
+#include "trace/trace.h"
+#include "util/text.h"
+
+namespace phoenix::engine {
+
+namespace fs = std::filesystem;
+
+bool no_cache(bool flag) { return flag || checks::cache_disabled_by_env(); }
+
+std::string store_dir(const gitx::Repo& repo, const std::string& root) {
+  const fs::path common = fs::path(repo.common_dir()).lexically_normal();
+  const fs::path main = (common.filename().empty() ? common.parent_path() : common);
+  if (main.filename() == ".git" && fs::is_directory(main.parent_path() / layout::kStateDirName))
+    return layout::measured_dir(main.parent_path().string());
+  return layout::measured_dir(root);
+}
+
+StoreUse::StoreUse(const gitx::Repo& repo, const std::string& root, const config::Config& cfg, std::string where,
+                   bool enabled, trace::Trace* trace)
+    : root_(root), dir_(store_dir(repo, root)), cfg_(cfg), where_(std::move(where)), trace_(trace) {
+  if (!enabled) return;
+  try {
+    const std::string head = repo.head_sha();
+    if (head.empty() || !repo.tracked_clean(layout::keep_prefixes()) ||
+        !repo.untracked_files(layout::keep_prefixes()).empty())
+      return;
+    tree_ = repo.tree_of(head);
+  } catch (const std::exception&) {
+    tree_.clear();  // what git cannot say is not keyed
+  }
+}
+
+const std::string& StoreUse::setup_fingerprint() {
+  if (!setup_) setup_ = cfg_.setup.empty() ? std::string() : setup::fingerprint(cfg_.setup, root_);
+  return *setup_;
+}
+
+checks::SenseResult StoreUse::sense(const checks::CheckSpec& spec,
+                                    const std::function<checks::SenseResult()>& fresh) {
+  if (!keyed() || !checks::cache_wanted(spec)) return fresh();
+  const checks::MeasureKey key = checks::measure_key(spec, tree_, setup_fingerprint());
+  if (auto m = checks::find_measurement(dir_, key, spec.cache_max_age_h)) {
+    checks::SenseResult r = checks::served(*m);
+    r.id = spec.id;
+    if (trace_)
+      trace_->append("measured.cached", {{"check", spec.id}, {"tree", tree_}, {"measured_seq", m->trace_seq}}, false);
+    return r;
+  }
+  checks::SenseResult r = fresh();
+  if (!r.ok || r.interrupted) return r;
+  checks::Measurement m{key, r, util::now_ms(), where_, -1, ""};
+  if (trace_)
+    m.trace_seq = static_cast<long long>(trace_->append(
+        "measured", {{"check", spec.id}, {"tree", tree_}, {"signal", r.signal}, {"where", where_}}, false));
+  checks::record_measurement(dir_, m);
+  return r;
+}
+
+}  // namespace phoenix::engine

@@ -1,0 +1,60 @@
+// Measuring a tree through the measurement store (checks/measured.h,
+// docs/measured.md): every place Phoenix measures a check — `phoenix
+// sense`, DETECTED in `phoenix run` and the hook, the loop's measurements —
+// goes through a StoreUse of the tree it measures. A heal's verification
+// never does: HEALED is decided by a fresh run (engine/cycle.cc).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "checks/measured.h"
+#include "config/config.h"
+
+namespace phoenix::gitx {
+class Repo;
+}
+namespace phoenix::trace {
+class Trace;
+}
+
+namespace phoenix::engine {
+
+// --no-cache given, or PHOENIX_NO_CACHE=1.
+bool no_cache(bool flag);
+
+// The store shared by every worktree of `repo`: .phoenix/measured of its
+// main work tree (the folder holding the common git directory), or of
+// `root` when the repository has no such work tree.
+std::string store_dir(const gitx::Repo& repo, const std::string& root);
+
+class StoreUse {
+ public:
+  // The tree at `root` (HEAD of `repo`), measured by `where` ("run",
+  // "sense", "hook", "loop-20261204"). Keyed only when `enabled` and the
+  // tree is clean: HEAD exists, no tracked file modified or staged, no
+  // untracked file that is not ignored (Phoenix's own folders aside).
+  // `trace` (may be null) gets a line per measurement recorded or served.
+  StoreUse(const gitx::Repo& repo, const std::string& root, const config::Config& cfg, std::string where,
+           bool enabled, trace::Trace* trace);
+
+  bool keyed() const { return !tree_.empty(); }
+  const std::string& tree() const { return tree_; }
+
+  // The store's record of `spec` on this tree when there is one (and the
+  // check may be cached); else `fresh()`, recorded when green.
+  checks::SenseResult sense(const checks::CheckSpec& spec, const std::function<checks::SenseResult()>& fresh);
+
+ private:
+  const std::string& setup_fingerprint();
+  std::string root_;
+  std::string dir_;
+  const config::Config& cfg_;
+  std::string where_;
+  trace::Trace* trace_;
+  std::string tree_;  // "" when not keyed
+  std::optional<std::string> setup_;
+};
+
+}  // namespace phoenix::engine
