@@ -15,6 +15,7 @@
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/hash.h"
+#include "util/lock.h"
 #include "util/path.h"
 #include "util/text.h"
 
@@ -143,26 +144,47 @@ bool is_our_linked_worktree(const fs::path& dir, const std::string& common) {
   return util::same_or_inside(util::normalize_path(target), common + "/worktrees");
 }
 
-}  // namespace
-
-std::string checkpoint_tree(const gitx::Repo& repo) {
-  const std::string git_dir = util::normalize_path(repo.git_dir());
-  if (git_dir == util::normalize_path(repo.common_dir())) return "main";
-  // A ref name component: what git allows in a worktree's name, anything
-  // else (an older git's spaces) as '_'; never ".lock" or a leading dot.
-  std::string name = fs::path(git_dir).filename().string();
+// A worktree's name as a ref name component: what git allows in a
+// worktree's name, anything else (an older git's spaces) as '_'; never
+// ".lock" or a leading dot.
+std::string checkpoint_component(std::string name) {
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   if (name.empty() || name[0] == '.') name = "_" + name;
   while (name.size() >= 5 && name.compare(name.size() - 5, 5, ".lock") == 0) name[name.size() - 5] = '_';
   for (size_t dots; (dots = name.find("..")) != std::string::npos;) name[dots] = '_';
-  return "worktrees/" + name;
+  return name;
+}
+
+// The checkpoint refs of Phoenix's trees that are gone (see the header).
+void prune_gone_checkpoints(gitx::Repo& repo) {
+  const std::string prefix = std::string(kCheckpointsPrefix) + "worktrees/";
+  std::set<std::string> live;
+  for (const gitx::WorktreeInfo& w : repo.worktree_list()) live.insert(checkpoint_component(w.name));
+  std::error_code ec;
+  for (const gitx::RefEntry& r : repo.list_refs(prefix)) {
+    const std::string rest = r.name.substr(prefix.size());
+    const std::string tree = rest.substr(0, rest.find('/'));
+    if (live.count(tree)) continue;
+    const std::string lock = tree_lock(repo, tree);
+    if (!fs::exists(lock, ec) || util::FileLock::holder_pid(lock) > 0) continue;
+    repo.delete_ref(r.name);
+  }
+}
+
+}  // namespace
+
+std::string checkpoint_tree(const gitx::Repo& repo) {
+  const std::string git_dir = util::normalize_path(repo.git_dir());
+  if (git_dir == util::normalize_path(repo.common_dir())) return "main";
+  return "worktrees/" + checkpoint_component(fs::path(git_dir).filename().string());
 }
 std::string pre_run_ref(const gitx::Repo& repo) { return kCheckpointsPrefix + checkpoint_tree(repo) + "/pre-run"; }
 std::string attempt_ref(const gitx::Repo& repo) { return kCheckpointsPrefix + checkpoint_tree(repo) + "/attempt"; }
 
 std::vector<std::string> migrate_legacy_trees(gitx::Repo& repo) {
   std::vector<std::string> done;
+  prune_gone_checkpoints(repo);
   if (repo.workdir().empty()) return done;
   const std::string top = util::normalize_path(repo.workdir());
   const std::string old_wt = top + "/" + kStateDirName + "/worktrees";

@@ -62,6 +62,11 @@ void require_writable(const gitx::Repo& repo);
 // worktrees of this repository, and sandboxes under .phoenix/sandboxes/.
 // Nothing else under .phoenix/ is touched. Returns what it did, one line
 // each ("removed the old worktree .phoenix/worktrees/bisect").
+// It also drops the checkpoint refs (refs/phoenix/checkpoints/worktrees/
+// <name>/) of Phoenix's own trees that are gone (a tree with a lock file
+// under locks/ that no run holds and git no longer lists); a user's own
+// worktree's are kept, since after `git worktree remove --force` they may
+// be the only copy of its work.
 std::vector<std::string> migrate_legacy_trees(gitx::Repo& repo);
 
 // known-good is kept per line of work: refs/phoenix/known-good/<branch>

@@ -34,6 +34,7 @@
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/json.h"
+#include "util/lock.h"
 #include "util/text.h"
 
 namespace phoenix::loop::internal {
@@ -56,6 +57,7 @@ struct Loop {
   TaskBook book{cfg};  // every task's attempts over the night (loop/attempts.h)
   std::optional<gitx::Repo> repo;       // the worktree's
   std::optional<gitx::Repo> main_repo;  // the user's repository
+  std::unique_ptr<util::FileLock> tree_lock;  // the loop's worktree (wt_name), held for the whole run
   StateFile state{state_path(opt.root)};
   int max_iterations = 0;
   std::atomic<int> iteration{0};        // workers count theirs here too

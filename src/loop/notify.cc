@@ -266,16 +266,22 @@ void post_webhook(const config::Webhook& hook, const LoopNotice& n, const Notify
 
 }  // namespace
 
+util::ProcessResult run_notify_command(const std::vector<std::string>& argv, const std::string& root,
+                                       const std::string& event, const std::string& incident,
+                                       const std::string& state_path) {
+  util::ProcessOptions po;
+  po.argv = argv;
+  po.cwd = root;
+  po.timeout_s = 60;
+  po.env = {{"PHOENIX_EVENT", event}, {"PHOENIX_INCIDENT", incident}, {"PHOENIX_STATE", state_path}};
+  return util::run_process(po);
+}
+
 void notify_loop_event(const config::Loop& loop, const LoopNotice& n, const std::string& event,
                        const std::string& incident, const std::string& summary) {
   if (loop.webhook) post_webhook(*loop.webhook, n, loop_event(n, event, incident, summary));
   if (loop.notify.empty()) return;
-  util::ProcessOptions po;
-  po.argv = loop.notify;
-  po.cwd = n.root;
-  po.timeout_s = 60;
-  po.env = {{"PHOENIX_EVENT", event}, {"PHOENIX_INCIDENT", incident}, {"PHOENIX_STATE", n.state_path}};
-  util::ProcessResult r = util::run_process(po);
+  util::ProcessResult r = run_notify_command(loop.notify, n.root, event, incident, n.state_path);
   n.trace.append("loop.notify", {{"event", event}, {"exit_code", r.exit_code}});
   if (r.exit_code != 0) n.say("notify command exited " + std::to_string(r.exit_code) + " (ignored)");
 }

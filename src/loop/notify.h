@@ -39,6 +39,7 @@
 
 #include "config/config.h"
 #include "util/json.h"
+#include "util/subprocess.h"
 
 namespace phoenix::trace {
 class Trace;
@@ -111,6 +112,12 @@ struct LoopNotice {
   std::function<void(const std::string&)> say;
   std::function<void(long long)> nap;
 };
+
+// Runs loop.notify's command for `event` in `root` (PHOENIX_EVENT,
+// PHOENIX_INCIDENT and PHOENIX_STATE set; 60 s at most).
+util::ProcessResult run_notify_command(const std::vector<std::string>& argv, const std::string& root,
+                                       const std::string& event, const std::string& incident,
+                                       const std::string& state_path);
 
 // Tells loop.notify of a loop event ("escalated", "waiting", "end",
 // "escalated-end"): POSTs the webhook (retried; a failure is said and

@@ -93,6 +93,13 @@ void Loop::setup() {
   if (opt.resume && !tip) throw UsageError("phoenix-loop: --resume: branch " + branch + " is gone");
   std::string start = tip ? *tip : main.head_sha();
 
+  // The loop's tree is its own for the whole run, as bisect's and the
+  // hook's trees are theirs: a second loop of the same branch (--resume
+  // from another checkout of the repository) never moves it.
+  if (!wt_name.empty()) {
+    tree_lock = std::make_unique<util::FileLock>(layout::tree_lock(main, wt_name), 0, "the loop's worktree " + wt_name);
+    if (!tree_lock->taken_over().empty()) say("phoenix-loop: " + tree_lock->taken_over());
+  }
   bool have_wt = false;
   for (const auto& w : main.worktree_list())
     if (w.name == wt_name) have_wt = w.valid && util::normalize_path(w.path) == util::normalize_path(wt);

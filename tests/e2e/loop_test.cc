@@ -18,6 +18,7 @@
 #include "util/text.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
+#include "util/lock.h"
 #include "util/path.h"
 
 // The tasks file and --until, without processes.
@@ -371,6 +372,27 @@ TEST_F(LoopTest, NotifyGetsEventAndPaths) {
   EXPECT_TRUE(util::starts_with(lines.back(), "escalated-end|"));
 }
 
+// `phoenix notify --test` runs a notify command as the loop would, with
+// PHOENIX_EVENT=test; its failure is exit 1; no loop.notify at all is 78.
+TEST_F(LoopTest, NotifyTestRunsTheCommand) {
+  std::string log = tmp / "notify.log";
+  configure("nothing", {{"notify", {"/bin/sh", "-c", "echo \"$PHOENIX_EVENT|$PHOENIX_STATE\" >> " + log + "; echo sent"}}});
+  CliRun r = run_phoenix(repo, {"notify", "--test"});
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(read(log), "test|" + repo + "/.phoenix/loop-state.json\n");
+  EXPECT_NE(r.out.find("ran /bin/sh with PHOENIX_EVENT=test: exit 0\nsent\n"), std::string::npos) << r.out;
+
+  configure("nothing", {{"notify", {"/bin/sh", "-c", "echo refused >&2; exit 3"}}});
+  CliRun j = run_phoenix(repo, {"notify", "--test", "--json"});
+  EXPECT_EQ(j.code, 1) << j.out;
+  EXPECT_EQ(Json::parse(j.out)["command"]["exit_code"], 3) << j.out;
+
+  configure("nothing");
+  CliRun none = run_phoenix(repo, {"notify", "--test"});
+  EXPECT_EQ(none.code, 78) << none.out;
+  EXPECT_NE(none.out.find("loop.notify: not set in"), std::string::npos) << none.out;
+}
+
 TEST_F(LoopTest, SecondLoopIsRefusedWhileOneRuns) {
   configure("sleep 5\\n");
   util::ProcessOptions po;
@@ -386,6 +408,58 @@ TEST_F(LoopTest, SecondLoopIsRefusedWhileOneRuns) {
   EXPECT_NE(second.code, 0);
   EXPECT_NE(second.out.find("pid " + std::to_string(first.pid())), std::string::npos) << second.out;
   first.stop();
+}
+
+// Two loops from two checkouts of one repository whose branches end in
+// the same name ("phoenix/loop-test", "team/loop-test") would use one
+// worktree, loop-test: the second is refused while the first holds it,
+// and the first's tree and branch are untouched.
+TEST_F(LoopTest, ALoopsWorktreeIsHeldForTheWholeRun) {
+  configure("sleep 5\\n");
+  const std::string other = tmp / "other";
+  git(repo, {"worktree", "add", "-q", "--detach", other});
+  util::ProcessOptions po;
+  po.argv = {PHOENIX_LOOP_BIN, "--branch", "phoenix/loop-test"};
+  po.cwd = repo;
+  po.timeout_s = 60;
+  util::Subprocess first(po);
+  const std::string lock = layout::tree_lock(gitx::Repo::open(repo), "loop-test");
+  auto t0 = std::chrono::steady_clock::now();
+  while (util::FileLock::holder_pid(lock) != first.pid() &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(util::FileLock::holder_pid(lock), first.pid()) << "the first loop never took its worktree";
+  CliRun second = run_loop(other, {"--branch", "team/loop-test"}, 60);
+  EXPECT_EQ(second.code, 1) << second.out;
+  EXPECT_NE(second.out.find("the loop's worktree loop-test is held by another Phoenix process (pid " +
+                            std::to_string(first.pid()) + ")"),
+            std::string::npos)
+      << second.out;
+  EXPECT_FALSE(gitx::Repo::open(repo).read_ref("refs/heads/team/loop-test").has_value());
+  first.stop();
+}
+
+// The checkpoint refs of a Phoenix tree that is gone (its lock file is
+// there, no run holds it, git lists no such worktree) are dropped when the
+// loop starts; a user's removed worktree's (no lock file of Phoenix's) and
+// a live tree's are kept.
+TEST_F(LoopTest, CheckpointsOfPhoenixTreesThatAreGoneAreDropped) {
+  configure("append work.txt 'x\\n'");
+  gitx::Repo r = gitx::Repo::open(repo);
+  const std::string gone_lock = layout::tree_lock(r, "loop-old-w3");
+  fs::create_directories(fs::path(gone_lock).parent_path());
+  write(fs::path(gone_lock).parent_path(), "loop-old-w3.lock", "");
+  const std::string live = tmp / "live";
+  git(repo, {"worktree", "add", "-q", "--detach", live});
+  const std::string cp = "refs/phoenix/checkpoints/worktrees/";
+  for (const char* tree : {"loop-old-w3", "users-tree", "live"})
+    for (const char* which : {"pre-run", "attempt"}) git(repo, {"update-ref", cp + tree + "/" + which, head});
+  CliRun l = loop({"--branch", "phoenix/loop-test", "--max-iterations", "1"});
+  ASSERT_EQ(l.code, 1) << l.out;
+  const std::string left = git(repo, {"for-each-ref", "--format=%(refname)", cp});
+  EXPECT_EQ(left.find(cp + "loop-old-w3/"), std::string::npos) << left;
+  EXPECT_NE(left.find(cp + "users-tree/pre-run"), std::string::npos) << left;
+  EXPECT_NE(left.find(cp + "live/attempt"), std::string::npos) << left;
 }
 
 TEST_F(LoopTest, ResumeCarriesOnFromTheBranch) {
