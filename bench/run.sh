@@ -58,3 +58,4 @@ PHOENIX_BUILD_DIR="$build" "$here/bench/perf_bench.sh" ${PHOENIX_BENCH_100K:+--w
 PHOENIX_BUILD_DIR="$build" "$here/bench/real_project_bench.sh"
 PHOENIX_BUILD_DIR="$build" "$here/bench/visual_bench.sh"
 PHOENIX_BUILD_DIR="$build" "$here/bench/setup_bench.sh"
+PHOENIX_BUILD_DIR="$build" "$here/bench/link_bench.sh"

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <regex>
 #include <set>
+#include <utility>
 
 #include "test_util.h"
 #include "util/json.h"
@@ -106,10 +107,10 @@ TEST_F(PackageDeb, IsNamedAndDescribedLikeADebianPackage) {
   EXPECT_NE(field(info.output, "Recommends").find("git"), std::string::npos);
 }
 
-// A program linked statically (phoenix-hook, and phoenix and phoenix-loop
-// where the static archives of their libraries exist: PHOENIX_STATIC_DEPS)
-// has no dynamic section and needs no package; every library a dynamically
-// linked one needs must come from a package in Depends.
+// A program linked fully statically (-DPHOENIX_STATIC_GLIBC=ON) has no
+// dynamic section and needs no package; every library a dynamically linked
+// one needs (by default glibc's, and with -DPHOENIX_STATIC_DEPS=OFF the
+// others too) must come from a package in Depends.
 TEST_F(PackageDeb, DependsOnThePackageOfEveryLibraryTheBinariesLink) {
   std::string depends = field(run({"dpkg-deb", "-I", deb_}).output, "Depends");
   std::set<std::string> needed;
@@ -141,6 +142,67 @@ TEST_F(PackageDeb, DependsOnThePackageOfEveryLibraryTheBinariesLink) {
         depends, std::regex("(^|, )" + std::regex_replace(pkg, std::regex(R"([.+])"), R"(\$&)") + R"(( \(|,|$))")))
         << lib << " comes from " << pkg << ", missing from Depends: " << depends;
   }
+}
+
+// "GLIBC_2.34" -> {2, 34}; a version that is not two numbers -> {0, 0}.
+std::pair<int, int> glibc_version(const std::string& text) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex(R"((\d+)\.(\d+))"))) return {0, 0};
+  return {std::stoi(m[1].str()), std::stoi(m[2].str())};
+}
+
+// The packaged programs link the C library as the build was configured:
+// fully statically with PHOENIX_STATIC_GLIBC=ON; by default dynamically,
+// with libstdc++ and libgcc linked in, and (where the static archives of
+// the other libraries were linked: phoenix does not need libgit2) no shared
+// library but glibc's.
+TEST_F(PackageDeb, ProgramsLinkTheCLibraryAsConfigured) {
+  std::string cache = read(build_dir() + "/CMakeCache.txt");
+  bool static_glibc = cache.find("PHOENIX_STATIC_GLIBC:BOOL=ON") != std::string::npos;
+  for (std::string bin : {"phoenix", "phoenix-loop", "phoenix-hook"}) {
+    auto od = run({"objdump", "-p", root_ + "/usr/bin/" + bin});
+    ASSERT_EQ(od.exit_code, 0) << od.output;
+    std::set<std::string> needed;
+    std::regex re(R"(NEEDED\s+(\S+))");
+    for (auto it = std::sregex_iterator(od.output.begin(), od.output.end(), re); it != std::sregex_iterator(); ++it)
+      needed.insert((*it)[1].str());
+    if (static_glibc) {
+      if (bin == "phoenix-hook" || !needed.count("libgit2.so.1.5"))
+        EXPECT_TRUE(needed.empty()) << bin << " is linked with PHOENIX_STATIC_GLIBC=ON but needs " << od.output;
+      continue;
+    }
+    EXPECT_TRUE(needed.count("libc.so.6")) << bin << " does not link glibc dynamically:\n" << od.output;
+    EXPECT_FALSE(needed.count("libstdc++.so.6")) << bin << " loads libstdc++ instead of linking it in";
+    EXPECT_FALSE(needed.count("libgcc_s.so.1")) << bin << " loads libgcc_s instead of linking it in";
+    if (bin == "phoenix-hook" || !needed.count("libgit2.so.1.5"))
+      for (const auto& lib : needed) EXPECT_EQ(owner_package(lib), "libc6") << bin << " needs " << lib;
+  }
+}
+
+// A program linked against glibc needs libc6 at least as new as the newest
+// GLIBC_x.y symbol version it uses, and no newer than the glibc it was
+// built with.
+TEST_F(PackageDeb, DependsOnALibc6AsNewAsTheGlibcSymbolsTheProgramsUse) {
+  std::pair<int, int> newest{0, 0};
+  for (std::string bin : {"phoenix", "phoenix-loop", "phoenix-hook"}) {
+    auto od = run({"objdump", "-T", root_ + "/usr/bin/" + bin});
+    if (od.exit_code != 0) continue;  // no dynamic symbol table: linked statically
+    std::regex re(R"(\bGLIBC_(\d+\.\d+))");
+    for (auto it = std::sregex_iterator(od.output.begin(), od.output.end(), re); it != std::sregex_iterator(); ++it)
+      newest = std::max(newest, glibc_version((*it)[1].str()));
+  }
+  std::string depends = field(run({"dpkg-deb", "-I", deb_}).output, "Depends");
+  if (newest == std::pair<int, int>{0, 0}) {
+    EXPECT_EQ(depends.find("libc6"), std::string::npos) << "nothing links glibc dynamically, yet: " << depends;
+    return;
+  }
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(depends, m, std::regex(R"((^|, )libc6 \(>= ([0-9.]+)\))")))
+      << "Depends names no libc6 with a version: " << depends;
+  auto bound = glibc_version(m[2].str());
+  EXPECT_GE(bound, newest) << depends << " but the programs use GLIBC_" << newest.first << "." << newest.second;
+  auto built = glibc_version(run({"getconf", "GNU_LIBC_VERSION"}).output);
+  if (built != std::pair<int, int>{0, 0}) EXPECT_LE(bound, built) << depends;
 }
 
 TEST_F(PackageDeb, CarriesBinariesTemplatesHooksManPagesAndCompletions) {
