@@ -29,7 +29,7 @@
 #include "util/path.h"
 #include "util/json.h"
 #include "util/lock.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 #include "util/text.h"
 #include "util/format.h"
 
