@@ -273,6 +273,31 @@ void forget_files_gone_where_folders_come(git_repository* repo, git_index* index
   }
 }
 
+// Forced, with a HEAD to compare with: one status scan of the work tree
+// (what `git status` costs) names every path that can differ, and the
+// checkout looks at those alone instead of comparing every file again;
+// the same scan lists the untracked files to remove afterwards. A stat
+// sweep (stat_sweep.h) comes first: in a worktree whose index still holds
+// HEAD's tree as gitx's last checkout or commit left it (nothing staged),
+// the paths it names are all a status has to look at, none meaning
+// nothing to scan; and the files whose ctime alone changed, which
+// libgit2's status takes for unchanged, are hashed and rewritten where
+// they differ. The scan goes to `scan` (null when none was needed), the
+// paths to `paths`; false, and nothing done, while HEAD is unborn.
+bool narrow_to_what_differs(git_repository* repo, git_index* index, const git_commit* commit, StatusListPtr& scan,
+                            std::vector<std::string>& paths) {
+  CommitPtr head = head_commit(repo);
+  if (!head) return false;
+  // The sweep runs either way: only it sees a ctime-only edit.
+  const std::optional<Sweep> swept = stat_sweep(repo, index);
+  const bool narrow = swept && swept->narrows && index_is_heads_tree(repo);
+  if (!narrow || !swept->paths.empty())
+    scan = status_list(repo, GIT_STATUS_SHOW_INDEX_AND_WORKDIR, narrow ? &swept->paths : nullptr);
+  paths = paths_to_check_out(repo, head.get(), commit, scan.get());
+  if (swept) rewrite_if_edited(repo, index, swept->ctime_only, paths);
+  return true;
+}
+
 void checkout(git_repository* repo, const git_commit* commit, const CheckoutOptions& options) {
   // Read again only when the file changed on disk (a new stamp or
   // checksum): Repo never leaves unsaved changes in its index (staging in
@@ -290,31 +315,9 @@ void checkout(git_repository* repo, const git_commit* commit, const CheckoutOpti
   // as baseline every file changed since would count as a local change
   // (a refusal without force, a needless rewrite with it).
   co.baseline_index = index.get();
-  // Forced, with a HEAD to compare with: one status scan of the work tree
-  // (what `git status` costs) names every path that can differ, and the
-  // checkout looks at those alone instead of comparing every file again;
-  // the same scan lists the untracked files to remove afterwards. A stat
-  // sweep (stat_sweep.h) comes first: in a worktree whose index still holds
-  // HEAD's tree as gitx's last checkout or commit left it (nothing staged),
-  // the paths it names are all a status has to look at, none meaning
-  // nothing to scan; and the files whose ctime alone changed, which
-  // libgit2's status takes for unchanged, are hashed and rewritten where
-  // they differ.
   StatusListPtr scan;
-  bool known = false;  // the paths that can differ are known
   std::vector<std::string> paths;
-  if (options.force) {
-    if (CommitPtr head = head_commit(repo)) {
-      // The sweep runs either way: only it sees a ctime-only edit.
-      const std::optional<Sweep> swept = stat_sweep(repo, index.get());
-      const bool narrow = swept && swept->narrows && index_is_heads_tree(repo);
-      if (!narrow || !swept->paths.empty())
-        scan = status_list(repo, GIT_STATUS_SHOW_INDEX_AND_WORKDIR, narrow ? &swept->paths : nullptr);
-      paths = paths_to_check_out(repo, head.get(), commit, scan.get());
-      if (swept) rewrite_if_edited(repo, index.get(), swept->ctime_only, paths);
-      known = true;
-    }
-  }
+  const bool known = options.force && narrow_to_what_differs(repo, index.get(), commit, scan, paths);
   std::vector<char*> path_ptrs;
   for (std::string& p : paths) path_ptrs.push_back(p.data());
   if (known) {
