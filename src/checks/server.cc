@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "checks/http.h"
+#include "util/signals.h"
 #include "util/text.h"
 #include "util/format.h"
 

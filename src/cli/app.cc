@@ -7,7 +7,7 @@
 
 #include "cli/manual.h"
 #include "util/error.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 #include "util/text.h"
 
 namespace phoenix::cli {

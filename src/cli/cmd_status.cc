@@ -25,7 +25,7 @@
 #include "util/clock.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 #include "util/text.h"
 #include "util/format.h"
 

@@ -35,7 +35,7 @@
 #include "hook/green.h"
 #include "hook/pushed_refs.h"
 #include "util/error.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include "loop/loop.h"
 #include "loop/notify.h"
 #include "util/error.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 #include "util/text.h"
 
 namespace {

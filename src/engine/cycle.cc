@@ -15,7 +15,7 @@
 #include "util/error.h"
 #include "util/fault.h"
 #include "util/lock.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 #include "util/text.h"
 #include "util/format.h"
 

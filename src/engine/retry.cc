@@ -5,7 +5,7 @@
 #include <random>
 #include <thread>
 
-#include "util/subprocess.h"
+#include "util/signals.h"
 
 namespace phoenix::engine {
 

@@ -29,7 +29,7 @@
 #include "util/path.h"
 #include "util/json.h"
 #include "util/lock.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 #include "util/text.h"
 #include "util/format.h"
 
@@ -82,20 +82,10 @@ std::vector<std::string> changed_paths(const gitx::Repo& repo, const std::vector
 
 namespace {
 
-// The positions of one search and what is known of them. Position 0 is
-// `good`, 1..n the first-parent commits after it, n = bad. Invariant: the
-// first red position is in [lo, hi]; everything below lo was measured
-// green, hi is red (measured, or `bad`).
-struct Range {
-  std::vector<std::string> pos;
-  size_t lo = 0, hi = 0;
-  std::set<size_t> skipped;
-  std::string last_skip_why;
-};
-
 // Resolves good..bad into `range`; false (and r.reason) when there is no
 // range to search.
-bool open_range(gitx::Repo& repo, const std::string& good, const std::string& bad, Range& range, BisectResult& r) {
+bool open_range(gitx::Repo& repo, const std::string& good, const std::string& bad, BisectRange& range,
+                BisectResult& r) {
   const std::string g = repo.resolve(good);
   const std::string b = repo.resolve(bad);
   if (g == b) {
@@ -106,89 +96,15 @@ bool open_range(gitx::Repo& repo, const std::string& good, const std::string& ba
     r.reason = "good " + short_sha(g) + " is not an ancestor of bad " + short_sha(b);
     return false;
   }
-  range.pos = {g};
-  for (std::string& sha : repo.rev_list(g, b)) range.pos.push_back(std::move(sha));
-  r.range_size = range.pos.size() - 1;
-  if (r.range_size == 0 || range.pos.back() != b) {
+  std::vector<std::string> pos = {g};
+  for (std::string& sha : repo.rev_list(g, b)) pos.push_back(std::move(sha));
+  r.range_size = pos.size() - 1;
+  if (r.range_size == 0 || pos.back() != b) {
     r.reason = "no first-parent path from " + short_sha(g) + " to " + short_sha(b);
     return false;
   }
-  range.lo = 0;
-  range.hi = r.range_size;
+  range = BisectRange(std::move(pos));
   return true;
-}
-
-// The position in [a, b) nearest `want` (above first) not in `taken`.
-std::optional<size_t> nearest_free(size_t want, size_t a, size_t b, const std::set<size_t>& taken) {
-  for (size_t d = 0; d < b - a; ++d) {
-    if (want + d < b && !taken.count(want + d)) return want + d;
-    if (want >= a + d && !taken.count(want - d)) return want - d;
-  }
-  return std::nullopt;
-}
-
-// Up to `free` new positions to measure. The probes in flight inside
-// [lo, hi) cut the possible answers into segments; each new probe goes to
-// the segment whose pieces would stay largest, and a segment's probes
-// split it evenly: with s answers [a, b] and c probes, the i-th at
-// a + ceil(s*i/(c+1)) - 1 (for one probe, the midpoint bisect uses).
-std::vector<size_t> plan_probes(const Range& range, const std::set<size_t>& in_flight, size_t free) {
-  struct Segment {
-    size_t a, b, probes = 0;
-    size_t size() const { return b - a + 1; }
-  };
-  std::vector<Segment> segments;
-  size_t a = range.lo;
-  for (size_t m : in_flight) {
-    if (m < a || m >= range.hi) continue;
-    segments.push_back({a, m});
-    a = m + 1;
-  }
-  segments.push_back({a, range.hi});
-  for (size_t i = 0; i < free; ++i) {
-    Segment* best = nullptr;
-    double best_piece = 1;
-    for (Segment& g : segments) {
-      const double piece = static_cast<double>(g.size()) / static_cast<double>(g.probes + 1);
-      if (g.probes + 1 < g.size() && piece > best_piece) best = &g, best_piece = piece;
-    }
-    if (!best) break;
-    ++best->probes;
-  }
-  std::set<size_t> taken = range.skipped;
-  taken.insert(in_flight.begin(), in_flight.end());
-  std::vector<size_t> out;
-  for (const Segment& g : segments) {
-    for (size_t i = 1; i <= g.probes; ++i) {
-      const size_t want = g.a + (g.size() * i + g.probes) / (g.probes + 1) - 1;
-      if (std::optional<size_t> m = nearest_free(want, g.a, g.b, taken)) {
-        out.push_back(*m);
-        taken.insert(*m);
-      }
-    }
-  }
-  return out;
-}
-
-// The verdict once nothing is left to measure.
-void conclude(const Range& range, BisectResult& r) {
-  if (range.lo < range.hi) {
-    r.verdict = BisectResult::Verdict::kSkipped;
-    std::string names;
-    for (size_t i = std::max<size_t>(range.lo, 1); i <= range.hi; ++i)
-      names += (names.empty() ? "" : ", ") + short_sha(range.pos[i]);
-    r.reason = "the first red commit is one of " + names + ": the commits between could not be measured (" +
-               range.last_skip_why + ")";
-    return;
-  }
-  if (range.lo == 0) {
-    r.verdict = BisectResult::Verdict::kGoodIsRed;
-    return;
-  }
-  r.verdict = BisectResult::Verdict::kFound;
-  r.culprit = range.pos[range.lo];
-  r.last_good = range.pos[range.lo - 1];
-  r.culprit_position = range.lo;
 }
 
 // The outcome of one probe.
@@ -203,7 +119,8 @@ struct Outcome {
 // and folds their outcomes into the range.
 class Multisection {
  public:
-  Multisection(const std::vector<std::string>& paths, const ParallelBisectOracle& oracle, Range& range, BisectResult& r)
+  Multisection(const std::vector<std::string>& paths, const ParallelBisectOracle& oracle, BisectRange& range,
+               BisectResult& r)
       : oracle_(oracle), range_(range), r_(r), slots_(paths.size()) {
     for (size_t i = 0; i < paths.size(); ++i) {
       slots_[i].path = paths[i];
@@ -213,11 +130,11 @@ class Multisection {
   ~Multisection() { stop_all(); }
 
   void run() {
-    while (range_.lo < range_.hi) {
+    while (range_.open()) {
       std::vector<size_t> free;
       for (size_t i = 0; i < slots_.size(); ++i)
         if (!slots_[i].busy) free.push_back(i);
-      const std::vector<size_t> plan = plan_probes(range_, in_flight(), free.size());
+      const std::vector<size_t> plan = range_.plan(in_flight(), free.size());
       for (size_t i = 0; i < plan.size(); ++i) launch(free[i], plan[i]);
       if (in_flight().empty()) break;
       apply(wait_one());
@@ -295,7 +212,7 @@ class Multisection {
   }
 
   void apply(const Outcome& o) {
-    const bool wanted = !slots_[o.slot].cancelled && o.position >= range_.lo && o.position < range_.hi;
+    const bool wanted = !slots_[o.slot].cancelled && range_.wanted(o.position);
     slots_[o.slot].cancelled = false;
     if (!wanted) {
       ++r_.cancelled;
@@ -305,23 +222,18 @@ class Multisection {
       stop_all();
       std::rethrow_exception(o.error);
     }
-    const std::string& sha = range_.pos[o.position];
     if (o.skipped) {
-      range_.skipped.insert(o.position);
-      r_.skipped.push_back(sha);
-      range_.last_skip_why = short_sha(sha) + ": " + o.why;
+      range_.skip(o.position, o.why, r_);
       return;
     }
-    r_.steps.push_back({sha, o.position, o.green});
-    if (o.green) range_.lo = o.position + 1;
-    else range_.hi = o.position;
+    range_.measured(o.position, o.green, r_);
     cancel_unneeded();
   }
 
   // Tells every probe whose commit is now known green or red to stop.
   void cancel_unneeded() {
     for (Slot& s : slots_) {
-      if (!s.busy || s.cancelled || (s.position >= range_.lo && s.position < range_.hi)) continue;
+      if (!s.busy || s.cancelled || range_.wanted(s.position)) continue;
       s.cancelled = true;
       const uint64_t one = 1;
       if (s.cancel_fd >= 0 && ::write(s.cancel_fd, &one, sizeof one) < 0) {
@@ -346,7 +258,7 @@ class Multisection {
   }
 
   const ParallelBisectOracle& oracle_;
-  Range& range_;
+  BisectRange& range_;
   BisectResult& r_;
   std::vector<Slot> slots_;
   std::mutex mu_;
@@ -361,10 +273,10 @@ BisectResult bisect_commits_parallel(gitx::Repo& repo, const std::vector<std::st
                                      const ParallelBisectOracle& oracle) {
   if (worktree_paths.empty()) throw Error("bisect: no worker to probe with");
   BisectResult r;
-  Range range;
+  BisectRange range;
   if (!open_range(repo, good, bad, range, r)) return r;
   Multisection(worktree_paths, oracle, range, r).run();
-  conclude(range, r);
+  range.conclude(r);
   return r;
 }
 

@@ -83,36 +83,11 @@
 #include <string>
 #include <vector>
 
+#include "fixers/bisect_search.h"
 #include "fixers/fixer.h"
 #include "gitx/repo.h"
 
 namespace phoenix::fixers {
-
-// One measurement made by bisect_commits(), in the order made.
-struct BisectStep {
-  std::string sha;
-  size_t position = 0;  // 0 = `good`, i = the i-th commit after it (range_size = `bad`)
-  bool green = false;
-};
-
-struct BisectResult {
-  enum class Verdict {
-    kFound,       // culprit = first red commit of the range
-    kGoodIsRed,   // the oracle is red at `good` itself: no commit of the range to blame
-    kEmptyRange,  // good == bad, or good is not an ancestor of bad (see reason)
-    kSkipped,     // every commit left to measure was skipped (see reason): the culprit is one of several
-  };
-  Verdict verdict = Verdict::kEmptyRange;
-  std::string culprit;          // kFound: the first red commit
-  std::string last_good;        // kFound: the commit before it in the walk (measured green)
-  size_t culprit_position = 0;  // kFound: 1..range_size
-  size_t range_size = 0;        // commits in good..bad along first parents (bad included)
-  std::vector<BisectStep> steps;
-  std::vector<std::string> skipped;  // commits the oracle skipped, in the order tried
-  std::string reason;                // kEmptyRange, kSkipped: why
-  size_t cancelled = 0;              // parallel: probes stopped (or ignored) once the answer no longer needed them
-  int runs() const { return static_cast<int>(steps.size()); }
-};
 
 // true = the check is green at `sha`. Called with the worktree (if any)
 // already checked out at `sha`. May throw BisectSkip when `sha` cannot be
@@ -130,7 +105,8 @@ struct BisectSkip {
 // oracle calls when nothing is skipped. A skipped commit is set aside and
 // the measurable commit nearest the middle of what is left is tried
 // instead; when nothing measurable is left the verdict is kSkipped, naming
-// the commits that could be the culprit. `good` and `bad` are revs of `repo`.
+// the commits that could be the culprit (fixers/bisect_search.h chooses
+// every commit measured). `good` and `bad` are revs of `repo`.
 //
 // `worktree_path`: a linked worktree of `repo` (see prepare_bisect_worktree)
 // that is moved to each commit before the oracle runs — incremental

@@ -18,6 +18,7 @@
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/json.h"
+#include "util/signals.h"
 #include "util/subprocess.h"
 #include "util/text.h"
 #include "util/format.h"

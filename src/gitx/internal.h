@@ -1,4 +1,4 @@
-// What gitx's own files (repo.cc, diff.cc, worktree.cc) share beyond the
+// What gitx's own files (repo.cc, checkout.cc, diff.cc, worktree.cc) share beyond the
 // libgit2 plumbing: reading revisions, trees and diffs. Not for use outside
 // gitx; include only from .cc files.
 #pragma once
@@ -25,10 +25,20 @@ lg2::TreePtr tree_or_empty(git_repository* repo, const std::string& rev);
 lg2::CommitPtr head_commit(git_repository* repo);
 // The path of the repository's (or linked worktree's) index file.
 std::string index_file(git_repository* repo);
+// A status with untracked files (folders recursed into), renames from HEAD
+// to the index, sorted by path; `paths`, when given, limits it to those
+// exact paths (a folder covers all below it): what a TreeWatch saw written.
+lg2::StatusListPtr status_list(git_repository* repo, git_status_show_t show,
+                               const std::vector<std::string>* paths = nullptr);
 
 // Tree to tree, renames detected; for_patch adds binary content.
 lg2::DiffPtr diff_trees(git_repository* repo, const git_tree* from, const git_tree* to, bool for_patch);
 // Every path a diff touches (old and new names), sorted, unique.
 std::vector<std::string> delta_paths(git_diff* diff);
+// Appends the path of every file that differs between trees `a` and `b`
+// (either may be null: empty), each under `dir` ("" at the top); folders
+// with the same id on both sides are skipped unread (checkout.cc).
+void changed_files(git_repository* repo, const git_tree* a, const git_tree* b, const std::string& dir,
+                   std::vector<std::string>& out);
 
 }  // namespace phoenix::gitx::internal

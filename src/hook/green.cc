@@ -22,6 +22,7 @@
 #include "util/error.h"
 #include "util/json.h"
 #include "util/lock.h"
+#include "util/signals.h"
 #include "util/subprocess.h"
 #include "util/term.h"
 #include "util/text.h"

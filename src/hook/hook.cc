@@ -29,7 +29,7 @@
 #include "util/error.h"
 #include "util/hash.h"
 #include "util/lock.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 #include "util/term.h"
 #include "util/text.h"
 #include "util/format.h"

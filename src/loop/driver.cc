@@ -10,7 +10,7 @@
 #include "util/format.h"
 #include "util/lock.h"
 #include "util/path.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 #include "util/text.h"
 
 namespace phoenix::loop::internal {

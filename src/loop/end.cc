@@ -3,7 +3,7 @@
 
 #include "engine/incident.h"
 #include "util/error.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 
 namespace phoenix::loop::internal {
 

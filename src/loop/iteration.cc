@@ -3,7 +3,7 @@
 
 #include "util/error.h"
 #include "util/format.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 #include "util/text.h"
 
 namespace phoenix::loop::internal {

@@ -12,7 +12,7 @@
 #include "util/error.h"
 #include "util/format.h"
 #include "util/path.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 #include "util/text.h"
 
 namespace phoenix::loop {

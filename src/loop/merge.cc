@@ -5,7 +5,7 @@
 
 #include "engine/cycle.h"
 #include "loop/shard.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 #include "util/text.h"
 
 namespace phoenix::loop::internal {

@@ -5,8 +5,8 @@
 
 #include "gitx/worktree.h"
 #include "layout/layout.h"
-#include "util/subprocess.h"
 #include "util/error.h"
+#include "util/signals.h"
 #include "util/text.h"
 
 namespace phoenix::loop {

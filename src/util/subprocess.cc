@@ -33,6 +33,8 @@
 #include <thread>
 
 #include "util/error.h"
+#include "util/signals.h"
+#include "util/strays.h"
 #include "util/text.h"
 
 namespace bp = boost::process;
@@ -41,66 +43,7 @@ namespace phoenix::util {
 
 namespace {
 
-std::atomic<int> g_signal{0};
-
-extern "C" void on_signal(int sig) {
-  int expected = 0;
-  g_signal.compare_exchange_strong(expected, sig);
-}
-
 using Clock = std::chrono::steady_clock;
-
-// Every process but ourselves whose environment holds `entry` ("NAME=value")
-// as a whole entry. A zombie's environment reads as empty.
-std::vector<pid_t> processes_with_env(const std::string& entry) {
-  std::vector<pid_t> out;
-  DIR* d = ::opendir("/proc");
-  if (!d) return out;
-  const pid_t self = ::getpid();
-  std::string env;
-  while (struct dirent* e = ::readdir(d)) {
-    char* end = nullptr;
-    long pid = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0 || pid == self) continue;
-    int fd = ::open(("/proc/" + std::string(e->d_name) + "/environ").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    env.clear();
-    char buf[8192];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) env.append(buf, static_cast<size_t>(n));
-    ::close(fd);
-    for (size_t at = env.find(entry); at != std::string::npos; at = env.find(entry, at + 1)) {
-      bool starts = at == 0 || env[at - 1] == '\0';
-      bool ends = at + entry.size() == env.size() || env[at + entry.size()] == '\0';
-      if (starts && ends) {
-        out.push_back(static_cast<pid_t>(pid));
-        break;
-      }
-    }
-  }
-  ::closedir(d);
-  return out;
-}
-
-std::string random_token() {
-  unsigned char bytes[16] = {};
-  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  bool ok = fd >= 0 && ::read(fd, bytes, sizeof bytes) == static_cast<ssize_t>(sizeof bytes);
-  if (fd >= 0) ::close(fd);
-  if (!ok) {
-    // Unique enough for our own children: pid, time, a counter.
-    static std::atomic<unsigned> counter{0};
-    unsigned long long v[2] = {static_cast<unsigned long long>(::getpid()) << 32 | counter++,
-                               static_cast<unsigned long long>(Clock::now().time_since_epoch().count())};
-    std::memcpy(bytes, v, sizeof bytes);
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += hex[b >> 4];
-    out += hex[b & 15];
-  }
-  return out;
-}
 
 bool is_executable_file(const std::string& p) {
   struct stat st;
@@ -466,7 +409,7 @@ bp::environment Subprocess::Impl::child_environment() {
   }
   for (const auto& [k, v] : opt.env) env[k] = v;
   if (opt.kill_strays) {
-    const std::string token = random_token();
+    const std::string token = random_run_token();
     env["PHOENIX_RUN_TOKEN"] = token;
     run_token_entry = "PHOENIX_RUN_TOKEN=" + token;
   }
@@ -619,7 +562,7 @@ ProcessResult Subprocess::wait() {
   while (!m.reaped) {
     m.reap_nohang();
     if (m.reaped) break;
-    if (g_signal.load() != 0) {
+    if (interrupted_signal() != 0) {
       m.res.interrupted = true;
       m.terminate_group();
       break;
@@ -668,16 +611,5 @@ ProcessResult run_process(const ProcessOptions& options) {
   Subprocess p(options, true);
   return p.wait();
 }
-
-void install_signal_handlers() {
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &sa, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-}
-
-int interrupted_signal() { return g_signal.load(); }
 
 }  // namespace phoenix::util

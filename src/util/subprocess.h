@@ -4,8 +4,8 @@
 // A child runs without a shell, in its own process group, with stdin from
 // /dev/null unless data is given; stdout and stderr share one pipe, kept in
 // bounded memory (head and tail, total counted). A timeout, or a SIGINT /
-// SIGTERM that reached Phoenix, stops the whole process group (grandchildren
-// too): SIGTERM, then SIGKILL after a grace period. The exit status is mapped
+// SIGTERM that reached Phoenix (util/signals.h), stops the whole process
+// group (grandchildren too): SIGTERM, then SIGKILL after a grace period. The exit status is mapped
 // like a shell's: the exit code, or 128+N for a signal; 127 when the
 // executable does not exist, 126 when it cannot be executed.
 #pragma once
@@ -116,12 +116,5 @@ ProcessResult run_process(const ProcessOptions& options);
 
 // Where `name` is found on PATH (the given PATH value, or Phoenix's), or "".
 std::string find_executable(const std::string& name, const std::string& path_env = "");
-
-// Signal handling for the whole program: SIGINT/SIGTERM/SIGHUP only set a
-// flag (and are forwarded to running children's groups by the runner);
-// SIGPIPE is ignored. Call once from main.
-void install_signal_handlers();
-// The signal that interrupted Phoenix, or 0.
-int interrupted_signal();
 
 }  // namespace phoenix::util

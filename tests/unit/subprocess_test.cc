@@ -110,6 +110,34 @@ TEST(Subprocess, TimeoutKillsTheWholeTree) {
   EXPECT_TRUE(gone) << "grandchild " << gpid << " survived the timeout";
 }
 
+TEST(Subprocess, KillStraysEndsADaemonThatLeftTheGroup) {
+  test::ScopedTempDir tmp;
+  std::string pidfile = tmp / "daemon.pid";
+  // setsid: a session and process group of its own, which killing the
+  // child's group does not reach; the child returns once it has started.
+  ProcessOptions o{.argv = {"sh", "-c",
+                            "setsid sh -c 'echo $$ > " + pidfile + ".tmp; mv " + pidfile + ".tmp " + pidfile +
+                                "; exec sleep 60' </dev/null >/dev/null 2>&1 & while [ ! -s " + pidfile +
+                                " ]; do sleep 0.01; done"}};
+  o.timeout_s = 20;
+  o.kill_strays = true;
+  auto r = run_process(o);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(std::filesystem::exists(pidfile));
+  const pid_t dpid = static_cast<pid_t>(std::stol(test::read(pidfile)));
+  EXPECT_GE(r.strays_killed, 1u);
+  // Gone, or a zombie until whoever adopted it reaps it.
+  auto ended = [&] {
+    std::string stat = test::read("/proc/" + std::to_string(dpid) + "/stat");
+    size_t close = stat.rfind(')');
+    return ::kill(dpid, 0) != 0 || (close != std::string::npos && stat.compare(close, 3, ") Z") == 0);
+  };
+  bool gone = false;
+  for (int i = 0; i < 200 && !(gone = ended()); ++i) usleep(10000);
+  EXPECT_TRUE(gone) << "daemon " << dpid << " survived its parent's end";
+  if (!gone) ::kill(dpid, SIGKILL);
+}
+
 TEST(Subprocess, HugeOutputStaysBounded) {
   // 256 MiB through the pipe; only head and tail are kept.
   ProcessOptions o{.argv = {"sh", "-c", "head -c 268435456 /dev/zero | tr '\\0' 'a'; echo END"}};
