@@ -7,6 +7,7 @@
 // `phoenix report`.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -114,8 +115,12 @@ class LoopTaskBite : public ::testing::Test {
     EXPECT_EQ(j["tasks_done"][2]["tests_bite"], "exempt");
     CliRun text = run_phoenix(repo, {"report"});
     ASSERT_EQ(text.code, 0) << text.out;
-    EXPECT_NE(text.out.find("1 attempt refused: its tests passed without its change"), std::string::npos) << text.out;
-    EXPECT_NE(text.out.find("tests only: exempt from tests that bite"), std::string::npos) << text.out;
+    std::string flat;  // the report wraps its lines: compare words
+    for (char c : text.out)
+      if (!std::isspace(static_cast<unsigned char>(c))) flat += c;
+      else if (!flat.empty() && flat.back() != ' ') flat += ' ';
+    EXPECT_NE(flat.find("1 attempt refused: its tests passed without its change"), std::string::npos) << text.out;
+    EXPECT_NE(flat.find("tests only: exempt from tests that bite"), std::string::npos) << text.out;
   }
 };
 
@@ -218,6 +223,49 @@ TEST_F(LoopTaskBite, CTestProjectTestsMustFailWithoutTheirFix) {
   ASSERT_EQ(bite.size(), 4u);
   EXPECT_EQ(bite[0]["failing"], Json::array({"sub"})) << bite[0].dump();
   EXPECT_EQ(bite[0]["tests"], Json::array({"tests/CMakeLists.txt", "tests/test_sub.c"}));
+}
+
+// `phoenix run`: a heal's patch that makes the red test pass by rewriting it
+// into one that asserts nothing (and fixing the code too) is verified green,
+// then measured with its code taken away: still green, so the guard
+// tests-bite rejects it; the next proposal, the code alone, heals.
+TEST(GuardTestsBite, RunRejectsAPatchWhoseTestsPassWithoutItsCode) {
+  ScopedTempDir tmp;
+  ::setenv("PHOENIX_TREES_DIR", (tmp / "trees").c_str(), 1);
+  const std::string repo = init_repo(tmp / "repo");
+  write(repo, ".gitignore", ".phoenix/\nincidents/\n");
+  write(repo, "calc.txt", "add=a+b\nsub=0\n");
+  const std::string real_test = "grep -q 'sub=a-b' calc.txt\n";
+  write(repo, "tests/t_sub.sh", real_test);
+  const Json check = {
+      {"id", "unit"},
+      {"kind", "command_exit"},
+      {"target", {"sh", "-c", R"(r=0; for t in tests/t_*.sh; do sh "$t" || { echo "FAILED $t::main"; r=1; }; done; exit $r)"}},
+      {"protect_tests", false}};
+  const Json cfg = {{"checks", Json::array({check})},
+                    {"fixers", {"harness"}},
+                    {"harness", scripted_harness("write calc.txt 'add=a+b\\nsub=a-b\\n';"
+                                                 "unless-prompt tests-bite write tests/t_sub.sh 'true\\n'")}};
+  write(repo, "phoenix.json", cfg.dump(2));
+  commit_all(repo, "initial");
+  CliRun r = run_phoenix(repo, {"run"}, 300);
+  ::unsetenv("PHOENIX_TREES_DIR");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(read(repo + "/calc.txt"), "add=a+b\nsub=a-b\n");
+  EXPECT_EQ(read(repo + "/tests/t_sub.sh"), real_test) << "the toothless test never landed";
+  std::vector<std::string> guards;
+  Json bite;
+  for (const auto& l : util::split_lines(read(repo + "/.phoenix/trace.jsonl"))) {
+    if (l.empty()) continue;
+    Json e = Json::parse(l);
+    if (e.value("event", "") == "state" && e["data"].value("state", "") == "REJECTED")
+      guards.push_back(e["data"].value("guard", ""));
+    if (e.value("event", "") == "tests_bite") bite = e["data"];
+  }
+  EXPECT_EQ(guards, std::vector<std::string>{"tests-bite"}) << r.out;
+  EXPECT_EQ(bite.value("verdict", ""), "toothless") << bite.dump();
+  EXPECT_EQ(bite["tests"], Json::array({"tests/t_sub.sh"}));
+  EXPECT_EQ(bite["code"], Json::array({"calc.txt"}));
 }
 
 }  // namespace
