@@ -99,9 +99,13 @@ class LoopTaskBite : public ::testing::Test {
     std::vector<std::string> p = prompts();
     ASSERT_EQ(p.size(), 4u) << r.out;
     EXPECT_EQ(p[1].find(kRefused), std::string::npos);
-    EXPECT_NE(p[2].find(std::string(kRefused) + ": " + mul_test + " pass without the change's code"), std::string::npos)
-        << p[2];
-    EXPECT_NE(r.out.find("tests bite: refused: " + mul_test), std::string::npos) << r.out;
+    // "your tests pass without your change: tests/test_mul.py pass without the change's code (calc.py): ..."
+    const std::string told = p[2].substr(std::min(p[2].size(), p[2].find(kRefused)));
+    const std::string told_line = told.substr(0, told.find('\n'));
+    EXPECT_NE(told_line.find(mul_test), std::string::npos) << p[2];
+    EXPECT_NE(told_line.find("pass without the change's code"), std::string::npos) << p[2];
+    const std::string said = r.out.substr(std::min(r.out.size(), r.out.find("tests bite: refused: ")));
+    EXPECT_NE(said.substr(0, said.find('\n')).find(mul_test), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("tests bite: exempt: the change is tests only"), std::string::npos) << r.out;
     // The report says it.
     CliRun rep = run_phoenix(repo, {"report", "--json"});
@@ -176,12 +180,13 @@ TEST_F(LoopTaskBite, CTestProjectTestsMustFailWithoutTheirFix) {
   write(repo, "calc.h", "int add(int a, int b);\nint sub(int a, int b);\nint mul(int a, int b);\n");
   write(repo, "calc.c",
         "#include \"calc.h\"\nint add(int a, int b) { return a + b; }\n"
-        "int sub(int a, int b) { (void)a; (void)b; return 0; } /* sub */\n"
-        "int mul(int a, int b) { (void)a; (void)b; return 0; } /* mul */\n");
+        "int sub(int a, int b) { return 0 * a * b /* sub */; }\n"
+        "int mul(int a, int b) { return 0 * a * b /* mul */; }\n");
   write(
       repo, "tests/CMakeLists.txt",
       "add_executable(test_add test_add.c)\ntarget_link_libraries(test_add calc)\nadd_test(NAME add COMMAND test_add)\n");
   write(repo, "tests/test_add.c", "#include \"calc.h\"\nint main(void) { return add(2, 3) == 5 ? 0 : 1; }\n");
+  // The agent's actions are separated by ';': a ';' in a text is written \x3b.
   auto cmake_test = [](const std::string& name) {
     return "append tests/CMakeLists.txt 'add_executable(test_" + name + " test_" + name +
            ".c)\\ntarget_link_libraries(test_" + name + " calc)\\nadd_test(NAME " + name + " COMMAND test_" + name +
@@ -198,23 +203,23 @@ TEST_F(LoopTaskBite, CTestProjectTestsMustFailWithoutTheirFix) {
          "cmake -S . -B build >/dev/null && cmake --build build >/dev/null && "
          "ctest --test-dir build --output-on-failure"}},
        {"timeout_s", 300}},
-      on_task("implement sub", "replace calc.c '(void)a; (void)b; return 0; } /* sub' 'return a - b; } /* sub'") + ";" +
+      on_task("implement sub", "replace calc.c '0 * a * b /* sub */' 'a - b /* sub */'") + ";" +
           on_task("implement sub", cmake_test("sub")) + ";" +
           on_task("implement sub",
-                  "write tests/test_sub.c '#include \"calc.h\"\\nint main(void) { return sub(5, 3) == 2 ? 0 : 1; "
+                  "write tests/test_sub.c '#include \"calc.h\"\\nint main(void) { return sub(5, 3) == 2 ? 0 : 1\\x3b "
                   "}\\n'") +
           ";" +
-          on_task("implement mul", "replace calc.c '(void)a; (void)b; return 0; } /* mul' 'return a * b; } /* mul'") +
+          on_task("implement mul", "replace calc.c '0 * a * b /* mul */' 'a * b /* mul */'") +
           ";" + on_task("implement mul", cmake_test("mul")) + ";" +
           on_task("implement mul",
-                  "unless-prompt " + refused + " write tests/test_mul.c 'int main(void) { return 0; }\\n'") +
+                  "unless-prompt " + refused + " write tests/test_mul.c 'int main(void) { return 0\\x3b }\\n'") +
           ";" +
           on_task("implement mul", "if-prompt " + refused +
                                        " write tests/test_mul.c '#include \"calc.h\"\\nint main(void) { return "
-                                       "mul(2, 3) == 6 ? 0 : 1; }\\n'") +
+                                       "mul(2, 3) == 6 ? 0 : 1\\x3b }\\n'") +
           ";" + on_task("more tests for add", cmake_test("add2")) + ";" +
           on_task("more tests for add",
-                  "write tests/test_add2.c '#include \"calc.h\"\\nint main(void) { return add(0, 7) == 7 ? 0 : 1; "
+                  "write tests/test_add2.c '#include \"calc.h\"\\nint main(void) { return add(0, 7) == 7 ? 0 : 1\\x3b "
                   "}\\n'"));
   CliRun r = run_loop(repo, {"--branch", "phoenix/loop-bite"}, 900);
   expect_the_night(r, "tests/test_mul.c", toothless, real);
