@@ -208,9 +208,8 @@ TEST_F(LoopTaskBite, CTestProjectTestsMustFailWithoutTheirFix) {
           on_task("implement sub",
                   "write tests/test_sub.c '#include \"calc.h\"\\nint main(void) { return sub(5, 3) == 2 ? 0 : 1\\x3b "
                   "}\\n'") +
-          ";" +
-          on_task("implement mul", "replace calc.c '0 * a * b /* mul */' 'a * b /* mul */'") +
-          ";" + on_task("implement mul", cmake_test("mul")) + ";" +
+          ";" + on_task("implement mul", "replace calc.c '0 * a * b /* mul */' 'a * b /* mul */'") + ";" +
+          on_task("implement mul", cmake_test("mul")) + ";" +
           on_task("implement mul",
                   "unless-prompt " + refused + " write tests/test_mul.c 'int main(void) { return 0\\x3b }\\n'") +
           ";" +
@@ -245,7 +244,8 @@ TEST(GuardTestsBite, RunRejectsAPatchWhoseTestsPassWithoutItsCode) {
   const Json check = {
       {"id", "unit"},
       {"kind", "command_exit"},
-      {"target", {"sh", "-c", R"(r=0; for t in tests/t_*.sh; do sh "$t" || { echo "FAILED $t::main"; r=1; }; done; exit $r)"}},
+      {"target",
+       {"sh", "-c", R"(r=0; for t in tests/t_*.sh; do sh "$t" || { echo "FAILED $t::main"; r=1; }; done; exit $r)"}},
       {"protect_tests", false}};
   const Json cfg = {{"checks", Json::array({check})},
                     {"fixers", {"harness"}},
