@@ -4,6 +4,7 @@
 #include <chrono>
 #include <set>
 
+#include "engine/bite.h"
 #include "engine/guards.h"
 #include "engine/measure.h"
 #include "engine/incident.h"
@@ -175,6 +176,7 @@ struct Engine::Impl {
   bool wait_for_model(Heal& h, const fixers::Proposal& p, RunResult& result);
   bool passes_guards(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig);
   Applied apply_and_verify(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig);
+  std::string tests_do_not_bite(const Heal& h, const fixers::Proposal& p, const std::string& cp);
   void healed(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig,
               const Applied& a);
   void record_failure(Heal& h, const std::string& fixer, const std::string& outcome, const std::string& attempt_sig,
@@ -655,6 +657,24 @@ Engine::Impl::Applied Engine::Impl::apply_and_verify(Heal& h, const fixers::Prop
     throw Error("interrupted while verifying " + id, kExitInterrupted);
   }
   if (a.again.ok && regression.empty()) {
+    std::string toothless;
+    try {
+      toothless = tests_do_not_bite(h, p, cp);
+    } catch (const Error&) {
+      undo_patch(cp, head_before, facts.files);
+      throw;
+    }
+    if (!toothless.empty()) {
+      // Green, but the patch's tests pass without its code: they do not
+      // test the fix. Undone, counted as a failed attempt.
+      undo_patch(cp, head_before, facts.files);
+      h.last_diff = p.patch;
+      a.outcome = "rejected (tests-bite): " + toothless;
+      record_failure(h, p.fixer, a.outcome, attempt_sig, &p, "");
+      state(id, State::kRejected, {{"fixer", p.fixer}, {"guard", "tests-bite"}, {"why", toothless}});
+      explain("guard tests-bite rejects the proposal of " + p.fixer + ": " + toothless);
+      return a;
+    }
     a.healed = true;
     return a;
   }
@@ -664,6 +684,32 @@ Engine::Impl::Applied Engine::Impl::apply_and_verify(Heal& h, const fixers::Prop
   record_failure(h, p.fixer, a.outcome, attempt_sig, &p, a.again.evidence);
   state(id, State::kRejected, {{"fixer", p.fixer}, {"why", a.outcome}});
   return a;
+}
+
+// The guard tests-bite (engine/bite.h): "" when the applied patch adds or
+// changes no test of a check that must bite, is tests only, or its tests
+// fail with its code taken away (checkpoint `cp`'s code, the patch's
+// tests); else why they do not bite.
+std::string Engine::Impl::tests_do_not_bite(const Heal& h, const fixers::Proposal& p, const std::string& cp) {
+  if (!opt.bite_guard) return "";
+  BiteRequest req;
+  req.base = cp;
+  req.change = repo->snapshot_workdir("phoenix: the patch under verification", opt.author_name, opt.author_email, true,
+                                      layout::state_prefixes());
+  req.own = keep;
+  req.default_on = opt.tests_must_bite;
+  for (size_t k = 0; k < selected.size(); ++k)
+    if (!green[k])
+      req.red_before[selected[k].id] =
+          selected[k].id == h.check.id ? h.failure.failing_tests : std::vector<std::string>{};
+  BiteResult r = tests_bite(*repo, cfg, req, [this](const std::string& line) { explain(line); });
+  if (r.verdict == Bite::kNoTests) return "";
+  Json ev = r.to_json();
+  ev["check"] = h.check.id;
+  ev["fixer"] = p.fixer;
+  trace.append("tests_bite", ev);
+  if (r.verdict != Bite::kToothless) explain("tests bite: " + std::string(bite_name(r.verdict)) + ": " + r.why);
+  return r.verdict == Bite::kToothless ? r.why : "";
 }
 
 // HEALED: the fix is committed (on a clean tree), recorded, and said.

@@ -100,6 +100,15 @@ struct RunOptions {
   // PHOENIX_NO_CACHE=1). A fix is always verified by a fresh run.
   bool no_cache = false;
   std::string measured_by = "run";
+
+  // Tests that bite (engine/bite.h): a verified patch that adds or changes
+  // tests and code is measured once more with its code taken away, and
+  // rejected (guard tests-bite) when its tests pass there. tests_must_bite
+  // is the default of a check that does not say: true in `phoenix run`,
+  // false in the pre-push hook. bite_guard false: no such guard (a loop
+  // task's heal: the loop measures the task's whole change itself).
+  bool tests_must_bite = true;
+  bool bite_guard = true;
 };
 
 struct IssueOutcome {

@@ -24,8 +24,6 @@ const std::vector<std::string>& always_protected() {
 
 }  // namespace
 
-namespace {
-
 // Test files a check protects when protect_tests is on and it names none:
 // these globs plus any repository path in its argv.
 const std::vector<std::string>& default_test_globs() {
@@ -33,8 +31,6 @@ const std::vector<std::string>& default_test_globs() {
                                           "test_*.*", "*.test.*", "*.spec.*",     "*Test.java", "*_spec.rb"};
   return g;
 }
-
-}  // namespace
 
 std::vector<std::string> protected_globs(const checks::CheckSpec& check, const config::Config& cfg,
                                          const std::string& root) {

@@ -23,6 +23,11 @@ struct GuardVerdict {
   std::string reason;  // one line for people
 };
 
+// The test files of a check that names none in `tests`: tests/**, test/**,
+// *_test.*, test_*.* and the like (protected when protect_tests is on; the
+// test files whose changes must bite, engine/bite.h).
+const std::vector<std::string>& default_test_globs();
+
 // The protected globs for one check (always + config + its tests).
 std::vector<std::string> protected_globs(const checks::CheckSpec& check, const config::Config& cfg,
                                          const std::string& root);

@@ -706,6 +706,7 @@ int PrePush::heal_head(int code) {
   so.run.measured_head = head_;
   so.run.measured_by = "hook";
   so.run.no_cache = opt_.no_cache;
+  so.run.tests_must_bite = false;  // a push waits: only checks that ask for it
   err_ << "phoenix: hook.mode is heal: healing " << util::sha12(head_) << " on "
        << (head_branch_.empty() ? "HEAD" : head_branch_) << "\n";
   engine::RunResult result = engine::run_session(opt_.root, session_cfg, so, opt_.trace(), [&](const Json& ev) {

@@ -36,6 +36,7 @@ Loop::HealOutcome Loop::heal(const Tree& t, const std::vector<std::string>& red,
     so.run.max_attempts = task->max_attempts;
     so.run.task_start = task->start;
     so.run.change = task->change;
+    so.run.bite_guard = false;  // the loop measures the task's whole change (loop/bite.cc)
     for (const std::string& f : base_cfg.fixers)
       if (f != "bisect") so.fixers.push_back(f);
     if (so.fixers.empty()) so.fixers.push_back("noop");

@@ -234,6 +234,12 @@ struct Loop {
   Ending on_red(const Measure& m, const Task* task, const Json& tj, const std::string& title);
   void task_state(const std::string& id, const RedFacts& facts);
 
+  // --- bite.cc: tests that bite: a task's new tests measured without its code (engine/bite.h)
+  std::string tests_bite_why(const Tree& t, const std::string& base, const Json& tj);
+  RedFacts toothless_facts(const std::string& why) const;
+  Ending toothless_attempt(const Task* task, const Json& tj, const std::string& title, const std::string& why);
+  JobResult toothless_in_worker(JobResult& r, const Tree& t, const std::string& why);
+
   // --- end.cc: the end of the run and escalations
   int finish(int code, const std::string& phase_in, const std::string& why_in);
   int setup_stopped(const Measure& m);

@@ -65,6 +65,15 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
   if (!m.setup_failed.empty()) return setup_stopped(m);
   if (m.interrupted || util::interrupted_signal()) return interrupted();
   if (m.green) {
+    // Green, but the task's new tests must also fail without its code (loop/bite.cc).
+    if (std::string why = tests_bite_why(main_tree(), task_before, tj); !why.empty()) {
+      batch.end();
+      return toothless_attempt(task, tj, title, why);
+    }
+    if (util::interrupted_signal()) {
+      batch.end();
+      return interrupted();
+    }
     phase("committing", {}, util::Sync::kAtomic);
     land(task, title, {}, "");
     trace.append("loop.task_done", {{"iteration", iteration.load()},
@@ -170,6 +179,9 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
     if (hm.interrupted || util::interrupted_signal()) return interrupted();
     std::string not_done = hm.green ? not_done_why(*repo, task_before, repo->head_sha(), own_files(), "", nullptr)
                                     : "red after the heal: " + util::join_argv(hm.red);
+    if (not_done.empty())
+      if (std::string why = tests_bite_why(main_tree(), task_before, tj); !why.empty())
+        not_done = "your tests pass without your change: " + why;
     if (not_done.empty()) {
       std::vector<std::string> refs;
       for (const auto& a : rec.history)

@@ -49,6 +49,10 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
   if (m.interrupted) return ended(r, JobResult::End::kInterrupted);
   pool->set_phase(w, "committing");
   if (m.green) {
+    // Green, but the task's new tests must also fail without its code (loop/bite.cc).
+    if (std::string why = tests_bite_why(t, r.base, task_json(job.task.index, job.task.id(), job.task.title));
+        !why.empty())
+      return toothless_in_worker(r, t, why);
     r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, "phoenix", "phoenix@localhost", true,
                                   layout::state_prefixes());
     return ended(r, JobResult::End::kQueued);
@@ -92,6 +96,19 @@ JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, 
   } else if (!h.why_stopped.empty()) {
     r.why += "\nthe heal stopped: " + h.why_stopped;
   }
+  return ended(r, JobResult::End::kRed);
+}
+
+// Green in the worker's tree, but its tests do not bite: an attempt the
+// loop's thread counts like a red one, its failure fed back.
+JobResult Loop::toothless_in_worker(JobResult& r, const Tree& t, const std::string& why) {
+  const std::string attempt = t.repo->commit_all("phoenix-loop: attempt: " + r.job.task.title, "phoenix",
+                                                 "phoenix@localhost", true, layout::state_prefixes());
+  r.attempt_ref = attempt_ref(wt_name, r.job.task.id(), r.job.run);
+  t.repo->write_ref(r.attempt_ref, attempt, "phoenix-loop: tests that do not bite");
+  r.red = toothless_facts(why);
+  r.diff = t.repo->diff_patch(r.base, attempt);
+  r.why = "your tests pass without your change: " + why;
   return ended(r, JobResult::End::kRed);
 }
 

@@ -85,7 +85,9 @@ struct NightReader {
   bool costed = false;
   std::set<std::string> finished_titles;
   long long run_start = -1;
-  std::map<std::string, int> attempts;  // task id -> attempts so far (loop.attempt)
+  std::map<std::string, int> attempts;      // task id -> attempts so far (loop.attempt)
+  std::map<std::string, std::string> bite;  // task id -> its last change's tests measured without its code
+  std::map<std::string, int> toothless;     // task id -> attempts whose tests passed without the change
 
   void add_cost(const Json& d) {
     double c = d["cost_usd"].get<double>();
@@ -138,6 +140,12 @@ struct NightReader {
     } else if (e.event == "loop.attempt") {
       const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
       attempts[tj.value("id", std::string())] = d.value("attempts", 0);
+    } else if (e.event == "loop.tests_bite") {
+      const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
+      const std::string id = tj.value("id", std::string());
+      const std::string v = str(d, "verdict");
+      if (v == "toothless") ++toothless[id];
+      else bite[id] = v;
     }
   }
 
@@ -277,6 +285,8 @@ struct NightReader {
     costs_into(t);
     t.attempts = d.contains("attempts") && d["attempts"].is_number_integer() ? d["attempts"].get<int>()
                                                                               : attempts[t.id];
+    t.toothless = toothless[t.id];
+    if (e.event == "loop.task_done") t.tests_bite = bite[t.id];
     if (e.event == "loop.task_done") {
       t.outcome = d.value("healed", false) ? "healed" : "done";
       t.healed_by = str(d, "fixer");
@@ -360,7 +370,7 @@ struct NightReader {
 }  // namespace
 
 Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts, long long until_ms) {
-  NightReader r{facts, {}, {}, {}, {}, 0, false, {}, -1, {}};
+  NightReader r{facts, {}, {}, {}, {}, 0, false, {}, -1, {}, {}, {}};
   r.n.since_ms = since_ms;
   for (const auto& e : read_events(trace_text, since_ms)) {
     if (until_ms >= 0 && e.t > until_ms) break;
@@ -395,6 +405,11 @@ std::string outcome_text(const Task& t) {
   std::string s = t.outcome;
   if (!t.healed_by.empty()) s += " by " + t.healed_by;
   if (t.attempts > 0) s += ", " + plural(t.attempts, "attempt", "attempts");
+  if (t.toothless > 0)
+    s += ", " + plural(t.toothless, "attempt", "attempts") + " refused: its tests passed without its change";
+  if (t.tests_bite == "bites") s += "; its tests fail without its change";
+  else if (t.tests_bite == "exempt") s += "; tests only: exempt from tests that bite";
+  else if (t.tests_bite == "unmeasured") s += "; its tests could not be measured without its change";
   return s;
 }
 

@@ -31,6 +31,12 @@ struct Task {
   std::string incident;            // relative path, when escalated
   int attempts = 0;                // against its budget: red iterations and heal attempts
   std::string healed_by;           // the fixer that made its red attempt green, work kept
+  // Tests that bite (engine/bite.h): how its last change's tests measured
+  // without its code ("bites", "exempt", "unmeasured"; "" when it added no
+  // test), and how many of its attempts were refused because their tests
+  // passed without the change.
+  std::string tests_bite;
+  int toothless = 0;
 };
 
 struct Heal {

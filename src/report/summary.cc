@@ -26,6 +26,7 @@ class Summary {
     else if (ev == "state") state(e);
     else if (ev == "incident" || ev == "loop.incident") incident(e);
     else if (ev == "rollback") rollback(e.data);
+    else if (ev == "loop.tests_bite") tests_bite(e.data);
   }
 
   Json json() const {
@@ -77,6 +78,15 @@ class Summary {
     list.push_back(std::move(entry));
   }
 
+  // Tests that bite, per task id: its last change's verdict, and how many
+  // of its attempts were refused because their tests passed without it.
+  void tests_bite(const Json& d) {
+    const std::string id = d.contains("task") && d["task"].is_object() ? d["task"].value("id", "") : "";
+    const std::string v = d.value("verdict", "");
+    if (v == "toothless") ++toothless_[id];
+    else bite_[id] = v;
+  }
+
   void task(const Event& e) {
     const Json& d = e.data;
     if (e.event == "loop.task_done" && d.value("healed", false) && d.contains("attempts") && !heal_list_.empty())
@@ -87,6 +97,8 @@ class Summary {
                   {"healed", d.value("healed", false)},
                   {"fixer", d.value("fixer", Json())},
                   {"attempts", d.value("attempts", Json())},
+                  {"tests_bite", task_bite(d)},
+                  {"refused_tests", toothless_of(d)},
                   {"at", e.ts}});
     else if (e.event == "loop.task_escalated")
       put(escalated_, {{"task", d.value("task", Json())},
@@ -187,6 +199,19 @@ class Summary {
   int agent_runs_ = 0;
   bool calls_unknown_ = false;
   Json done_ = Json::array(), skipped_ = Json::array(), incidents_ = Json::array(), heal_list_ = Json::array();
+  std::map<std::string, std::string> bite_;  // task id -> "bites", "exempt", "unmeasured"
+  std::map<std::string, int> toothless_;     // task id -> attempts refused: tests passed without the change
+  static std::string id_of(const Json& d) {
+    return d.contains("task") && d["task"].is_object() ? d["task"].value("id", "") : "";
+  }
+  Json task_bite(const Json& d) const {
+    auto it = bite_.find(id_of(d));
+    return it == bite_.end() ? Json(nullptr) : Json(it->second);
+  }
+  int toothless_of(const Json& d) const {
+    auto it = toothless_.find(id_of(d));
+    return it == toothless_.end() ? 0 : it->second;
+  }
   std::map<std::string, Json> detected_;  // check -> its last DETECTED event (elapsed_ms, signature)
   int model_calls_ = 0;
   std::map<std::string, int> heals_by_check_;

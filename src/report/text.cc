@@ -103,6 +103,10 @@ std::string terminal(const Night& n, bool color, int width) {
         commits_text(t) + " · " + duration(t.end_ms - t.start_ms) + " · " + turns_text(t) + " · " + cost_text(t);
     if (t.attempts > 0) detail += " · " + plural(t.attempts, "attempt", "attempts");
     if (!t.healed_by.empty()) detail += " · healed by " + t.healed_by;
+    if (t.toothless > 0)
+      detail += " · " + plural(t.toothless, "attempt", "attempts") + " refused: its tests passed without its change";
+    if (t.tests_bite == "bites") detail += " · its tests fail without its change";
+    else if (t.tests_bite == "exempt") detail += " · tests only: exempt from tests that bite";
     if (!t.incident.empty()) detail += " · " + t.incident;
     s += wrap(detail, width, std::string(12, ' '), 12);
   }

@@ -91,5 +91,31 @@ TEST(Config, BadInputsNameTheField) {
   EXPECT_NE(error_of(R"([1,2])").find("JSON object"), std::string::npos);
 }
 
+// The fields of tests that bite (engine/bite.h): `tests` globs and
+// `tests_must_bite`, each refused in one line naming the field when of the
+// wrong type (exit 78, checked by error_of).
+TEST(Config, TestsAndTestsMustBiteAreCheckedByType) {
+  const std::string tests_string =
+      error_of(R"({"checks":[{"id":"u","kind":"command_exit","target":"true","tests":"tests/**"}]})");
+  EXPECT_NE(tests_string.find("checks[0].tests: must be an array of strings"), std::string::npos) << tests_string;
+  EXPECT_EQ(tests_string.find('\n'), std::string::npos) << tests_string;
+  const std::string tests_number =
+      error_of(R"({"checks":[{"id":"u","kind":"command_exit","target":"true","tests":["tests/**",3]}]})");
+  EXPECT_NE(tests_number.find("checks[0].tests[1]: must be a string"), std::string::npos) << tests_number;
+  const std::string bite =
+      error_of(R"({"checks":[{"id":"u","kind":"command_exit","target":"true","tests_must_bite":"yes"}]})");
+  EXPECT_NE(bite.find("checks[0].tests_must_bite: must be true or false"), std::string::npos) << bite;
+
+  Config c = parse(
+      R"({"checks":[{"id":"u","kind":"command_exit","target":"true","tests":["spec/**"],"tests_must_bite":false},
+                    {"id":"v","kind":"command_exit","target":"true"}]})",
+      "phoenix.json");
+  ASSERT_EQ(c.checks.size(), 2u);
+  EXPECT_EQ(c.checks[0].tests, std::vector<std::string>{"spec/**"});
+  ASSERT_TRUE(c.checks[0].tests_must_bite.has_value());
+  EXPECT_FALSE(*c.checks[0].tests_must_bite);
+  EXPECT_FALSE(c.checks[1].tests_must_bite.has_value());  // the caller's default: the loop's true, the hook's false
+}
+
 }  // namespace
 }  // namespace phoenix::config

@@ -1,0 +1,105 @@
+// Loop: tests that bite: a task's new tests measured without its code
+// (engine/bite.h; loop/internal.h).
+#include "loop/internal.h"
+
+#include "engine/bite.h"
+#include "engine/incident.h"
+#include "util/format.h"
+
+namespace phoenix::loop::internal {
+
+// The task's change in tree `t` since `base`, as a snapshot commit (no ref
+// moves), its tests measured without its code. "" when they bite or the
+// rule does not apply (no tests, tests only, or tests_must_bite false);
+// else why not, in words. Traced as loop.tests_bite; an exempt change is
+// said on stderr.
+std::string Loop::tests_bite_why(const Tree& t, const std::string& base, const Json& tj) {
+  engine::BiteRequest req;
+  req.base = base;
+  req.change = t.repo->snapshot_workdir("phoenix-loop: the change under way", "phoenix", "phoenix@localhost", true,
+                                        layout::state_prefixes());
+  req.own = own_files();
+  req.default_on = true;
+  req.skip = ignored;
+  if (req.change.empty() || t.repo->changed_paths(base, req.change).empty()) return "";
+  engine::BiteResult r;
+  try {
+    r = engine::tests_bite(*t.repo, cfg, req, say);
+  } catch (const Error&) {
+    return "";  // interrupted: the caller sees the signal
+  }
+  if (r.verdict == engine::Bite::kNoTests) return "";
+  Json ev = r.to_json();
+  ev["iteration"] = iteration.load();
+  ev["task"] = tj;
+  ev["tree"] = t.name;
+  ev["scratch"] = r.tree;
+  trace.append("loop.tests_bite", ev);
+  switch (r.verdict) {
+    case engine::Bite::kExempt: say("tests bite: exempt: " + r.why); return "";
+    case engine::Bite::kBites: say("tests bite: " + r.why); return "";
+    case engine::Bite::kUnmeasured: say("tests bite: not measured: " + r.why); return "";
+    case engine::Bite::kToothless: say("tests bite: refused: " + r.why); return r.why;
+    case engine::Bite::kNoTests: break;
+  }
+  return "";
+}
+
+// What a change whose tests do not bite leaves in the task's book: an
+// attempt like a red one, signed by its test files.
+RedFacts Loop::toothless_facts(const std::string& why) const {
+  RedFacts f;
+  f.check = "tests-bite";
+  f.failure_type = "unit";
+  for (const auto& c : cfg.checks)
+    if (engine::must_bite(c, true)) {
+      f.failure_type = c.type;
+      f.description = engine::describe_check(c);
+      break;
+    }
+  f.signal = "tests pass without the change";
+  f.evidence = why;
+  f.signature = "tests-bite\n" + why;
+  return f;
+}
+
+// Every check green, but the task's new tests pass without its code: not
+// done. The attempt is kept under its ref and counted like a red one (no
+// heal: a heal may not write tests); the worktree goes back to the task's
+// start and the next iteration is told why ("your tests pass without your
+// change: ...").
+Loop::Ending Loop::toothless_attempt(const Task* task, const Json& tj, const std::string& title,
+                                     const std::string& why) {
+  last_failure = "your tests pass without your change: " + why +
+                 "\n  a test that cannot fail does not show the task is done: write one that fails on the code as "
+                 "it was and passes with your change";
+  const Task self = task ? *task : prompt_task();
+  TaskRecord& rec = book.of(self);
+  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true,
+                                               layout::state_prefixes());
+  const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
+  repo->write_ref(ref, attempt, "phoenix-loop: tests that do not bite");
+  const RedFacts facts = toothless_facts(why);
+  Verdict v = book.red_iteration(self, facts, ref, repo->diff_patch(task_before, attempt));
+  ++session_retries;
+  no_progress = 0;
+  trace.append("loop.attempt", {{"iteration", iteration.load()},
+                                {"task", tj},
+                                {"ref", ref},
+                                {"commit", attempt},
+                                {"signature", util::sha12(facts.signature)},
+                                {"red", Json::array()},
+                                {"tests_bite", false},
+                                {"attempts", rec.attempts},
+                                {"budget", rec.budget},
+                                {"verdict", verdict_name(v)}});
+  task_state(self.id(), facts);
+  repo->reset_hard(task_before, true, kKeep);
+  trace.append("loop.attempt_failed",
+               {{"iteration", iteration.load()}, {"task", tj}, {"attempts", rec.attempts}, {"why", last_failure}});
+  if (v != Verdict::kGoOn) return give_up_task(self, tj, title, verdict_why(v, rec), false);
+  if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);
+  return std::nullopt;
+}
+
+}  // namespace phoenix::loop::internal
