@@ -18,7 +18,7 @@
 #include "util/error.h"
 #include "util/format.h"
 #include "util/glob.h"
-#include "util/subprocess.h"
+#include "util/signals.h"
 #include "util/text.h"
 
 namespace phoenix::engine {
