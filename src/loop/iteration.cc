@@ -19,7 +19,7 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
   // between brings back the previous iteration's state, which --resume
   // handles like a crash there (the worktree is reset to the branch).
   phase(
-      "agent",
+      Phase::kAgent,
       [&](Json& s) {
         s["task"] = tj;
         Json b = book.state_of(task_id(task));
@@ -46,11 +46,11 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
   const bool measured_next = a.changed && a.cls.status != Status::kQuota && !agent::waits(a.cls.status) &&
                              a.cls.status != Status::kUnavailable && a.cls.status != Status::kTimeout;
   if (!measured_next) batch.end();  // a wait, no change or an ending follows
-  if (a.cls.status == Status::kQuota) return finish(kExitRed, "stopped", quota_line(a));
+  if (a.cls.status == Status::kQuota) return finish(kExitRed, Phase::kStopped, quota_line(a));
   if (agent::waits(a.cls.status)) return wait_for_model(a);
-  rate_waits = 0;
-  rate_waited_ms = 0;
-  if (a.cls.status == Status::kUnavailable) return finish(kExitRed, "failed", "harness unavailable: " + a.cls.detail);
+  model_wait = {};
+  if (a.cls.status == Status::kUnavailable)
+    return finish(kExitRed, Phase::kFailed, "harness unavailable: " + a.cls.detail);
   if (a.cls.status == Status::kTimeout) {
     // The runner killed the whole process group; its half-work goes.
     last_failure = "the agent was stopped at the iteration timeout (" + a.cls.detail + ")";
@@ -59,13 +59,13 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
   }
   if (!a.changed) return no_change(a, prompt);
 
-  phase("checking", {}, util::Sync::kAtomic);
+  phase(Phase::kChecking, {}, util::Sync::kAtomic);
   Measure m = measure();
   if (!m.green || m.interrupted || util::interrupted_signal()) batch.end();
   if (!m.setup_failed.empty()) return setup_stopped(m);
   if (m.interrupted || util::interrupted_signal()) return interrupted();
   if (m.green) {
-    phase("committing", {}, util::Sync::kAtomic);
+    phase(Phase::kCommitting, {}, util::Sync::kAtomic);
     land(task, title, {}, "");
     trace.append("loop.task_done", {{"iteration", iteration.load()},
                                     {"task", tj},
@@ -73,9 +73,9 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
                                     {"attempts", book.state_of(task_id(task))["retry_count"]}});
     batch.end();
     if (task) publish(*task);
-    phase("committing");
+    phase(Phase::kCommitting);
     if (prompt_mode() && promised(a.output, prompt))
-      return finish(kExitOk, "complete", "complete: the agent promised and every check is green");
+      return finish(kExitOk, Phase::kComplete, "complete: the agent promised and every check is green");
     return std::nullopt;
   }
   return on_red(m, task, tj, title);
@@ -95,7 +95,7 @@ Task Loop::prompt_task() const {
 // known-good move to it. Only a commit that holds the task's own work is
 // landed (the done rule, loop/attempts.h): the caller checked the tree.
 void Loop::land(const Task* task, const std::string& title, const std::vector<std::string>& attempts,
-          const std::string& healed_by) {
+                const std::string& healed_by) {
   if (task) {
     // Committed with the work below (git's objects are not fsynced either).
     std::string path = wt + "/" + tasks_rel;
@@ -131,8 +131,8 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
     if (!r.ok) last_failure += "\n  " + r.id + ": " + r.signal;
   const Task self = task ? *task : prompt_task();
   TaskRecord& rec = book.of(self);
-  const std::string attempt =
-      repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
+  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true,
+                                               layout::state_prefixes());
   const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
   repo->write_ref(ref, attempt, "phoenix-loop: a red attempt");
   const RedFacts facts = red_facts(m);
@@ -157,7 +157,7 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
   book.heal_spent(self, h.tried, h.healed_by);
   task_state(self.id(), facts);
   if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
-  if (!h.model_unusable.empty()) return finish(kExitRed, "stopped", h.model_unusable);
+  if (!h.model_unusable.empty()) return finish(kExitRed, Phase::kStopped, h.model_unusable);
   // no_progress_limit counts iterations whose net change is empty: here,
   // when the only "fix" was taking the work back out.
   if (h.undid_change) ++no_progress;
@@ -182,7 +182,7 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
                                       {"fixer", h.healed_by},
                                       {"attempts", rec.attempts}});
       if (task) publish(*task);
-      phase("committing");
+      phase(Phase::kCommitting);
       return std::nullopt;
     }
     last_failure += "\nhealed, but " + not_done;
@@ -198,7 +198,7 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
   if (book.after_heal(self) != Verdict::kGoOn)
     return give_up_task(self, tj, title, verdict_why(Verdict::kBudgetSpent, rec), false);
   if (no_progress >= cfg.loop.no_progress_limit)
-    return finish(kExitRed, "stopped",
+    return finish(kExitRed, Phase::kStopped,
                   "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing (net)");
   return std::nullopt;
 }
