@@ -244,7 +244,17 @@ struct Loop {
   Task prompt_task() const;
   void land(const Task* task, const std::string& title, const std::vector<std::string>& attempts,
             const std::string& healed_by);
+  void agent_phase(const Task* task, const Json& tj);
+  Ending landed_green(const Task* task, const Json& tj, const std::string& title, bool promised_done,
+                      trace::Trace::Batch& batch);
   Ending on_red(const Measure& m, const Task* task, const Json& tj, const std::string& title);
+  struct RedAttempt {
+    RedFacts facts;
+    std::string diff;
+    Verdict verdict = Verdict::kGoOn;
+  };
+  RedAttempt keep_red_attempt(const Measure& m, const Task& self, const Json& tj, const std::string& title);
+  Ending attempt_failed(const Task& self, const Json& tj, const std::string& title);
   void task_state(const std::string& id, const RedFacts& facts);
 
   // --- end.cc: the end of the run and escalations

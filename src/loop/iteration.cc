@@ -18,15 +18,7 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
   // (or whatever ends it early) is the durable one. A power cut in
   // between brings back the previous iteration's state, which --resume
   // handles like a crash there (the worktree is reset to the branch).
-  phase(
-      Phase::kAgent,
-      [&](Json& s) {
-        s["task"] = tj;
-        Json b = book.state_of(task_id(task));
-        s["retry_count"] = b["retry_count"];
-        s["task_signatures"] = b["signatures"];
-      },
-      util::Sync::kAtomic);
+  agent_phase(task, tj);
   std::string title = task ? task->title : "iteration " + std::to_string(iteration);
   say("iteration " + std::to_string(iteration) + ": " + title);
   std::string prompt = prompt_for(task, tasks);
@@ -64,21 +56,40 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
   if (!m.green || m.interrupted || util::interrupted_signal()) batch.end();
   if (!m.setup_failed.empty()) return setup_stopped(m);
   if (m.interrupted || util::interrupted_signal()) return interrupted();
-  if (m.green) {
-    phase(Phase::kCommitting, {}, util::Sync::kAtomic);
-    land(task, title, {}, "");
-    trace.append("loop.task_done", {{"iteration", iteration.load()},
-                                    {"task", tj},
-                                    {"head", repo->head_sha()},
-                                    {"attempts", book.state_of(task_id(task))["retry_count"]}});
-    batch.end();
-    if (task) publish(*task);
-    phase(Phase::kCommitting);
-    if (prompt_mode() && promised(a.output, prompt))
-      return finish(kExitOk, Phase::kComplete, "complete: the agent promised and every check is green");
-    return std::nullopt;
-  }
+  if (m.green) return landed_green(task, tj, title, prompt_mode() && promised(a.output, prompt), batch);
   return on_red(m, task, tj, title);
+}
+
+// The agent starts on `task` (loop-state.json's task, its attempts and
+// signatures so far), written without fsync: see iterate.
+void Loop::agent_phase(const Task* task, const Json& tj) {
+  phase(
+      Phase::kAgent,
+      [&](Json& s) {
+        s["task"] = tj;
+        Json b = book.state_of(task_id(task));
+        s["retry_count"] = b["retry_count"];
+        s["task_signatures"] = b["signatures"];
+      },
+      util::Sync::kAtomic);
+}
+
+// Green after the agent's run: the task lands, the iteration's trace
+// events are fsynced, the shard pushes it. In prompt mode the agent's
+// promise (`promised_done`) with every check green completes the run.
+Loop::Ending Loop::landed_green(const Task* task, const Json& tj, const std::string& title, bool promised_done,
+                                trace::Trace::Batch& batch) {
+  phase(Phase::kCommitting, {}, util::Sync::kAtomic);
+  land(task, title, {}, "");
+  trace.append("loop.task_done", {{"iteration", iteration.load()},
+                                  {"task", tj},
+                                  {"head", repo->head_sha()},
+                                  {"attempts", book.state_of(task_id(task))["retry_count"]}});
+  batch.end();
+  if (task) publish(*task);
+  phase(Phase::kCommitting);
+  if (promised_done) return finish(kExitOk, Phase::kComplete, "complete: the agent promised and every check is green");
+  return std::nullopt;
 }
 
 // The task's pseudo-task in prompt mode (one task, run again and again).
@@ -130,32 +141,15 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
   for (const auto& r : m.results)
     if (!r.ok) last_failure += "\n  " + r.id + ": " + r.signal;
   const Task self = task ? *task : prompt_task();
+  const RedAttempt red = keep_red_attempt(m, self, tj, title);
   TaskRecord& rec = book.of(self);
-  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true,
-                                               layout::state_prefixes());
-  const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
-  repo->write_ref(ref, attempt, "phoenix-loop: a red attempt");
-  const RedFacts facts = red_facts(m);
-  const std::string diff = repo->diff_patch(task_before, attempt);
-  Verdict v = book.red_iteration(self, facts, ref, diff);
-  ++session_retries;
-  trace.append("loop.attempt", {{"iteration", iteration.load()},
-                                {"task", tj},
-                                {"ref", ref},
-                                {"commit", attempt},
-                                {"signature", util::sha12(facts.signature)},
-                                {"red", m.red},
-                                {"attempts", rec.attempts},
-                                {"budget", rec.budget},
-                                {"verdict", verdict_name(v)}});
-  task_state(self.id(), facts);
-  if (v != Verdict::kGoOn) return give_up_task(self, tj, title, verdict_why(v, rec), false);
+  if (red.verdict != Verdict::kGoOn) return give_up_task(self, tj, title, verdict_why(red.verdict, rec), false);
   if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);
 
-  TaskHeal th{book.left(self), task_before, change_text(title, diff)};
+  TaskHeal th{book.left(self), task_before, change_text(title, red.diff)};
   HealOutcome h = heal(main_tree(), m.red, false, &th);
   book.heal_spent(self, h.tried, h.healed_by);
-  task_state(self.id(), facts);
+  task_state(self.id(), red.facts);
   if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
   if (!h.model_unusable.empty()) return finish(kExitRed, Phase::kStopped, h.model_unusable);
   // no_progress_limit counts iterations whose net change is empty: here,
@@ -189,8 +183,41 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
   } else if (!h.why_stopped.empty()) {
     last_failure += "\nthe heal stopped: " + h.why_stopped;
   }
-  // Not healed: the attempt failed. Back to the task's start (the branch's
-  // tip, known-good); the next iteration gives the agent the failure.
+  return attempt_failed(self, tj, title);
+}
+
+// The agent's red attempt, committed and kept under its ref (never on the
+// branch), counted in the task's book and the session's retries, in the
+// trace and loop-state.json.
+Loop::RedAttempt Loop::keep_red_attempt(const Measure& m, const Task& self, const Json& tj, const std::string& title) {
+  TaskRecord& rec = book.of(self);
+  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true,
+                                               layout::state_prefixes());
+  const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
+  repo->write_ref(ref, attempt, "phoenix-loop: a red attempt");
+  RedAttempt red;
+  red.facts = red_facts(m);
+  red.diff = repo->diff_patch(task_before, attempt);
+  red.verdict = book.red_iteration(self, red.facts, ref, red.diff);
+  ++session_retries;
+  trace.append("loop.attempt", {{"iteration", iteration.load()},
+                                {"task", tj},
+                                {"ref", ref},
+                                {"commit", attempt},
+                                {"signature", util::sha12(red.facts.signature)},
+                                {"red", m.red},
+                                {"attempts", rec.attempts},
+                                {"budget", rec.budget},
+                                {"verdict", verdict_name(red.verdict)}});
+  task_state(self.id(), red.facts);
+  return red;
+}
+
+// Not healed: the attempt failed. Back to the task's start (the branch's
+// tip, known-good); the next iteration gives the agent the failure, unless
+// the session cap or the task's budget is spent, or nothing changes.
+Loop::Ending Loop::attempt_failed(const Task& self, const Json& tj, const std::string& title) {
+  const TaskRecord& rec = book.of(self);
   repo->reset_hard(task_before, true, kKeep);
   trace.append("loop.attempt_failed",
                {{"iteration", iteration.load()}, {"task", tj}, {"attempts", rec.attempts}, {"why", last_failure}});
