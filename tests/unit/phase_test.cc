@@ -34,7 +34,8 @@ TEST(Phase, EveryPhaseRoundTripsThroughItsWord) {
     EXPECT_EQ(phase_name(phase), word);
     EXPECT_EQ(parse_phase(word), phase) << word;
     EXPECT_EQ(Json(phase), Json(word)) << word;
-    EXPECT_EQ(Json{{"phase", phase}}.dump(), "{\"phase\":\"" + word + "\"}");
+    const Json in_object{{"phase", phase}};
+    EXPECT_EQ(in_object.dump(), "{\"phase\":\"" + word + "\"}");
     std::ostringstream out;
     out << phase;
     EXPECT_EQ(out.str(), word);
