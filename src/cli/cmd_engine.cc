@@ -77,8 +77,9 @@ int cmd_run(const std::vector<std::string>& args) {
     opt.explain = true;
   }
   if (p.vm.count("rollback")) {
-    opt.rollback = p.vm["rollback"].as<std::string>();
-    if (opt.rollback != "known-good") throw UsageError("run: --rollback takes 'known-good'");
+    if (engine::parse_rollback(p.vm["rollback"].as<std::string>()) != engine::Rollback::kKnownGood)
+      throw UsageError("run: --rollback takes 'known-good'");
+    opt.rollback = engine::Rollback::kKnownGood;
   }
   opt.templates_dir = templates_dir();
   opt.max_wait_s = cfg.harness.max_wait_s.value_or(config::kDefaultMaxWaitS);

@@ -43,6 +43,35 @@ std::string one_of(const Json& j, const std::string& where, const std::vector<st
                     (near.empty() ? "" : " (did you mean '" + near + "'?)"));
 }
 
+// An enum's words, in the order an error lists them.
+template <class E>
+struct Word {
+  E value;
+  const char* word;
+};
+
+constexpr Word<Baseline> kBaselineWords[] = {
+    {Baseline::kHeal, "heal"}, {Baseline::kIgnore, "ignore"}, {Baseline::kStop, "stop"}};
+constexpr Word<OnEscalate> kOnEscalateWords[] = {{OnEscalate::kStop, "stop"}, {OnEscalate::kSkip, "skip"}};
+
+// The value `j` names, or one_of's error.
+template <class E, size_t N>
+E word_of(const Json& j, const std::string& where, const Word<E> (&words)[N]) {
+  std::vector<std::string> allowed;
+  for (const auto& w : words) allowed.push_back(w.word);
+  const std::string v = one_of(j, where, allowed);
+  for (const auto& w : words)
+    if (v == w.word) return w.value;
+  return words[0].value;  // not reached: one_of took only these words
+}
+
+template <class E, size_t N>
+const char* name_of(E e, const Word<E> (&words)[N]) {
+  for (const auto& w : words)
+    if (w.value == e) return w.word;
+  return "?";
+}
+
 void parse_bisect(Config& c, const Json& b) {
   if (!b.is_object()) throw ConfigError("bisect: must be an object");
   util::reject_unknown_keys(b, {"parallel"}, "bisect");
@@ -137,8 +166,8 @@ void parse_loop(const Json& l, Loop& loop) {
   str("tasks", loop.tasks);
   str("prompt", loop.prompt);
   str("branch", loop.branch);
-  if (l.contains("on_escalate")) loop.on_escalate = one_of(l["on_escalate"], "loop.on_escalate", {"stop", "skip"});
-  if (l.contains("baseline")) loop.baseline = one_of(l["baseline"], "loop.baseline", {"heal", "ignore", "stop"});
+  if (l.contains("on_escalate")) loop.on_escalate = word_of(l["on_escalate"], "loop.on_escalate", kOnEscalateWords);
+  if (l.contains("baseline")) loop.baseline = word_of(l["baseline"], "loop.baseline", kBaselineWords);
   if (l.contains("max_iterations")) loop.max_iterations = positive_int(l["max_iterations"], "loop.max_iterations");
   if (l.contains("no_progress_limit"))
     loop.no_progress_limit = positive_int(l["no_progress_limit"], "loop.no_progress_limit");
@@ -311,6 +340,11 @@ const std::map<std::string, int>& default_budgets() {
 }
 
 }  // namespace
+
+const char* baseline_name(Baseline b) { return name_of(b, kBaselineWords); }
+const char* on_escalate_name(OnEscalate e) { return name_of(e, kOnEscalateWords); }
+void to_json(Json& j, Baseline b) { j = baseline_name(b); }
+void to_json(Json& j, OnEscalate e) { j = on_escalate_name(e); }
 
 const std::vector<std::string>& harness_presets() {
   static const std::vector<std::string> p{"claude", "codex", "aider", "opencode", "gemini"};

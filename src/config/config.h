@@ -53,13 +53,28 @@ struct Webhook {
   std::string chat_env;         // telegram: the chat id's variable
 };
 
+// loop.baseline: what phoenix-loop does with a check red before its first
+// task: heal it like any red (heal), leave it out of every verdict
+// (ignore), or stop (stop).
+enum class Baseline { kHeal, kIgnore, kStop };
+// loop.on_escalate: after a task is given up on, the loop stops (exit 2)
+// or skips the task and goes on.
+enum class OnEscalate { kStop, kSkip };
+
+// The word phoenix.json spells each with ("ignore", "skip"); JSON carries
+// the word. phoenix.json's words are read in config.cc, once.
+const char* baseline_name(Baseline b);
+const char* on_escalate_name(OnEscalate e);
+void to_json(util::Json& j, Baseline b);
+void to_json(util::Json& j, OnEscalate e);
+
 struct Loop {
-  std::string tasks;                 // tasks file (Markdown "- [ ]" lines)
-  std::string prompt;                // prompt file (ralph mode)
-  std::string on_escalate = "stop";  // stop | skip
+  std::string tasks;   // tasks file (Markdown "- [ ]" lines)
+  std::string prompt;  // prompt file (ralph mode)
+  OnEscalate on_escalate = OnEscalate::kStop;
   int max_iterations = 50;
   double iteration_timeout_s = 1800;
-  std::string baseline = "heal";  // heal | ignore | stop
+  Baseline baseline = Baseline::kHeal;
   double heartbeat_s = 5;
   int no_progress_limit = 3;
   std::vector<std::string> notify;  // argv (loop.notify as an array, or its "command")

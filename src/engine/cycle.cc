@@ -6,9 +6,9 @@
 
 #include "engine/bite.h"
 #include "engine/guards.h"
-#include "engine/measure.h"
 #include "engine/incident.h"
-#include "engine/retry.h"
+#include "engine/measure.h"
+#include "engine/model_wait.h"
 #include "engine/signature.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
@@ -17,6 +17,7 @@
 #include "util/fault.h"
 #include "util/lock.h"
 #include "util/signals.h"
+#include "util/sleep.h"
 #include "util/text.h"
 #include "util/format.h"
 
@@ -30,17 +31,26 @@ namespace {
 // Why a heal stops when every fixer of the chain has had its say.
 constexpr const char* kChainEnd = "no fixer has anything more to propose";
 
-// The one line that says why the model could not be used: "harness
-// <what>: claude: <the CLI's first error line>".
-std::string unusable_line(const fixers::Proposal& p, const std::string& what) {
+// The CLI a harness proposal ran: "harness claude: unreachable" -> "claude".
+std::string program_of(const fixers::Proposal& p) {
   std::string prog = p.summary;
-  // "harness claude: unreachable" -> "claude"
   if (util::starts_with(prog, "harness ")) prog = prog.substr(8);
   if (auto colon = prog.find(':'); colon != std::string::npos) prog = prog.substr(0, colon);
-  return agent::unusable_line(what, prog, p.first_error.empty() ? p.detail : p.first_error);
+  return prog;
 }
 
+// Why it could not be used: the CLI's first error line, else the detail.
+std::string cause_of(const fixers::Proposal& p) { return p.first_error.empty() ? p.detail : p.first_error; }
+
 }  // namespace
+
+const char* rollback_name(Rollback r) { return r == Rollback::kKnownGood ? "known-good" : "pre-run"; }
+
+std::optional<Rollback> parse_rollback(std::string_view word) {
+  for (Rollback r : {Rollback::kPreRun, Rollback::kKnownGood})
+    if (word == rollback_name(r)) return r;
+  return std::nullopt;
+}
 
 struct Engine::Impl {
   std::string root;
@@ -201,8 +211,7 @@ std::vector<checks::SenseResult> Engine::Impl::detect() {
   StoreUse store(*repo, root, cfg, opt.measured_by, !dirty0 && !no_cache(opt.no_cache), &trace);
   for (const auto& c : selected) {
     auto given = std::find_if(opt.measured.begin(), opt.measured.end(), [&](const auto& m) { return m.id == c.id; });
-    checks::SenseResult r =
-        reuse && given != opt.measured.end() ? *given : store.sense(c, [&] { return measure(c); });
+    checks::SenseResult r = reuse && given != opt.measured.end() ? *given : store.sense(c, [&] { return measure(c); });
     if (r.interrupted) throw Error("interrupted while measuring " + c.id, kExitInterrupted);
     first.push_back(r);
     green.push_back(r.ok);
@@ -318,8 +327,7 @@ struct Engine::Impl::Heal {
   std::set<std::string> tried;  // attempt signatures
   std::string last_diff;
   size_t fixer_index = 0;
-  int rate_waits = 0;
-  long long rate_waited_ms = 0;
+  ModelWait model_wait;  // waits on a rate-limited or unreachable model, in a row
   // The harness's proposal that said its credit is gone, when one did: the
   // chain that runs out after it ends as MODEL_UNUSABLE, not escalated.
   std::optional<fixers::Proposal> quota;
@@ -427,7 +435,7 @@ IssueOutcome Engine::Impl::give_up(Heal& h, const std::string& stop, RunResult& 
     // Nothing else to ask, and the model was never usable: not the code's
     // (a budget spent on proposals that went red is).
     explain("fixer " + h.quota->fixer + ": quota, and no fixer left; the run stops, not an escalation");
-    result.model_unusable = unusable_line(*h.quota, "quota");
+    result.model_unusable = agent::unusable_line("quota", program_of(*h.quota), cause_of(*h.quota));
     state(h.check.id, State::kUnusable, {{"fixer", h.quota->fixer}, {"detail", h.quota->detail}});
     h.out.state = State::kUnusable;
     return h.out;
@@ -498,9 +506,7 @@ bool Engine::Impl::no_patch(Heal& h, const fixers::Proposal& p, const std::strin
                             const std::string& pre_propose, RunResult& result) {
   const std::string& id = h.check.id;
   switch (p.status) {
-    case fixers::Status::kQuota:
-      h.quota = p;
-      [[fallthrough]];
+    case fixers::Status::kQuota: h.quota = p; [[fallthrough]];
     case fixers::Status::kNothing:
     case fixers::Status::kUnavailable:
       explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) +
@@ -552,29 +558,27 @@ bool Engine::Impl::no_patch(Heal& h, const fixers::Proposal& p, const std::strin
 // CLI printed) without spending the budget or a strike, for at most
 // max_wait_s in all. False when that is spent: the run stops (WAITED_OUT).
 bool Engine::Impl::wait_for_model(Heal& h, const fixers::Proposal& p, RunResult& result) {
-  h.rate_waited_ms += p.duration_ms;  // a CLI that retries inside itself waits too
-  const long long max_ms = static_cast<long long>(opt.max_wait_s * 1000);
-  const long long left = max_ms - h.rate_waited_ms;
+  h.model_wait.refused(p.duration_ms);
+  const long long left = h.model_wait.left_of(static_cast<long long>(opt.max_wait_s * 1000));
   if (left <= 0) {
-    result.model_unusable = unusable_line(p, std::string(fixers::status_name(p.status)) + " for " +
-                                                 std::to_string((h.rate_waited_ms + 500) / 1000) + " s");
+    result.model_unusable = h.model_wait.spent_line(fixers::status_name(p.status), program_of(p), cause_of(p));
     explain("fixer " + p.fixer + ": " + fixers::status_name(p.status) + " past max_wait_s; the run stops");
-    state(h.check.id, State::kWaitedOut, {{"fixer", p.fixer}, {"waited_ms", h.rate_waited_ms}, {"detail", p.detail}});
+    state(h.check.id, State::kWaitedOut,
+          {{"fixer", p.fixer}, {"waited_ms", h.model_wait.waited_ms}, {"detail", p.detail}});
     h.out.state = State::kWaitedOut;
     return false;
   }
   agent::Classification c;
   c.retry_after_ms = p.retry_after_ms;
-  const long long wait = agent::wait_ms(c, h.rate_waits, left);
+  const long long waited = h.model_wait.waited_ms;
+  const long long wait = h.model_wait.next(c, left);
   state(h.check.id, State::kWaiting,
         {{"fixer", p.fixer},
          {"status", fixers::status_name(p.status)},
          {"wait_ms", wait},
-         {"waited_ms", h.rate_waited_ms},
+         {"waited_ms", waited},
          {"detail", p.detail}});
-  ++h.rate_waits;
-  h.rate_waited_ms += wait;
-  if (!interruptible_sleep_ms(wait)) throw Error("interrupted", kExitInterrupted);
+  if (!util::interruptible_sleep_ms(wait)) throw Error("interrupted", kExitInterrupted);
   return true;
 }
 
@@ -776,20 +780,20 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   // back to the pre-run state, or to known-good when asked.
   std::string head = repo->head_sha();
   std::string target = head0;
-  if (opt.rollback == "known-good") {
+  if (opt.rollback == Rollback::kKnownGood) {
     if (auto kg = layout::known_good_commit(*repo, known_good_ref)) target = *kg;
   }
   std::string stamp = util::compact_utc(true);
   if (head != target) repo->write_ref(std::string(kAbandonedPrefix) + stamp, head, "phoenix: abandoned by rollback");
   PHOENIX_FAULT("mid-rollback");
-  if (dirty0 && opt.rollback == "known-good") {
+  if (dirty0 && opt.rollback == Rollback::kKnownGood) {
     // The user's uncommitted work is kept too, as a commit under the same prefix.
     std::string wip = repo->snapshot_workdir("phoenix: uncommitted work before rollback", opt.author_name,
                                              opt.author_email, true, layout::state_prefixes());
     repo->write_ref(std::string(kAbandonedPrefix) + stamp + "-worktree", wip, "phoenix: uncommitted work");
   }
   std::string state_line;
-  if (head != target || opt.rollback == "known-good") {
+  if (head != target || opt.rollback == Rollback::kKnownGood) {
     repo->reset_hard(target, !dirty0, keep);
     state_line = "rolled back to " + target;
   } else {

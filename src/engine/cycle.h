@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "checks/check.h"
@@ -49,12 +50,23 @@ class OutcomeSink {
   virtual void failed(const fixers::Failure& failure, const fixers::Proposal& proposal, const std::string& why) = 0;
 };
 
+// Where an escalation rolls the tree back to: the state the run found
+// (kPreRun, the default) or the branch's known-good (`--rollback
+// known-good`, and the loop's heals).
+enum class Rollback { kPreRun, kKnownGood };
+
+// "known-good" for Rollback::kKnownGood ("pre-run" for the default, which
+// nothing spells: `phoenix run --rollback` takes only "known-good").
+const char* rollback_name(Rollback r);
+// The rollback a word names; nullopt for any other word.
+std::optional<Rollback> parse_rollback(std::string_view word);
+
 struct RunOptions {
   bool dry_run = false;
   std::vector<std::string> only;  // check ids (validated by the caller)
   bool allow_dirty = false;
   bool explain = false;
-  std::string rollback;  // "" (pre-run state) or "known-good"
+  Rollback rollback = Rollback::kPreRun;
   // false: a green end does not move refs/phoenix/known-good (a loop
   // worker's tree, whose commits reach the loop branch only through the
   // merge queue, which blesses the combined tree itself).

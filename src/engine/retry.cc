@@ -1,25 +1,12 @@
 #include "engine/retry.h"
 
 #include <algorithm>
-#include <chrono>
 #include <random>
-#include <thread>
 
 #include "util/signals.h"
+#include "util/sleep.h"
 
 namespace phoenix::engine {
-
-bool interruptible_sleep_ms(long long ms) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (std::chrono::steady_clock::now() < end) {
-    if (util::interrupted_signal() != 0) return false;
-    std::this_thread::sleep_for(
-        std::min(std::chrono::milliseconds(20),
-                 std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()) +
-                     std::chrono::milliseconds(1)));
-  }
-  return true;
-}
 
 RetryResult retry_check(const checks::CheckSpec& spec, const std::string& root, int max_attempts,
                         long long base_delay_ms, const std::function<bool(long long)>& sleep_ms) {
@@ -32,7 +19,7 @@ RetryResult retry_check(const checks::CheckSpec& spec, const std::string& root, 
       long long jitter = base > 0 ? static_cast<long long>(rng() % static_cast<unsigned long long>(base / 2 + 1)) : 0;
       long long wait = base + jitter;
       r.delays_ms.push_back(wait);
-      bool ok = sleep_ms ? sleep_ms(wait) : interruptible_sleep_ms(wait);
+      bool ok = sleep_ms ? sleep_ms(wait) : util::interruptible_sleep_ms(wait);
       if (!ok) break;
     }
     r.runs.push_back(checks::sense(spec, root));

@@ -21,11 +21,9 @@ struct RetryResult {
 // Runs `spec` up to `max_attempts` (capped at kMaxRetryAttempts) times,
 // stopping at the first green run. Before attempt k+1 it waits
 // base_delay_ms * 2^(k-1) plus up to 50% jitter. `sleep_ms` is injectable
-// for tests; it returns false when the wait was interrupted.
+// for tests (util::interruptible_sleep_ms by default); it returns false
+// when the wait was interrupted.
 RetryResult retry_check(const checks::CheckSpec& spec, const std::string& root, int max_attempts,
                         long long base_delay_ms, const std::function<bool(long long)>& sleep_ms = {});
-
-// Sleeps in small steps, returning early (false) when Phoenix is interrupted.
-bool interruptible_sleep_ms(long long ms);
 
 }  // namespace phoenix::engine

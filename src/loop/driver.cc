@@ -38,7 +38,8 @@ int Loop::run() {
       }
     }
     if (iteration >= max_iterations)
-      return finish(kExitRed, "stopped", "stopped: --max-iterations " + std::to_string(max_iterations) + " reached");
+      return finish(kExitRed, Phase::kStopped,
+                    "stopped: --max-iterations " + std::to_string(max_iterations) + " reached");
     if (Ending e = over_cap()) return *e;
     if (Ending e = iterate(task, tasks)) return *e;
   }
@@ -63,7 +64,7 @@ Loop::Ending Loop::over_cap() {
   }
   if (!v.stop) return std::nullopt;
   trace.append("loop.cap", {{"cap", v.cap}, {"why", v.why}, {"caps", caps_figures()}});
-  return finish(kExitRed, "stopped", "stopped: " + v.why);
+  return finish(kExitRed, Phase::kStopped, "stopped: " + v.why);
 }
 
 // Open tasks that come after a skipped one can never start: skipped too.
@@ -83,24 +84,25 @@ void Loop::skip_blocked(const std::vector<Task>& tasks) {
 
 // Baseline: red before the agent started is not the agent's doing.
 Loop::Ending Loop::baseline() {
-  phase("baseline");
+  phase(Phase::kBaseline);
   Measure m = measure();
   if (!m.setup_failed.empty()) return setup_stopped(m);
   if (m.interrupted || util::interrupted_signal()) return interrupted();
   if (!m.green) {
     std::string ids = util::join_argv(m.red);
     trace.append("loop.baseline", {{"red", m.red}, {"mode", cfg.loop.baseline}});
-    say("baseline: red before any task: " + ids + " (loop.baseline = " + cfg.loop.baseline + ")");
-    if (cfg.loop.baseline == "stop")
-      return finish(kExitRed, "stopped", "baseline red: " + ids + "; loop.baseline = stop");
-    if (cfg.loop.baseline == "ignore") {
+    say("baseline: red before any task: " + ids + " (loop.baseline = " + config::baseline_name(cfg.loop.baseline) +
+        ")");
+    if (cfg.loop.baseline == config::Baseline::kStop)
+      return finish(kExitRed, Phase::kStopped, "baseline red: " + ids + "; loop.baseline = stop");
+    if (cfg.loop.baseline == config::Baseline::kIgnore) {
       for (const auto& id : m.red) ignored.insert(id);
       write_run_file();
     } else {
       HealOutcome h = heal(m.red);
       sync_branch("baseline heal");
       if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
-      if (!h.model_unusable.empty()) return finish(kExitRed, "stopped", h.model_unusable);
+      if (!h.model_unusable.empty()) return finish(kExitRed, Phase::kStopped, h.model_unusable);
       if (h.exit_code != kExitOk) return escalated_baseline(h);
       Measure hm = measure();
       if (!hm.setup_failed.empty()) return setup_stopped(hm);
@@ -110,15 +112,15 @@ Loop::Ending Loop::baseline() {
   } else {
     bless();
   }
-  phase("baseline");
+  phase(Phase::kBaseline);
   return std::nullopt;
 }
 
 Loop::Ending Loop::stop_requested() {
   if (util::interrupted_signal()) return interrupted();
-  if (util::path_exists(stop_path(root))) return finish(kExitRed, "stopped", "stopped: .phoenix/STOP exists");
+  if (util::path_exists(stop_path(root))) return finish(kExitRed, Phase::kStopped, "stopped: .phoenix/STOP exists");
   if (auto left = ms_to_deadline(); left && *left <= 0)
-    return finish(kExitRed, "stopped", "stopped: --until " + opt.deadline_text + " reached");
+    return finish(kExitRed, Phase::kStopped, "stopped: --until " + opt.deadline_text + " reached");
   return std::nullopt;
 }
 
@@ -128,66 +130,62 @@ int Loop::all_ticked() {
   if (merging()) {
     std::vector<std::string> open = open_ids();
     if (!open.empty())
-      return finish(kExitRed, "stopped",
+      return finish(kExitRed, Phase::kStopped,
                     "merged what the shards pushed; " + std::to_string(open.size()) +
                         " task(s) not merged (no branch on " + opt.merge_remote +
                         ", or after one that has none): " + util::join_argv(open));
   }
   if (!unpushed.empty())
-    return finish(kExitRed, "stopped",
+    return finish(kExitRed, Phase::kStopped,
                   std::to_string(unpushed.size()) + " task branch(es) not pushed to " + opt.remote + ": " +
                       util::join_argv(std::vector<std::string>(unpushed.begin(), unpushed.end())));
   if (!skipped.empty())
-    return finish(kExitRed, "stopped",
+    return finish(kExitRed, Phase::kStopped,
                   std::to_string(skipped.size()) + " task(s) skipped after escalation; the rest done");
   Measure m = measure();
   if (!m.setup_failed.empty()) return setup_stopped(m);
   if (m.interrupted) return interrupted();
-  if (!m.green) return finish(kExitRed, "stopped", "every task ticked but red: " + util::join_argv(m.red));
+  if (!m.green) return finish(kExitRed, Phase::kStopped, "every task ticked but red: " + util::join_argv(m.red));
   bless();
   if (sharded())
-    return finish(kExitOk, "complete",
+    return finish(kExitOk, Phase::kComplete,
                   "complete: every task of shard " + opt.shard->text() + " ticked and pushed to " + opt.remote +
                       ", every check green");
-  return finish(kExitOk, "complete", "complete: every task ticked, every check green");
+  return finish(kExitOk, Phase::kComplete, "complete: every task ticked, every check green");
 }
 
+// Why the model could not be used: the CLI's first error line, else the detail.
+std::string Loop::cause_of(const AgentRun& a) { return a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error; }
+
 // Credit or billing gone: waiting will not help. The one line.
-std::string Loop::quota_line(const AgentRun& a) {
-  return agent::unusable_line("quota", a.program, a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error);
-}
+std::string Loop::quota_line(const AgentRun& a) { return agent::unusable_line("quota", a.program, cause_of(a)); }
 
 // Not the agent's failure and not "no progress": wait and try again,
 // until the reset time the CLI printed (plus jitter) or with backoff,
 // as long as --until (or harness.max_wait_s, when set) allows.
 Loop::Ending Loop::wait_for_model(const AgentRun& a) {
   --iteration;  // a run the provider refused is not one of the agent's iterations
-  rate_waited_ms += a.duration_ms;
+  model_wait.refused(a.duration_ms);
   // harness.max_wait_s counts every wait in a row; --until is a time.
   const long long left = cfg.harness.max_wait_s
-                             ? static_cast<long long>(*cfg.harness.max_wait_s * 1000) - rate_waited_ms
+                             ? model_wait.left_of(static_cast<long long>(*cfg.harness.max_wait_s * 1000))
                              : static_cast<long long>(max_wait_s() * 1000);
   const std::string kind = a.cls.status == agent::Status::kRateLimited ? "rate-limited" : "unreachable";
-  if (left <= 0)
-    return finish(kExitRed, "stopped",
-                  agent::unusable_line(kind + " for " + std::to_string((rate_waited_ms + 500) / 1000) + " s",
-                                       a.program, a.cls.first_error.empty() ? a.cls.detail : a.cls.first_error));
-  long long wait = agent::wait_ms(a.cls, rate_waits, left);
-  ++rate_waits;
-  rate_waited_ms += wait;
+  if (left <= 0) return finish(kExitRed, Phase::kStopped, model_wait.spent_line(kind, a.program, cause_of(a)));
+  const long long wait = model_wait.next(a.cls, left);
   const long long until = util::now_ms() + wait;
   say("harness " + a.cls.detail + ": waiting " + std::to_string(std::max<long long>(1, (wait + 500) / 1000)) +
       " s (until " + util::local_hhmm(until) + ")");
   trace.append("loop.wait", {{"status", agent::status_name(a.cls.status)},
                              {"wait_ms", wait},
-                             {"waited_ms", rate_waited_ms},
+                             {"waited_ms", model_wait.waited_ms},
                              {"until", iso8601(until)},
                              {"detail", a.cls.detail}});
-  phase("waiting", [&](Json& s) {
+  phase(Phase::kWaiting, [&](Json& s) {
     s["waiting_until"] = iso8601(until);
     s["waiting_for"] = kind;
   });
-  if (rate_waits == 1) notify("waiting", "", "waiting on a " + kind + " model until " + iso8601(until));
+  if (model_wait.waits == 1) notify("waiting", "", "waiting on a " + kind + " model until " + iso8601(until));
   if (!repo->is_clean(kKeep)) repo->reset_hard(repo->head_sha(), true, kKeep);
   nap(wait);
   state.update([&](Json& s) {
@@ -208,12 +206,12 @@ Loop::Ending Loop::no_change(const AgentRun& a, const std::string& prompt) {
     if (m.interrupted) return interrupted();
     if (m.green) {
       bless();
-      return finish(kExitOk, "complete", "complete: the agent promised and every check is green");
+      return finish(kExitOk, Phase::kComplete, "complete: the agent promised and every check is green");
     }
     last_failure = "you said COMPLETE but these checks are red: " + util::join_argv(m.red);
   }
   if (no_progress >= cfg.loop.no_progress_limit)
-    return finish(kExitRed, "stopped",
+    return finish(kExitRed, Phase::kStopped,
                   "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
   return std::nullopt;
 }

@@ -9,15 +9,16 @@ namespace phoenix::loop::internal {
 
 // --- the end ---------------------------------------------------------------
 
-int Loop::finish(int code, const std::string& phase_in, const std::string& why_in) {
-  std::string phase_name = phase_in, why = why_in;
+int Loop::finish(int code, Phase phase_in, const std::string& why_in) {
+  Phase phase_name = phase_in;
+  std::string why = why_in;
   if (merging() && !merge_unpushed.empty() && code != kExitInterrupted) {
     push_merged();  // once more: the last word on whether the remote has it
     if (!merge_unpushed.empty()) {
       why += "; " + branch + " is not on " + opt.merge_remote + ": " + merge_unpushed;
       if (code == kExitOk) {
         code = kExitRed;
-        phase_name = "stopped";
+        phase_name = Phase::kStopped;
       }
     }
   }
@@ -32,21 +33,21 @@ int Loop::finish(int code, const std::string& phase_in, const std::string& why_i
     s["task"] = nullptr;
   });
   state.stop_heartbeat();
-  notify(phase_name == "escalated" ? "escalated-end" : "end", last_incident, why);
+  notify(phase_name == Phase::kEscalated ? "escalated-end" : "end", last_incident, why);
   return code;
 }
 
 int Loop::setup_stopped(const Measure& m) {
   const std::string first = m.setup_failed.substr(0, m.setup_failed.find('\n'));
   if (m.setup_failed.size() > first.size()) say(m.setup_failed.substr(first.size() + 1));
-  return finish(
-      kExitRed, "stopped",
-      "stopped: " + first + " (in the loop's worktree " + wt + "); fix phoenix.json's setup, then --resume");
+  return finish(kExitRed, Phase::kStopped,
+                "stopped: " + first + " (in the loop's worktree " + wt + "); fix phoenix.json's setup, then --resume");
 }
 
 int Loop::interrupted() {
   int sig = util::interrupted_signal();
-  return finish(kExitInterrupted, "interrupted", "interrupted by signal " + std::to_string(sig) + "; state written");
+  return finish(kExitInterrupted, Phase::kInterrupted,
+                "interrupted by signal " + std::to_string(sig) + "; state written");
 }
 
 std::string Loop::session_cap_why() const {
@@ -58,21 +59,54 @@ std::string Loop::session_cap_why() const {
 // diff), fsynced, then the worktree back at known-good, then
 // loop.on_escalate (or exit 2 when the session cap was reached).
 Loop::Ending Loop::give_up_task(const Task& task, const Json& tj, const std::string& title, const std::string& why,
-                    bool session_cap) {
-  const TaskRecord& rec = *book.find(task.id());
-  std::string kg = repo->read_ref(kg_ref).value_or(task_before);
-  std::string note = task_incident(rec, why, kg);
-  if (repo->head_sha() != kg || !repo->is_clean(kKeep)) repo->reset_hard(kg, true, kKeep);
-  std::string last_ref;
-  for (const auto& a : rec.history)
-    if (!a.ref.empty()) last_ref = a.ref;
-  trace.append("rollback", {{"to", kg}, {"abandoned_ref", last_ref}});
-  engine::set_incident_state(note, "rolled back to " + kg +
-                                       " (the loop branch never held the attempts: they are kept under " +
-                                       std::string(layout::kAttemptsPrefix) + wt_name + "/" + task.id() + "/)");
-  trace.append("loop.task_escalated",
-               {{"iteration", iteration.load()}, {"task", tj}, {"why", why}, {"incident", note}, {"attempts", rec.attempts}});
-  return escalated_task(note, task, tj, title, why, session_cap);
+                                bool session_cap) {
+  const std::string kg = repo->read_ref(kg_ref).value_or(task_before);
+  const TaskEscalation x =
+      escalate_task(*book.find(task.id()), tj, why, kg, true, session_cap, "escalated on " + title + ": " + why);
+  if (!x.end_why.empty()) return finish(kExitEscalated, Phase::kEscalated, x.end_why);
+  if (!prompt_mode()) {
+    skipped.insert(task.index);
+    write_run_file();
+    trace.append("loop.task_skipped", {{"iteration", iteration.load()}, {"task", tj}, {"incident", x.incident}});
+  }
+  say("escalated: " + x.incident + "; skipping the task (loop.on_escalate = skip)");
+  if (prompt_mode()) return finish(kExitEscalated, Phase::kEscalated, "escalated: see " + x.incident);
+  if (escalations_in_row >= cfg.circuit_breaker)
+    return finish(kExitEscalated, Phase::kEscalated,
+                  "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");
+  return std::nullopt;
+}
+
+// A task given up on, by the loop alone or by its workers: the note
+// (written and fsynced before any rollback), in the loop's own worktree
+// (`own_tree`) the rollback to `to`, the note's state, the trace's
+// loop.task_escalated, then escalated_note. The run ends (x.end_why) at
+// the session cap or with loop.on_escalate = stop; otherwise the caller
+// skips the task.
+Loop::TaskEscalation Loop::escalate_task(const TaskRecord& rec, const Json& tj, const std::string& why,
+                                         const std::string& to, bool own_tree, bool session_cap,
+                                         const std::string& summary) {
+  TaskEscalation x;
+  x.incident = task_incident(rec, why, to);
+  if (own_tree) {
+    if (repo->head_sha() != to || !repo->is_clean(kKeep)) repo->reset_hard(to, true, kKeep);
+    std::string last_ref;
+    for (const auto& a : rec.history)
+      if (!a.ref.empty()) last_ref = a.ref;
+    trace.append("rollback", {{"to", to}, {"abandoned_ref", last_ref}});
+  }
+  engine::set_incident_state(x.incident, "rolled back to " + to +
+                                             " (the loop branch never held the attempts: they are kept under " +
+                                             std::string(layout::kAttemptsPrefix) + wt_name + "/" + rec.id + "/)");
+  trace.append("loop.task_escalated", {{"iteration", iteration.load()},
+                                       {"task", tj},
+                                       {"why", why},
+                                       {"incident", x.incident},
+                                       {"attempts", rec.attempts}});
+  escalated_note(x.incident, summary, own_tree);
+  if (session_cap) x.end_why = session_cap_why() + "; see " + x.incident;
+  else if (cfg.loop.on_escalate == config::OnEscalate::kStop) x.end_why = "escalated: see " + x.incident;
+  return x;
 }
 
 // The note of a task given up on, written in <root>/incidents before any
@@ -96,43 +130,26 @@ std::string Loop::task_incident(const TaskRecord& rec, const std::string& why, c
   return path;
 }
 
-Loop::Ending Loop::escalated_task(const std::string& incident, const Task& task, const Json& tj, const std::string& title,
-                      const std::string& why, bool session_cap) {
-  // The state says "escalated" before the notification reads it.
-  phase("escalated", [&](Json& s) { s["last_incident"] = incident; });
-  escalated_note(incident, "escalated on " + title + ": " + why);
-  if (session_cap) return finish(kExitEscalated, "escalated", session_cap_why() + "; see " + incident);
-  if (cfg.loop.on_escalate == "stop") return finish(kExitEscalated, "escalated", "escalated: see " + incident);
-  if (!prompt_mode()) {
-    skipped.insert(task.index);
-    write_run_file();
-    trace.append("loop.task_skipped", {{"iteration", iteration.load()}, {"task", tj}, {"incident", incident}});
-  }
-  say("escalated: " + incident + "; skipping the task (loop.on_escalate = skip)");
-  if (prompt_mode()) return finish(kExitEscalated, "escalated", "escalated: see " + incident);
-  if (escalations_in_row >= cfg.circuit_breaker)
-    return finish(kExitEscalated, "escalated",
-                  "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");
-  return std::nullopt;
-}
-
-void Loop::escalated_note(const std::string& incident, const std::string& summary) {
+// The bookkeeping of every escalation of the loop's (a task, a merge or
+// the baseline given up on): the last incident, the ESCALATED flag,
+// loop-state.json's last_incident (with the phase "escalated" when the
+// loop's own worktree escalated: `in_phase`; a worker's or the queue's
+// leaves the phase to the loop) before the notification reads the state,
+// the notification, and the count of escalations in a row.
+void Loop::escalated_note(const std::string& incident, const std::string& summary, bool in_phase) {
   last_incident = incident;
   util::write_file_atomic(layout::escalated_flag(root), incident + "\n");
-  state.update([&](Json& s) { s["last_incident"] = incident; });
+  const auto said = [&](Json& s) { s["last_incident"] = incident; };
+  if (in_phase) phase(Phase::kEscalated, said);
+  else state.update(said);
   notify("escalated", incident, summary);
   ++escalations_in_row;
 }
 
 int Loop::escalated_baseline(const HealOutcome& h) {
-  if (!h.incident.empty()) {
-    last_incident = h.incident;
-    util::write_file_atomic(root + "/.phoenix/ESCALATED", h.incident + "\n");
-    phase("escalated", [&](Json& s) { s["last_incident"] = h.incident; });
-    notify("escalated", h.incident, "escalated: the baseline could not be healed");
-    return finish(kExitEscalated, "escalated", "baseline could not be healed: see " + h.incident);
-  }
-  return finish(kExitRed, "stopped", "baseline red and not healed");
+  if (h.incident.empty()) return finish(kExitRed, Phase::kStopped, "baseline red and not healed");
+  escalated_note(h.incident, "escalated: the baseline could not be healed", true);
+  return finish(kExitEscalated, Phase::kEscalated, "baseline could not be healed: see " + h.incident);
 }
 
 }  // namespace phoenix::loop::internal

@@ -18,6 +18,9 @@
 
 #include "agent/agent.h"
 #include "config/config.h"
+#include "engine/model_wait.h"
+#include "engine/phase.h"
+#include "engine/state.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
 #include "loop/acceptance.h"
@@ -37,8 +40,14 @@
 #include "util/lock.h"
 #include "util/text.h"
 
+namespace phoenix::engine {
+struct SessionOptions;
+struct RunResult;
+}  // namespace phoenix::engine
+
 namespace phoenix::loop::internal {
 
+using engine::Phase;
 using util::Json;
 
 // Untracked run-time state never counts as a change of the agent's.
@@ -53,8 +62,8 @@ struct Loop {
   std::function<void(const std::string&)> say;
 
   std::string root, wt, branch, wt_name, tasks_rel, prompt_rel;
-  std::string kg_ref;  // the loop branch's known-good (layout::known_good_ref_of)
-  TaskBook book{cfg};  // every task's attempts over the night (loop/attempts.h)
+  std::string kg_ref;                   // the loop branch's known-good (layout::known_good_ref_of)
+  TaskBook book{cfg};                   // every task's attempts over the night (loop/attempts.h)
   std::optional<gitx::Repo> repo;       // the worktree's
   std::optional<gitx::Repo> main_repo;  // the user's repository
   std::unique_ptr<util::FileLock> tree_lock;  // the loop's worktree (wt_name), held for the whole run
@@ -66,8 +75,9 @@ struct Loop {
   std::deque<QueueEntry> queue;  // the merge queue (--workers N)
   int escalations_in_row = 0;
   int no_progress = 0;
-  int rate_waits = 0;            // rate-limited or unreachable harness runs in a row
-  long long rate_waited_ms = 0;  // waited on them in a row (harness.max_wait_s bounds it when set)
+  // Rate-limited or unreachable harness runs in a row, and the time waited
+  // on them (harness.max_wait_s bounds it when set).
+  engine::ModelWait model_wait;
   std::set<int> skipped;
   std::set<std::string> ignored;  // checks red at the baseline, loop.baseline = ignore
   std::string last_failure, last_incident;
@@ -155,7 +165,7 @@ struct Loop {
 
   struct Drain {  // why the run winds down: no new task starts, the queue empties
     int code = kExitRed;
-    std::string phase = "stopped";
+    Phase phase = Phase::kStopped;
     std::string why;
   };
   std::optional<Drain> drain;
@@ -171,8 +181,7 @@ struct Loop {
 
   // --- loop.cc: the loop's state file and run file, its clock, its webhooks (and the public functions of loop.h)
   std::optional<long long> ms_to_deadline() const;
-  void phase(const std::string& p, const std::function<void(Json&)>& more = {},
-             util::Sync sync = util::Sync::kDurable);
+  void phase(Phase p, const std::function<void(Json&)>& more = {}, util::Sync sync = util::Sync::kDurable);
   void sync_branch(const std::string& why);
   void write_run_file();
   Json queue_json() const;
@@ -202,6 +211,11 @@ struct Loop {
   // --- heal.cc: the inner cycle (engine::run_session) on a red tree
   HealOutcome heal(const std::vector<std::string>& red);
   HealOutcome heal(const Tree& t, const std::vector<std::string>& red, bool worker, const TaskHeal* task);
+  engine::SessionOptions heal_options(const std::vector<std::string>& red, bool worker, const TaskHeal* task,
+                                      const config::Config& base) const;
+  config::Config task_heal_config(const config::Config& base) const;
+  void heal_state(std::optional<engine::State> st, const Json& ev, const config::Config& tc);
+  HealOutcome heal_outcome(const engine::RunResult& r, const std::vector<TaskAttempt>& repeats);
   static std::string change_text(const std::string& title, const std::string& diff);
 
   // --- agent_run.cc: the prompt and one harness run
@@ -222,6 +236,7 @@ struct Loop {
   Ending baseline();
   Ending stop_requested();
   int all_ticked();
+  static std::string cause_of(const AgentRun& a);
   static std::string quota_line(const AgentRun& a);
   Ending wait_for_model(const AgentRun& a);
   Ending no_change(const AgentRun& a, const std::string& prompt);
@@ -231,7 +246,17 @@ struct Loop {
   Task prompt_task() const;
   void land(const Task* task, const std::string& title, const std::vector<std::string>& attempts,
             const std::string& healed_by);
+  void agent_phase(const Task* task, const Json& tj);
+  Ending landed_green(const Task* task, const Json& tj, const std::string& title, bool promised_done,
+                      trace::Trace::Batch& batch);
   Ending on_red(const Measure& m, const Task* task, const Json& tj, const std::string& title);
+  struct RedAttempt {
+    RedFacts facts;
+    std::string diff;
+    Verdict verdict = Verdict::kGoOn;
+  };
+  RedAttempt keep_red_attempt(const Measure& m, const Task& self, const Json& tj, const std::string& title);
+  Ending attempt_failed(const Task& self, const Json& tj, const std::string& title);
   void task_state(const std::string& id, const RedFacts& facts);
 
   // --- bite.cc: tests that bite: a task's new tests measured without its code (engine/bite.h)
@@ -241,20 +266,25 @@ struct Loop {
   JobResult toothless_in_worker(JobResult& r, const Tree& t, const std::string& why);
 
   // --- end.cc: the end of the run and escalations
-  int finish(int code, const std::string& phase_in, const std::string& why_in);
+  int finish(int code, Phase phase_in, const std::string& why_in);
   int setup_stopped(const Measure& m);
   int interrupted();
   std::string session_cap_why() const;
   Ending give_up_task(const Task& task, const Json& tj, const std::string& title, const std::string& why,
                       bool session_cap);
+  // A task given up on: its note, and why the run ends ("": the task is skipped).
+  struct TaskEscalation {
+    std::string incident;
+    std::string end_why;
+  };
+  TaskEscalation escalate_task(const TaskRecord& rec, const Json& tj, const std::string& why, const std::string& to,
+                               bool own_tree, bool session_cap, const std::string& summary);
   std::string task_incident(const TaskRecord& rec, const std::string& why, const std::string& to);
-  Ending escalated_task(const std::string& incident, const Task& task, const Json& tj, const std::string& title,
-                        const std::string& why, bool session_cap);
-  void escalated_note(const std::string& incident, const std::string& summary = "");
+  void escalated_note(const std::string& incident, const std::string& summary = "", bool in_phase = false);
   int escalated_baseline(const HealOutcome& h);
 
   // --- workers_driver.cc: --workers N: the loop's thread hands tasks to the pool and takes what comes back
-  void wind_down(int code, const std::string& phase_name, const std::string& why);
+  void wind_down(int code, Phase phase_name, const std::string& why);
   void publish_queue();
   int run_workers();
   std::optional<size_t> ready_entry();
@@ -274,7 +304,7 @@ struct Loop {
   JobResult work(WorkerPool::Worker& w, const Job& job);
   JobResult healed_in_worker(JobResult& r, const Tree& t, const Measure& m, int left);
   static JobResult ended(JobResult& r, JobResult::End end);
-  static JobResult stop(JobResult& r, const std::string& phase_name, const std::string& why);
+  static JobResult stop(JobResult& r, Phase phase_name, const std::string& why);
 
   // --- merge.cc: the merge queue's entries onto the branch; shards' pushes and --merge's fetches
   void publish(const Task& task);

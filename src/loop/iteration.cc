@@ -18,15 +18,7 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
   // (or whatever ends it early) is the durable one. A power cut in
   // between brings back the previous iteration's state, which --resume
   // handles like a crash there (the worktree is reset to the branch).
-  phase(
-      "agent",
-      [&](Json& s) {
-        s["task"] = tj;
-        Json b = book.state_of(task_id(task));
-        s["retry_count"] = b["retry_count"];
-        s["task_signatures"] = b["signatures"];
-      },
-      util::Sync::kAtomic);
+  agent_phase(task, tj);
   std::string title = task ? task->title : "iteration " + std::to_string(iteration);
   say("iteration " + std::to_string(iteration) + ": " + title);
   std::string prompt = prompt_for(task, tasks);
@@ -46,11 +38,11 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
   const bool measured_next = a.changed && a.cls.status != Status::kQuota && !agent::waits(a.cls.status) &&
                              a.cls.status != Status::kUnavailable && a.cls.status != Status::kTimeout;
   if (!measured_next) batch.end();  // a wait, no change or an ending follows
-  if (a.cls.status == Status::kQuota) return finish(kExitRed, "stopped", quota_line(a));
+  if (a.cls.status == Status::kQuota) return finish(kExitRed, Phase::kStopped, quota_line(a));
   if (agent::waits(a.cls.status)) return wait_for_model(a);
-  rate_waits = 0;
-  rate_waited_ms = 0;
-  if (a.cls.status == Status::kUnavailable) return finish(kExitRed, "failed", "harness unavailable: " + a.cls.detail);
+  model_wait = {};
+  if (a.cls.status == Status::kUnavailable)
+    return finish(kExitRed, Phase::kFailed, "harness unavailable: " + a.cls.detail);
   if (a.cls.status == Status::kTimeout) {
     // The runner killed the whole process group; its half-work goes.
     last_failure = "the agent was stopped at the iteration timeout (" + a.cls.detail + ")";
@@ -59,7 +51,7 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
   }
   if (!a.changed) return no_change(a, prompt);
 
-  phase("checking", {}, util::Sync::kAtomic);
+  phase(Phase::kChecking, {}, util::Sync::kAtomic);
   Measure m = measure();
   if (!m.green || m.interrupted || util::interrupted_signal()) batch.end();
   if (!m.setup_failed.empty()) return setup_stopped(m);
@@ -74,20 +66,41 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
       batch.end();
       return interrupted();
     }
-    phase("committing", {}, util::Sync::kAtomic);
-    land(task, title, {}, "");
-    trace.append("loop.task_done", {{"iteration", iteration.load()},
-                                    {"task", tj},
-                                    {"head", repo->head_sha()},
-                                    {"attempts", book.state_of(task_id(task))["retry_count"]}});
-    batch.end();
-    if (task) publish(*task);
-    phase("committing");
-    if (prompt_mode() && promised(a.output, prompt))
-      return finish(kExitOk, "complete", "complete: the agent promised and every check is green");
-    return std::nullopt;
+    return landed_green(task, tj, title, prompt_mode() && promised(a.output, prompt), batch);
   }
   return on_red(m, task, tj, title);
+}
+
+// The agent starts on `task` (loop-state.json's task, its attempts and
+// signatures so far), written without fsync: see iterate.
+void Loop::agent_phase(const Task* task, const Json& tj) {
+  phase(
+      Phase::kAgent,
+      [&](Json& s) {
+        s["task"] = tj;
+        Json b = book.state_of(task_id(task));
+        s["retry_count"] = b["retry_count"];
+        s["task_signatures"] = b["signatures"];
+      },
+      util::Sync::kAtomic);
+}
+
+// Green after the agent's run: the task lands, the iteration's trace
+// events are fsynced, the shard pushes it. In prompt mode the agent's
+// promise (`promised_done`) with every check green completes the run.
+Loop::Ending Loop::landed_green(const Task* task, const Json& tj, const std::string& title, bool promised_done,
+                                trace::Trace::Batch& batch) {
+  phase(Phase::kCommitting, {}, util::Sync::kAtomic);
+  land(task, title, {}, "");
+  trace.append("loop.task_done", {{"iteration", iteration.load()},
+                                  {"task", tj},
+                                  {"head", repo->head_sha()},
+                                  {"attempts", book.state_of(task_id(task))["retry_count"]}});
+  batch.end();
+  if (task) publish(*task);
+  phase(Phase::kCommitting);
+  if (promised_done) return finish(kExitOk, Phase::kComplete, "complete: the agent promised and every check is green");
+  return std::nullopt;
 }
 
 // The task's pseudo-task in prompt mode (one task, run again and again).
@@ -104,7 +117,7 @@ Task Loop::prompt_task() const {
 // known-good move to it. Only a commit that holds the task's own work is
 // landed (the done rule, loop/attempts.h): the caller checked the tree.
 void Loop::land(const Task* task, const std::string& title, const std::vector<std::string>& attempts,
-          const std::string& healed_by) {
+                const std::string& healed_by) {
   if (task) {
     // Committed with the work below (git's objects are not fsynced either).
     std::string path = wt + "/" + tasks_rel;
@@ -139,34 +152,17 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
   for (const auto& r : m.results)
     if (!r.ok) last_failure += "\n  " + r.id + ": " + r.signal;
   const Task self = task ? *task : prompt_task();
+  const RedAttempt red = keep_red_attempt(m, self, tj, title);
   TaskRecord& rec = book.of(self);
-  const std::string attempt =
-      repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
-  const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
-  repo->write_ref(ref, attempt, "phoenix-loop: a red attempt");
-  const RedFacts facts = red_facts(m);
-  const std::string diff = repo->diff_patch(task_before, attempt);
-  Verdict v = book.red_iteration(self, facts, ref, diff);
-  ++session_retries;
-  trace.append("loop.attempt", {{"iteration", iteration.load()},
-                                {"task", tj},
-                                {"ref", ref},
-                                {"commit", attempt},
-                                {"signature", util::sha12(facts.signature)},
-                                {"red", m.red},
-                                {"attempts", rec.attempts},
-                                {"budget", rec.budget},
-                                {"verdict", verdict_name(v)}});
-  task_state(self.id(), facts);
-  if (v != Verdict::kGoOn) return give_up_task(self, tj, title, verdict_why(v, rec), false);
+  if (red.verdict != Verdict::kGoOn) return give_up_task(self, tj, title, verdict_why(red.verdict, rec), false);
   if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);
 
-  TaskHeal th{book.left(self), task_before, change_text(title, diff)};
+  TaskHeal th{book.left(self), task_before, change_text(title, red.diff)};
   HealOutcome h = heal(main_tree(), m.red, false, &th);
   book.heal_spent(self, h.tried, h.healed_by);
-  task_state(self.id(), facts);
+  task_state(self.id(), red.facts);
   if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
-  if (!h.model_unusable.empty()) return finish(kExitRed, "stopped", h.model_unusable);
+  if (!h.model_unusable.empty()) return finish(kExitRed, Phase::kStopped, h.model_unusable);
   // no_progress_limit counts iterations whose net change is empty: here,
   // when the only "fix" was taking the work back out.
   if (h.undid_change) ++no_progress;
@@ -194,15 +190,48 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
                                       {"fixer", h.healed_by},
                                       {"attempts", rec.attempts}});
       if (task) publish(*task);
-      phase("committing");
+      phase(Phase::kCommitting);
       return std::nullopt;
     }
     last_failure += "\nhealed, but " + not_done;
   } else if (!h.why_stopped.empty()) {
     last_failure += "\nthe heal stopped: " + h.why_stopped;
   }
-  // Not healed: the attempt failed. Back to the task's start (the branch's
-  // tip, known-good); the next iteration gives the agent the failure.
+  return attempt_failed(self, tj, title);
+}
+
+// The agent's red attempt, committed and kept under its ref (never on the
+// branch), counted in the task's book and the session's retries, in the
+// trace and loop-state.json.
+Loop::RedAttempt Loop::keep_red_attempt(const Measure& m, const Task& self, const Json& tj, const std::string& title) {
+  TaskRecord& rec = book.of(self);
+  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true,
+                                               layout::state_prefixes());
+  const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
+  repo->write_ref(ref, attempt, "phoenix-loop: a red attempt");
+  RedAttempt red;
+  red.facts = red_facts(m);
+  red.diff = repo->diff_patch(task_before, attempt);
+  red.verdict = book.red_iteration(self, red.facts, ref, red.diff);
+  ++session_retries;
+  trace.append("loop.attempt", {{"iteration", iteration.load()},
+                                {"task", tj},
+                                {"ref", ref},
+                                {"commit", attempt},
+                                {"signature", util::sha12(red.facts.signature)},
+                                {"red", m.red},
+                                {"attempts", rec.attempts},
+                                {"budget", rec.budget},
+                                {"verdict", verdict_name(red.verdict)}});
+  task_state(self.id(), red.facts);
+  return red;
+}
+
+// Not healed: the attempt failed. Back to the task's start (the branch's
+// tip, known-good); the next iteration gives the agent the failure, unless
+// the session cap or the task's budget is spent, or nothing changes.
+Loop::Ending Loop::attempt_failed(const Task& self, const Json& tj, const std::string& title) {
+  const TaskRecord& rec = book.of(self);
   repo->reset_hard(task_before, true, kKeep);
   trace.append("loop.attempt_failed",
                {{"iteration", iteration.load()}, {"task", tj}, {"attempts", rec.attempts}, {"why", last_failure}});
@@ -210,7 +239,7 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
   if (book.after_heal(self) != Verdict::kGoOn)
     return give_up_task(self, tj, title, verdict_why(Verdict::kBudgetSpent, rec), false);
   if (no_progress >= cfg.loop.no_progress_limit)
-    return finish(kExitRed, "stopped",
+    return finish(kExitRed, Phase::kStopped,
                   "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing (net)");
   return std::nullopt;
 }

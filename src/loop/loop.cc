@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <thread>
 
 #include "gitx/worktree.h"
 #include "loop/internal.h"
@@ -13,6 +12,7 @@
 #include "util/format.h"
 #include "util/path.h"
 #include "util/signals.h"
+#include "util/sleep.h"
 #include "util/text.h"
 
 namespace phoenix::loop {
@@ -90,8 +90,7 @@ std::optional<long long> Loop::ms_to_deadline() const {
 
 // `sync`: util::Sync::kAtomic for a transient phase inside an iteration,
 // which the iteration's last (durable) write follows (loop/state.h).
-void Loop::phase(const std::string& p, const std::function<void(Json&)>& more,
-           util::Sync sync) {
+void Loop::phase(Phase p, const std::function<void(Json&)>& more, util::Sync sync) {
   state.update(
       [&](Json& s) {
         s["phase"] = p;
@@ -148,18 +147,16 @@ double Loop::max_wait_s() const {
   return caps_seconds_left();
 }
 
-// Sleeps up to ms, in slices, returning early on a signal or a STOP file.
+// Sleeps up to ms, returning early on a signal, a STOP file or --until.
 void Loop::nap(long long ms) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (std::chrono::steady_clock::now() < end) {
-    if (util::interrupted_signal() != 0 || util::path_exists(stop_path(root))) return;
-    if (auto left = ms_to_deadline(); left && *left <= 0) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  util::interruptible_sleep_ms(ms, [&] {
+    if (util::path_exists(stop_path(root))) return true;
+    auto left = ms_to_deadline();
+    return left && *left <= 0;
+  });
 }
 
 }  // namespace internal
-
 
 int run_loop(const Options& options, const config::Config& cfg, trace::Trace& trace,
              const std::function<void(const std::string&)>& say) {
@@ -177,13 +174,14 @@ int run_loop(const Options& options, const config::Config& cfg, trace::Trace& tr
       // last state written stays (whole: it is replaced atomically) and the
       // error that stopped the loop is the one reported.
       try {
-        l.phase("failed", [&](Json& s) {
+        l.phase(engine::Phase::kFailed, [&](Json& s) {
           s["exit_code"] = e.exit_code();
           s["error"] = e.what();
         });
       } catch (const Error&) {}
       try {
-        l.trace.append("loop.end", {{"exit_code", e.exit_code()}, {"phase", "failed"}, {"why", e.what()}});
+        l.trace.append("loop.end",
+                       {{"exit_code", e.exit_code()}, {"phase", engine::Phase::kFailed}, {"why", e.what()}});
       } catch (const Error&) {}
     }
     throw;

@@ -72,7 +72,7 @@ Loop::Ending Loop::merge_next(size_t at) {
   QueueEntry e = queue[at];
   std::string saved = util::read_file(wt + "/" + tasks_rel);
   std::vector<Task> tasks = parse_tasks(saved, tasks_rel);
-  phase("merging", [&](Json& s) {
+  phase(Phase::kMerging, [&](Json& s) {
     s["task"] = Json{{"id", e.id}, {"title", e.title}, {"index", e.index}, {"total", tasks.size()}};
   });
   std::vector<std::string> keep = kKeep;
@@ -104,7 +104,7 @@ Loop::Ending Loop::merge_next(size_t at) {
   else not_merged(e, m);
   write_run_file();
   publish_queue();
-  phase(drain ? "stopped" : "agent", [&](Json& s) { s["task"] = nullptr; });
+  phase(drain ? Phase::kStopped : Phase::kAgent, [&](Json& s) { s["task"] = nullptr; });
   return std::nullopt;
 }
 
@@ -140,11 +140,10 @@ void Loop::not_merged(const QueueEntry& e, const MergeResult& m) {
   std::string kept = std::string(engine::kAbandonedPrefix) + "task-" + e.id + "-" + std::to_string(util::now_ms());
   repo->write_ref(kept, e.commit, "phoenix-loop: not merged");
   repo->delete_ref(queue_ref(e.id));
-  std::string why =
-      m.kind == MergeResult::Kind::kConflict
-          ? "your last attempt conflicted with work merged meanwhile, in " + util::join_argv(m.conflicts)
-          : "your last attempt was green alone but red combined with work merged meanwhile: " +
-                util::join_argv(m.measure.red);
+  std::string why = m.kind == MergeResult::Kind::kConflict
+                        ? "your last attempt conflicted with work merged meanwhile, in " + util::join_argv(m.conflicts)
+                        : "your last attempt was green alone but red combined with work merged meanwhile: " +
+                              util::join_argv(m.measure.red);
   for (const auto& r : m.measure.results)
     if (!r.ok) why += "\n  " + r.id + ": " + r.signal;
   tries[e.index] = e.tries;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "engine/phase.h"
 #include "util/atomic_file.h"
 #include "util/fault.h"
 #include "util/text.h"
@@ -15,7 +16,7 @@ using util::Json;
 Json empty_state() {
   return Json{{"schema_version", kStateSchemaVersion},
               {"pid", static_cast<long>(::getpid())},
-              {"phase", "starting"},
+              {"phase", engine::Phase::kStarting},
               {"task", nullptr},
               {"iteration", 0},
               {"max_iterations", 0},

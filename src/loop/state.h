@@ -34,7 +34,7 @@ namespace phoenix::loop {
 
 inline constexpr int kStateSchemaVersion = 2;
 
-// Phases written to "phase".
+// Phases written to "phase" (engine/phase.h has them and their words):
 //   starting, baseline, agent, checking, healing, committing, waiting
 //   (rate limit), merging (the merge queue, --workers N), complete,
 //   stopped, escalated, interrupted, failed

@@ -23,17 +23,18 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
   std::vector<std::string> pinned{tasks_rel};
   for (const auto& p : acceptance_scripts(job.task, t.path)) pinned.push_back(p);
   PinnedFiles pins(t.path, pinned);
-  AgentRun a = run_agent(job.prompt, t, [&](long pid) { pool->set_phase(w, "agent", pid); });
+  AgentRun a = run_agent(job.prompt, t, [&](long pid) { pool->set_phase(w, Phase::kAgent, pid); });
   if (!pins.restore().empty()) a.changed = !t.repo->is_clean(own_files());
-  pool->set_phase(w, "checking");
+  pool->set_phase(w, Phase::kChecking);
   using agent::Status;
   if (util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
-  if (a.cls.status == Status::kQuota) return stop(r, "stopped", quota_line(a));
-  if (a.cls.status == Status::kUnavailable) return stop(r, "failed", "harness unavailable: " + a.cls.detail);
+  if (a.cls.status == Status::kQuota) return stop(r, Phase::kStopped, quota_line(a));
+  if (a.cls.status == Status::kUnavailable) return stop(r, Phase::kFailed, "harness unavailable: " + a.cls.detail);
   if (agent::waits(a.cls.status)) {
     --iteration;  // a run the provider refused is not one of the agent's iterations
-    pool->set_phase(w, "waiting");
-    long long wait = agent::wait_ms(a.cls, 0, static_cast<long long>(max_wait_s() * 1000));
+    pool->set_phase(w, Phase::kWaiting);
+    // The task goes back to the pool after one wait: a worker's waits are not counted in a row.
+    const long long wait = engine::ModelWait{}.next(a.cls, static_cast<long long>(max_wait_s() * 1000));
     trace.append("loop.wait",
                  {{"status", agent::status_name(a.cls.status)}, {"wait_ms", wait}, {"task", job.task.id()}});
     nap(wait);
@@ -43,11 +44,11 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
   if (!a.changed) return ended(r, JobResult::End::kNoChange);
   Measure m = measure(t);
   if (!m.setup_failed.empty())
-    return stop(r, "stopped",
+    return stop(r, Phase::kStopped,
                 "stopped: " + m.setup_failed.substr(0, m.setup_failed.find('\n')) + " (in the worker's worktree " +
                     t.path + "); fix phoenix.json's setup, then --resume");
   if (m.interrupted) return ended(r, JobResult::End::kInterrupted);
-  pool->set_phase(w, "committing");
+  pool->set_phase(w, Phase::kCommitting);
   if (m.green) {
     // Green, but the task's new tests must also fail without its code (loop/bite.cc).
     if (std::string why = tests_bite_why(t, r.base, task_json(job.task.index, job.task.id(), job.task.title));
@@ -66,11 +67,11 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
   r.red = red_facts(m, task_checks);
   r.diff = t.repo->diff_patch(r.base, attempt);
   const int left = budget_for(cfg, r.red.failure_type) - job.attempts - 1;
-  const bool again = std::find(job.signatures.begin(), job.signatures.end(), util::sha12(r.red.signature)) !=
-                     job.signatures.end();
+  const bool again =
+      std::find(job.signatures.begin(), job.signatures.end(), util::sha12(r.red.signature)) != job.signatures.end();
   if (left <= 0 || again || session_retries.load() + 1 >= cfg.session_cap)
     return ended(r, JobResult::End::kRed);  // the loop's thread gives the task up
-  pool->set_phase(w, "healing");
+  pool->set_phase(w, Phase::kHealing);
   return healed_in_worker(r, t, m, left);
 }
 
@@ -79,7 +80,7 @@ JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, 
   HealOutcome h = heal(t, m.red, true, &th);
   r.tried = h.tried;
   if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
-  if (!h.model_unusable.empty()) return stop(r, "stopped", h.model_unusable);
+  if (!h.model_unusable.empty()) return stop(r, Phase::kStopped, h.model_unusable);
   r.why = "red in its own tree: " + util::join_argv(m.red);
   for (const auto& x : m.results)
     if (!x.ok) r.why += "\n  " + x.id + ": " + x.signal;
@@ -117,7 +118,7 @@ JobResult Loop::ended(JobResult& r, JobResult::End end) {
   return r;
 }
 
-JobResult Loop::stop(JobResult& r, const std::string& phase_name, const std::string& why) {
+JobResult Loop::stop(JobResult& r, Phase phase_name, const std::string& why) {
   r.end = JobResult::End::kStop;
   r.code = kExitRed;
   r.phase = phase_name;

@@ -28,20 +28,20 @@ WorkerPool::WorkerPool(int n, gitx::Repo& main, std::string name, Work work, std
 }
 
 std::vector<layout::HeldTree> WorkerPool::take_worker_trees(const gitx::Repo& main, const std::string& name, size_t n,
-                                                           const std::function<void(const std::string&)>& say) {
+                                                            const std::function<void(const std::string&)>& say) {
   const layout::TreeFamily family{"worker", n + kSpareWorkerTrees,
                                   [name](size_t i) { return worker_name(name, static_cast<int>(i) + 1); }};
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(kWorkerTreeWaitS);
   layout::TakenTrees got = layout::take_trees(main, family, n, until, say, [] {
-    if (int sig = util::interrupted_signal()) throw Error("interrupted while waiting for a worker tree (signal " + std::to_string(sig) + ")", kExitInterrupted);
+    if (int sig = util::interrupted_signal())
+      throw Error("interrupted while waiting for a worker tree (signal " + std::to_string(sig) + ")", kExitInterrupted);
   });
   if (got.held.empty())
     throw Error("phoenix-loop: no worker tree of this loop was free within " + std::to_string(got.wait_s) + " s (" +
                 got.holders + ")");
   if (got.held.size() < n && say)
-    say("only " + std::to_string(got.held.size()) + " of " + std::to_string(n) +
-        " worker trees free (the others: " + layout::tree_holders(main, family) + "): working with " +
-        std::to_string(got.held.size()));
+    say("only " + std::to_string(got.held.size()) + " of " + std::to_string(n) + " worker trees free (the others: " +
+        layout::tree_holders(main, family) + "): working with " + std::to_string(got.held.size()));
   return std::move(got.held);
 }
 
@@ -98,7 +98,7 @@ void WorkerPool::start(const Job& job, const std::string& tip) {
     std::lock_guard<std::mutex> g(mu_);
     free->busy = true;
     free->job = job;
-    free->phase = "agent";
+    free->phase = engine::Phase::kAgent;
     free->pid = 0;
     free->started_at = util::now_iso8601();
   }
@@ -119,7 +119,6 @@ void WorkerPool::run_job(Worker& w, Job job) {
     std::lock_guard<std::mutex> g(mu_);
     w.busy = false;
     w.pid = 0;
-    w.phase.clear();
     done_.push_back(std::move(r));
   }
   cv_.notify_all();
@@ -134,7 +133,7 @@ std::vector<JobResult> WorkerPool::take_finished(int ms) {
   return out;
 }
 
-void WorkerPool::set_phase(Worker& w, const std::string& phase, long pid) {
+void WorkerPool::set_phase(Worker& w, engine::Phase phase, long pid) {
   {
     std::lock_guard<std::mutex> g(mu_);
     w.phase = phase;

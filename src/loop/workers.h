@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/phase.h"
 #include "gitx/repo.h"
 #include "layout/trees.h"
 #include "loop/attempts.h"
@@ -45,10 +46,10 @@ namespace phoenix::loop {
 // One task handed to a worker.
 struct Job {
   Task task;
-  int tries = 1;       // merge attempts including this run
-  std::string prompt;  // the agent's prompt, made by the loop's thread
-  int run = 1;         // the agent's runs on this task, this one included (names its attempt ref)
-  int attempts = 0;    // the task's attempts so far (loop/attempts.h), against its budget
+  int tries = 1;                        // merge attempts including this run
+  std::string prompt;                   // the agent's prompt, made by the loop's thread
+  int run = 1;                          // the agent's runs on this task, this one included (names its attempt ref)
+  int attempts = 0;                     // the task's attempts so far (loop/attempts.h), against its budget
   std::vector<std::string> signatures;  // of its red iterations so far
 };
 
@@ -74,8 +75,8 @@ struct JobResult {
   std::string diff;
   std::vector<TaskAttempt> tried;
   std::string healed_by;
-  int code = 0;              // kStop: the exit code
-  std::string phase;         // kStop: the phase the run ends in
+  int code = 0;                                   // kStop: the exit code
+  engine::Phase phase = engine::Phase::kStopped;  // kStop: the phase the run ends in
 };
 
 inline constexpr size_t kSpareWorkerTrees = 4;
@@ -90,7 +91,7 @@ class WorkerPool {
     std::optional<gitx::Repo> repo;
     bool busy = false;
     Job job;
-    std::string phase;
+    engine::Phase phase = engine::Phase::kAgent;
     long pid = 0;
     std::string started_at;
     std::thread thread;
@@ -124,7 +125,7 @@ class WorkerPool {
   // The results of finished jobs, waiting up to `ms` for one.
   std::vector<JobResult> take_finished(int ms);
   // A worker's phase (and the agent's pid, 0 for none).
-  void set_phase(Worker& w, const std::string& phase, long pid = 0);
+  void set_phase(Worker& w, engine::Phase phase, long pid = 0);
   // loop-state.json's "workers".
   util::Json to_json() const;
   // The worktree names a pool of `n` workers of loop worktree `name` uses.

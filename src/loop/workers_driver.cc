@@ -13,7 +13,7 @@
 
 namespace phoenix::loop::internal {
 
-void Loop::wind_down(int code, const std::string& phase_name, const std::string& why) {
+void Loop::wind_down(int code, Phase phase_name, const std::string& why) {
   if (!drain || (code == kExitEscalated && drain->code != kExitEscalated)) drain = Drain{code, phase_name, why};
 }
 
@@ -31,7 +31,7 @@ int Loop::run_workers() {
   drop_merged();
   if (merging()) queue_fetched();
   say(std::to_string(workers) + " worker(s), through the merge queue");
-  phase("agent", [&](Json& s) { s["task"] = nullptr; });
+  phase(Phase::kAgent, [&](Json& s) { s["task"] = nullptr; });
   while (true) {
     if (util::interrupted_signal()) return after_workers([&] { return interrupted(); });
     if (!drain) stop_reason();
@@ -92,9 +92,9 @@ int Loop::after_workers(const std::function<int()>& end) {
 }
 
 void Loop::stop_reason() {
-  if (util::path_exists(stop_path(root))) wind_down(kExitRed, "stopped", "stopped: .phoenix/STOP exists");
+  if (util::path_exists(stop_path(root))) wind_down(kExitRed, Phase::kStopped, "stopped: .phoenix/STOP exists");
   if (auto left = ms_to_deadline(); left && *left <= 0)
-    wind_down(kExitRed, "stopped", "stopped: --until " + opt.deadline_text + " reached");
+    wind_down(kExitRed, Phase::kStopped, "stopped: --until " + opt.deadline_text + " reached");
 }
 
 // Hands open tasks, in order, to free workers.
@@ -108,7 +108,7 @@ void Loop::assign() {
     if (!after_done(t, tasks)) continue;                  // its `after` tasks are not merged yet
     if (cap_reached()) return;
     if (iteration >= max_iterations) {
-      wind_down(kExitRed, "stopped", "stopped: --max-iterations " + std::to_string(max_iterations) + " reached");
+      wind_down(kExitRed, Phase::kStopped, "stopped: --max-iterations " + std::to_string(max_iterations) + " reached");
       return;
     }
     ++iteration;
@@ -117,7 +117,7 @@ void Loop::assign() {
     say("iteration " + std::to_string(iteration) + ": " + t.title);
     trace.append("loop.worker_start", {{"iteration", iteration.load()}, {"task", t.id()}, {"tries", job.tries}});
     pool->start(job, repo->head_sha());
-    phase("agent");
+    phase(Phase::kAgent);
   }
 }
 
@@ -137,7 +137,7 @@ bool Loop::cap_reached() {
   }
   if (!v.stop) return false;
   trace.append("loop.cap", {{"cap", v.cap}, {"why", v.why}, {"caps", caps_figures()}});
-  wind_down(kExitRed, "stopped", "stopped: " + v.why);
+  wind_down(kExitRed, Phase::kStopped, "stopped: " + v.why);
   return true;
 }
 
@@ -156,17 +156,17 @@ void Loop::on_job(const JobResult& r) {
   } else if (r.end == End::kNoChange) {
     trace.append("loop.no_change", {{"task", t.id()}, {"in_a_row", ++no_progress}});
     if (no_progress >= cfg.loop.no_progress_limit)
-      wind_down(kExitRed, "stopped",
+      wind_down(kExitRed, Phase::kStopped,
                 "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
   } else if (r.end == End::kRed) {
     worker_red(r);
   } else if (r.end == End::kStop) {
     wind_down(r.code, r.phase, r.why);
   } else if (r.end == End::kError) {
-    wind_down(kExitRed, "failed", "a worker on " + t.id() + " failed: " + r.why);
+    wind_down(kExitRed, Phase::kFailed, "a worker on " + t.id() + " failed: " + r.why);
   }
   if (session_retries >= cfg.session_cap)
-    wind_down(kExitEscalated, "escalated",
+    wind_down(kExitEscalated, Phase::kEscalated,
               "loop-wide retry cap: " + std::to_string(session_retries) + " heal attempts");
 }
 
@@ -208,17 +208,9 @@ void Loop::worker_red(const JobResult& r) {
   const bool cap = session_retries >= cfg.session_cap;
   if (v == Verdict::kGoOn && !cap) return;  // another run, the failure fed back
   const std::string why = cap ? session_cap_why() : verdict_why(v, rec);
-  const std::string tip = repo->head_sha();
-  std::string incident = task_incident(rec, why, tip);
-  engine::set_incident_state(incident, "rolled back to " + tip +
-                                           " (the loop branch never held the attempts: they are kept under " +
-                                           std::string(layout::kAttemptsPrefix) + wt_name + "/" + t.id() + "/)");
-  trace.append("loop.task_escalated",
-               {{"iteration", iteration.load()}, {"task", tj}, {"why", why}, {"incident", incident}, {"attempts", rec.attempts}});
-  escalated_note(incident);
-  if (cap) return wind_down(kExitEscalated, "escalated", session_cap_why() + "; see " + incident);
-  if (cfg.loop.on_escalate == "stop") return wind_down(kExitEscalated, "escalated", "escalated: see " + incident);
-  skip(t.index, tj, incident, why);
+  const TaskEscalation x = escalate_task(rec, tj, why, repo->head_sha(), false, cap, "");
+  if (!x.end_why.empty()) return wind_down(kExitEscalated, Phase::kEscalated, x.end_why);
+  skip(t.index, tj, x.incident, why);
 }
 
 Json Loop::task_json(int index, const std::string& id, const std::string& title) {
@@ -232,7 +224,7 @@ void Loop::skip(int index, const Json& tj, const std::string& incident, const st
                {{"iteration", iteration.load()}, {"task", tj}, {"incident", incident}, {"why", why}});
   say("skipping " + tj.value("id", "") + ": " + why + (incident.empty() ? "" : "; see " + incident));
   if (escalations_in_row >= cfg.circuit_breaker)
-    wind_down(kExitEscalated, "escalated",
+    wind_down(kExitEscalated, Phase::kEscalated,
               "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");
 }
 

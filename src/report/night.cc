@@ -5,6 +5,7 @@
 #include <ctime>
 #include <set>
 
+#include "engine/phase.h"
 #include "engine/state.h"
 #include "report/events.h"
 #include "util/clock.h"
@@ -107,7 +108,7 @@ struct NightReader {
       n.tasks_file = str(d, "source");
     } else if (e.event == "loop.end") {
       n.running = false;
-      n.end_phase = str(d, "phase");
+      n.end_phase = engine::parse_phase(str(d, "phase"));
       n.end_why = str(d, "why");
       if (d.contains("exit_code") && d["exit_code"].is_number_integer()) n.exit_code = d["exit_code"].get<int>();
     } else if (e.event == "loop.baseline") {
@@ -309,8 +310,8 @@ struct NightReader {
     finished_titles.insert(t.title);
     // One row per task: a later event of the same task says how it ended
     // (escalated, then skipped), and keeps what the first one counted.
-    auto same = std::find_if(n.tasks.begin(), n.tasks.end(),
-                             [&](const Task& o) { return !t.id.empty() && o.id == t.id; });
+    auto same =
+        std::find_if(n.tasks.begin(), n.tasks.end(), [&](const Task& o) { return !t.id.empty() && o.id == t.id; });
     if (same != n.tasks.end()) {
       if (e.event == "loop.task_skipped" && same->outcome == "escalated") return;
       t.start_ms = std::min(t.start_ms, same->start_ms);
@@ -328,13 +329,12 @@ struct NightReader {
     if (costed) n.cost_usd = cost;
     for (auto& x : n.escalations)
       if (x.incident_abs.empty()) x.incident_abs = x.incident;
-    const bool has_row = !n.escalations.empty() &&
-                         std::any_of(n.tasks.begin(), n.tasks.end(), [&](const Task& t) {
-                           return !t.incident.empty() && t.incident == n.escalations.back().incident;
-                         });
-    if (n.loop && n.end_phase == "escalated" && !n.escalations.empty() && has_row) {
+    const bool has_row = !n.escalations.empty() && std::any_of(n.tasks.begin(), n.tasks.end(), [&](const Task& t) {
+      return !t.incident.empty() && t.incident == n.escalations.back().incident;
+    });
+    if (n.loop && n.end_phase == engine::Phase::kEscalated && !n.escalations.empty() && has_row) {
       n.escalations.back().stopped_loop = true;
-    } else if (n.loop && n.end_phase == "escalated" && !n.escalations.empty()) {
+    } else if (n.loop && n.end_phase == engine::Phase::kEscalated && !n.escalations.empty()) {
       Escalation& x = n.escalations.back();
       x.stopped_loop = true;
       std::string title;
@@ -439,7 +439,7 @@ std::string verdict(const Night& n) {
     else if (n.loop) s += n.escalations.size() == 1 ? ": the task was skipped" : ": the tasks were skipped";
   } else if (n.loop && n.running) {
     s += "; the loop is still running";
-  } else if (n.loop && n.end_phase != "complete" && !n.end_why.empty()) {
+  } else if (n.loop && n.end_phase != engine::Phase::kComplete && !n.end_why.empty()) {
     s += "; the loop " +
          n.end_why.substr(0, n.end_why.rfind(':') == std::string::npos ? n.end_why.size() : n.end_why.find(':'));
   }
@@ -471,7 +471,8 @@ std::vector<std::string> needs_person(const Night& n) {
   }
   if (!still_red.empty())
     v.push_back("Red before the first iteration (not the agent's doing): " + join(still_red, ", ") + ".");
-  if (n.loop && !n.running && n.end_phase != "complete" && n.end_phase != "escalated" && !n.end_why.empty())
+  if (n.loop && !n.running && n.end_phase != engine::Phase::kComplete && n.end_phase != engine::Phase::kEscalated &&
+      !n.end_why.empty())
     v.push_back("The loop stopped: " + n.end_why + ".");
   if (v.empty()) {
     if (n.loop && n.running) v.push_back("Nothing yet: the loop is still running.");

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/phase.h"
 #include "util/format.h"
 
 namespace phoenix::report {
@@ -78,7 +79,7 @@ struct Mark {
 
 // What the repository says beside the trace (cmd_report reads them).
 struct Facts {
-  std::string root;                                   // the repository's work tree (paths are shown relative to it)
+  std::string root;  // the repository's work tree (paths are shown relative to it)
   // The known-good commit of a branch (layout::known_good_ref_of), or "".
   std::function<std::string(const std::string& branch)> known_good_of;
   std::map<std::string, std::string> abandoned_refs;  // sha -> ref name
@@ -105,7 +106,8 @@ struct Night {
   int agent_runs = 0, runs_without_cost = 0;
   std::optional<double> cost_usd;
   std::string known_good;
-  std::string end_phase, end_why;  // loop.end
+  std::optional<engine::Phase> end_phase;  // loop.end's phase (none for a word it does not know)
+  std::string end_why;                     // loop.end
   std::optional<int> exit_code;
 };
 

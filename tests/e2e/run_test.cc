@@ -169,6 +169,12 @@ TEST_F(RunE2E, UsageAndConfigErrors) {
   EXPECT_NE(only.out.find("did you mean 'unit'"), std::string::npos) << only.out;
   auto fixer = phoenix({"run", "--fixer", "bisekt"});
   EXPECT_EQ(fixer.code, 64) << fixer.out;
+  // --rollback takes one word; the default's own word ("pre-run") is not one to give.
+  for (const char* word : {"pre-run", "known_good"}) {
+    auto rb = phoenix({"run", "--rollback", word});
+    EXPECT_EQ(rb.code, 64) << word << ": " << rb.out;
+    EXPECT_NE(rb.out.find("run: --rollback takes 'known-good'"), std::string::npos) << rb.out;
+  }
   write(
       repo, "phoenix.json",
       "{\n  \"checks\": [ {\"id\": \"unit\", \"kind\": \"command_exit\", \"target\": \"true\", \"budget\": 3} ]\n}\n");
@@ -197,6 +203,7 @@ TEST(ConfigShowE2E, SaysWhereEachValueCameFrom) {
   EXPECT_EQ(by["diff_cap"]["origin"], "phoenix.json");
   EXPECT_EQ(by["session_cap"]["value"], 4);
   EXPECT_EQ(by["session_cap"]["origin"], "env PHOENIX_SESSION_CAP");
+  EXPECT_EQ(by["loop.on_escalate"]["value"], "stop");  // the word, not the enum's number
   auto bad = run_phoenix(repo, {"config", "show"}, 60, {{"PHOENIX_DIFF_CAP", "lots"}});
   EXPECT_EQ(bad.code, 78) << bad.out;
 }

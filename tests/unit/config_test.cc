@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 #include "util/error.h"
 
 namespace phoenix::config {
@@ -115,6 +118,43 @@ TEST(Config, TestsAndTestsMustBiteAreCheckedByType) {
   ASSERT_TRUE(c.checks[0].tests_must_bite.has_value());
   EXPECT_FALSE(*c.checks[0].tests_must_bite);
   EXPECT_FALSE(c.checks[1].tests_must_bite.has_value());  // the caller's default: the loop's true, the hook's false
+}
+
+// loop.baseline and loop.on_escalate are read once, here, into their enums;
+// each word reads back as itself, and a bad word is the one-line error
+// naming the field (exit 78, checked by error_of).
+TEST(Config, LoopWordsAreReadOnceIntoEnums) {
+  const Config d = parse("{}", "phoenix.json");
+  EXPECT_EQ(d.loop.baseline, Baseline::kHeal);
+  EXPECT_EQ(d.loop.on_escalate, OnEscalate::kStop);
+  const std::pair<Baseline, std::string> baselines[] = {
+      {Baseline::kHeal, "heal"}, {Baseline::kIgnore, "ignore"}, {Baseline::kStop, "stop"}};
+  for (const auto& [b, word] : baselines) {
+    EXPECT_EQ(baseline_name(b), word);
+    EXPECT_EQ(parse(R"({"loop":{"baseline":")" + word + "\"}}", "phoenix.json").loop.baseline, b) << word;
+    EXPECT_EQ(util::Json(b), util::Json(word));
+  }
+  const std::pair<OnEscalate, std::string> escalates[] = {{OnEscalate::kStop, "stop"}, {OnEscalate::kSkip, "skip"}};
+  for (const auto& [e, word] : escalates) {
+    EXPECT_EQ(on_escalate_name(e), word);
+    EXPECT_EQ(parse(R"({"loop":{"on_escalate":")" + word + "\"}}", "phoenix.json").loop.on_escalate, e) << word;
+    EXPECT_EQ(util::Json(e), util::Json(word));
+  }
+}
+
+TEST(Config, BadLoopWordsNameTheFieldAndTheWords) {
+  std::string e = error_of(R"({"loop":{"baseline":"heel"}})");
+  EXPECT_NE(e.find("loop.baseline: 'heel' is not one of heal|ignore|stop (did you mean 'heal'?)"), std::string::npos)
+      << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  e = error_of(R"({"loop":{"on_escalate":"skp"}})");
+  EXPECT_NE(e.find("loop.on_escalate: 'skp' is not one of stop|skip (did you mean 'skip'?)"), std::string::npos) << e;
+  e = error_of(R"({"loop":{"on_escalate":"continue"}})");
+  EXPECT_NE(e.find("loop.on_escalate: 'continue' is not one of stop|skip"), std::string::npos) << e;
+  e = error_of(R"({"loop":{"baseline":true}})");
+  EXPECT_NE(e.find("loop.baseline: must be one of heal|ignore|stop"), std::string::npos) << e;
+  e = error_of(R"({"loop":{"on_escalate":1}})");
+  EXPECT_NE(e.find("loop.on_escalate: must be one of stop|skip"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -470,7 +470,7 @@ TEST_F(Cycle, Invariant10And11_IncidentBeforeRollbackNothingLost) {
 
 TEST_F(Cycle, Invariant11_RollbackToKnownGoodKeepsTheAbandonedHead) {
   test::git(root, {"update-ref", "refs/phoenix/known-good", good});
-  opt.rollback = "known-good";
+  opt.rollback = Rollback::kKnownGood;
   cfg.budgets["unit"] = 1;
   RunResult r = run_with_patches({set_value_patch("bad", "worse")});
   EXPECT_EQ(r.exit_code, 2);
@@ -501,6 +501,13 @@ TEST_F(Cycle, RegressionInAnotherCheckIsNotAHeal) {
   RunResult r = run_with_patches({both});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(read(root + "/other.txt"), "good\n");
+}
+
+TEST(Rollback, ItsWordsRoundTrip) {
+  for (Rollback r : {Rollback::kPreRun, Rollback::kKnownGood}) EXPECT_EQ(parse_rollback(rollback_name(r)), r);
+  EXPECT_STREQ(rollback_name(Rollback::kKnownGood), "known-good");
+  EXPECT_EQ(parse_rollback("known_good"), std::nullopt);
+  EXPECT_EQ(parse_rollback(""), std::nullopt);
 }
 
 TEST_F(Cycle, OnlyOneRunPerRepository) {
