@@ -41,7 +41,6 @@
 namespace phoenix::journal {
 
 inline constexpr int kSchemaVersion = 1;
-inline constexpr const char* kFileName = "journal.sqlite";
 
 struct OpenOptions {
   // How long a write waits for another process's transaction to end

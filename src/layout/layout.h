@@ -89,6 +89,23 @@ std::string attempt_ref(const gitx::Repo& repo);
 inline constexpr const char* kLegacyPreRunRef = "refs/phoenix/checkpoints/pre-run";
 inline constexpr const char* kLegacyAttemptRef = "refs/phoenix/checkpoints/attempt";
 
+// What a rollback, a recovery or phoenix-loop keeps of work it moves away
+// from: refs/phoenix/abandoned/<time>[-what].
+inline constexpr const char* kAbandonedPrefix = "refs/phoenix/abandoned/";
+// The journal shared through a remote (journal/share.h) and where a fetch
+// of the remote's is kept while it is merged; the same pair for the
+// measurement store (journal/measured_share.h).
+inline constexpr const char* kJournalRef = "refs/phoenix/journal";
+inline constexpr const char* kJournalRemoteRef = "refs/phoenix/journal-remote";
+inline constexpr const char* kMeasuredRef = "refs/phoenix/measured";
+inline constexpr const char* kMeasuredRemoteRef = "refs/phoenix/measured-remote";
+// phoenix-loop's merge queue, one ref per entry (loop/queue.h), and the
+// task branches a `--merge` fetched: <prefix>task-<id>.
+inline constexpr const char* kQueuePrefix = "refs/phoenix/queue/";
+inline constexpr const char* kFetchedPrefix = "refs/phoenix/fetched/";
+// A shard's branch of one task done green (loop/shard.h): phoenix/task-<id>.
+std::string task_branch(const std::string& task_id);
+
 // The known-good ref of `branch` ("main", "phoenix/loop-20261204"; "" for
 // a detached HEAD).
 std::string known_good_ref_of(const std::string& branch);

@@ -62,7 +62,8 @@ Loop::Ending Loop::give_up_task(const Task& task, const Json& tj, const std::str
   const TaskRecord& rec = *book.find(task.id());
   std::string kg = repo->read_ref(kg_ref).value_or(task_before);
   std::string note = task_incident(rec, why, kg);
-  if (repo->head_sha() != kg || !repo->is_clean(kKeep)) repo->reset_hard(kg, true, kKeep);
+  if (repo->head_sha() != kg || !repo->is_clean(layout::keep_prefixes()))
+    repo->reset_hard(kg, true, layout::keep_prefixes());
   std::string last_ref;
   for (const auto& a : rec.history)
     if (!a.ref.empty()) last_ref = a.ref;
@@ -127,7 +128,7 @@ void Loop::escalated_note(const std::string& incident, const std::string& summar
 int Loop::escalated_baseline(const HealOutcome& h) {
   if (!h.incident.empty()) {
     last_incident = h.incident;
-    util::write_file_atomic(root + "/.phoenix/ESCALATED", h.incident + "\n");
+    util::write_file_atomic(layout::escalated_flag(root), h.incident + "\n");
     phase("escalated", [&](Json& s) { s["last_incident"] = h.incident; });
     notify("escalated", h.incident, "escalated: the baseline could not be healed");
     return finish(kExitEscalated, "escalated", "baseline could not be healed: see " + h.incident);

@@ -103,9 +103,4 @@ long long parse_until(const std::string& text, long long now_ms);
 // The default branch name for a loop started at `now_ms`: phoenix/loop-YYYYMMDD (UTC).
 std::string default_branch(long long now_ms);
 
-// Path of the state file, the stop file and the run file under `root`.
-std::string state_path(const std::string& root);
-std::string stop_path(const std::string& root);
-std::string run_path(const std::string& root);
-
 }  // namespace phoenix::loop

@@ -24,7 +24,7 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
   for (const auto& p : acceptance_scripts(job.task, t.path)) pinned.push_back(p);
   PinnedFiles pins(t.path, pinned);
   AgentRun a = run_agent(job.prompt, t, [&](long pid) { pool->set_phase(w, "agent", pid); });
-  if (!pins.restore().empty()) a.changed = !t.repo->is_clean(own_files());
+  if (!pins.restore().empty()) a.changed = !t.repo->is_clean(own_paths());
   pool->set_phase(w, "checking");
   using agent::Status;
   if (util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
@@ -49,14 +49,14 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
   if (m.interrupted) return ended(r, JobResult::End::kInterrupted);
   pool->set_phase(w, "committing");
   if (m.green) {
-    r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, "phoenix", "phoenix@localhost", true,
-                                  layout::state_prefixes());
+    r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, gitx::kPhoenixAuthor.name,
+                                  gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
     return ended(r, JobResult::End::kQueued);
   }
   // Red: the attempt is kept under its ref and healed in the worker's
   // own tree, within what is left of the task's budget.
-  const std::string attempt = t.repo->commit_all("phoenix-loop: attempt: " + job.task.title, "phoenix",
-                                                 "phoenix@localhost", true, layout::state_prefixes());
+  const std::string attempt = t.repo->commit_all("phoenix-loop: attempt: " + job.task.title, gitx::kPhoenixAuthor.name,
+                                                 gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
   r.attempt_ref = attempt_ref(wt_name, job.task.id(), job.run);
   t.repo->write_ref(r.attempt_ref, attempt, "phoenix-loop: a red attempt");
   r.red = red_facts(m, task_checks);
@@ -81,7 +81,7 @@ JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, 
     if (!x.ok) r.why += "\n  " + x.id + ": " + x.signal;
   if (h.exit_code == kExitOk && !h.healed_by.empty()) {
     Measure hm = measure(t);
-    std::string not_done = hm.green ? not_done_why(*t.repo, r.base, t.repo->head_sha(), own_files(), "", nullptr)
+    std::string not_done = hm.green ? not_done_why(*t.repo, r.base, t.repo->head_sha(), own_paths(), "", nullptr)
                                     : "red after the heal: " + util::join_argv(hm.red);
     if (not_done.empty()) {
       r.commit = t.repo->head_sha();
