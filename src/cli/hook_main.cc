@@ -18,6 +18,8 @@
 // (a skipped push, maybe: hook/runs.h) is handed over too.
 //
 // It links only phoenix_lite: no libgit2, OpenSSL, SQLite or Boost library.
+#include "cli/hook_main.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -37,10 +39,11 @@
 #include "util/error.h"
 #include "util/subprocess.h"
 
+namespace phoenix::cli {
+
 namespace {
 
 namespace fs = std::filesystem;
-using namespace phoenix;
 
 // The environment git gave the hook, as it was: forget_git_location_env()
 // changes it for the checks, and the full hook must get it unchanged.
@@ -96,7 +99,7 @@ struct SavedEnv {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int phoenix_hook_main(int argc, char** argv) {
   // `phoenix-hook pre-push [REMOTE [URL]]`; anything else is the full
   // hook's to judge (and to explain).
   if (argc < 2 || argc > 4 || std::string(argv[1]) != "pre-push") hand_over(argc, argv, std::nullopt);
@@ -126,3 +129,5 @@ int main(int argc, char** argv) {
   env.restore();
   hand_over(argc, argv, input);
 }
+
+}  // namespace phoenix::cli
