@@ -1,4 +1,4 @@
-// The inner self-heal cycle (DESIGN.md "States of one issue"):
+// The inner self-heal cycle (its states: engine/state.h):
 //
 //   DETECTED -> PROPOSING -> APPLYING -> VERIFYING -> HEALED
 //                  ^   |REJECTED            | red

@@ -1,4 +1,4 @@
-// The pre-push hook (DESIGN.md "pre-push hook"): what git hands the hook,
+// The pre-push hook (docs/hook.md): what git hands the hook,
 // the shim that `phoenix hook install` puts where git looks for hooks, and
 // what `phoenix hook run pre-push` does with the commits being pushed.
 //

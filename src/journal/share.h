@@ -1,5 +1,5 @@
-// Sharing verified fixes through git itself (DESIGN.md, "Beyond one
-// machine"): `phoenix journal push|pull [REMOTE]` over refs/phoenix/journal,
+// Sharing verified fixes through git itself: `phoenix journal push|pull
+// [REMOTE]` over refs/phoenix/journal (layout::kJournalRef),
 // with no server beyond the remote the team already has.
 //
 // The ref names a commit whose tree holds one file, journal.jsonl, in the

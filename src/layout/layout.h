@@ -73,7 +73,7 @@ inline constexpr const char* kKnownGoodPrefix = "refs/phoenix/known-good/";
 inline constexpr const char* kAttemptsPrefix = "refs/phoenix/attempts/";
 // Where earlier versions kept the one known-good of the repository.
 inline constexpr const char* kLegacyKnownGoodRef = "refs/phoenix/known-good";
-// The engine's checkpoints (invariant 1), a pair per tree so that runs in
+// The engine's checkpoints (invariant 1, docs/invariants.md), a pair per tree so that runs in
 // two trees of one repository at once (two `phoenix run`s in two
 // worktrees, two loop workers' heals) never overwrite each other's:
 // refs/phoenix/checkpoints/<tree>/pre-run (a run's first checkpoint) and

@@ -1,4 +1,4 @@
-// phoenix-loop: the outer, ralph-style driver (DESIGN.md "Outer loop").
+// phoenix-loop: the outer, ralph-style driver (docs/loop.md).
 //
 // One loop per repository (an flock on .phoenix/loop.lock naming its pid;
 // the kernel drops it when the holder dies, so a stale lock is simply taken).
