@@ -1,6 +1,6 @@
 // What Phoenix knows about agent CLIs (claude, codex, aider, opencode,
 // gemini, or any command), in one place, for the harness fixer and the
-// loop alike (DESIGN.md "Harness"; docs/agents.md):
+// loop alike (docs/agents.md):
 //   - the presets: one table of argv, how the prompt travels, the env each
 //     CLI needs, each flag with the CLI version it was checked against;
 //   - an invocation: the argv with the prompt put in (argument, file or

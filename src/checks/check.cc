@@ -10,6 +10,7 @@
 #include "checks/http.h"
 #include "checks/visual.h"
 #include "gitx/repo.h"
+#include "layout/layout.h"
 #include "util/error.h"
 #include "util/hash.h"
 #include "util/redact.h"
@@ -112,11 +113,9 @@ Missing missing_recording(const CheckSpec& spec, const std::string& root, const 
       if (where_known) *where_known = "HEAD";
       return Missing::kDeleted;
     }
-    // known-good of HEAD's branch (layout::known_good_ref_of, which this
-    // layer is below), or an earlier version's one known-good.
-    const std::string branch = repo.head_branch();
+    // known-good of HEAD's branch, or an earlier version's one known-good.
     for (const std::string& ref :
-         {"refs/phoenix/known-good/" + (branch.empty() ? std::string("HEAD") : branch), std::string("refs/phoenix/known-good")})
+         {layout::known_good_ref_of(repo.head_branch()), std::string(layout::kLegacyKnownGoodRef)})
       if (auto kg = repo.read_ref(ref); kg && repo.read_blob_at(*kg, rel)) {
         if (where_known) *where_known = ref;
         return Missing::kDeleted;

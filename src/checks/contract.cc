@@ -4,6 +4,7 @@
 #include <cctype>
 #include <tuple>
 
+#include "layout/paths.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -258,7 +259,7 @@ std::string explain(const std::vector<Drift>& drifts, const Shape& expected, con
 
 namespace phoenix::checks {
 
-std::string contract_path(const CheckSpec& spec) { return ".phoenix/contracts/" + spec.id + ".json"; }
+std::string contract_path(const CheckSpec& spec) { return layout::contract_file(spec.id); }
 
 SenseResult sense_contract(const CheckSpec& c, const std::string& root) {
   SenseResult r;

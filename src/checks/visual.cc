@@ -8,6 +8,7 @@
 
 #include "checks/http.h"
 #include "image/image.h"
+#include "layout/paths.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/subprocess.h"
@@ -105,7 +106,7 @@ bool take_picture(const CheckSpec& c, const std::string& root, std::string& byte
 
 }  // namespace
 
-std::string baseline_path(const CheckSpec& spec) { return ".phoenix/baselines/" + spec.id + ".png"; }
+std::string baseline_path(const CheckSpec& spec) { return layout::baseline_file(spec.id); }
 
 SenseResult sense_visual(const CheckSpec& c, const std::string& root) {
   SenseResult r;

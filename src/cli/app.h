@@ -37,6 +37,9 @@ bool parse_command(const std::string& name, po::options_description desc, const 
                    Parsed& out, bool positional_allowed = true);
 
 int phoenix_main(int argc, char** argv);
+// phoenix-loop's (cmd_loop.cc): its options, then loop::run_loop; the one
+// top-level catch prints "phoenix-loop: error: ..." and returns the code.
+int phoenix_loop_main(int argc, char** argv);
 
 // The top-level --help text.
 std::string top_help();

@@ -242,7 +242,7 @@ void check_measured(Report& r, const std::string& root) {
 }
 
 void check_journal(Report& r, const std::string& root) {
-  std::string path = root + "/.phoenix/journal.sqlite";
+  std::string path = layout::journal_file(root);
   std::error_code ec;
   if (!fs::exists(path, ec)) {
     r.add("journal", "ok", "none yet (.phoenix/journal.sqlite is created by the first heal)",

@@ -312,10 +312,9 @@ int cmd_init(const std::vector<std::string>& args) {
   std::string gi_path = p.ctx.root + "/.gitignore";
   std::string gi = fs::exists(gi_path) ? util::read_file(gi_path) : "";
   bool gi_changed = false;
-  if (gi.find(".phoenix/*") == std::string::npos) {
+  if (gi.find(layout::kRootIgnoreLine) == std::string::npos) {
     if (!gi.empty() && gi.back() != '\n') gi += "\n";
-    gi +=
-        "# Phoenix run files (contracts/ and baselines/ stay tracked)\n.phoenix/*\n!.phoenix/contracts/\n!.phoenix/baselines/\n";
+    gi += layout::root_gitignore();
     util::write_file_atomic(gi_path, gi);
     gi_changed = true;
   }

@@ -13,6 +13,7 @@
 #include "journal/journal.h"
 #include "journal/measured_share.h"
 #include "journal/share.h"
+#include "layout/layout.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -77,7 +78,7 @@ std::string pad(std::string s, size_t n) {
   return s;
 }
 
-std::string journal_path(const Context& ctx) { return ctx.phoenix_dir() + "/" + journal::kFileName; }
+std::string journal_path(const Context& ctx) { return layout::journal_file(ctx.root); }
 
 // The journal for reading: nullopt when there is none yet.
 std::optional<journal::Journal> open_existing(const Context& ctx) {
@@ -201,9 +202,8 @@ void print_measured(const journal::MeasuredShare& m, const std::string& remote, 
               << ")\n";
   else if (push)
     std::cout << "measurements: pushed " << util::plural(m.records, "record", "records") << " to " << remote << " ("
-              << journal::kMeasuredRef << ")\n";
-  else if (!m.found)
-    std::cout << "measurements: " << remote << " has none yet (" << journal::kMeasuredRef << ")\n";
+              << layout::kMeasuredRef << ")\n";
+  else if (!m.found) std::cout << "measurements: " << remote << " has none yet (" << layout::kMeasuredRef << ")\n";
   else
     std::cout << "measurements: pulled " << util::plural(m.records, "record", "records") << " from " << remote << ": "
               << m.added << " new\n";
@@ -228,7 +228,7 @@ int push(Parsed& p, const std::string& remote) {
     std::cout << remote << "'s journal is up to date (" << r.entries << (r.entries == 1 ? " fix)" : " fixes)") << "\n";
   } else {
     std::cout << "pushed " << r.entries << (r.entries == 1 ? " fix" : " fixes") << " to " << remote << " ("
-              << journal::kShareRef << " " << util::sha12(r.commit) << ")";
+              << layout::kJournalRef << " " << util::sha12(r.commit) << ")";
     if (r.from_remote > 0)
       std::cout << ", " << r.from_remote << " of them only on " << remote
                 << " (kept; 'phoenix journal pull' brings them here)";
@@ -258,7 +258,7 @@ int pull(Parsed& p, const std::string& remote) {
                        {"skipped", r.merged.skipped},
                        {"measured", measured_json(m)}});
   } else if (!r.found) {
-    std::cout << remote << " has no journal yet (" << journal::kShareRef << "): nothing to pull\n";
+    std::cout << remote << " has no journal yet (" << layout::kJournalRef << "): nothing to pull\n";
   } else {
     std::cout << "pulled " << r.entries << (r.entries == 1 ? " fix" : " fixes") << " from " << remote << ": "
               << r.merged.added << " new, " << r.merged.updated << " updated, " << r.merged.unchanged << " unchanged";

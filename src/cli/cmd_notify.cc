@@ -62,7 +62,7 @@ int cmd_notify(const std::vector<std::string>& args) {
   if (!cfg.loop.notify.empty()) {
     // The command as phoenix-loop runs it, with PHOENIX_EVENT=test.
     util::ProcessResult r =
-        loop::run_notify_command(cfg.loop.notify, p.ctx.root, "test", "", loop::state_path(p.ctx.root));
+        loop::run_notify_command(cfg.loop.notify, p.ctx.root, "test", "", layout::loop_state_file(p.ctx.root));
     ok = ok && r.exit_code == 0;
     out["command"] = {{"argv", cfg.loop.notify}, {"exit_code", r.exit_code}, {"output", r.output}};
     if (!p.ctx.json) {

@@ -8,6 +8,7 @@
 #include "engine/retry.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
+#include "layout/paths.h"
 #include "snapshot/snapshot.h"
 #include "util/atomic_file.h"
 #include "trace/trace.h"
@@ -89,9 +90,9 @@ int cmd_snapshot(const std::vector<std::string>& args) {
     }
     return r.interrupted ? kExitInterrupted : kExitRed;
   }
-  snapshot::Snapshot s = snapshot::take(p.ctx.root, rel, p.ctx.phoenix_dir() + "/snapshots", spec.id);
+  snapshot::Snapshot s = snapshot::take(p.ctx.root, rel, layout::snapshots_dir(p.ctx.root), spec.id);
   // Keep the check itself beside the snapshot so a later heal can recheck it.
-  util::write_file_atomic(p.ctx.phoenix_dir() + "/snapshots/" + s.id + "/check.json", spec.raw.dump(2) + "\n");
+  util::write_file_atomic(layout::snapshots_dir(p.ctx.root) + "/" + s.id + "/check.json", spec.raw.dump(2) + "\n");
   p.ctx.trace().append("snapshot", {{"path", rel},
                                     {"check", spec.id},
                                     {"blessed", true},
@@ -111,7 +112,7 @@ namespace {
 
 checks::CheckSpec recheck_for(const Parsed& p, const config::Config& cfg, const std::string& snap_id) {
   if (p.vm.count("recheck")) return resolve_check(cfg, p.vm["recheck"].as<std::string>());
-  std::string stored = p.ctx.phoenix_dir() + "/snapshots/" + snap_id + "/check.json";
+  std::string stored = layout::snapshots_dir(p.ctx.root) + "/" + snap_id + "/check.json";
   if (util::path_exists(stored)) {
     auto spec = checks::parse_check(util::parse_json(util::read_file(stored), stored), stored, false);
     return spec;
@@ -141,7 +142,7 @@ int cmd_heal(const std::vector<std::string>& args) {
   if (strategy == "rollback") {
     if (!p.vm.count("snap")) throw UsageError("heal: --strategy rollback needs --snap ID");
     std::string id = p.vm["snap"].as<std::string>();
-    std::string snaps = p.ctx.phoenix_dir() + "/snapshots";
+    std::string snaps = layout::snapshots_dir(p.ctx.root);
     snapshot::Snapshot s = snapshot::load(snaps, id);  // unknown id: UsageError naming the known ones
     checks::CheckSpec recheck = recheck_for(p, cfg, id);
     snapshot::restore(p.ctx.root, snaps, id);

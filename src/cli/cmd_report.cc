@@ -44,7 +44,7 @@ report::Facts repo_facts(const Context& ctx, std::shared_ptr<gitx::Repo>& keep) 
   if (!ctx.in_repo) return f;
   try {
     keep = std::make_shared<gitx::Repo>(gitx::Repo::discover(ctx.root));
-    for (const auto& r : keep->list_refs(engine::kAbandonedPrefix)) f.abandoned_refs.emplace(r.sha, r.name);
+    for (const auto& r : keep->list_refs(layout::kAbandonedPrefix)) f.abandoned_refs.emplace(r.sha, r.name);
     std::shared_ptr<gitx::Repo> repo = keep;
     f.known_good_of = [repo](const std::string& branch) {
       try {

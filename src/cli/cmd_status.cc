@@ -20,6 +20,7 @@
 #include "cli/app.h"
 #include "config/config.h"
 #include "hook/runs.h"
+#include "layout/paths.h"
 #include "loop/caps.h"
 #include "loop/loop.h"
 #include "util/clock.h"
@@ -106,7 +107,7 @@ int cmd_status(const std::vector<std::string>& args) {
   desc.add_options()("watch", "print again every 2 seconds until the loop ends");
   Parsed p;
   if (!parse_command("status", desc, args, p, false)) return kExitOk;
-  std::string path = loop::state_path(p.ctx.root);
+  std::string path = layout::loop_state_file(p.ctx.root);
   bool watch = p.vm.count("watch") > 0;
   double heartbeat_s = 5;
   try {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "layout/paths.h"
 #include "trace/trace.h"
 
 namespace phoenix::cli {
@@ -17,8 +18,7 @@ struct Context {
   bool color_err = false;  // colour on stderr
   bool explain = false;
 
-  std::string phoenix_dir() const { return root + "/.phoenix"; }
-  std::string trace_path() const { return phoenix_dir() + "/trace.jsonl"; }
+  std::string trace_path() const { return layout::trace_file(root); }
   trace::Trace& trace();
 
  private:

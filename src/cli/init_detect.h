@@ -2,7 +2,7 @@
 // for it. Pure: a root folder in (only read, never written), the setup
 // steps and checks out; the text out. cmd_init.cc writes it and measures it.
 //
-// The rule every detected check follows (DESIGN.md "phoenix.json"): a check
+// The rule every detected check follows: a check
 // measures the tree it runs in as it is now. So a check builds what it
 // tests (cmake --build before ctest, npm run build before npm test), and
 // what a fresh checkout lacks (a configured build folder, installed

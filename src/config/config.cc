@@ -331,7 +331,7 @@ void parse_into(Config& c, const Json& j) {
 
 namespace {
 
-// Default budgets per failure type (DESIGN.md).
+// Default budgets per failure type (invariant 3, docs/invariants.md).
 const std::map<std::string, int>& default_budgets() {
   static const std::map<std::string, int> b{{"unit", 3},   {"e2e", 5},       {"build", 2},
                                             {"lint", 3},   {"migration", 1}, {"deploy", 2},

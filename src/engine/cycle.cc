@@ -154,7 +154,7 @@ struct Engine::Impl {
   void restore_after_intrusion(const std::string& head_before, const std::string& pre_propose) {
     std::string head = repo->head_sha();
     if (head != head_before)
-      repo->write_ref(std::string(kAbandonedPrefix) + util::compact_utc(true) + "-intrusion", head,
+      repo->write_ref(std::string(layout::kAbandonedPrefix) + util::compact_utc(true) + "-intrusion", head,
                       "phoenix: written during a fixer run");
     if (!dirty0) {
       repo->reset_hard(head_before, true, keep);
@@ -784,13 +784,14 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
     if (auto kg = layout::known_good_commit(*repo, known_good_ref)) target = *kg;
   }
   std::string stamp = util::compact_utc(true);
-  if (head != target) repo->write_ref(std::string(kAbandonedPrefix) + stamp, head, "phoenix: abandoned by rollback");
+  if (head != target)
+    repo->write_ref(std::string(layout::kAbandonedPrefix) + stamp, head, "phoenix: abandoned by rollback");
   PHOENIX_FAULT("mid-rollback");
   if (dirty0 && opt.rollback == Rollback::kKnownGood) {
     // The user's uncommitted work is kept too, as a commit under the same prefix.
     std::string wip = repo->snapshot_workdir("phoenix: uncommitted work before rollback", opt.author_name,
                                              opt.author_email, true, layout::state_prefixes());
-    repo->write_ref(std::string(kAbandonedPrefix) + stamp + "-worktree", wip, "phoenix: uncommitted work");
+    repo->write_ref(std::string(layout::kAbandonedPrefix) + stamp + "-worktree", wip, "phoenix: uncommitted work");
   }
   std::string state_line;
   if (head != target || opt.rollback == Rollback::kKnownGood) {

@@ -1,4 +1,4 @@
-// The inner self-heal cycle (DESIGN.md "States of one issue"):
+// The inner self-heal cycle (its states: engine/state.h):
 //
 //   DETECTED -> PROPOSING -> APPLYING -> VERIFYING -> HEALED
 //                  ^   |REJECTED            | red
@@ -22,6 +22,7 @@
 #include "engine/incident.h"
 #include "engine/state.h"
 #include "fixers/fixer.h"
+#include "gitx/author.h"
 #include "trace/trace.h"
 #include "util/json.h"
 
@@ -77,8 +78,8 @@ struct RunOptions {
   // hook, the time to --until in the loop). When spent, the run stops with
   // exit 1 and RunResult.model_unusable: no attempt is spent, no incident.
   double max_wait_s = 600;
-  std::string author_name = "phoenix";
-  std::string author_email = "phoenix@localhost";
+  std::string author_name = gitx::kPhoenixAuthor.name;
+  std::string author_email = gitx::kPhoenixAuthor.email;
   // The ref a green end moves and a rollback to known-good reads: ""
   // is the known-good of HEAD's branch (known_good_ref()).
   std::string known_good_ref;
@@ -183,10 +184,5 @@ class Engine {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Refs Phoenix keeps in the user's repository: known-good
-// (layout::known_good_ref); the checkpoints, one pair per tree
-// (layout::pre_run_ref, layout::attempt_ref).
-constexpr const char* kAbandonedPrefix = "refs/phoenix/abandoned/";
 
 }  // namespace phoenix::engine

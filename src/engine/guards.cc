@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "layout/paths.h"
 #include "util/glob.h"
 #include "util/text.h"
 
@@ -17,7 +18,7 @@ namespace {
 
 // Paths every check protects, whatever phoenix.json says.
 const std::vector<std::string>& always_protected() {
-  static const std::vector<std::string> p{"phoenix.json", ".phoenix/**", ".git/**",      ".git",
+  static const std::vector<std::string> p{"phoenix.json", layout::kStateDirGlob, ".git/**",      ".git",
                                           ".githooks/**", ".husky/**",   "lefthook.yml", ".pre-commit-config.yaml"};
   return p;
 }

@@ -1,6 +1,7 @@
 // Guards: what a proposed patch may not do. Every proposal passes through
 // check_patch() before anything is written to the user's repository
-// (DESIGN.md invariants 4 and 9); a failed guard ends it as REJECTED.
+// (invariants 4 and 9, docs/invariants.md); a failed guard ends it as
+// REJECTED.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // Incident notes: what a person reads in the morning. Written and fsynced
-// before any rollback starts (DESIGN.md invariant 10).
+// before any rollback starts (invariant 10, docs/invariants.md).
 #pragma once
 
 #include <string>
@@ -41,7 +41,7 @@ struct Incident {
 // reads ("command_exit `sh -c 'make test'`", "visual `chart.png`").
 std::string describe_check(const checks::CheckSpec& check);
 
-// The note's Markdown, sections in DESIGN.md's order.
+// The note's Markdown.
 std::string render_incident(const Incident& inc);
 
 // Writes <dir>/YYYY-MM-DD-HH-MM[-N].md (never overwriting an earlier note)

@@ -1,4 +1,4 @@
-// Normalization of program output (DESIGN.md, "Words"): what differs
+// Normalization of program output: what differs
 // between two runs of the same failure becomes fixed placeholders, so an
 // issue signature (signature.h) is the same each time the failure is seen.
 #pragma once

@@ -8,6 +8,7 @@
 
 #include "engine/cycle.h"
 #include "engine/incident.h"
+#include "gitx/author.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
 #include "util/atomic_file.h"
@@ -23,8 +24,6 @@ namespace fs = std::filesystem;
 using util::Json;
 
 namespace {
-
-const std::vector<std::string>& kKeep = layout::keep_prefixes();
 
 struct Interrupted {
   bool found = false;
@@ -68,7 +67,7 @@ Interrupted find_interrupted(const std::string& trace_path) {
 }
 
 bool kept(const std::string& path) {
-  for (const auto& k : kKeep)
+  for (const auto& k : layout::keep_prefixes())
     if (util::starts_with(path, k)) return true;
   return false;
 }
@@ -165,8 +164,8 @@ std::string restore_interrupted(gitx::Repo& repo, const Interrupted& in, const s
                                 std::vector<std::string>& actions) {
   const std::string head = repo.head_sha();
   const std::string stamp = util::compact_utc(true);
-  const bool healed_head =
-      head != in.head0 && !in.head0.empty() && repo.is_clean(kKeep) && !in.dirty0 && heal_commits_on(where, in.head0);
+  const bool healed_head = head != in.head0 && !in.head0.empty() && repo.is_clean(layout::keep_prefixes()) &&
+                           !in.dirty0 && heal_commits_on(where, in.head0);
   if (healed_head) {
     actions.push_back("kept the verified heal commit " + util::sha12(head) + " of an interrupted run");
     return head;
@@ -175,31 +174,31 @@ std::string restore_interrupted(gitx::Repo& repo, const Interrupted& in, const s
   std::vector<std::string> changed = changed_since(repo, in.checkpoint);
   if (head == in.head0 && changed.empty()) return in.head0;
   if (!changed.empty()) {
-    std::string wip = repo.snapshot_workdir("phoenix: work tree of an interrupted run", "phoenix", "phoenix@localhost",
-                                            true, layout::state_prefixes());
-    repo.write_ref(std::string(kAbandonedPrefix) + stamp + "-recover", wip,
+    std::string wip = repo.snapshot_workdir("phoenix: work tree of an interrupted run", gitx::kPhoenixAuthor.name,
+                                            gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+    repo.write_ref(std::string(layout::kAbandonedPrefix) + stamp + "-recover", wip,
                    "phoenix recover: interrupted run's work tree");
     done["abandoned_worktree"] = wip;
   }
   if (head != in.head0) {
-    repo.write_ref(std::string(kAbandonedPrefix) + stamp + "-recover-head", head,
+    repo.write_ref(std::string(layout::kAbandonedPrefix) + stamp + "-recover-head", head,
                    "phoenix recover: interrupted run's HEAD");
     done["abandoned_head"] = head;
   }
   if (!in.dirty0) {
     // The user's untracked files (invariant 5) stay: on a clean tree the
     // checkpoint holds exactly those beside HEAD's files.
-    std::vector<std::string> keep(kKeep.begin(), kKeep.end());
+    std::vector<std::string> keep = layout::keep_prefixes();
     for (std::string& f : repo.commit_files(in.checkpoint)) keep.push_back(std::move(f));
     repo.reset_hard(in.head0, true, keep);
   } else {
-    if (head != in.head0) repo.reset_hard(in.head0, false, kKeep);
+    if (head != in.head0) repo.reset_hard(in.head0, false, layout::keep_prefixes());
     repo.restore_paths(in.checkpoint, changed_since(repo, in.checkpoint));
   }
   done["restored_to"] = in.dirty0 ? in.checkpoint : in.head0;
   actions.push_back("restored the work tree of an interrupted run to its pre-run state (" + util::sha12(in.head0) +
                     (in.dirty0 ? " plus the uncommitted changes it had" : "") + "); what was there is kept under " +
-                    std::string(kAbandonedPrefix) + stamp + "-recover*");
+                    std::string(layout::kAbandonedPrefix) + stamp + "-recover*");
   return in.head0;
 }
 
@@ -220,7 +219,7 @@ void complete_escalation(const Interrupted& in, const std::string& where, const 
   } else {
     set_incident_state(in.incident, "rolled back to " + target + " (by phoenix recover after an interrupted rollback)");
   }
-  util::write_file_atomic(where + "/.phoenix/ESCALATED", in.incident + "\n");
+  util::write_file_atomic(layout::escalated_flag(where), in.incident + "\n");
   done["incident"] = in.incident;
   actions.push_back("completed the escalation of an interrupted run: " + in.incident);
 }
@@ -228,8 +227,8 @@ void complete_escalation(const Interrupted& in, const std::string& where, const 
 // An incident note claimed but never written (killed between the two).
 void fill_empty_notes(const std::string& root, std::vector<std::string>& actions) {
   std::error_code ec;
-  if (!fs::is_directory(root + "/incidents", ec)) return;
-  for (const auto& e : fs::directory_iterator(root + "/incidents", ec)) {
+  if (!fs::is_directory(layout::incidents_dir(root), ec)) return;
+  for (const auto& e : fs::directory_iterator(layout::incidents_dir(root), ec)) {
     if (e.path().extension() != ".md" || !e.is_regular_file(ec) || e.file_size(ec) != 0) continue;
     Incident inc;
     inc.check_id = "(unknown)";
@@ -250,7 +249,7 @@ std::vector<std::string> recover(const std::string& root, trace::Trace& trace) {
   util::FileLock run_lock(layout::lock_file(root), 0, "this repository");
   std::optional<util::FileLock> loop_lock;
   try {
-    loop_lock.emplace(root + "/.phoenix/loop.lock", 0, "the loop of this repository");
+    loop_lock.emplace(layout::loop_lock_file(root), 0, "the loop of this repository");
   } catch (const Error&) {
     // A live loop: its temporary files are its own.
   }
@@ -264,9 +263,9 @@ std::vector<std::string> recover(const std::string& root, trace::Trace& trace) {
   }
   if (in.found) {
     // Wait for no one: a run that is alive owns the repository.
-    fs::create_directories(where + "/.phoenix");
+    fs::create_directories(layout::state_dir(where));
     std::optional<util::FileLock> lock;
-    if (where != root) lock.emplace(where + "/.phoenix/lock", 0, "the work tree " + where);
+    if (where != root) lock.emplace(layout::lock_file(where), 0, "the work tree " + where);
     gitx::Repo repo = gitx::Repo::open(where);
     remove_stale_locks(repo, actions);
     Json done = {{"run_seq", in.seq}, {"root", where}};
@@ -278,19 +277,19 @@ std::vector<std::string> recover(const std::string& root, trace::Trace& trace) {
   }
   fill_empty_notes(root, actions);
   if (loop_lock) {
-    remove_stray_temps(root + "/.phoenix", actions);
+    remove_stray_temps(layout::state_dir(root), actions);
     try {
       remove_stale_sandboxes(layout::sandboxes_dir(gitx::Repo::open(root)), actions);
     } catch (const Error&) {
       // Not a repository any more: nothing of ours to clean there.
     }
-    remove_stale_sandboxes(root + "/.phoenix/sandboxes", actions);  // where earlier versions kept them
+    remove_stale_sandboxes(layout::legacy_sandboxes_dir(root), actions);  // where earlier versions kept them
   }
-  remove_stray_temps(root + "/incidents", actions);
+  remove_stray_temps(layout::incidents_dir(root), actions);
   if (where != root) {
-    remove_stray_temps(where + "/.phoenix", actions);
-    remove_stale_sandboxes(where + "/.phoenix/sandboxes", actions);
-    remove_stray_temps(where + "/incidents", actions);
+    remove_stray_temps(layout::state_dir(where), actions);
+    remove_stale_sandboxes(layout::legacy_sandboxes_dir(where), actions);
+    remove_stray_temps(layout::incidents_dir(where), actions);
   }
   return actions;
 }

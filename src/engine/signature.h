@@ -1,4 +1,4 @@
-// Issue and attempt signatures (DESIGN.md, "Words").
+// Issue and attempt signatures.
 //
 // An issue signature names *what failed* so that the same failure, seen again
 // in a later run, maps to the same journal entry and the same attempt budget,

@@ -13,7 +13,7 @@
 namespace phoenix::engine {
 
 enum class State {
-  // The trace has a "state" event for each (DESIGN.md "States of one issue").
+  // The trace has a "state" event for each.
   kGreen,       // GREEN: the check measured green
   kDetected,    // DETECTED: the check measured red
   kProposing,   // PROPOSING: a fixer is asked for a patch

@@ -469,7 +469,7 @@ class BisectRun {
   std::vector<std::string> own_paths(const gitx::Repo& repo) const {
     const std::string root = util::normalize_path(req_.repo_root.empty() ? repo.workdir() : req_.repo_root);
     const std::string phoenix_dir =
-        util::normalize_path(req_.phoenix_dir.empty() ? root + "/.phoenix" : req_.phoenix_dir);
+        util::normalize_path(req_.phoenix_dir.empty() ? layout::state_dir(root) : req_.phoenix_dir);
     std::vector<std::string> ignore{layout::kStateDirPrefix};
     if (util::same_or_inside(phoenix_dir, root) && phoenix_dir != root)
       ignore.push_back(phoenix_dir.substr(root.size() + 1) + "/");

@@ -143,7 +143,7 @@ std::map<std::string, std::string> prompt_values(const Request& request) {
 
   // Informational: the engine's guards decide, on the patch, what is
   // protected; this repeats the rule so the agent does not waste its turn.
-  std::vector<std::string> prot{"phoenix.json", ".phoenix/", ".git/", "git hooks"};
+  std::vector<std::string> prot{"phoenix.json", layout::kStateDirPrefix, ".git/", "git hooks"};
   if (request.config)
     for (const std::string& g : request.config->protected_globs) prot.push_back(g);
   if (check.protect_tests)

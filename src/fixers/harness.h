@@ -1,6 +1,6 @@
 // The harness fixer: the user's own agent CLI (claude, codex, aider,
 // opencode, gemini, or any command) asked to fix a red check, inside a
-// sandbox (DESIGN.md "Harness", invariant 12).
+// sandbox (invariant 12, docs/invariants.md; docs/agents.md).
 //
 // One run of propose():
 //   1. render the prompt (templates/prompt.md, or the repository's

@@ -9,6 +9,7 @@
 #include <system_error>
 #include <utility>
 
+#include "gitx/author.h"
 #include "gitx/internal.h"
 #include "gitx/libgit2.h"
 #include "gitx/prefix.h"
@@ -700,7 +701,7 @@ std::string Repo::write_blob_commit(const std::string& ref, const std::string& f
     parent_ptrs.push_back(owned.back().get());
   }
   git_signature* sig_raw = nullptr;
-  check(git_signature_now(&sig_raw, "phoenix", "phoenix@localhost"), "author signature");
+  check(git_signature_now(&sig_raw, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email), "author signature");
   SignaturePtr sig(sig_raw);
   Buf msg;
   check(git_message_prettify(&msg.b, message.c_str(), /*strip_comments=*/0, '#'), "clean message");

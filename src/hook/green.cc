@@ -162,10 +162,6 @@ const checks::SenseResult* Measured::find(const std::string& id) const {
 
 namespace {
 
-constexpr std::string_view kMeasuredName = "/hook-measured.json";
-
-std::string measured_file(const std::string& root) { return layout::state_dir(root) + std::string(kMeasuredName); }
-
 }  // namespace
 
 void hand_measured(const std::string& root, const Measured& m) {
@@ -181,7 +177,7 @@ void hand_measured(const std::string& root, const Measured& m) {
                        {"commit", m.commit},
                        {"clean", true},
                        {"results", results}};
-  const std::string path = measured_file(root);
+  const std::string path = layout::hook_measured_file(root);
   try {
     util::write_file_atomic(path, doc.dump(-1, ' ', false, util::Json::error_handler_t::replace) + "\n", 0600,
                             util::Sync::kAtomic);
@@ -217,7 +213,8 @@ std::optional<Measured> take_measured() {
   } catch (const std::exception&) {
     m.reset();  // unreadable, torn or not ours: measured again
   }
-  if (util::ends_with(path, kMeasuredName)) ::unlink(path.c_str());  // only ever a file of ours
+  if (util::ends_with(path, std::string("/") + layout::kHookMeasuredName))
+    ::unlink(path.c_str());  // only ever a file of ours
   return m;
 }
 

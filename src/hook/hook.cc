@@ -84,7 +84,7 @@ std::string render_shim(std::string_view tmpl, const std::string& phoenix_bin) {
     throw Error("the pre-push template lacks " + std::string(kPhoenixPlaceholder) + " or " +
                 std::string(kSuffixPlaceholder));
   std::string text = replace_all(std::string(tmpl), kPhoenixPlaceholder, sh_quote(phoenix_bin));
-  return replace_all(std::move(text), kSuffixPlaceholder, kChainedSuffix);
+  return replace_all(std::move(text), kSuffixPlaceholder, layout::kChainedHookSuffix);
 }
 
 std::string shim_binary(std::string_view content) {
@@ -125,7 +125,7 @@ InstallResult install(const std::string& hooks_dir, const std::string& shim) {
   fs::create_directories(hooks_dir, ec);
   if (ec) throw Error("cannot create the hooks folder " + hooks_dir + ": " + ec.message());
   const fs::path hook = fs::path(hooks_dir) / "pre-push";
-  const fs::path chained = fs::path(hooks_dir) / ("pre-push" + std::string(kChainedSuffix));
+  const fs::path chained = fs::path(hooks_dir) / ("pre-push" + std::string(layout::kChainedHookSuffix));
   InstallResult out;
   out.hook = hook.string();
   if (holds_shim(hook)) {
@@ -154,7 +154,7 @@ InstallResult install(const std::string& hooks_dir, const std::string& shim) {
 
 UninstallResult uninstall(const std::string& hooks_dir) {
   const fs::path hook = fs::path(hooks_dir) / "pre-push";
-  const fs::path chained = fs::path(hooks_dir) / ("pre-push" + std::string(kChainedSuffix));
+  const fs::path chained = fs::path(hooks_dir) / ("pre-push" + std::string(layout::kChainedHookSuffix));
   UninstallResult out;
   out.hook = hook.string();
   if (!holds_shim(hook)) {

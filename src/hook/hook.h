@@ -1,4 +1,4 @@
-// The pre-push hook (DESIGN.md "pre-push hook"): what git hands the hook,
+// The pre-push hook (docs/hook.md): what git hands the hook,
 // the shim that `phoenix hook install` puts where git looks for hooks, and
 // what `phoenix hook run pre-push` does with the commits being pushed.
 //
@@ -40,11 +40,9 @@ inline constexpr int kHookTreeWaitS = 300;
 // ---------------------------------------------------------------------------
 // Install / uninstall.
 
-// The original pre-push hook is kept beside the shim under this suffix.
-inline constexpr std::string_view kChainedSuffix = ".phoenix-chained";
-
 // The shim from its template (hooks/pre-push.in): @PHOENIX@ becomes the
-// binary's absolute path, quoted for sh; @CHAINED_SUFFIX@ kChainedSuffix.
+// binary's absolute path, quoted for sh; @CHAINED_SUFFIX@
+// layout::kChainedHookSuffix, under which the original hook is kept.
 // Throws Error when the template lacks the marker or a placeholder.
 std::string render_shim(std::string_view tmpl, const std::string& phoenix_bin);
 // The phoenix binary a shim records, "" when the content is not a shim.

@@ -24,8 +24,6 @@ bool all_zeros(const std::string& s) { return s.find_first_not_of('0') == std::s
 
 }  // namespace
 
-std::string runs_file(const std::string& root) { return layout::state_dir(root) + "/hook-runs.jsonl"; }
-
 void log_run(const std::string& root, const std::string& by, const std::string& remote,
              const std::vector<PushedRef>& refs, const std::string& outcome, const std::vector<std::string>& green) {
   util::Json pushed = util::Json::array();
@@ -37,7 +35,7 @@ void log_run(const std::string& root, const std::string& by, const std::string& 
   const util::Json line{{"ts", util::now_iso8601()}, {"by", by},         {"remote", remote},
                         {"refs", pushed},            {"outcome", outcome}, {"green", green}};
   const std::string text = line.dump(-1, ' ', false, util::Json::error_handler_t::replace) + "\n";
-  const int fd = ::open(runs_file(root).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(layout::hook_runs_file(root).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return;
   // One write of a short line with O_APPEND: lines from two hooks never
   // interleave.
@@ -54,7 +52,7 @@ namespace {
 
 // The log's last kTailBytes, from the start of a whole line.
 std::string read_tail(const std::string& root) {
-  const int fd = ::open(runs_file(root).c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(layout::hook_runs_file(root).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";
   const off_t size = ::lseek(fd, 0, SEEK_END);
   const off_t from = size > kTailBytes ? size - kTailBytes : 0;
@@ -152,13 +150,9 @@ std::vector<const PushedRef*> unexplained_remote_ends(const RunLog& log, const s
   return out;
 }
 
-std::string unmeasured_pushes_file(const std::string& root) {
-  return layout::state_dir(root) + "/unmeasured-pushes.json";
-}
-
 util::Json unmeasured_pushes(const std::string& root) {
   try {
-    util::Json j = util::Json::parse(util::read_file(unmeasured_pushes_file(root)));
+    util::Json j = util::Json::parse(util::read_file(layout::unmeasured_pushes_file(root)));
     if (j.contains("pushes") && j["pushes"].is_array()) return j["pushes"];
   } catch (const std::exception&) {}
   return util::Json::array();
@@ -169,10 +163,11 @@ namespace {
 void write_unmeasured(const std::string& root, const util::Json& pushes) {
   try {
     if (pushes.empty()) {
-      if (util::path_exists(unmeasured_pushes_file(root))) ::unlink(unmeasured_pushes_file(root).c_str());
+      if (util::path_exists(layout::unmeasured_pushes_file(root)))
+        ::unlink(layout::unmeasured_pushes_file(root).c_str());
       return;
     }
-    util::write_file_atomic(unmeasured_pushes_file(root), util::Json{{"pushes", pushes}}.dump(2) + "\n");
+    util::write_file_atomic(layout::unmeasured_pushes_file(root), util::Json{{"pushes", pushes}}.dump(2) + "\n");
   } catch (const std::exception&) {}
 }
 

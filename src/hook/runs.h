@@ -16,12 +16,10 @@
 
 namespace phoenix::hook {
 
-// .phoenix/hook-runs.jsonl under `root`.
-std::string runs_file(const std::string& root);
-
-// Appends {ts, by, remote, refs, outcome, green}: `by` "phoenix-hook" or
-// "phoenix", `green` the commits whose every check passed. Best effort:
-// a line that cannot be written is not an error of the push.
+// Appends {ts, by, remote, refs, outcome, green} to layout::hook_runs_file:
+// `by` "phoenix-hook" or "phoenix", `green` the commits whose every check
+// passed. Best effort: a line that cannot be written is not an error of the
+// push.
 void log_run(const std::string& root, const std::string& by, const std::string& remote,
              const std::vector<PushedRef>& refs, const std::string& outcome, const std::vector<std::string>& green);
 
@@ -45,11 +43,10 @@ RunLog read_runs(const std::string& root);
 std::vector<const PushedRef*> unexplained_remote_ends(const std::string& root, const std::string& remote,
                                                       const std::vector<PushedRef>& refs);
 
-// .phoenix/unmeasured-pushes.json: the skipped pushes a hook run noticed,
+// layout::unmeasured_pushes_file: the skipped pushes a hook run noticed,
 // {"pushes": [{remote, remote_ref, commit, noticed_at}]}, for `phoenix
 // status`. note_ adds one (once), clear_ drops those of a remote ref once a
 // push of it went through the hook; both best effort.
-std::string unmeasured_pushes_file(const std::string& root);
 void note_unmeasured_push(const std::string& root, const std::string& remote, const std::string& remote_ref,
                           const std::string& commit);
 void clear_unmeasured_pushes(const std::string& root, const std::string& remote, const std::string& remote_ref);

@@ -1,4 +1,4 @@
-// The journal (DESIGN.md, "Words"): a SQLite store of measured outcomes per
+// The journal: a SQLite store of measured outcomes per
 // issue signature, so the second time Phoenix sees a bug it can try the fix
 // that worked before instead of asking a model.
 //
@@ -41,7 +41,6 @@
 namespace phoenix::journal {
 
 inline constexpr int kSchemaVersion = 1;
-inline constexpr const char* kFileName = "journal.sqlite";
 
 struct OpenOptions {
   // How long a write waits for another process's transaction to end

@@ -4,6 +4,7 @@
 
 #include "checks/measured.h"
 #include "gitx/repo.h"
+#include "layout/layout.h"
 #include "util/error.h"
 #include "util/json.h"
 
@@ -23,11 +24,11 @@ std::string serialize(const std::vector<checks::Measurement>& records) {
          "\n";
 }
 
-// The records of the remote's commit (fetched into kMeasuredRemoteRef).
+// The records of the remote's commit (fetched into layout::kMeasuredRemoteRef).
 std::vector<checks::Measurement> read_remote(gitx::Repo& repo, const std::string& remote) {
-  const std::string where = "the measurements of remote '" + remote + "' (" + kMeasuredRef + ")";
+  const std::string where = "the measurements of remote '" + remote + "' (" + layout::kMeasuredRef + ")";
   try {
-    std::optional<std::string> text = repo.read_blob_at(kMeasuredRemoteRef, kMeasuredShareFile);
+    std::optional<std::string> text = repo.read_blob_at(layout::kMeasuredRemoteRef, kMeasuredShareFile);
     if (!text) throw Error(std::string("its commit has no ") + kMeasuredShareFile);
     const Json doc = Json::parse(*text);
     if (doc.at("version").get<int>() != checks::kMeasuredVersion) throw Error("unknown version");
@@ -48,7 +49,8 @@ MeasuredShare push_measured(const std::string& store, const std::string& repo_ro
                             const TransportOptions& options) {
   gitx::Repo repo = gitx::Repo::open(repo_root);
   MeasuredShare result;
-  std::optional<std::string> tip = fetch_shared(repo, repo_root, remote, kMeasuredRef, kMeasuredRemoteRef, options);
+  std::optional<std::string> tip =
+      fetch_shared(repo, repo_root, remote, layout::kMeasuredRef, layout::kMeasuredRemoteRef, options);
   std::vector<checks::Measurement> all;
   if (tip) all = read_remote(repo, remote);
   result.found = tip.has_value();
@@ -63,9 +65,9 @@ MeasuredShare push_measured(const std::string& store, const std::string& repo_ro
   if (all.empty() || content == before) return result;
   std::vector<std::string> parents;
   if (tip) parents.push_back(*tip);
-  repo.write_blob_commit(kMeasuredRef, kMeasuredShareFile, content,
+  repo.write_blob_commit(layout::kMeasuredRef, kMeasuredShareFile, content,
                          "phoenix measured: " + std::to_string(result.records) + " green measurements\n", parents);
-  push_shared(repo_root, remote, kMeasuredRef, options);
+  push_shared(repo_root, remote, layout::kMeasuredRef, options);
   result.pushed = true;
   return result;
 }
@@ -74,7 +76,7 @@ MeasuredShare pull_measured(const std::string& store, const std::string& repo_ro
                             const TransportOptions& options) {
   gitx::Repo repo = gitx::Repo::open(repo_root);
   MeasuredShare result;
-  if (!fetch_shared(repo, repo_root, remote, kMeasuredRef, kMeasuredRemoteRef, options)) return result;
+  if (!fetch_shared(repo, repo_root, remote, layout::kMeasuredRef, layout::kMeasuredRemoteRef, options)) return result;
   result.found = true;
   std::vector<checks::Measurement> theirs = read_remote(repo, remote);
   result.records = static_cast<long long>(theirs.size());

@@ -18,8 +18,6 @@
 
 namespace phoenix::journal {
 
-inline constexpr const char* kMeasuredRef = "refs/phoenix/measured";
-inline constexpr const char* kMeasuredRemoteRef = "refs/phoenix/measured-remote";
 inline constexpr const char* kMeasuredShareFile = "measured.json";
 
 struct MeasuredShare {

@@ -6,6 +6,7 @@
 
 #include "gitx/remote.h"
 #include "gitx/repo.h"
+#include "layout/layout.h"
 #include "util/error.h"
 #include "util/subprocess.h"
 #include "util/text.h"
@@ -27,10 +28,10 @@ void check_remote(const std::string& remote) {
 // every error ("nothing was merged").
 std::pair<std::vector<Entry>, std::string> read_remote(gitx::Repo& repo, const std::string& remote,
                                                        const std::string& consequence) {
-  const std::string where = "the journal of remote '" + remote + "' (" + kShareRef + ")";
+  const std::string where = "the journal of remote '" + remote + "' (" + layout::kJournalRef + ")";
   std::optional<std::string> text;
   try {
-    text = repo.read_blob_at(kShareRemoteRef, kShareFile);
+    text = repo.read_blob_at(layout::kJournalRemoteRef, kShareFile);
   } catch (const Error& e) { throw Error(where + " is not a Phoenix journal: " + e.what() + "; " + consequence); }
   if (!text) throw Error(where + " is not a Phoenix journal: its commit has no " + kShareFile + "; " + consequence);
   try {
@@ -80,7 +81,8 @@ PushResult push(Journal& journal, const std::string& repo_root, const std::strin
   check_remote(remote);
   gitx::Repo repo = gitx::Repo::open(repo_root);
   PushResult result;
-  std::optional<std::string> tip = fetch_shared(repo, repo_root, remote, kShareRef, kShareRemoteRef, options);
+  std::optional<std::string> tip =
+      fetch_shared(repo, repo_root, remote, layout::kJournalRef, layout::kJournalRemoteRef, options);
   std::map<std::pair<std::string, std::string>, Entry> merged;
   std::string their_text;
   if (tip) {
@@ -109,9 +111,9 @@ PushResult push(Journal& journal, const std::string& repo_root, const std::strin
   std::vector<std::string> parents;
   if (tip) parents.push_back(*tip);
   result.commit =
-      repo.write_blob_commit(kShareRef, kShareFile, content,
+      repo.write_blob_commit(layout::kJournalRef, kShareFile, content,
                              "phoenix journal: " + std::to_string(result.entries) + " verified fixes\n", parents);
-  push_shared(repo_root, remote, kShareRef, options);
+  push_shared(repo_root, remote, layout::kJournalRef, options);
   result.pushed = true;
   return result;
 }
@@ -121,7 +123,8 @@ PullResult pull(Journal& journal, const std::string& repo_root, const std::strin
   check_remote(remote);
   gitx::Repo repo = gitx::Repo::open(repo_root);
   PullResult result;
-  std::optional<std::string> tip = fetch_shared(repo, repo_root, remote, kShareRef, kShareRemoteRef, options);
+  std::optional<std::string> tip =
+      fetch_shared(repo, repo_root, remote, layout::kJournalRef, layout::kJournalRemoteRef, options);
   if (!tip) return result;
   result.found = true;
   result.commit = *tip;

@@ -1,5 +1,5 @@
-// Sharing verified fixes through git itself (DESIGN.md, "Beyond one
-// machine"): `phoenix journal push|pull [REMOTE]` over refs/phoenix/journal,
+// Sharing verified fixes through git itself: `phoenix journal push|pull
+// [REMOTE]` over refs/phoenix/journal (layout::kJournalRef),
 // with no server beyond the remote the team already has.
 //
 // The ref names a commit whose tree holds one file, journal.jsonl, in the
@@ -33,9 +33,8 @@ class Repo;
 
 namespace phoenix::journal {
 
-inline constexpr const char* kShareRef = "refs/phoenix/journal";
-// Where a fetched remote journal is kept while it is read and merged.
-inline constexpr const char* kShareRemoteRef = "refs/phoenix/journal-remote";
+// The journal travels as layout::kJournalRef (a fetched one is kept under
+// layout::kJournalRemoteRef while it is read and merged).
 
 struct PushResult {
   bool pushed = false;        // false: the remote already had everything, or

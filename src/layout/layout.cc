@@ -182,13 +182,15 @@ std::string checkpoint_tree(const gitx::Repo& repo) {
 std::string pre_run_ref(const gitx::Repo& repo) { return kCheckpointsPrefix + checkpoint_tree(repo) + "/pre-run"; }
 std::string attempt_ref(const gitx::Repo& repo) { return kCheckpointsPrefix + checkpoint_tree(repo) + "/attempt"; }
 
+std::string task_branch(const std::string& task_id) { return "phoenix/task-" + task_id; }
+
 std::vector<std::string> migrate_legacy_trees(gitx::Repo& repo) {
   std::vector<std::string> done;
   prune_gone_checkpoints(repo);
   if (repo.workdir().empty()) return done;
   const std::string top = util::normalize_path(repo.workdir());
-  const std::string old_wt = top + "/" + kStateDirName + "/worktrees";
-  const std::string old_sb = top + "/" + kStateDirName + "/sandboxes";
+  const std::string old_wt = legacy_worktrees_dir(top);
+  const std::string old_sb = legacy_sandboxes_dir(top);
   std::error_code ec;
   const bool have_wt = fs::exists(old_wt, ec), have_sb = fs::exists(old_sb, ec);
   bool registered_inside = false;
@@ -253,8 +255,9 @@ std::string known_good_ref(gitx::Repo& repo) {
       ours = !head.empty() && repo.is_ancestor(*legacy, head);
     } catch (const Error&) {}
     if (ours && !repo.read_ref(ref)) repo.write_ref(ref, *legacy, "phoenix: known-good, kept per branch");
-    else repo.write_ref("refs/phoenix/abandoned/known-good-" + util::compact_utc(true), *legacy,
-                        "phoenix: the one known-good of an earlier version");
+    else
+      repo.write_ref("refs/phoenix/abandoned/known-good-" + util::compact_utc(true), *legacy,
+                     "phoenix: the one known-good of an earlier version");
   }
   return ref;
 }

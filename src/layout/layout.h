@@ -78,7 +78,7 @@ inline constexpr const char* kKnownGoodPrefix = "refs/phoenix/known-good/";
 inline constexpr const char* kAttemptsPrefix = "refs/phoenix/attempts/";
 // Where earlier versions kept the one known-good of the repository.
 inline constexpr const char* kLegacyKnownGoodRef = "refs/phoenix/known-good";
-// The engine's checkpoints (invariant 1), a pair per tree so that runs in
+// The engine's checkpoints (invariant 1, docs/invariants.md), a pair per tree so that runs in
 // two trees of one repository at once (two `phoenix run`s in two
 // worktrees, two loop workers' heals) never overwrite each other's:
 // refs/phoenix/checkpoints/<tree>/pre-run (a run's first checkpoint) and
@@ -93,6 +93,23 @@ std::string attempt_ref(const gitx::Repo& repo);
 // longer written, left where they are (the folders above do not clash).
 inline constexpr const char* kLegacyPreRunRef = "refs/phoenix/checkpoints/pre-run";
 inline constexpr const char* kLegacyAttemptRef = "refs/phoenix/checkpoints/attempt";
+
+// What a rollback, a recovery or phoenix-loop keeps of work it moves away
+// from: refs/phoenix/abandoned/<time>[-what].
+inline constexpr const char* kAbandonedPrefix = "refs/phoenix/abandoned/";
+// The journal shared through a remote (journal/share.h) and where a fetch
+// of the remote's is kept while it is merged; the same pair for the
+// measurement store (journal/measured_share.h).
+inline constexpr const char* kJournalRef = "refs/phoenix/journal";
+inline constexpr const char* kJournalRemoteRef = "refs/phoenix/journal-remote";
+inline constexpr const char* kMeasuredRef = "refs/phoenix/measured";
+inline constexpr const char* kMeasuredRemoteRef = "refs/phoenix/measured-remote";
+// phoenix-loop's merge queue, one ref per entry (loop/queue.h), and the
+// task branches a `--merge` fetched: <prefix>task-<id>.
+inline constexpr const char* kQueuePrefix = "refs/phoenix/queue/";
+inline constexpr const char* kFetchedPrefix = "refs/phoenix/fetched/";
+// A shard's branch of one task done green (loop/shard.h): phoenix/task-<id>.
+std::string task_branch(const std::string& task_id);
 
 // The known-good ref of `branch` ("main", "phoenix/loop-20261204"; "" for
 // a detached HEAD).

@@ -33,6 +33,24 @@ std::string journal_file(const std::string& root) { return state_dir(root) + "/j
 std::string escalated_flag(const std::string& root) { return state_dir(root) + "/ESCALATED"; }
 std::string incidents_dir(const std::string& root) { return root + "/incidents"; }
 std::string measured_dir(const std::string& root) { return state_dir(root) + "/measured"; }
+std::string snapshots_dir(const std::string& root) { return state_dir(root) + "/snapshots"; }
+std::string loop_state_file(const std::string& root) { return state_dir(root) + "/loop-state.json"; }
+std::string loop_run_file(const std::string& root) { return state_dir(root) + "/loop-run.json"; }
+std::string stop_flag(const std::string& root) { return state_dir(root) + "/STOP"; }
+std::string task_prompt_file(const std::string& root) { return state_dir(root) + "/prompt-task.md"; }
+std::string loop_prompt_file(const std::string& tree) { return state_dir(tree) + "/loop-prompt.md"; }
+std::string hook_runs_file(const std::string& root) { return state_dir(root) + "/hook-runs.jsonl"; }
+std::string unmeasured_pushes_file(const std::string& root) { return state_dir(root) + "/unmeasured-pushes.json"; }
+std::string hook_measured_file(const std::string& root) { return state_dir(root) + "/" + kHookMeasuredName; }
+std::string legacy_worktrees_dir(const std::string& root) { return state_dir(root) + "/worktrees"; }
+std::string legacy_sandboxes_dir(const std::string& root) { return state_dir(root) + "/sandboxes"; }
+
+std::string contract_file(const std::string& check_id) {
+  return std::string(kStateDirPrefix) + "contracts/" + check_id + ".json";
+}
+std::string baseline_file(const std::string& check_id) {
+  return std::string(kStateDirPrefix) + "baselines/" + check_id + ".png";
+}
 
 const std::string& state_gitignore() {
   // '*' also matches the folders contracts/ and baselines/; each is let back
@@ -47,6 +65,13 @@ const std::string& state_gitignore() {
       "!contracts/**\n"
       "!baselines/\n"
       "!baselines/**\n";
+  return text;
+}
+
+const std::string& root_gitignore() {
+  static const std::string text = "# Phoenix run files (contracts/ and baselines/ stay tracked)\n" +
+                                  std::string(kRootIgnoreLine) + "\n!" + kStateDirPrefix + "contracts/\n!" +
+                                  kStateDirPrefix + "baselines/\n";
   return text;
 }
 

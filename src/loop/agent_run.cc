@@ -24,7 +24,7 @@ std::string Loop::prompt_for(const Task* task, const std::vector<Task>& tasks) {
 
 std::string Loop::prompt_for(const Task* task, const std::vector<Task>& tasks, const std::string& failure) {
   std::string tmpl;
-  std::string mine = wt + "/.phoenix/prompt-task.md";
+  std::string mine = layout::task_prompt_file(wt);
   if (util::path_exists(mine)) tmpl = util::read_file(mine);
   else if (util::path_exists(opt.templates_dir + "/prompt-task.md"))
     tmpl = util::read_file(opt.templates_dir + "/prompt-task.md");
@@ -71,8 +71,8 @@ bool Loop::unpin(const PinnedFiles& pins) {
 }
 
 // Untracked run-time state and the task source never count as the agent's progress.
-std::vector<std::string> Loop::own_files() const {
-  std::vector<std::string> own = kKeep;
+std::vector<std::string> Loop::own_paths() const {
+  std::vector<std::string> own = layout::keep_prefixes();
   own.push_back(prompt_mode() ? prompt_rel : tasks_rel);
   return own;
 }
@@ -81,8 +81,8 @@ Loop::AgentRun Loop::run_agent(const std::string& prompt) { return run_agent(pro
 
 // With `on_pid` (a worker), the agent's pid is told as it starts.
 Loop::AgentRun Loop::run_agent(const std::string& prompt, const Tree& t, const std::function<void(long)>& on_pid) {
-  std::string pfile = t.path + "/.phoenix/loop-prompt.md";
-  if (on_pid) fs::create_directories(t.path + "/.phoenix");
+  std::string pfile = layout::loop_prompt_file(t.path);
+  if (on_pid) fs::create_directories(layout::state_dir(t.path));
   agent::Invocation inv = agent::plan_invocation(cfg.harness, prompt, [&](const std::string& content) {
     util::write_file_atomic(pfile, content, 0644, util::Sync::kAtomic);  // read by the agent only
     return pfile;
@@ -120,7 +120,7 @@ Loop::AgentRun Loop::run_agent(const std::string& prompt, const Tree& t, const s
   a.duration_ms = r.duration_ms;
   // Progress is what the agent changed, never the loop's own files: the
   // tasks or prompt file (ticked by the loop, maybe not even committed).
-  a.changed = !t.repo->is_clean(own_files());
+  a.changed = !t.repo->is_clean(own_paths());
   a.program = agent::program_name(inv.argv);
   const agent::RunFacts f = agent::run_facts(a.program, r, po.timeout_s, prompt, a.changed ? 1 : 0);
   a.cls = agent::classify_run(f, util::now_ms());

@@ -16,9 +16,9 @@ namespace phoenix::loop::internal {
 std::string Loop::tests_bite_why(const Tree& t, const std::string& base, const Json& tj) {
   engine::BiteRequest req;
   req.base = base;
-  req.change = t.repo->snapshot_workdir("phoenix-loop: the change under way", "phoenix", "phoenix@localhost", true,
+  req.change = t.repo->snapshot_workdir("phoenix-loop: the change under way", gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true,
                                         layout::state_prefixes());
-  req.own = own_files();
+  req.own = own_paths();
   req.default_on = true;
   req.skip = ignored;
   if (req.change.empty() || t.repo->changed_paths(base, req.change).empty()) return "";
@@ -75,7 +75,7 @@ Loop::Ending Loop::toothless_attempt(const Task* task, const Json& tj, const std
                  "it was and passes with your change";
   const Task self = task ? *task : prompt_task();
   TaskRecord& rec = book.of(self);
-  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true,
+  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true,
                                                layout::state_prefixes());
   const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
   repo->write_ref(ref, attempt, "phoenix-loop: tests that do not bite");
@@ -94,7 +94,7 @@ Loop::Ending Loop::toothless_attempt(const Task* task, const Json& tj, const std
                                 {"budget", rec.budget},
                                 {"verdict", verdict_name(v)}});
   task_state(self.id(), facts);
-  repo->reset_hard(task_before, true, kKeep);
+  repo->reset_hard(task_before, true, layout::keep_prefixes());
   trace.append("loop.attempt_failed",
                {{"iteration", iteration.load()}, {"task", tj}, {"attempts", rec.attempts}, {"why", last_failure}});
   if (v != Verdict::kGoOn) return give_up_task(self, tj, title, verdict_why(v, rec), false);

@@ -42,10 +42,11 @@ Loop::HealOutcome Loop::heal(const Tree& t, const std::vector<std::string>& red,
   if (!r.incident.empty()) {
     // The engine wrote the note in the worktree (fsynced before its
     // rollback); the user reads incidents/ of their own checkout.
-    fs::create_directories(root + "/incidents");
-    std::string dest = root + "/incidents/" + fs::path(r.incident).filename().string();
+    fs::create_directories(layout::incidents_dir(root));
+    std::string dest = layout::incidents_dir(root) + "/" + fs::path(r.incident).filename().string();
     for (int n = 2; util::path_exists(dest); ++n)
-      dest = root + "/incidents/" + fs::path(r.incident).stem().string() + "-loop" + std::to_string(n) + ".md";
+      dest = layout::incidents_dir(root) + "/" + fs::path(r.incident).stem().string() + "-loop" + std::to_string(n) +
+             ".md";
     std::string note = util::read_file(r.incident);
     // The images the note links (visual diffs beside it) travel with it.
     for (size_t at = note.find("!["); at != std::string::npos; at = note.find("![", at + 2)) {
@@ -64,7 +65,7 @@ Loop::HealOutcome Loop::heal(const Tree& t, const std::vector<std::string>& red,
     util::write_file_atomic(dest, note);
     std::error_code ec;
     fs::remove(r.incident, ec);
-    fs::remove(t.path + "/.phoenix/ESCALATED", ec);
+    fs::remove(layout::escalated_flag(t.path), ec);
     h.incident = dest;
     trace.append("loop.incident", {{"path", dest}, {"from", r.incident}});
   }

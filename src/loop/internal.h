@@ -21,6 +21,7 @@
 #include "engine/model_wait.h"
 #include "engine/phase.h"
 #include "engine/state.h"
+#include "gitx/author.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
 #include "loop/acceptance.h"
@@ -50,9 +51,6 @@ namespace phoenix::loop::internal {
 using engine::Phase;
 using util::Json;
 
-// Untracked run-time state never counts as a change of the agent's.
-inline const std::vector<std::string>& kKeep = layout::keep_prefixes();
-
 inline constexpr const char* kPromise = "<promise>COMPLETE</promise>";
 
 struct Loop {
@@ -67,7 +65,7 @@ struct Loop {
   std::optional<gitx::Repo> repo;       // the worktree's
   std::optional<gitx::Repo> main_repo;  // the user's repository
   std::unique_ptr<util::FileLock> tree_lock;  // the loop's worktree (wt_name), held for the whole run
-  StateFile state{state_path(opt.root)};
+  StateFile state{layout::loop_state_file(opt.root)};
   int max_iterations = 0;
   std::atomic<int> iteration{0};        // workers count theirs here too
   std::atomic<int> session_retries{0};  // heal attempts over the whole run, every worker's
@@ -223,7 +221,7 @@ struct Loop {
   std::string prompt_for(const Task* task, const std::vector<Task>& tasks, const std::string& failure);
   std::vector<std::string> pinned_files(const Task* task, const std::vector<Task>& tasks) const;
   bool unpin(const PinnedFiles& pins);
-  std::vector<std::string> own_files() const;
+  std::vector<std::string> own_paths() const;
   AgentRun run_agent(const std::string& prompt);
   AgentRun run_agent(const std::string& prompt, const Tree& t, const std::function<void(long)>& on_pid);
   static bool promised(const std::string& output, const std::string& prompt);

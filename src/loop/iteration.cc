@@ -32,7 +32,7 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
     batch.end();
     return interrupted();
   }
-  if (unpin(pins)) a.changed = !repo->is_clean(own_files());
+  if (unpin(pins)) a.changed = !repo->is_clean(own_paths());
 
   using agent::Status;
   const bool measured_next = a.changed && a.cls.status != Status::kQuota && !agent::waits(a.cls.status) &&
@@ -46,7 +46,7 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
   if (a.cls.status == Status::kTimeout) {
     // The runner killed the whole process group; its half-work goes.
     last_failure = "the agent was stopped at the iteration timeout (" + a.cls.detail + ")";
-    repo->reset_hard(repo->head_sha(), true, kKeep);
+    repo->reset_hard(repo->head_sha(), true, layout::keep_prefixes());
     a.changed = false;
   }
   if (!a.changed) return no_change(a, prompt);
@@ -126,12 +126,13 @@ void Loop::land(const Task* task, const std::string& title, const std::vector<st
   std::string msg = "phoenix-loop: " + title + "\n\nPhoenix-Task: " + task_id(task) + "\n";
   for (const std::string& ref : attempts) msg += "Phoenix-Attempt: " + ref + "\n";
   if (!healed_by.empty()) msg += "Phoenix-Healed-By: " + healed_by + "\n";
-  std::string tip = repo->commit_all(msg, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
+  std::string tip =
+      repo->commit_all(msg, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
   if (!attempts.empty() && repo->rev_list(task_before, tip).size() > 1) {
     // The attempt and its heal, as one commit on the task's start: the
     // branch's first-parent history stays one green commit per task.
-    std::string one = repo->squash(task_before, tip, {}, msg, "phoenix", "phoenix@localhost");
-    repo->reset_hard(one, false, kKeep);
+    std::string one = repo->squash(task_before, tip, {}, msg, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email);
+    repo->reset_hard(one, false, layout::keep_prefixes());
   }
   sync_branch("task done");
   bless();
@@ -173,7 +174,7 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
     Measure hm = measure();
     if (!hm.setup_failed.empty()) return setup_stopped(hm);
     if (hm.interrupted || util::interrupted_signal()) return interrupted();
-    std::string not_done = hm.green ? not_done_why(*repo, task_before, repo->head_sha(), own_files(), "", nullptr)
+    std::string not_done = hm.green ? not_done_why(*repo, task_before, repo->head_sha(), own_paths(), "", nullptr)
                                     : "red after the heal: " + util::join_argv(hm.red);
     if (not_done.empty())
       if (std::string why = tests_bite_why(main_tree(), task_before, tj); !why.empty())
@@ -205,7 +206,7 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
 // trace and loop-state.json.
 Loop::RedAttempt Loop::keep_red_attempt(const Measure& m, const Task& self, const Json& tj, const std::string& title) {
   TaskRecord& rec = book.of(self);
-  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, "phoenix", "phoenix@localhost", true,
+  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true,
                                                layout::state_prefixes());
   const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
   repo->write_ref(ref, attempt, "phoenix-loop: a red attempt");
@@ -232,7 +233,7 @@ Loop::RedAttempt Loop::keep_red_attempt(const Measure& m, const Task& self, cons
 // the session cap or the task's budget is spent, or nothing changes.
 Loop::Ending Loop::attempt_failed(const Task& self, const Json& tj, const std::string& title) {
   const TaskRecord& rec = book.of(self);
-  repo->reset_hard(task_before, true, kKeep);
+  repo->reset_hard(task_before, true, layout::keep_prefixes());
   trace.append("loop.attempt_failed",
                {{"iteration", iteration.load()}, {"task", tj}, {"attempts", rec.attempts}, {"why", last_failure}});
   if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);

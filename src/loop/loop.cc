@@ -19,10 +19,6 @@ namespace phoenix::loop {
 
 using util::Json;
 
-std::string state_path(const std::string& root) { return root + "/.phoenix/loop-state.json"; }
-std::string stop_path(const std::string& root) { return root + "/.phoenix/STOP"; }
-std::string run_path(const std::string& root) { return root + "/.phoenix/loop-run.json"; }
-
 std::string default_branch(long long now_ms) {
   std::time_t t = static_cast<std::time_t>(now_ms / 1000);
   std::tm tm{};
@@ -122,7 +118,7 @@ void Loop::write_run_file() {
          {"ignored", std::vector<std::string>(ignored.begin(), ignored.end())},
          {"workers", workers},
          {"queue", queue_json()}};
-  util::write_file_atomic(run_path(root), j.dump(2) + "\n");
+  util::write_file_atomic(layout::loop_run_file(root), j.dump(2) + "\n");
 }
 
 Json Loop::queue_json() const {
@@ -133,7 +129,8 @@ Json Loop::queue_json() const {
 
 // loop.notify's webhook and command (loop/notify.h); a failure is said, never fatal.
 void Loop::notify(const std::string& event, const std::string& incident, const std::string& summary) {
-  LoopNotice n{root, branch, state_path(root), state.snapshot(), trace, say, [&](long long ms) { nap(ms); }};
+  LoopNotice n{root,  branch, layout::loop_state_file(root), state.snapshot(),
+               trace, say,    [&](long long ms) { nap(ms); }};
   notify_loop_event(cfg.loop, n, event, incident, summary);
 }
 
@@ -150,7 +147,7 @@ double Loop::max_wait_s() const {
 // Sleeps up to ms, returning early on a signal, a STOP file or --until.
 void Loop::nap(long long ms) {
   util::interruptible_sleep_ms(ms, [&] {
-    if (util::path_exists(stop_path(root))) return true;
+    if (util::path_exists(layout::stop_flag(root))) return true;
     auto left = ms_to_deadline();
     return left && *left <= 0;
   });

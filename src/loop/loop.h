@@ -1,4 +1,4 @@
-// phoenix-loop: the outer, ralph-style driver (DESIGN.md "Outer loop").
+// phoenix-loop: the outer, ralph-style driver (docs/loop.md).
 //
 // One loop per repository (an flock on .phoenix/loop.lock naming its pid;
 // the kernel drops it when the holder dies, so a stale lock is simply taken).
@@ -102,10 +102,5 @@ long long parse_until(const std::string& text, long long now_ms);
 
 // The default branch name for a loop started at `now_ms`: phoenix/loop-YYYYMMDD (UTC).
 std::string default_branch(long long now_ms);
-
-// Path of the state file, the stop file and the run file under `root`.
-std::string state_path(const std::string& root);
-std::string stop_path(const std::string& root);
-std::string run_path(const std::string& root);
 
 }  // namespace phoenix::loop

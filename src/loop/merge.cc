@@ -17,17 +17,17 @@ void Loop::publish(const Task& task) {
   if (!sharded()) return;
   Pushed p = publish_task(*main_repo, root, opt.remote, task, task_before, repo->head_sha(), tasks_rel, *opt.shard);
   trace.append("loop.task_pushed", {{"task", task.id()},
-                                    {"branch", task_branch(task.id())},
+                                    {"branch", layout::task_branch(task.id())},
                                     {"commit", p.commit},
                                     {"remote", opt.remote},
                                     {"ok", p.ok},
                                     {"error", p.error}});
   if (p.ok) {
     unpushed.erase(task.id());
-    say("pushed " + task_branch(task.id()) + " to " + opt.remote);
+    say("pushed " + layout::task_branch(task.id()) + " to " + opt.remote);
   } else {
     unpushed.insert(task.id());
-    say("cannot push " + task_branch(task.id()) + " to " + opt.remote + ": " + p.error);
+    say("cannot push " + layout::task_branch(task.id()) + " to " + opt.remote + ": " + p.error);
   }
 }
 
@@ -75,7 +75,7 @@ Loop::Ending Loop::merge_next(size_t at) {
   phase(Phase::kMerging, [&](Json& s) {
     s["task"] = Json{{"id", e.id}, {"title", e.title}, {"index", e.index}, {"total", tasks.size()}};
   });
-  std::vector<std::string> keep = kKeep;
+  std::vector<std::string> keep = layout::keep_prefixes();
   keep.push_back(tasks_rel);
   const Task* task = e.index < static_cast<int>(tasks.size()) ? &tasks[e.index] : nullptr;
   Tree t = main_tree();
@@ -137,7 +137,7 @@ void Loop::merged(const QueueEntry& e) {
 // A conflict or a red combined tree: the task's work is kept, and the
 // task goes back to a worker on the new tip, or is given up on.
 void Loop::not_merged(const QueueEntry& e, const MergeResult& m) {
-  std::string kept = std::string(engine::kAbandonedPrefix) + "task-" + e.id + "-" + std::to_string(util::now_ms());
+  std::string kept = std::string(layout::kAbandonedPrefix) + "task-" + e.id + "-" + std::to_string(util::now_ms());
   repo->write_ref(kept, e.commit, "phoenix-loop: not merged");
   repo->delete_ref(queue_ref(e.id));
   std::string why = m.kind == MergeResult::Kind::kConflict
@@ -152,7 +152,7 @@ void Loop::not_merged(const QueueEntry& e, const MergeResult& m) {
     say(e.id + " not merged (" + kind_name(m.kind) + "): back to a worker on the new tip");
     return;
   }
-  std::string incident = merge_incident(root + "/incidents", *repo, e, m, kept);
+  std::string incident = merge_incident(layout::incidents_dir(root), *repo, e, m, kept);
   escalated_note(incident);
   skip(e.index, task_json(e.index, e.id, e.title), incident,
        std::string(kind_name(m.kind)) + " after " + std::to_string(e.tries) + " tries");

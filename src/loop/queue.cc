@@ -3,6 +3,8 @@
 #include <chrono>
 
 #include "engine/incident.h"
+#include "gitx/author.h"
+#include "layout/layout.h"
 #include "layout/paths.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -60,7 +62,7 @@ const char* kind_name(MergeResult::Kind k) {
   return "";
 }
 
-std::string queue_ref(const std::string& id) { return "refs/phoenix/queue/" + id; }
+std::string queue_ref(const std::string& id) { return layout::kQueuePrefix + id; }
 
 MergeResult merge_entry(Tree& tree, const QueueEntry& entry, const std::vector<std::string>& keep,
                         const std::function<void()>& tick, const std::function<Measure()>& measure,
@@ -71,8 +73,8 @@ MergeResult merge_entry(Tree& tree, const QueueEntry& entry, const std::vector<s
   r.tip = repo.head_sha();
   const std::string message =
       "phoenix-loop: " + entry.title + (entry.trailers.empty() ? "" : "\n\n" + entry.trailers);
-  std::string merged =
-      repo.merge_onto(entry.base, r.tip, entry.commit, message, "phoenix", "phoenix@localhost", &r.conflicts);
+  std::string merged = repo.merge_onto(entry.base, r.tip, entry.commit, message, gitx::kPhoenixAuthor.name,
+                                       gitx::kPhoenixAuthor.email, &r.conflicts);
   if (merged.empty()) {
     r.kind = MergeResult::Kind::kConflict;
     r.duration_ms = since_ms(t0);
@@ -86,7 +88,8 @@ MergeResult merge_entry(Tree& tree, const QueueEntry& entry, const std::vector<s
   tick();
   r.measure = measure();
   if (r.measure.green && !r.measure.interrupted && r.measure.setup_failed.empty()) {
-    r.commit = repo.commit_all(message, "phoenix", "phoenix@localhost", true, layout::state_prefixes());
+    r.commit =
+        repo.commit_all(message, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
     r.kind = MergeResult::Kind::kMerged;
   } else {
     r.kind = r.measure.interrupted             ? MergeResult::Kind::kInterrupted

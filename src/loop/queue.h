@@ -50,7 +50,7 @@ struct QueueEntry {
 util::Json to_json(const QueueEntry& e);
 // Throws phoenix::Error naming the field when `j` is not an entry.
 QueueEntry queue_entry_from_json(const util::Json& j);
-// refs/phoenix/queue/<id>: keeps a queued commit alive.
+// <layout::kQueuePrefix><id>: keeps a queued commit alive.
 std::string queue_ref(const std::string& id);
 
 struct MergeResult {

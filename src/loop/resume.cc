@@ -16,9 +16,9 @@ namespace phoenix::loop::internal {
 // Returns the earlier state (null when unreadable: it costs the counters,
 // not the work; the branch holds that).
 Json Loop::read_earlier_run(gitx::Repo& main) {
-  if (!util::path_exists(run_path(root)))
-    throw UsageError("phoenix-loop: --resume: no earlier loop here (" + run_path(root) + " is missing)");
-  Json run = util::parse_json(util::read_file(run_path(root)), run_path(root));
+  if (!util::path_exists(layout::loop_run_file(root)))
+    throw UsageError("phoenix-loop: --resume: no earlier loop here (" + layout::loop_run_file(root) + " is missing)");
+  Json run = util::parse_json(util::read_file(layout::loop_run_file(root)), layout::loop_run_file(root));
   branch = run.value("branch", "");
   wt_name = run.value("worktree_name", "");
   // Where this version keeps it; a loop started by an earlier version
@@ -33,9 +33,9 @@ Json Loop::read_earlier_run(gitx::Repo& main) {
   if (opt.workers == 0) workers = run.value("workers", workers);
   for (const auto& e : run.value("queue", Json::array())) queue.push_back(queue_entry_from_json(e));
   Json prev;
-  if (util::path_exists(state_path(root))) {
+  if (util::path_exists(layout::loop_state_file(root))) {
     try {
-      prev = util::parse_json(util::read_file(state_path(root)), state_path(root));
+      prev = util::parse_json(util::read_file(layout::loop_state_file(root)), layout::loop_state_file(root));
     } catch (const Error&) {
       // An unreadable state file costs the counters, not the work: the branch holds that.
     }
@@ -62,10 +62,10 @@ void Loop::resume_workers(gitx::Repo& main, const Json& prev) {
     if (path.empty() || !util::path_exists(path + "/.git")) continue;
     try {
       gitx::Repo t = gitx::Repo::open(path);
-      if (t.is_clean(kKeep)) continue;
-      std::string wip = t.snapshot_workdir("phoenix-loop: left by an interrupted worker", "phoenix",
-                                           "phoenix@localhost", true, layout::state_prefixes());
-      main.write_ref(std::string(engine::kAbandonedPrefix) + "loop-worker-" + std::to_string(util::now_ms()), wip,
+      if (t.is_clean(layout::keep_prefixes())) continue;
+      std::string wip = t.snapshot_workdir("phoenix-loop: left by an interrupted worker", gitx::kPhoenixAuthor.name,
+                                           gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+      main.write_ref(std::string(layout::kAbandonedPrefix) + "loop-worker-" + std::to_string(util::now_ms()), wip,
                      "phoenix-loop: resume");
     } catch (const Error& e) { say("resume: cannot keep what a worker left in " + path + ": " + e.what()); }
   }

@@ -3,7 +3,9 @@
 #include <map>
 #include <numeric>
 
+#include "gitx/author.h"
 #include "gitx/remote.h"
+#include "layout/layout.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -13,7 +15,6 @@ namespace {
 
 constexpr double kGitTimeoutS = 600;
 constexpr const char* kWhoNeedsGit = "phoenix-loop's shards and merge use it to reach the remote";
-constexpr const char* kFetchedPrefix = "refs/phoenix/fetched/";
 
 // A whole decimal number in [lo, hi], or nullopt.
 std::optional<int> whole(const std::string& s, int lo, int hi) {
@@ -86,8 +87,6 @@ std::set<int> shard_tasks(const std::vector<Task>& tasks, const Shard& s) {
   return mine;
 }
 
-std::string task_branch(const std::string& id) { return "phoenix/task-" + id; }
-
 void check_remote(const std::string& root, const std::string& remote) {
   if (!gitx::is_remote_name(remote)) throw UsageError("phoenix-loop: '" + remote + "' is not a remote name or URL");
   util::ProcessResult r = gitx::run_git(root, {"ls-remote", "--heads", remote}, kGitTimeoutS, kWhoNeedsGit);
@@ -100,11 +99,11 @@ Pushed publish_task(gitx::Repo& repo, const std::string& root, const std::string
                     const std::string& before, const std::string& after, const std::string& tasks_rel,
                     const Shard& shard) {
   Pushed p;
-  const std::string branch = task_branch(task.id());
+  const std::string branch = layout::task_branch(task.id());
   p.commit = repo.squash(
       before, after, {tasks_rel},
       "phoenix-loop: " + task.title + "\n\nPhoenix-Task: " + task.id() + "\nPhoenix-Shard: " + shard.text() + "\n",
-      "phoenix", "phoenix@localhost");
+      gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email);
   repo.write_ref("refs/heads/" + branch, p.commit, "phoenix-loop: task done in shard " + shard.text());
   push(root, remote, "+" + p.commit + ":refs/heads/" + branch, p);
   return p;
@@ -119,11 +118,12 @@ Pushed push_branch(const std::string& root, const std::string& remote, const std
 Fetched fetch_task_branches(gitx::Repo& repo, const std::string& root, const std::string& remote,
                             const std::vector<Task>& tasks, const std::set<int>& queued) {
   if (!gitx::is_remote_name(remote)) throw UsageError("phoenix-loop: '" + remote + "' is not a remote name or URL");
-  for (const auto& old : repo.list_refs(kFetchedPrefix)) repo.delete_ref(old.name);
-  util::ProcessResult r = gitx::run_git(root,
-                                        {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
-                                         "+refs/heads/phoenix/task-*:" + std::string(kFetchedPrefix) + "task-*"},
-                                        kGitTimeoutS, kWhoNeedsGit);
+  for (const auto& old : repo.list_refs(layout::kFetchedPrefix)) repo.delete_ref(old.name);
+  util::ProcessResult r =
+      gitx::run_git(root,
+                    {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
+                     "+refs/heads/" + layout::task_branch("*") + ":" + layout::kFetchedPrefix + "task-*"},
+                    kGitTimeoutS, kWhoNeedsGit);
   if (r.exit_code != 0)
     throw Error("cannot fetch the task branches of remote '" + remote + "': git fetch exited " +
                 std::to_string(r.exit_code) + ": " + gitx::git_output_tail(r.output));
@@ -131,12 +131,12 @@ Fetched fetch_task_branches(gitx::Repo& repo, const std::string& root, const std
   for (const auto& t : tasks) by_id[t.id()] = &t;
   std::map<int, QueueEntry> found;
   Fetched f;
-  const std::string prefix = std::string(kFetchedPrefix) + "task-";
+  const std::string prefix = std::string(layout::kFetchedPrefix) + "task-";
   for (const auto& ref : repo.list_refs(prefix)) {
     std::string id = ref.name.substr(prefix.size());
     auto it = by_id.find(id);
     if (it == by_id.end()) {
-      f.notes.push_back(task_branch(id) + ": the tasks file has no task '" + id + "' (ignored)");
+      f.notes.push_back(layout::task_branch(id) + ": the tasks file has no task '" + id + "' (ignored)");
       continue;
     }
     const Task& t = *it->second;
@@ -145,7 +145,7 @@ Fetched fetch_task_branches(gitx::Repo& repo, const std::string& root, const std
     try {
       base = repo.resolve(ref.sha + "^");
     } catch (const Error&) {
-      f.notes.push_back(task_branch(id) + ": " + ref.sha.substr(0, 12) +
+      f.notes.push_back(layout::task_branch(id) + ": " + ref.sha.substr(0, 12) +
                         " has no parent to take its change from (ignored)");
       continue;
     }

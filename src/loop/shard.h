@@ -46,9 +46,6 @@ std::optional<Shard> shard_from_env(const std::function<const char*(const char*)
 // The indices of the tasks shard `s` works on.
 std::set<int> shard_tasks(const std::vector<Task>& tasks, const Shard& s);
 
-// "phoenix/task-<id>".
-std::string task_branch(const std::string& id);
-
 // Refuses (Error, exit 1) a remote git cannot reach, before any work:
 // "cannot reach remote 'origin': git ls-remote exited 128: ...".
 void check_remote(const std::string& root, const std::string& remote);

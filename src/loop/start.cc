@@ -114,13 +114,14 @@ void Loop::setup() {
   if (const char* w = std::getenv("PHOENIX_WATCH"); !w || std::string_view(w) != "0") repo->watch_work_tree();
   if (have_wt) {
     // Resume after a crash: whatever the dead iteration left is kept, then dropped.
-    if (!repo->is_clean(kKeep)) {
-      std::string wip = repo->snapshot_workdir("phoenix-loop: left by an interrupted iteration", "phoenix",
-                                               "phoenix@localhost", true, layout::state_prefixes());
-      repo->write_ref(std::string(engine::kAbandonedPrefix) + "loop-" + std::to_string(util::now_ms()), wip,
+    if (!repo->is_clean(layout::keep_prefixes())) {
+      std::string wip =
+          repo->snapshot_workdir("phoenix-loop: left by an interrupted iteration", gitx::kPhoenixAuthor.name,
+                                 gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+      repo->write_ref(std::string(layout::kAbandonedPrefix) + "loop-" + std::to_string(util::now_ms()), wip,
                       "phoenix-loop: resume");
     }
-    repo->reset_hard(start, true, kKeep);
+    repo->reset_hard(start, true, layout::keep_prefixes());
   }
   repo->write_ref(ref, repo->head_sha(), "phoenix-loop: start");
 

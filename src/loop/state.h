@@ -1,5 +1,5 @@
-// .phoenix/loop-state.json: what an outer harness polls (DESIGN.md "Files in
-// a user's repository"; schema in templates/loop-state.schema.json).
+// .phoenix/loop-state.json (layout::loop_state_file): what an outer harness
+// polls (schema in templates/loop-state.schema.json).
 //
 // The object has exactly the fields of the design: schema_version, pid,
 // phase, task {id,title,index,total} (null between tasks), iteration,

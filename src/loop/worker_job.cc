@@ -24,7 +24,7 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
   for (const auto& p : acceptance_scripts(job.task, t.path)) pinned.push_back(p);
   PinnedFiles pins(t.path, pinned);
   AgentRun a = run_agent(job.prompt, t, [&](long pid) { pool->set_phase(w, Phase::kAgent, pid); });
-  if (!pins.restore().empty()) a.changed = !t.repo->is_clean(own_files());
+  if (!pins.restore().empty()) a.changed = !t.repo->is_clean(own_paths());
   pool->set_phase(w, Phase::kChecking);
   using agent::Status;
   if (util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
@@ -54,14 +54,14 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
     if (std::string why = tests_bite_why(t, r.base, task_json(job.task.index, job.task.id(), job.task.title));
         !why.empty())
       return toothless_in_worker(r, t, why);
-    r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, "phoenix", "phoenix@localhost", true,
+    r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true,
                                   layout::state_prefixes());
     return ended(r, JobResult::End::kQueued);
   }
   // Red: the attempt is kept under its ref and healed in the worker's
   // own tree, within what is left of the task's budget.
-  const std::string attempt = t.repo->commit_all("phoenix-loop: attempt: " + job.task.title, "phoenix",
-                                                 "phoenix@localhost", true, layout::state_prefixes());
+  const std::string attempt = t.repo->commit_all("phoenix-loop: attempt: " + job.task.title, gitx::kPhoenixAuthor.name,
+                                                 gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
   r.attempt_ref = attempt_ref(wt_name, job.task.id(), job.run);
   t.repo->write_ref(r.attempt_ref, attempt, "phoenix-loop: a red attempt");
   r.red = red_facts(m, task_checks);
@@ -86,7 +86,7 @@ JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, 
     if (!x.ok) r.why += "\n  " + x.id + ": " + x.signal;
   if (h.exit_code == kExitOk && !h.healed_by.empty()) {
     Measure hm = measure(t);
-    std::string not_done = hm.green ? not_done_why(*t.repo, r.base, t.repo->head_sha(), own_files(), "", nullptr)
+    std::string not_done = hm.green ? not_done_why(*t.repo, r.base, t.repo->head_sha(), own_paths(), "", nullptr)
                                     : "red after the heal: " + util::join_argv(hm.red);
     if (not_done.empty()) {
       r.commit = t.repo->head_sha();
@@ -103,8 +103,7 @@ JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, 
 // Green in the worker's tree, but its tests do not bite: an attempt the
 // loop's thread counts like a red one, its failure fed back.
 JobResult Loop::toothless_in_worker(JobResult& r, const Tree& t, const std::string& why) {
-  const std::string attempt = t.repo->commit_all("phoenix-loop: attempt: " + r.job.task.title, "phoenix",
-                                                 "phoenix@localhost", true, layout::state_prefixes());
+  const std::string attempt = t.repo->commit_all("phoenix-loop: attempt: " + r.job.task.title, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
   r.attempt_ref = attempt_ref(wt_name, r.job.task.id(), r.job.run);
   t.repo->write_ref(r.attempt_ref, attempt, "phoenix-loop: tests that do not bite");
   r.red = toothless_facts(why);

@@ -92,7 +92,7 @@ int Loop::after_workers(const std::function<int()>& end) {
 }
 
 void Loop::stop_reason() {
-  if (util::path_exists(stop_path(root))) wind_down(kExitRed, Phase::kStopped, "stopped: .phoenix/STOP exists");
+  if (util::path_exists(layout::stop_flag(root))) wind_down(kExitRed, Phase::kStopped, "stopped: .phoenix/STOP exists");
   if (auto left = ms_to_deadline(); left && *left <= 0)
     wind_down(kExitRed, Phase::kStopped, "stopped: --until " + opt.deadline_text + " reached");
 }

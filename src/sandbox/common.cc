@@ -10,6 +10,7 @@
 #include <system_error>
 #include <utility>
 
+#include "gitx/author.h"
 #include "gitx/prefix.h"
 #include "layout/layout.h"
 #include "util/error.h"
@@ -95,7 +96,7 @@ git_oid commit_tree(git_repository* meta, const git_oid& tree_id, const git_comm
   check(git_tree_lookup(&tree_raw, meta, &tree_id), read_tree_what);
   TreePtr tree(tree_raw);
   git_signature* sig_raw = nullptr;
-  check(git_signature_now(&sig_raw, "Phoenix", "phoenix@localhost"), "signature");
+  check(git_signature_now(&sig_raw, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email), "signature");
   SignaturePtr sig(sig_raw);
   git_oid commit_id;
   const git_commit* parents[] = {parent};

@@ -16,6 +16,7 @@
 
 #include "gitx/libgit2.h"
 #include "gitx/repo.h"
+#include "layout/paths.h"
 #include "sandbox/common.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -160,7 +161,7 @@ std::string Sandbox::write_scratch_file(const std::string& name, std::string_vie
   std::string file;
   struct stat st;
   for (int n = 1;; ++n) {
-    file = ".phoenix-" + (n == 1 ? std::string() : std::to_string(n) + "-") + name;
+    file = layout::kScratchPrefix + (n == 1 ? std::string() : std::to_string(n) + "-") + name;
     if (kind_ == Kind::kOverlay) {
       // Taken in the agent's view when the upper layer or the real tree
       // (hidden or not: a number more costs nothing) has it.

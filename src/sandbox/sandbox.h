@@ -1,6 +1,6 @@
 // sandbox: a disposable copy of the user's repository where a fixer (the
 // user's agent CLI) works, and the watch that proves it left the real
-// repository alone (DESIGN.md "Words: sandbox", invariant 12).
+// repository alone (invariant 12, docs/invariants.md).
 //
 // What a sandbox holds. Sandbox::create() copies
 //   - every path in the real repository's index (tracked files), with its
@@ -202,7 +202,7 @@ class Sandbox {
   std::vector<Skipped> skipped_;
 };
 
-// --- invariant 12: the real repository must not change while a fixer works ---
+// --- invariant 12 (docs/invariants.md): the real repository must not change while a fixer works ---
 //
 // A fingerprint of the state of a repository that an agent could change:
 // HEAD (commit and branch), every ref, every index entry (mode, blob, stage),

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "layout/paths.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/fault.h"
@@ -76,7 +77,7 @@ std::string relative_to_root(const std::string& root, const std::string& cwd, co
   std::string rel = ps == rs ? "." : ps.substr(rs.size() + 1);
   if (rel == ".") throw UsageError("snapshot: " + path + " is the whole repository; use git (or phoenix run) for that");
   std::string first = rel.substr(0, rel.find('/'));
-  if (first == ".git" || first == ".phoenix")
+  if (first == ".git" || first == layout::kStateDirName)
     throw UsageError("snapshot: " + path + " is inside " + first + "/, which Phoenix does not snapshot");
   if (!fs::exists(fs::symlink_status(p))) throw UsageError("snapshot: " + path + " does not exist");
   return rel;
@@ -191,8 +192,8 @@ void restore(const std::string& root, const std::string& snapshots_dir, const st
     return;
   }
   std::string suffix = std::to_string(::getpid()) + "-" + std::to_string(util::now_ms());
-  fs::path fresh = target.string() + ".phoenix-restore-" + suffix;
-  fs::path old = target.string() + ".phoenix-old-" + suffix;
+  fs::path fresh = target.string() + layout::kRestoreSuffix + suffix;
+  fs::path old = target.string() + layout::kRestoreOldSuffix + suffix;
   fs::remove_all(fresh);
   fs::create_directories(fresh);
   for (const auto& f : m["files"]) {

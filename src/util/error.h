@@ -9,7 +9,7 @@
 
 namespace phoenix {
 
-// Documented exit codes (DESIGN.md, "Command surface").
+// Phoenix's exit codes, the one table (the man pages and docs/ list them).
 enum ExitCode : int {
   kExitOk = 0,            // success / all green
   kExitRed = 1,           // red, rolled back, needs a person

@@ -392,8 +392,8 @@ TEST_F(RealProjects, GitAddAllBesideAHandWrittenConfigCommitsNoPhoenixState) {
   CliRun first = phoenix({"run"});
   ASSERT_EQ(first.code, 0) << first.out;
   ASSERT_TRUE(fs::exists(repo + "/.phoenix")) << first.out;
-  // Of .phoenix/, at most its own .gitignore (DESIGN.md's table commits it;
-  // a .gitignore that ignores itself as well keeps all of .phoenix/ out).
+  // Of .phoenix/, at most its own .gitignore (layout/paths.h; one that
+  // ignores itself as well keeps all of .phoenix/ out).
   git(repo, {"add", "-A"});
   for (const auto& p : staged())
     if (util::starts_with(p, ".phoenix/"))

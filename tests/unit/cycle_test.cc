@@ -1,6 +1,6 @@
 // The engine's cycle with fake fixers and a counting check runner on real
-// (libgit2) repositories in temp dirs: each DESIGN.md invariant the engine
-// owns has a test here that fails if the invariant is removed.
+// (libgit2) repositories in temp dirs: each invariant the engine owns
+// (docs/invariants.md) has a test here that fails if it is removed.
 #include "engine/cycle.h"
 
 #include <gtest/gtest.h>

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "hook/runs.h"
+#include "layout/paths.h"
 #include "test_util.h"
 #include "util/error.h"
 
@@ -302,7 +303,7 @@ TEST(HookRuns, ARemoteEndIsUnexplainedOnlyOnARefPushedBeforeAndNeverMeasuredGree
   EXPECT_TRUE(hook::unexplained_remote_ends(tmp.path(), "origin", ref("refs/heads/main", c, zero)).empty());
   // A blocked run measures nothing green; a torn last line is passed over.
   hook::log_run(tmp.path(), "phoenix", "origin", ref("refs/heads/main", b, a), "blocked", {});
-  write(tmp.path(), ".phoenix/hook-runs.jsonl", read(hook::runs_file(tmp.path())) + "{\"green\":[\"" + b);
+  write(tmp.path(), ".phoenix/hook-runs.jsonl", read(layout::hook_runs_file(tmp.path())) + "{\"green\":[\"" + b);
   EXPECT_EQ(hook::unexplained_remote_ends(tmp.path(), "origin", ref("refs/heads/main", c, b)).size(), 1u);
   const hook::RunLog log = hook::read_runs(tmp.path());
   EXPECT_TRUE(log.covers(a));
@@ -323,7 +324,7 @@ TEST(HookRuns, UnmeasuredPushesAreNotedOnceAndClearedPerRef) {
   ASSERT_EQ(hook::unmeasured_pushes(tmp.path()).size(), 1u);
   EXPECT_EQ(hook::unmeasured_pushes(tmp.path())[0]["remote_ref"], "refs/heads/topic");
   hook::clear_unmeasured_pushes(tmp.path(), "origin", "refs/heads/topic");
-  EXPECT_FALSE(fs::exists(hook::unmeasured_pushes_file(tmp.path())));
+  EXPECT_FALSE(fs::exists(layout::unmeasured_pushes_file(tmp.path())));
 }
 
 }  // namespace

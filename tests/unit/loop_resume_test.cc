@@ -33,7 +33,7 @@ TEST_F(Earlier, NoRunFileIsAUsageErrorNamingIt) {
     l.read_earlier_run(main);
     FAIL() << "no error";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find(run_path(root)), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(layout::loop_run_file(root)), std::string::npos) << e.what();
   }
 }
 

@@ -1,0 +1,133 @@
+// phoenix-hook: the green pre-push hook in a binary that starts in about a
+// millisecond (docs/performance.md "The green path"). The shim
+// (hooks/pre-push.in) runs it as `phoenix-hook pre-push [REMOTE URL]` when
+// it lies beside the phoenix binary the shim records.
+//
+// It handles one case itself (hook::run_green, hook/green.h): every pushed
+// commit is the checked-out HEAD, the tree is clean, phoenix.json loads, the
+// hook's checks are all command_exit and all pass. It then prints what
+// `phoenix hook run pre-push` prints and exits 0. In every other case — no
+// phoenix.json, a config error, deletions only, another commit, a dirty
+// tree, a red check, PHOENIX_SKIP, a held lock, anything it does not expect
+// — it replaces itself (exec, no child) with `phoenix hook run pre-push`
+// with the same arguments, the same environment and the same stdin, having
+// printed nothing, so the verdict, output and exit code are the full hook's.
+// At a red check of a clean HEAD it stops, and hands what it measured to
+// the full hook (hook::hand_measured), which does not run those checks
+// again. A push whose remote end .phoenix/hook-runs.jsonl does not explain
+// (a skipped push, maybe: hook/runs.h) is handed over too.
+//
+// It links only phoenix_lite: no libgit2, OpenSSL, SQLite or Boost library.
+#include "cli/hook_main.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hook/green.h"
+#include "hook/pushed_refs.h"
+#include "util/error.h"
+#include "util/signals.h"
+
+namespace phoenix::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The environment git gave the hook, as it was: forget_git_location_env()
+// changes it for the checks, and the full hook must get it unchanged.
+struct SavedEnv {
+  std::vector<std::pair<std::string, std::optional<std::string>>> vars;
+  void save(const std::vector<const char*>& names) {
+    for (const char* n : names) {
+      const char* v = std::getenv(n);
+      vars.emplace_back(n, v ? std::optional<std::string>(v) : std::nullopt);
+    }
+  }
+  void restore() const {
+    for (const auto& [n, v] : vars) {
+      if (v) ::setenv(n.c_str(), v->c_str(), 1);
+      else ::unsetenv(n.c_str());
+    }
+  }
+};
+
+[[noreturn]] void fail(const std::string& what) {
+  std::cerr << "phoenix: error: " << what << "\n";
+  std::exit(kExitRed);
+}
+
+// Replaces this process with `<dir of this binary>/phoenix hook run pre-push
+// ARGS...`; `input` (git's lines, already read) becomes its stdin through a
+// memory file, or stdin is left as it is when nothing was read.
+[[noreturn]] void hand_over(int argc, char** argv, const std::optional<std::string>& input) {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) fail("phoenix-hook: cannot find its own path (/proc/self/exe): " + ec.message());
+  const std::string full = (self.parent_path() / "phoenix").string();
+  if (input) {
+    int fd = ::memfd_create("phoenix-pre-push-stdin", 0);
+    if (fd < 0) fail(std::string("phoenix-hook: memfd_create: ") + std::strerror(errno));
+    for (size_t done = 0; done < input->size();) {
+      ssize_t n = ::write(fd, input->data() + done, input->size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail(std::string("phoenix-hook: writing git's stdin to a memory file: ") + std::strerror(errno));
+      done += static_cast<size_t>(n);
+    }
+    if (::lseek(fd, 0, SEEK_SET) != 0 || ::dup2(fd, 0) < 0)
+      fail(std::string("phoenix-hook: passing git's stdin on: ") + std::strerror(errno));
+    ::close(fd);
+  }
+  std::vector<char*> args{const_cast<char*>(full.c_str()), const_cast<char*>("hook"), const_cast<char*>("run")};
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  ::execv(full.c_str(), args.data());
+  fail("phoenix-hook: cannot run " + full + ": " + std::strerror(errno) +
+       " (reinstall Phoenix, or run 'phoenix hook install')");
+}
+
+}  // namespace
+
+int phoenix_hook_main(int argc, char** argv) {
+  // `phoenix-hook pre-push [REMOTE [URL]]`; anything else is the full
+  // hook's to judge (and to explain).
+  if (argc < 2 || argc > 4 || std::string(argv[1]) != "pre-push") hand_over(argc, argv, std::nullopt);
+  if (const char* skip = std::getenv("PHOENIX_SKIP"); skip && std::string(skip) == "1")
+    hand_over(argc, argv, std::nullopt);
+  if (::isatty(0) == 1) hand_over(argc, argv, std::nullopt);
+  SavedEnv env;
+  env.save(hook::git_location_env());
+  std::optional<std::string> input;
+  std::optional<int> code;
+  try {
+    util::install_signal_handlers();
+    std::error_code ec;
+    const std::string cwd = fs::canonical(fs::current_path(), ec).string();
+    const std::optional<std::string> root = ec ? std::nullopt : hook::find_work_tree(cwd);
+    if (root) {
+      input.emplace(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+      code = hook::run_green(hook::parse_pre_push(*input), *root, argc > 2 ? argv[2] : "", std::cerr);
+    }
+  } catch (const std::exception&) {
+    code.reset();  // a malformed line, an unexpected error: the full hook's to say
+  }
+  if (code) {
+    std::cerr.flush();
+    return *code;
+  }
+  env.restore();
+  hand_over(argc, argv, input);
+}
+
+}  // namespace phoenix::cli
