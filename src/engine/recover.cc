@@ -42,26 +42,29 @@ Interrupted find_interrupted(const std::string& trace_path) {
   while (std::getline(f, line)) {
     Json e = Json::parse(line, nullptr, false);
     if (e.is_discarded() || !e.is_object() || !e.contains("data") || !e["data"].is_object()) continue;
-    std::string ev = e.value("event", "");
-    const Json& d = e["data"];
-    if (ev == "run.start") {
-      in = Interrupted{};
-      in.found = true;
-      in.seq = e.value("seq", uint64_t{0});
-      in.head0 = d.value("head", "");
-      in.dirty0 = d.value("dirty", false);
-      in.root = d.value("root", "");
-    } else if (!in.found) {
-      continue;
-    } else if (ev == "run.end") {
-      in = Interrupted{};
-    } else if (ev == "checkpoint" && in.checkpoint.empty()) {
-      in.checkpoint = d.value("commit", "");
-    } else if (ev == "incident") {
-      in.incident = d.value("path", "");
-    } else if (ev == "rollback") {
-      in.rolled_back = true;
-    }
+    // A hand-edited line whose fields have other types is not one of ours.
+    try {
+      std::string ev = e.value("event", "");
+      const Json& d = e["data"];
+      if (ev == "run.start") {
+        in = Interrupted{};
+        in.found = true;
+        in.seq = e.value("seq", uint64_t{0});
+        in.head0 = d.value("head", "");
+        in.dirty0 = d.value("dirty", false);
+        in.root = d.value("root", "");
+      } else if (!in.found) {
+        continue;
+      } else if (ev == "run.end") {
+        in = Interrupted{};
+      } else if (ev == "checkpoint" && in.checkpoint.empty()) {
+        in.checkpoint = d.value("commit", "");
+      } else if (ev == "incident") {
+        in.incident = d.value("path", "");
+      } else if (ev == "rollback") {
+        in.rolled_back = true;
+      }
+    } catch (const Json::exception&) { continue; }
   }
   return in;
 }

@@ -191,6 +191,7 @@ struct Loop {
   Json read_earlier_run(gitx::Repo& main);
   void restore_counters(const Json& prev);
   void resume_workers(gitx::Repo& main, const Json& prev);
+  void take_tree(gitx::Repo& main, const Json& prev, const std::string& start);
   void drop_merged();
 
   // --- start.cc: the start: the task source, the branch and the worktree

@@ -47,6 +47,41 @@ void Loop::refuse_bad_tasks_file() {
   if (!tasks_rel.empty() && util::path_exists(abs)) parse_tasks(util::read_file(abs), tasks_rel);
 }
 
+// The loop's tree, locked and checked out at `start` (a crashed
+// iteration's leftovers kept under refs/phoenix/abandoned/ first).
+void Loop::take_tree(gitx::Repo& main, const Json& prev, const std::string& start) {
+  // The loop's tree is its own for the whole run, as bisect's and the
+  // hook's trees are theirs: a second loop of the same branch (--resume
+  // from another checkout of the repository) never moves it.
+  if (!wt_name.empty()) {
+    tree_lock = std::make_unique<util::FileLock>(layout::tree_lock(main, wt_name), 0, "the loop's worktree " + wt_name);
+    if (!tree_lock->taken_over().empty()) say("phoenix-loop: " + tree_lock->taken_over());
+  }
+  bool have_wt = false;
+  for (const auto& w : main.worktree_list())
+    if (w.name == wt_name) have_wt = w.valid && util::normalize_path(w.path) == util::normalize_path(wt);
+  // Not there, or not trustworthy: made (or remade) by gitx's persistent
+  // worktrees, which reuse a healthy one with an incremental checkout.
+  if (opt.resume) resume_workers(main, prev);
+  if (!have_wt) gitx::prepare_worktree(main, wt_name, wt, start, layout::state_prefixes());
+  repo.emplace(gitx::Repo::open(wt));
+  // The worktree lives as long as the loop: its status asks the kernel
+  // what was written instead of scanning every file (gitx/watch.h).
+  // PHOENIX_WATCH=0 scans every time, as git's core.fsmonitor=false does.
+  if (const char* w = std::getenv("PHOENIX_WATCH"); !w || std::string_view(w) != "0") repo->watch_work_tree();
+  if (have_wt) {
+    // Resume after a crash: whatever the dead iteration left is kept, then dropped.
+    if (!repo->is_clean(layout::keep_prefixes())) {
+      std::string wip =
+          repo->snapshot_workdir("phoenix-loop: left by an interrupted iteration", gitx::kPhoenixAuthor.name,
+                                 gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+      repo->write_ref(std::string(layout::kAbandonedPrefix) + "loop-" + std::to_string(util::now_ms()), wip,
+                      "phoenix-loop: resume");
+    }
+    repo->reset_hard(start, true, layout::keep_prefixes());
+  }
+}
+
 void Loop::setup() {
   tasks_rel = opt.tasks.empty() && opt.prompt.empty() ? cfg.loop.tasks : opt.tasks;
   prompt_rel = opt.tasks.empty() && opt.prompt.empty() ? cfg.loop.prompt : opt.prompt;
@@ -54,8 +89,7 @@ void Loop::setup() {
     throw UsageError("phoenix-loop: give a tasks file or a prompt file, not both");
   if (tasks_rel.empty() && prompt_rel.empty())
     throw UsageError("phoenix-loop: no tasks: pass --tasks FILE or --prompt FILE (or set loop.tasks / loop.prompt)");
-  if (cfg.checks.empty())
-    throw ConfigError("phoenix-loop: phoenix.json has no checks: nothing could tell a task done");
+  if (cfg.checks.empty()) throw ConfigError("phoenix-loop: phoenix.json has no checks: nothing could tell a task done");
   if (cfg.harness.command.empty() && cfg.harness.preset.empty())
     throw ConfigError("phoenix-loop: no harness configured in phoenix.json");
   max_iterations = opt.max_iterations.value_or(cfg.loop.max_iterations);
@@ -88,41 +122,11 @@ void Loop::setup() {
   kg_ref = layout::known_good_ref_of(branch);
   std::optional<std::string> tip = main.read_ref(ref);
   if (!opt.resume && tip)
-    throw UsageError("phoenix-loop: branch " + branch +
-                     " exists already: pass --resume to carry on, or --branch NAME");
+    throw UsageError("phoenix-loop: branch " + branch + " exists already: pass --resume to carry on, or --branch NAME");
   if (opt.resume && !tip) throw UsageError("phoenix-loop: --resume: branch " + branch + " is gone");
   std::string start = tip ? *tip : main.head_sha();
 
-  // The loop's tree is its own for the whole run, as bisect's and the
-  // hook's trees are theirs: a second loop of the same branch (--resume
-  // from another checkout of the repository) never moves it.
-  if (!wt_name.empty()) {
-    tree_lock = std::make_unique<util::FileLock>(layout::tree_lock(main, wt_name), 0, "the loop's worktree " + wt_name);
-    if (!tree_lock->taken_over().empty()) say("phoenix-loop: " + tree_lock->taken_over());
-  }
-  bool have_wt = false;
-  for (const auto& w : main.worktree_list())
-    if (w.name == wt_name) have_wt = w.valid && util::normalize_path(w.path) == util::normalize_path(wt);
-  // Not there, or not trustworthy: made (or remade) by gitx's persistent
-  // worktrees, which reuse a healthy one with an incremental checkout.
-  if (opt.resume) resume_workers(main, prev);
-  if (!have_wt) gitx::prepare_worktree(main, wt_name, wt, start, layout::state_prefixes());
-  repo.emplace(gitx::Repo::open(wt));
-  // The worktree lives as long as the loop: its status asks the kernel
-  // what was written instead of scanning every file (gitx/watch.h).
-  // PHOENIX_WATCH=0 scans every time, as git's core.fsmonitor=false does.
-  if (const char* w = std::getenv("PHOENIX_WATCH"); !w || std::string_view(w) != "0") repo->watch_work_tree();
-  if (have_wt) {
-    // Resume after a crash: whatever the dead iteration left is kept, then dropped.
-    if (!repo->is_clean(layout::keep_prefixes())) {
-      std::string wip =
-          repo->snapshot_workdir("phoenix-loop: left by an interrupted iteration", gitx::kPhoenixAuthor.name,
-                                 gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
-      repo->write_ref(std::string(layout::kAbandonedPrefix) + "loop-" + std::to_string(util::now_ms()), wip,
-                      "phoenix-loop: resume");
-    }
-    repo->reset_hard(start, true, layout::keep_prefixes());
-  }
+  take_tree(main, prev, start);
   repo->write_ref(ref, repo->head_sha(), "phoenix-loop: start");
 
   // The task source lives in the worktree, committed with the ticks.

@@ -393,7 +393,11 @@ struct Walk {
   VerifyResult edited_or_inserted(size_t i, uint64_t seq, bool hash_ok) {
     if (i + 1 < lines.size()) {
       Json next = Json::parse(lines[i + 1], nullptr, false);
-      if (next.is_object() && next.value("seq", uint64_t(0)) == expected && next.value("prev", std::string()) == prev)
+      // Any JSON may follow a forged line: only a well-typed seq and prev count.
+      auto seq_of = next.is_object() ? next.find("seq") : next.end();
+      auto prev_of = next.is_object() ? next.find("prev") : next.end();
+      if (seq_of != next.end() && seq_of->is_number_unsigned() && seq_of->get<uint64_t>() == expected &&
+          prev_of != next.end() && prev_of->is_string() && prev_of->get<std::string>() == prev)
         return fail(i, "inserted",
                     "line " + std::to_string(i + 1) + " was inserted before seq " + std::to_string(expected));
     }

@@ -93,6 +93,24 @@ TEST_F(TraceTest, ForgedInsertedEntryIsNamed) {
   EXPECT_EQ(v.bad_seq, 6u);
 }
 
+TEST_F(TraceTest, AnEditedLineBeforeOneWithOtherTypesIsNamed) {
+  // Line 5 edited, line 6 any JSON object whose seq and prev are not a
+  // number and a string: verify names the edit and does not throw.
+  auto l = lines_of(path);
+  auto real = util::Json::parse(l[4]);
+  real["data"] = {{"edited", true}};
+  l[4] = real.dump();
+  for (const char* next : {R"({"seq":"6","prev":7})", R"({"seq":6,"prev":["x"]})", R"({"seq":-1})", "[6]"}) {
+    auto copy = l;
+    copy[5] = next;
+    write_lines(path, copy);
+    auto v = verify(path);
+    EXPECT_FALSE(v.ok) << next;
+    EXPECT_EQ(v.kind, "edited") << next;
+    EXPECT_EQ(v.bad_seq, 5u) << next;
+  }
+}
+
 TEST_F(TraceTest, TornLastLineIsNotTampering) {
   std::string all = util::read_file(path);
   std::ofstream(path, std::ios::app) << "{\"data\":{\"i\":10},\"eve";
