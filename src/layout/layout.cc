@@ -182,6 +182,10 @@ std::string checkpoint_tree(const gitx::Repo& repo) {
 std::string pre_run_ref(const gitx::Repo& repo) { return kCheckpointsPrefix + checkpoint_tree(repo) + "/pre-run"; }
 std::string attempt_ref(const gitx::Repo& repo) { return kCheckpointsPrefix + checkpoint_tree(repo) + "/attempt"; }
 
+std::string loop_branch(const std::string& yyyymmdd) { return "phoenix/loop-" + yyyymmdd; }
+std::string shard_branch(int index, int count) {
+  return "phoenix/shard-" + std::to_string(index) + "-of-" + std::to_string(count);
+}
 std::string task_branch(const std::string& task_id) { return "phoenix/task-" + task_id; }
 
 std::vector<std::string> migrate_legacy_trees(gitx::Repo& repo) {

@@ -108,7 +108,12 @@ inline constexpr const char* kMeasuredRemoteRef = "refs/phoenix/measured-remote"
 // task branches a `--merge` fetched: <prefix>task-<id>.
 inline constexpr const char* kQueuePrefix = "refs/phoenix/queue/";
 inline constexpr const char* kFetchedPrefix = "refs/phoenix/fetched/";
-// A shard's branch of one task done green (loop/shard.h): phoenix/task-<id>.
+// phoenix-loop's branches (under refs/heads/phoenix/): a night's default,
+// phoenix/loop-<YYYYMMDD> (UTC, `yyyymmdd` as "20261204"); a shard's,
+// phoenix/shard-<i>-of-<n>; a shard's branch of one task done green
+// (loop/shard.h), phoenix/task-<id>.
+std::string loop_branch(const std::string& yyyymmdd);
+std::string shard_branch(int index, int count);
 std::string task_branch(const std::string& task_id);
 
 // The known-good ref of `branch` ("main", "phoenix/loop-20261204"; "" for

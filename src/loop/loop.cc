@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "gitx/worktree.h"
+#include "layout/layout.h"
 #include "loop/internal.h"
 #include "loop/notify.h"
 #include "util/error.h"
@@ -23,9 +24,9 @@ std::string default_branch(long long now_ms) {
   std::time_t t = static_cast<std::time_t>(now_ms / 1000);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "phoenix/loop-%Y%m%d", &tm);
-  return buf;
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y%m%d", &tm);
+  return layout::loop_branch(buf);
 }
 
 long long parse_until(const std::string& text, long long now_ms) {

@@ -106,7 +106,7 @@ void Loop::setup() {
   } else {
     branch = !opt.branch.empty() ? opt.branch
              : sharded()
-                 ? "phoenix/shard-" + std::to_string(opt.shard->index) + "-of-" + std::to_string(opt.shard->count)
+                 ? layout::shard_branch(opt.shard->index, opt.shard->count)
              : !cfg.loop.branch.empty() ? cfg.loop.branch
                                         : default_branch(util::now_ms());
     std::string tail = branch.substr(branch.rfind('/') + 1);
