@@ -489,6 +489,32 @@ TEST_F(Agents, LoopStopsOnQuotaWithOneLineAndNoIncident) {
   EXPECT_EQ(util::trim(git(repo, {"for-each-ref", "refs/phoenix/attempts/"})), "") << r.output;
 }
 
+// The same credit gone, in the pre-push hook's heal mode: the push is
+// blocked with the one line naming the CLI and what it said, no incident
+// is written and nothing is committed (the model could not be used: the
+// code was never found unhealable).
+TEST_F(Agents, TheHookBlocksOnQuotaWithOneLineAndNoIncident) {
+  require("claude");
+  server->set_mode("credit");
+  configure("claude", server->url());
+  Json cfg = Json::parse(read(repo + "/phoenix.json"));
+  cfg["hook"] = {{"mode", "heal"}};
+  write(repo, "phoenix.json", cfg.dump(2));
+  const std::string head = commit_all(repo, "heal on push");
+  const std::string bare = tmp / "remote.git";
+  ASSERT_EQ(run({"git", "init", "-q", "--bare", "-b", "main", bare}).exit_code, 0);
+  git(repo, {"remote", "add", "origin", bare});
+  ASSERT_EQ(run_phoenix(repo, {"hook", "install"}).code, 0);
+  auto r = run({"git", "push", "origin", "main"}, repo, {}, 180);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "harness quota: claude: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "redit balance is too low")) << r.output;
+  EXPECT_TRUE(contains(r.output, "push blocked")) << r.output;
+  EXPECT_FALSE(fs::exists(repo + "/incidents")) << r.output;
+  EXPECT_EQ(util::trim(git(repo, {"rev-parse", "HEAD"})), util::trim(head)) << "nothing committed";
+  EXPECT_EQ(run({"git", "rev-parse", "-q", "--verify", "refs/heads/main"}, bare).exit_code, 1) << "nothing pushed";
+}
+
 // While phoenix-loop waits out a usage window a real CLI reported,
 // loop-state.json says until when and why, and `phoenix status` says so.
 TEST_F(Agents, LoopWaitingOutAUsageWindowShowsInStatus) {

@@ -230,9 +230,10 @@ TEST_F(Concurrency, JournalSharedByTwoWritingProcesses) {
   (void)reads;
 }
 
-// How long the four writers below append: a constant of the test, long
-// enough that every pair of them contends many times over.
-constexpr double kFourWritersSeconds = 10;
+// How long the four writers below append: 30 s, as long as a loop's
+// iteration and a hook run overlap on a real night; every pair of them
+// contends many times over.
+constexpr double kFourWritersSeconds = 30;
 
 // Four processes append to one trace and one journal at once for
 // kFourWritersSeconds: the chain verifies, every entry is there exactly
