@@ -79,20 +79,28 @@ std::string make_line(uint64_t seq, const std::string& event, const Json& data, 
   return format_entry(seq, event, data, prev, nullptr);
 }
 
+// The seq and prev of the entry that follows `last_line` (seq 1 and prev ""
+// after none); nullopt when the line is not a trace entry (its seq is
+// missing or not a number, its hash not a string).
+std::optional<std::pair<uint64_t, std::string>> entry_after(const std::string& last_line) {
+  if (last_line.empty()) return std::make_pair(uint64_t{1}, std::string());
+  Json last = Json::parse(last_line, nullptr, false);
+  if (!last.is_object()) return std::nullopt;
+  auto seq = last.find("seq");
+  auto hash = last.find("hash");
+  if (seq == last.end() || !seq->is_number_unsigned()) return std::nullopt;
+  if (hash != last.end() && !hash->is_string()) return std::nullopt;
+  return std::make_pair(seq->get<uint64_t>() + 1, hash == last.end() ? std::string() : hash->get<std::string>());
+}
+
 bool repair_locked(const std::string& path, const Tail& tail) {
   if (!tail.torn) return false;
   std::string all = util::read_file(path);
   std::string fragment = all.substr(static_cast<size_t>(tail.torn_offset));
   if (::truncate(path.c_str(), tail.torn_offset) != 0) throw_errno("cannot truncate " + path);
-  uint64_t seq = 1;
-  std::string prev;
-  if (!tail.last_line.empty()) {
-    Json last = Json::parse(tail.last_line, nullptr, false);
-    if (!last.is_discarded() && last.contains("seq")) {
-      seq = last["seq"].get<uint64_t>() + 1;
-      prev = last.value("hash", "");
-    }
-  }
+  // After a line that is no entry, the repair starts a chain of its own
+  // (verify names that line).
+  const auto [seq, prev] = entry_after(tail.last_line).value_or(std::make_pair(uint64_t{1}, std::string()));
   Json data = {{"bytes", fragment.size()},
                {"sha256", util::sha256_hex(fragment)},
                {"fragment", util::to_valid_utf8(util::utf8_head(fragment, 512))}};
@@ -120,15 +128,10 @@ uint64_t Trace::append(const std::string& event, const Json& data, bool durable)
     repair_locked(path_, tail);
     tail = read_tail(path_);
   }
-  uint64_t seq = 1;
-  std::string prev;
-  if (!tail.last_line.empty()) {
-    Json last = Json::parse(tail.last_line, nullptr, false);
-    if (last.is_discarded() || !last.contains("seq") || !last["seq"].is_number_unsigned())
-      throw Error("the trace " + path_ + " ends in a line that is not a trace entry; run 'phoenix trace verify'");
-    seq = last["seq"].get<uint64_t>() + 1;
-    prev = last.value("hash", "");
-  }
+  const auto next = entry_after(tail.last_line);
+  if (!next)
+    throw Error("the trace " + path_ + " ends in a line that is not a trace entry; run 'phoenix trace verify'");
+  const auto& [seq, prev] = *next;
   std::string line = make_line(seq, event, util::redact_secrets(data), prev);
   PHOENIX_FAULT_TORN("mid-trace-append", path_, line);
   PHOENIX_FAULT_IO("trace-append", path_);
@@ -209,14 +212,23 @@ Fast read_fast(std::string_view l) {
   return f;
 }
 
-// The seq a line claims, cheaply (0 when it has none).
-uint64_t claimed_seq(std::string_view l) {
+// The seq and prev a line claims, cheaply: seq 0 and prev "" where it has
+// none of that type (a line may hold any JSON).
+struct Link {
+  uint64_t seq = 0;
+  std::string prev;
+};
+Link claimed_link(std::string_view l) {
   Fast f = read_fast(l);
-  if (f.ok) return f.seq;
+  if (f.ok) return {f.seq, std::string(f.prev)};
+  Link out;
   Json j = Json::parse(l, nullptr, false);
-  if (j.is_object() && j.contains("seq") && j["seq"].is_number_unsigned()) return j["seq"].get<uint64_t>();
-  return 0;
+  if (!j.is_object()) return out;
+  if (auto seq = j.find("seq"); seq != j.end() && seq->is_number_unsigned()) out.seq = seq->get<uint64_t>();
+  if (auto prev = j.find("prev"); prev != j.end() && prev->is_string()) out.prev = prev->get<std::string>();
+  return out;
 }
+uint64_t claimed_seq(std::string_view l) { return claimed_link(l).seq; }
 
 }  // namespace
 
@@ -392,12 +404,8 @@ struct Walk {
   // entry follows (an insertion).
   VerifyResult edited_or_inserted(size_t i, uint64_t seq, bool hash_ok) {
     if (i + 1 < lines.size()) {
-      Json next = Json::parse(lines[i + 1], nullptr, false);
-      // Any JSON may follow a forged line: only a well-typed seq and prev count.
-      auto seq_of = next.is_object() ? next.find("seq") : next.end();
-      auto prev_of = next.is_object() ? next.find("prev") : next.end();
-      if (seq_of != next.end() && seq_of->is_number_unsigned() && seq_of->get<uint64_t>() == expected &&
-          prev_of != next.end() && prev_of->is_string() && prev_of->get<std::string>() == prev)
+      const Link next = claimed_link(lines[i + 1]);
+      if (next.seq == expected && next.prev == prev)
         return fail(i, "inserted",
                     "line " + std::to_string(i + 1) + " was inserted before seq " + std::to_string(expected));
     }

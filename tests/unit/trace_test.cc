@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 #include "util/atomic_file.h"
+#include "util/error.h"
 #include "util/text.h"
 
 namespace phoenix::trace {
@@ -108,6 +109,28 @@ TEST_F(TraceTest, AnEditedLineBeforeOneWithOtherTypesIsNamed) {
     EXPECT_FALSE(v.ok) << next;
     EXPECT_EQ(v.kind, "edited") << next;
     EXPECT_EQ(v.bad_seq, 5u) << next;
+  }
+}
+
+TEST_F(TraceTest, ALastLineWithOtherTypesIsNeitherRepairedOnNorAppendedTo) {
+  // A torn tail after a complete line whose seq is a string: the repair
+  // starts a chain of its own, and verify names that line.
+  for (const char* last : {R"({"seq":"10","hash":"x"})", R"({"seq":10,"hash":7})"}) {
+    auto l = lines_of(path);
+    l.push_back(last);
+    write_lines(path, l);
+    std::ofstream(path, std::ios::app) << "{\"data\":{\"i\":10},\"eve";
+    EXPECT_TRUE(repair_torn_tail(path)) << last;
+    EXPECT_FALSE(verify(path).ok) << last;
+    // An append after a line that is no entry is refused with the one line.
+    l.push_back(last);
+    write_lines(path, l);
+    try {
+      Trace(path).append("event", {{"i", 11}});
+      ADD_FAILURE() << "appended after " << last;
+    } catch (const phoenix::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("ends in a line that is not a trace entry"), std::string::npos) << e.what();
+    }
   }
 }
 
