@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What linking glibc as a shared library costs at start-up. phoenix and
 # phoenix-hook are configured and built twice in this run, in two build
-# directories: the default (glibc shared, libstdc++ and libgcc and every
-# other library's static archive linked in) and -DPHOENIX_STATIC_GLIBC=ON
+# directories: glibc shared (libstdc++ and libgcc and every other
+# library's static archive linked in; phoenix-hook too, with
+# -DPHOENIX_HOOK_STATIC=OFF) and -DPHOENIX_STATIC_GLIBC=ON
 # (fully static, as Phoenix was linked before). Then, alternating the two so
 # drift on the machine hits both alike, N runs each of
 #   - phoenix --version                       (start-up alone)
@@ -41,7 +42,7 @@ for v in "${variants[@]}"; do
   [ "$v" = static ] && flag=ON
   started=$SECONDS
   cmake -S "$here" -B "$dir" -DCMAKE_BUILD_TYPE="$type" $launcher -DPHOENIX_BUILD_TESTS=OFF \
-    -DPHOENIX_BUILD_BENCH=OFF -DPHOENIX_STATIC_GLIBC=$flag >"$work/$v.configure.log" 2>&1 ||
+    -DPHOENIX_BUILD_BENCH=OFF -DPHOENIX_STATIC_GLIBC=$flag -DPHOENIX_HOOK_STATIC=$flag >"$work/$v.configure.log" 2>&1 ||
     { cat "$work/$v.configure.log" >&2; exit 1; }
   rm -f "$dir/phoenix" "$dir/phoenix-hook"  # linked again, so the log holds the linker's warnings
   cmake --build "$dir" -j "$jobs" --target phoenix phoenix-hook >"$work/$v.build.log" 2>&1 ||

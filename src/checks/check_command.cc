@@ -18,8 +18,7 @@ std::string resolve_in(const std::string& root, const std::string& p) {
 
 namespace {
 
-SenseResult run_command(const CheckSpec& c, const std::string& root, int cancel_fd) {
-  SenseResult r;
+util::ProcessOptions command_options(const CheckSpec& c, const std::string& root, int cancel_fd) {
   util::ProcessOptions o;
   o.argv = c.argv;
   o.cwd = c.cwd.empty() ? root : resolve_in(root, c.cwd);
@@ -27,13 +26,18 @@ SenseResult run_command(const CheckSpec& c, const std::string& root, int cancel_
   o.head_bytes = 16 * 1024;
   o.tail_bytes = 64 * 1024;
   o.cancel_fd = cancel_fd;
-  util::ProcessResult p = util::run_process(o);
+  return o;
+}
+
+// The result of the check `c` whose run `p` was (`cwd`: where it ran).
+SenseResult command_result(const CheckSpec& c, const std::string& cwd, const util::ProcessResult& p) {
+  SenseResult r;
   r.duration_ms = p.duration_ms;
   r.output = util::to_valid_utf8(p.output);
   if (p.not_found) {
     r.signal = "not found: " + c.argv[0];
     r.evidence = "no executable '" + c.argv[0] + "' (looked in " +
-                 (c.argv[0].find('/') == std::string::npos ? "PATH" : o.cwd) + ")";
+                 (c.argv[0].find('/') == std::string::npos ? "PATH" : cwd) + ")";
     return r;
   }
   if (p.not_executable) {
@@ -85,7 +89,21 @@ SenseResult finish_sense(SenseResult r, const CheckSpec& spec, std::chrono::stea
 
 SenseResult sense_command_exit(const CheckSpec& spec, const std::string& root, int cancel_fd) {
   auto start = std::chrono::steady_clock::now();
-  return finish_sense(run_command(spec, root, cancel_fd), spec, start);
+  const util::ProcessOptions o = command_options(spec, root, cancel_fd);
+  return finish_sense(command_result(spec, o.cwd, util::run_process(o)), spec, start);
 }
+
+StartedCheck::StartedCheck(const CheckSpec& spec, const std::string& root)
+    : spec_(spec), start_(std::chrono::steady_clock::now()) {
+  util::ProcessOptions o = command_options(spec, root, -1);
+  cwd_ = o.cwd;
+  run_ = util::Subprocess::start_unread(std::move(o));
+}
+
+StartedCheck::~StartedCheck() = default;
+
+SenseResult StartedCheck::wait() { return finish_sense(command_result(spec_, cwd_, run_->wait()), spec_, start_); }
+
+void StartedCheck::stop() { run_->stop(); }
 
 }  // namespace phoenix::checks

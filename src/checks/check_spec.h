@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,10 @@
 #include <vector>
 
 #include "util/json.h"
+
+namespace phoenix::util {
+class Subprocess;
+}
 
 namespace phoenix::checks {
 
@@ -114,6 +119,27 @@ struct SenseResult {
 // `cancel_fd`: see util::ProcessOptions::cancel_fd; a run stopped through it
 // is red with the signal "cancelled".
 SenseResult sense_command_exit(const CheckSpec& spec, const std::string& root, int cancel_fd = -1);
+
+// The same in two steps, for a caller with something else to wait for
+// first (the pre-push hook's `git status`): the check starts at
+// construction; its output waits in a pipe until wait() (a check that
+// prints more than the pipe holds pauses until then). Destroyed without
+// wait(), or stopped, its process group is killed.
+class StartedCheck {
+ public:
+  StartedCheck(const CheckSpec& spec, const std::string& root);
+  ~StartedCheck();
+  StartedCheck(const StartedCheck&) = delete;
+  StartedCheck& operator=(const StartedCheck&) = delete;
+  SenseResult wait();  // as sense_command_exit would have returned
+  void stop();
+
+ private:
+  CheckSpec spec_;
+  std::string cwd_;
+  std::chrono::steady_clock::time_point start_;
+  std::unique_ptr<util::Subprocess> run_;
+};
 
 // `p` as given when absolute, else under the work tree `root`.
 std::string resolve_in(const std::string& root, const std::string& p);

@@ -190,6 +190,29 @@ SenseResult served(const Measurement& m) {
   return r;
 }
 
+namespace {
+std::string commit_note(const std::string& dir, const std::string& commit) { return dir + "/commits/" + commit; }
+}  // namespace
+
+std::string known_tree(const std::string& dir, const std::string& commit) {
+  if (!is_tree_id(commit)) return "";
+  std::string text;
+  try {
+    text = util::trim(util::read_file(commit_note(dir, commit)));
+  } catch (const std::exception&) { return ""; }
+  return is_tree_id(text) && text.size() == commit.size() ? text : "";
+}
+
+void remember_tree(const std::string& dir, const std::string& commit, const std::string& tree) {
+  if (!is_tree_id(commit) || !is_tree_id(tree) || known_tree(dir, commit) == tree) return;
+  try {
+    fs::create_directories(dir + "/commits");
+    util::write_file_atomic(commit_note(dir, commit), tree + "\n", 0644, util::Sync::kAtomic);
+  } catch (const std::exception&) {
+    // best effort: the next push of this commit asks git
+  }
+}
+
 std::vector<Measurement> all_measurements(const std::string& dir) {
   std::vector<Measurement> out;
   std::error_code ec;

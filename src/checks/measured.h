@@ -77,6 +77,15 @@ void record_measurement(const std::string& dir, const Measurement& m);
 // loop-20261204, trace #812"), duration 0.
 SenseResult served(const Measurement& m);
 
+// The tree of `commit` as Phoenix noted it when it measured that commit
+// (`<dir>/commits/<commit>`), so that the thin pre-push binary keys a push
+// without asking git; "" when there is no note. Notes are written here
+// only (remember_tree, from git's own answer), never pulled from a remote:
+// a commit id names its tree for good, so a note never goes stale.
+std::string known_tree(const std::string& dir, const std::string& commit);
+// Notes `commit`'s tree; best effort, and nothing when the note is there.
+void remember_tree(const std::string& dir, const std::string& commit, const std::string& tree);
+
 // Every record of the store, for `phoenix doctor` and `journal push`.
 std::vector<Measurement> all_measurements(const std::string& dir);
 // The file of a tree's records, its name, and the records of a file's text

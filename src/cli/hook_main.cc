@@ -123,8 +123,12 @@ int phoenix_hook_main(int argc, char** argv) {
     code.reset();  // a malformed line, an unexpected error: the full hook's to say
   }
   if (code) {
+    // Everything of this run is closed and written; what exit() would add
+    // (the destructors of the C++ library's locale caches) is time the push
+    // waits for.
+    std::cout.flush();
     std::cerr.flush();
-    return *code;
+    std::_Exit(*code);
   }
   env.restore();
   hand_over(argc, argv, input);

@@ -33,6 +33,7 @@ StoreUse::StoreUse(const gitx::Repo& repo, const std::string& root, const config
         !repo.untracked_files(layout::keep_prefixes()).empty())
       return;
     tree_ = repo.tree_of(head);
+    checks::remember_tree(dir_, head, tree_);  // a later push of this commit keys it without git
   } catch (const std::exception&) {
     tree_.clear();  // what git cannot say is not keyed
   }

@@ -2,7 +2,6 @@
 // or SQLite: this file is part of phoenix_lite.
 #include "hook/green.h"
 
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +10,6 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
-#include <thread>
 
 #include "checks/measured.h"
 #include "config/config.h"
@@ -50,14 +48,21 @@ std::optional<std::string> find_work_tree(const std::string& cwd) {
   }
 }
 
-std::optional<HeadState> head_state_from_git(const std::string& root) {
+namespace {
+
+// How head_state_from_git's `git status` runs, and what its result says
+// (the green path starts it early and waits for it later).
+util::ProcessOptions head_state_options(const std::string& root) {
   util::ProcessOptions o;
   o.argv = {"git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal"};
   o.cwd = root;
   o.timeout_s = 600;
   o.head_bytes = 1 << 20;
   o.tail_bytes = 0;
-  util::ProcessResult r = util::run_process(o);
+  return o;
+}
+
+std::optional<HeadState> head_state_of(const util::ProcessResult& r) {
   if (r.exit_code != 0 || r.output_truncated) return std::nullopt;
   HeadState st;
   st.clean = true;
@@ -93,6 +98,12 @@ std::optional<HeadState> head_state_from_git(const std::string& root) {
   }
   if (!saw_oid || (!st.head.empty() && st.head.size() != 40 && st.head.size() != 64)) return std::nullopt;
   return st;
+}
+
+}  // namespace
+
+std::optional<HeadState> head_state_from_git(const std::string& root) {
+  return head_state_of(util::run_process(head_state_options(root)));
 }
 
 const std::vector<const char*>& git_location_env() {
@@ -223,20 +234,22 @@ std::optional<Measured> take_measured() {
 
 namespace {
 
-// What `git status` says of the push, asked on a thread of its own while
-// the checks run.
+// What `git status` says of the push.
 struct HeadWatch {
   std::optional<HeadState> st;
   std::vector<const PushedRef*> pushing;
   bool green = false;  // every pushed commit is HEAD, on a clean tree
-  // Who git runs on push, asked once git said green (while the checks run).
+  // Who git runs on push (said only on phoenix-hook's own verdict).
   std::optional<HookOwner> owner;
 
-  // Asks git; makes `not_green` readable the moment the answer is anything
-  // but green (which stops the check running in place).
-  void judge(const std::vector<PushedRef>& refs, const std::string& root, int not_green) {
+  // Who runs on push, then git's answer (`status`, started earlier: the
+  // owner is read while git works).
+  void judge(const std::vector<PushedRef>& refs, const std::string& root, util::Subprocess& status) {
     try {
-      st = head_state_from_git(root);
+      owner = hook_owner_of(root);
+    } catch (const std::exception&) {}
+    try {
+      st = head_state_of(status.wait());
       green = st && st->clean && !st->head.empty();
       for (const auto& r : refs) {
         if (r.deletion()) continue;
@@ -247,45 +260,53 @@ struct HeadWatch {
         pushing.push_back(&r);
       }
     } catch (const std::exception&) { green = false; }
-    if (!green) {
-      const uint64_t one = 1;
-      (void)!::write(not_green, &one, sizeof one);
-      return;
-    }
-    try {
-      owner = hook_owner_from_git(root);
-    } catch (const std::exception&) {}
   }
 };
 
-// The checks run in place until the first red one; each is stopped when
-// `cancel_fd` becomes readable.
+// The checks run in place until the first red one.
 struct InPlace {
   std::vector<checks::SenseResult> results;
   std::optional<std::string> out_of_time;  // the check hook.timeout_s ran out before
 };
 
 // The measurement store as the thin binary sees it (checks/measured.h):
-// HEAD's commit and tree from one `git rev-parse`, trusted only once `git
-// status` says the push is that clean HEAD. Without setup steps only: their
-// fingerprint hashes files, which is the full binary's (setup/).
+// the pushed commit's tree as Phoenix noted it when it measured that
+// commit (checks::known_tree), else from one `git rev-parse` (noted once the
+// push is judged green); trusted only once `git status` says the push is
+// that commit, a clean HEAD. Without setup steps only: their fingerprint
+// hashes files, which is the full binary's (setup/).
 struct ThinStore {
   std::string dir;
-  std::string head;  // "" when the store is not used
+  std::string head;  // the pushed commit; "" when the store is not used
   std::string tree;
+  bool asked_git = false;  // the tree came from git, not from the store's note
 
-  ThinStore(const std::string& root, const config::Config& cfg) : dir(layout::measured_dir(root)) {
+  ThinStore(const std::string& root, const config::Config& cfg, const std::vector<PushedRef>& refs)
+      : dir(layout::measured_dir(root)) {
     std::error_code ec;
     if (!cfg.setup.empty() || checks::cache_disabled_by_env() || fs::is_empty(dir, ec) || ec) return;
+    std::string commit;
+    for (const auto& r : refs) {
+      if (r.deletion()) continue;
+      if (!commit.empty() && r.local_sha != commit) return;  // not one commit: not the green path's
+      commit = r.local_sha;
+    }
+    if (!checks::is_tree_id(commit)) return;
+    if (std::string noted = checks::known_tree(dir, commit); !noted.empty()) {
+      head = commit;
+      tree = noted;
+      return;
+    }
     util::ProcessOptions o;
-    o.argv = {"git", "rev-parse", "-q", "HEAD", "HEAD^{tree}"};
+    o.argv = {"git", "rev-parse", "-q", "--verify", commit + "^{tree}"};
     o.cwd = root;
     o.timeout_s = 60;
     util::ProcessResult r = util::run_process(o);
     const std::vector<std::string> lines = util::split_lines(r.output);
-    if (r.exit_code != 0 || lines.size() != 2 || !checks::is_tree_id(lines[1])) return;
-    head = lines[0];
-    tree = lines[1];
+    if (r.exit_code != 0 || lines.size() != 1 || !checks::is_tree_id(lines[0])) return;
+    head = commit;
+    tree = lines[0];
+    asked_git = true;
   }
 
   std::optional<checks::SenseResult> find(const checks::CheckSpec& spec) const {
@@ -303,20 +324,30 @@ struct ThinStore {
   }
 };
 
-InPlace sense_until_red(const std::vector<checks::CheckSpec>& selected, const std::string& root,
-                        const Deadline& deadline, int cancel_fd, const ThinStore& store) {
+// `served[i]`: the store's answer for `selected[i]`, when it has one;
+// `first`: the first of the others, already started (it ran beside git).
+InPlace sense_until_red(const std::vector<checks::CheckSpec>& selected,
+                        std::vector<std::optional<checks::SenseResult>> served, const std::string& root,
+                        const Deadline& deadline, std::unique_ptr<checks::StartedCheck> first) {
   InPlace ran;
-  for (const auto& spec : selected) {
-    if (auto cached = store.find(spec)) {
-      ran.results.push_back(std::move(*cached));
+  for (size_t i = 0; i < selected.size(); ++i) {
+    const auto& spec = selected[i];
+    if (served[i]) {
+      ran.results.push_back(std::move(*served[i]));
       continue;
     }
-    std::optional<checks::CheckSpec> capped = deadline.cap(spec);
-    if (!capped) {
-      ran.out_of_time = spec.id;
-      break;
+    checks::SenseResult r;
+    if (first) {
+      r = first->wait();
+      first.reset();
+    } else {
+      std::optional<checks::CheckSpec> capped = deadline.cap(spec);
+      if (!capped) {
+        ran.out_of_time = spec.id;
+        break;
+      }
+      r = checks::sense_command_exit(*capped, root);
     }
-    checks::SenseResult r = checks::sense_command_exit(*capped, root, cancel_fd);
     const bool red = !r.ok;
     ran.results.push_back(std::move(r));
     if (red) break;
@@ -324,24 +355,20 @@ InPlace sense_until_red(const std::vector<checks::CheckSpec>& selected, const st
   return ran;
 }
 
-// The verdict once git has answered and the checks have stopped.
+// The verdict once git has said green and the checks have stopped.
 std::optional<int> conclude(const HeadWatch& git, const InPlace& ran, double timeout_s, std::ostream& err) {
-  // Ctrl-C blocks the push whatever git said: handing over would run the
-  // checks again.
+  // Ctrl-C blocks the push: handing over would run the checks again.
   const bool interrupted = util::interrupted_signal() != 0 || std::any_of(ran.results.begin(), ran.results.end(),
                                                                           [](const auto& r) { return r.interrupted; });
-  if (!git.green && !interrupted) return std::nullopt;  // another commit, a dirty tree, git could not say
-
   // The green lines before the first red (or interrupted) check, as the
   // full hook would have printed them before stopping there.
-  const std::string where = git.green ? push_label(git.pushing, git.st->head) : std::string();
+  const std::string where = push_label(git.pushing, git.st->head);
   const bool color = util::term::color_enabled(2);
   std::ostringstream out;
-  if (git.green)
-    for (const auto& r : ran.results) {
-      if (!r.ok) break;
-      print_result(out, color, r, where);
-    }
+  for (const auto& r : ran.results) {
+    if (!r.ok) break;
+    print_result(out, color, r, where);
+  }
   if (interrupted) {
     err << out.str();
     print_interrupted(err);
@@ -361,13 +388,20 @@ std::optional<int> conclude(const HeadWatch& git, const InPlace& ran, double tim
 std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::string& root, const std::string& remote,
                              std::ostream& err) {
   const auto start = std::chrono::steady_clock::now();
+  if (commits_to_measure(refs).empty()) return std::nullopt;
+  forget_git_location_env();  // before git starts
+  // `git status` starts the moment phoenix-hook knows what is pushed: its
+  // answer, which every green push waits for, overlaps everything else. A
+  // push that turns out not to be the green path's stops it (destroyed).
+  const std::unique_ptr<util::Subprocess> status = util::Subprocess::start_unread(head_state_options(root));
+  if (!status->started()) return std::nullopt;
   config::Config cfg;
   try {
     cfg = config::load(root, false);
   } catch (const Error&) {
     return std::nullopt;  // the full hook says why, the same way
   }
-  if (cfg.path.empty() || commits_to_measure(refs).empty()) return std::nullopt;
+  if (cfg.path.empty()) return std::nullopt;
   const std::vector<checks::CheckSpec> selected = hook_checks(cfg);
   if (selected.empty()) return std::nullopt;
   for (const auto& spec : selected)
@@ -379,31 +413,36 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   } catch (const Error&) { return std::nullopt; }
   // A remote end no earlier run explains: the full hook asks git about it.
   if (!unexplained_remote_ends(root, remote, refs).empty()) return std::nullopt;
-  forget_git_location_env();  // before any thread: the environment is shared
 
-  // `git status` and the checks at the same time: a check's result counts
-  // only once git has said yes.
-  const int not_green = ::eventfd(0, EFD_CLOEXEC);
-  if (not_green < 0) return std::nullopt;
+  // The first check the store does not answer runs beside git; its result
+  // counts only once git has said yes, and it is stopped when git says no.
+  const ThinStore store(root, cfg, refs);
+  std::vector<std::optional<checks::SenseResult>> served;
+  for (const auto& spec : selected) served.push_back(store.find(spec));
+  const Deadline deadline(start, cfg.hook.timeout_s);
+  std::unique_ptr<checks::StartedCheck> first;
+  const auto unserved = std::find(served.begin(), served.end(), std::nullopt);
+  if (unserved != served.end())
+    if (std::optional<checks::CheckSpec> capped = deadline.cap(selected[unserved - served.begin()]))
+      first = std::make_unique<checks::StartedCheck>(*capped, root);
   HeadWatch git;
-  std::thread status([&] { git.judge(refs, root, not_green); });
-  struct Joined {
-    std::thread& t;
-    int fd;
-    ~Joined() {
-      if (t.joinable()) t.join();
-      ::close(fd);
-    }
-  } joined{status, not_green};
-  const ThinStore store(root, cfg);
-  const InPlace ran = sense_until_red(selected, root, Deadline(start, cfg.hook.timeout_s), not_green, store);
-  status.join();
+  git.judge(refs, root, *status);
+  if (!git.green) {
+    if (first) first->stop();
+    if (util::interrupted_signal() == 0) return std::nullopt;  // another commit, a dirty tree, git could not say
+    print_interrupted(err);  // Ctrl-C blocks the push: handing over would run the checks again
+    log_run(root, "phoenix-hook", remote, refs, "interrupted", {});
+    return kExitInterrupted;
+  }
+  const InPlace ran = sense_until_red(selected, std::move(served), root, deadline, std::move(first));
   // The store's answers hold for the tree git status judged, and only then.
-  if (!store.head.empty() && (!git.green || git.st->head != store.head)) return std::nullopt;
+  if (!store.head.empty() && git.st->head != store.head) return std::nullopt;
   const std::optional<int> code = conclude(git, ran, cfg.hook.timeout_s, err);
-  if (code == kExitOk)
+  if (code == kExitOk) {
     for (size_t i = 0; i < ran.results.size(); ++i)
       if (ran.results[i].cached.empty()) store.record(selected[i], ran.results[i]);
+    if (store.asked_git) checks::remember_tree(store.dir, store.head, store.tree);
+  }
   if (code) {
     const bool green = *code == kExitOk;
     log_run(root, "phoenix-hook", remote, refs,
@@ -414,7 +453,7 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   }
   // Red on a clean HEAD: the full hook takes these results rather than
   // running the checks again (it runs only those after the red one).
-  if (!code && git.green && !ran.results.empty() && !ran.results.back().ok)
+  if (!code && !ran.results.empty() && !ran.results.back().ok)
     hand_measured(root, Measured{git.st->head, ran.results});
   // What the full hook says last, said here too when this is the verdict.
   if (code && git.owner && !git.owner->calls_phoenix) err << "phoenix: warning: " << git.owner->warning << "\n";

@@ -746,7 +746,7 @@ int run_pre_push(const PrePushOptions& opt, const std::vector<PushedRef>& refs, 
   pre_push.log_run(code);
   // Last, so it is the line people see: checks that silently stopped
   // running are worse than a blocked push.
-  if (std::optional<HookOwner> owner = hook_owner_from_git(opt.root); owner && !owner->calls_phoenix)
+  if (std::optional<HookOwner> owner = hook_owner_of(opt.root); owner && !owner->calls_phoenix)
     err << "phoenix: warning: " << owner->warning << "\n";
   return code;
 }

@@ -1,7 +1,9 @@
 #include "hook/owner.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <iterator>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "hook/green.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/format.h"
 #include "util/subprocess.h"
 #include "util/text.h"
 
@@ -258,6 +261,114 @@ std::optional<HookOwner> hook_owner_from_git(const std::string& root) {
   std::optional<std::string> configured;
   if (hooks != (fs::path(lines[1]) / "hooks").lexically_normal().string()) configured = hooks;
   return hook_owner(top, hooks, configured);
+}
+
+// ---------------------------------------------------------------------------
+// The hooks folder from git's configuration files
+
+namespace {
+
+// The git directory and the common one of the work tree at `root`: its
+// .git folder, or the folder its .git file names (a linked worktree) and
+// that folder's `commondir`.
+std::optional<std::pair<fs::path, fs::path>> git_dirs(const fs::path& root) {
+  std::error_code ec;
+  const fs::path dot = root / ".git";
+  if (fs::is_directory(dot, ec)) return std::make_pair(dot, dot);
+  std::string text;
+  try {
+    text = util::read_file(dot.string());
+  } catch (const Error&) { return std::nullopt; }
+  if (!util::starts_with(text, "gitdir: ")) return std::nullopt;
+  fs::path dir = util::trim(text.substr(8));
+  if (dir.is_relative()) dir = root / dir;
+  fs::path common = dir;
+  const fs::path named = dir / "commondir";
+  if (fs::exists(named, ec)) {
+    try {
+      fs::path c = util::trim(util::read_file(named.string()));
+      common = c.is_relative() ? dir / c : c;
+    } catch (const Error&) { return std::nullopt; }
+  }
+  return std::make_pair(dir.lexically_normal(), common.lexically_normal());
+}
+
+// Adds the files `text` (the configuration file at `file`) includes
+// ([include] and [includeIf "..."] sections' `path`) to `files`; false when
+// a path is written in a way this reader does not follow (quotes,
+// escapes).
+bool add_includes(const fs::path& file, const std::string& text, std::vector<fs::path>& files) {
+  bool in_include = false;
+  for (const std::string& raw : util::split_lines(text)) {
+    const std::string line = util::trim(raw);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line[0] == '[') {
+      in_include = util::starts_with(util::lower(line), "[include");
+      continue;
+    }
+    if (!in_include) continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos || util::lower(util::trim(line.substr(0, eq))) != "path") continue;
+    const std::string value = util::trim(line.substr(eq + 1));
+    if (value.find_first_of("\"\\;#") != std::string::npos) return false;
+    fs::path p = value;
+    if (util::starts_with(value, "~/")) {
+      const char* home = std::getenv("HOME");
+      if (!home) return false;
+      p = fs::path(home) / value.substr(2);
+    } else if (p.is_relative()) {
+      p = file.parent_path() / p;
+    }
+    files.push_back(p);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<HookOwner> hook_owner_from_files(const std::string& root) {
+  if (std::getenv("GIT_CONFIG_PARAMETERS") || std::getenv("GIT_CONFIG_COUNT")) return std::nullopt;
+  const auto dirs = git_dirs(root);
+  if (!dirs) return std::nullopt;
+  const auto& [git_dir, common] = *dirs;
+  // Every file git may read its configuration from; one too many only
+  // sends the question to git.
+  std::vector<fs::path> files{"/etc/gitconfig", "/usr/local/etc/gitconfig", common / "config",
+                              git_dir / "config.worktree"};
+  for (const char* env : {"GIT_CONFIG_SYSTEM", "GIT_CONFIG_GLOBAL"})
+    if (const char* v = std::getenv(env); v && *v) files.emplace_back(v);
+  if (const char* exec = std::getenv("GIT_EXEC_PATH"); exec && *exec)  // <prefix>/lib/git-core
+    files.push_back(fs::path(exec).parent_path().parent_path() / "etc/gitconfig");
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    files.push_back(fs::path(home) / ".gitconfig");
+    files.push_back(fs::path(home) / ".config/git/config");
+  }
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) files.push_back(fs::path(xdg) / "git/config");
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (i > 64) return std::nullopt;  // an include cycle, or more than anyone writes
+    std::string text;
+    const int fd = ::open(files[i].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT || errno == ENOTDIR) continue;
+      return std::nullopt;  // there but unreadable: git's to say
+    }
+    char buf[8192];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) break;
+      text.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    const std::string low = util::lower(text);
+    if (low.find("hookspath") != std::string::npos) return std::nullopt;
+    if (low.find("include") != std::string::npos && !add_includes(files[i], text, files)) return std::nullopt;
+  }
+  return hook_owner(root, (common / "hooks").lexically_normal().string(), std::nullopt);
+}
+
+std::optional<HookOwner> hook_owner_of(const std::string& root) {
+  if (auto o = hook_owner_from_files(root)) return o;
+  return hook_owner_from_git(root);
 }
 
 }  // namespace phoenix::hook

@@ -78,5 +78,14 @@ HookOwner hook_owner(const std::string& workdir, const std::string& hooks_dir,
 // The same, asking git (`git rev-parse --git-path hooks`, no libgit2) from
 // `root`; nullopt when git cannot say.
 std::optional<HookOwner> hook_owner_from_git(const std::string& root);
+// The same without starting git, when git's configuration cannot have
+// moved the hooks: none of the files git reads its configuration from (the
+// system's, the user's, the repository's and its worktree's, and every file
+// they include) mentions hooksPath, and none is given in the environment
+// (`git -c`); the hooks are then `<git common dir>/hooks`. nullopt when
+// that cannot be said from the files: ask git.
+std::optional<HookOwner> hook_owner_from_files(const std::string& root);
+// From the files when they can say, else from git.
+std::optional<HookOwner> hook_owner_of(const std::string& root);
 
 }  // namespace phoenix::hook

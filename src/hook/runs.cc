@@ -1,6 +1,7 @@
 #include "hook/runs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,8 +20,38 @@ namespace phoenix::hook {
 namespace {
 
 constexpr off_t kTailBytes = 256 * 1024;
+constexpr off_t kTrimAtBytes = 1024 * 1024;
 
 bool all_zeros(const std::string& s) { return s.find_first_not_of('0') == std::string::npos; }
+
+// The log's last `bytes` (at most kTailBytes), from the start of a whole
+// line; *whole is set when that is the whole of what is read at all.
+std::string read_tail(const std::string& root, off_t bytes = kTailBytes, bool* whole = nullptr) {
+  const int fd = ::open(layout::hook_runs_file(root).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (whole) *whole = true;
+    return "";
+  }
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  bytes = std::min(bytes, kTailBytes);
+  const off_t from = size > bytes ? size - bytes : 0;
+  if (whole) *whole = from == 0 || bytes == kTailBytes;
+  std::string text(static_cast<size_t>(size > 0 ? size - from : 0), '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::pread(fd, text.data() + got, text.size() - got, from + static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
+  if (from > 0) {  // cut by the tail
+    const size_t nl = text.find('\n');
+    text.erase(0, nl == std::string::npos ? text.size() : nl + 1);
+  }
+  return text;
+}
 
 }  // namespace
 
@@ -45,33 +76,19 @@ void log_run(const std::string& root, const std::string& by, const std::string& 
     if (n <= 0) break;
     done += static_cast<size_t>(n);
   }
+  struct stat st {};
+  const bool trim = ::fstat(fd, &st) == 0 && st.st_size > kTrimAtBytes;
   ::close(fd);
+  // Only the tail is ever read: past kTrimAtBytes (some 3,000 pushes) the
+  // log is cut to its tail, once.
+  if (trim) {
+    try {
+      util::write_file_atomic(layout::hook_runs_file(root), read_tail(root), 0644, util::Sync::kAtomic);
+    } catch (const std::exception&) {}
+  }
 }
 
 namespace {
-
-// The log's last kTailBytes, from the start of a whole line.
-std::string read_tail(const std::string& root) {
-  const int fd = ::open(layout::hook_runs_file(root).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  const off_t size = ::lseek(fd, 0, SEEK_END);
-  const off_t from = size > kTailBytes ? size - kTailBytes : 0;
-  std::string text(static_cast<size_t>(size > 0 ? size - from : 0), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::pread(fd, text.data() + got, text.size() - got, from + static_cast<off_t>(got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  text.resize(got);
-  if (from > 0) {  // cut by the tail
-    const size_t nl = text.find('\n');
-    text.erase(0, nl == std::string::npos ? text.size() : nl + 1);
-  }
-  return text;
-}
 
 // One line of the log, parsed; nullopt when it is torn or not ours.
 std::optional<util::Json> parse_line(std::string_view line) {
@@ -108,6 +125,19 @@ bool some_line(const std::string& text, const std::string& needle, Pred holds) {
   return false;
 }
 
+// The same over the log's tail: its last 8 KiB first, where the answer
+// usually is (the ref's last push), then more, up to kTailBytes; the green
+// path reads the log on every push.
+template <typename Pred>
+bool some_line_in_log(const std::string& root, const std::string& needle, Pred holds) {
+  for (off_t bytes : {off_t(8 * 1024), off_t(64 * 1024), kTailBytes}) {
+    bool whole = false;
+    if (some_line(read_tail(root, bytes, &whole), needle, holds)) return true;
+    if (whole) return false;
+  }
+  return false;
+}
+
 }  // namespace
 
 RunLog read_runs(const std::string& root) {
@@ -120,17 +150,15 @@ RunLog read_runs(const std::string& root) {
 std::vector<const PushedRef*> unexplained_remote_ends(const std::string& root, const std::string& remote,
                                                       const std::vector<PushedRef>& refs) {
   std::vector<const PushedRef*> out;
-  std::optional<std::string> text;
   for (const auto& r : refs) {
     if (r.deletion() || all_zeros(r.remote_sha) || !util::starts_with(r.remote_ref, "refs/heads/")) continue;
-    if (!text) text = read_tail(root);
-    const bool covered = some_line(*text, "\"" + r.remote_sha + "\"", [&](const util::Json& j) {
+    const bool covered = some_line_in_log(root, "\"" + r.remote_sha + "\"", [&](const util::Json& j) {
       RunLog one;
       add_line(one, j);
       return one.covers(r.remote_sha);
     });
     if (covered) continue;
-    const bool saw = some_line(*text, "\"" + r.remote_ref + "\"", [&](const util::Json& j) {
+    const bool saw = some_line_in_log(root, "\"" + r.remote_ref + "\"", [&](const util::Json& j) {
       RunLog one;
       add_line(one, j);
       return one.saw(remote, r.remote_ref);

@@ -544,6 +544,10 @@ Subprocess::~Subprocess() {
   }
 }
 
+std::unique_ptr<Subprocess> Subprocess::start_unread(ProcessOptions options) {
+  return std::unique_ptr<Subprocess>(new Subprocess(std::move(options), true));
+}
+
 bool Subprocess::started() const { return impl_->started; }
 long Subprocess::pid() const { return impl_->pid; }
 

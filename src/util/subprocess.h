@@ -90,6 +90,13 @@ class Subprocess {
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;
 
+  // Starts a child whose output is read only by wait(): no reader thread.
+  // Its output waits in the pipe meanwhile (a child with more to say than
+  // the pipe holds blocks until wait() is called). For a short command
+  // started as early as possible and waited for later, as the pre-push
+  // hook's `git status`.
+  static std::unique_ptr<Subprocess> start_unread(ProcessOptions options);
+
   bool started() const;
   long pid() const;
   bool running();  // false once it has exited (reaps it)

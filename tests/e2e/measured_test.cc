@@ -8,6 +8,7 @@
 
 #include "test_util.h"
 #include "util/json.h"
+#include "util/subprocess.h"
 #include "util/text.h"
 
 namespace phoenix::test {
@@ -215,6 +216,74 @@ TEST_F(Measured, APushOfATreePhoenixRunMeasuredIsAnsweredByTheStore) {
   EXPECT_EQ(count(), 1u) << push.output;
   EXPECT_NE(push.output.find("(cached: measured "), std::string::npos) << push.output;
   EXPECT_NE(push.output.find(" in run, trace #"), std::string::npos) << push.output;
+}
+
+// The thin pre-push binary keys a push of a commit Phoenix measured from
+// the store's note of that commit's tree, and asks git nothing but `git
+// status`: who runs on push is read from git's configuration files too. A
+// commit it has no note of costs one `git rev-parse`, once. git runs
+// through a wrapper on PATH that logs each call (the shim is run the way
+// git runs it, not under `git push`, which puts git's own folder first on
+// PATH).
+TEST_F(Measured, ARePushOfAMeasuredCommitAsksGitOnlyWhetherTheTreeIsClean) {
+  const std::string bare = tmp / "remote.git";
+  fs::create_directories(bare);
+  git(bare, {"init", "-q", "--bare"});
+  git(repo, {"remote", "add", "origin", bare});
+  ASSERT_EQ(phoenix({"hook", "install"}).code, 0);
+  auto r = phoenix({"run"});
+  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(count(), 1u);
+  const std::string calls = tmp / "git-calls.log";
+  write(tmp.path(), "bin/git", "#!/bin/sh\necho \"$*\" >>'" + calls + "'\nexec /usr/bin/git \"$@\"\n");
+  fs::permissions(tmp / "bin/git", fs::perms::owner_all);
+  auto push = [&](const std::string& sha) {
+    util::ProcessOptions o;
+    o.argv = {repo + "/.git/hooks/pre-push", "origin", bare};
+    o.cwd = repo;
+    o.stdin_data = "refs/heads/main " + sha + " refs/heads/main " + std::string(40, '0') + "\n";
+    o.env = {{"PATH", (tmp / "bin") + ":" + std::getenv("PATH")}};
+    o.unset_env = {"PHOENIX_SKIP", "PHOENIX_NO_CACHE"};
+    o.timeout_s = 60;
+    util::ProcessResult res = util::run_process(o);
+    std::vector<std::string> asked = fs::exists(calls) ? util::split_lines(read(calls)) : std::vector<std::string>{};
+    fs::remove(calls);
+    return std::make_pair(res, asked);
+  };
+  const std::string head = util::trim(git(repo, {"rev-parse", "HEAD"}));
+  auto [res, asked] = push(head);
+  EXPECT_EQ(res.exit_code, 0) << res.output;
+  EXPECT_NE(res.output.find("(cached: measured "), std::string::npos) << res.output;
+  ASSERT_EQ(asked.size(), 1u) << util::join_argv(asked);
+  EXPECT_TRUE(util::starts_with(asked[0], "--no-optional-locks status")) << asked[0];
+  EXPECT_EQ(count(), 1u);
+
+  // Another commit of the same tree, which no measurement of Phoenix's
+  // named: git says its tree once; the record of that tree serves.
+  git(repo, {"commit", "-q", "--allow-empty", "-m", "same tree"});
+  const std::string again = util::trim(git(repo, {"rev-parse", "HEAD"}));
+  std::tie(res, asked) = push(again);
+  EXPECT_EQ(res.exit_code, 0) << res.output;
+  EXPECT_NE(res.output.find("(cached: measured "), std::string::npos) << res.output;
+  EXPECT_EQ(asked.size(), 2u) << util::join_argv(asked);
+  std::tie(res, asked) = push(again);
+  EXPECT_EQ(res.exit_code, 0) << res.output;
+  EXPECT_EQ(asked.size(), 1u) << util::join_argv(asked);
+  EXPECT_EQ(count(), 1u);
+
+  // core.hooksPath set in a file the repository's config includes: the
+  // files cannot say where the hooks are, so git is asked, and the run
+  // warns that git's hook is no longer Phoenix's.
+  write(tmp.path(), "x/pre-push", "#!/bin/sh\nexit 0\n");
+  fs::permissions(tmp / "x/pre-push", fs::perms::owner_all);
+  write(tmp.path(), "included.cfg", "[core]\n\thooksPath = " + (tmp / "x") + "\n");
+  git(repo, {"config", "include.path", tmp / "included.cfg"});
+  std::tie(res, asked) = push(again);
+  EXPECT_EQ(res.exit_code, 0) << res.output;
+  EXPECT_NE(res.output.find("phoenix: warning: git runs hooks from " + (tmp / "x") + " (core.hooksPath)"),
+            std::string::npos)
+      << res.output;
+  EXPECT_EQ(asked.size(), 2u) << util::join_argv(asked);
 }
 
 }  // namespace

@@ -164,10 +164,15 @@ std::pair<int, int> glibc_version(const std::string& text) {
 // fully statically with PHOENIX_STATIC_GLIBC=ON; by default dynamically,
 // with libstdc++ and libgcc linked in, and (where the static archives of
 // the other libraries were linked: phoenix does not need libgit2) no shared
-// library but glibc's.
+// library but glibc's. phoenix-hook, which calls no NSS function, is fully
+// static by default too (PHOENIX_HOOK_STATIC), where a static program links
+// and the build has no sanitizers.
 TEST_F(PackageDeb, ProgramsLinkTheCLibraryAsConfigured) {
   std::string cache = read(build_dir() + "/CMakeCache.txt");
-  bool static_glibc = cache.find("PHOENIX_STATIC_GLIBC:BOOL=ON") != std::string::npos;
+  const auto set = [&](const std::string& entry) { return cache.find(entry) != std::string::npos; };
+  const bool static_glibc = set("PHOENIX_STATIC_GLIBC:BOOL=ON");
+  const bool static_hook = set("PHOENIX_HOOK_STATIC:BOOL=ON") && set("PHOENIX_HOOK_CAN_LINK_STATIC:INTERNAL=1") &&
+                           !set("PHOENIX_SANITIZE:BOOL=ON") && !set("PHOENIX_FUZZ:BOOL=ON");
   for (std::string bin : {"phoenix", "phoenix-loop", "phoenix-hook"}) {
     auto od = run({"objdump", "-p", root_ + "/usr/bin/" + bin});
     ASSERT_EQ(od.exit_code, 0) << od.output;
@@ -175,9 +180,9 @@ TEST_F(PackageDeb, ProgramsLinkTheCLibraryAsConfigured) {
     std::regex re(R"(NEEDED\s+(\S+))");
     for (auto it = std::sregex_iterator(od.output.begin(), od.output.end(), re); it != std::sregex_iterator(); ++it)
       needed.insert((*it)[1].str());
-    if (static_glibc) {
+    if (static_glibc || (bin == "phoenix-hook" && static_hook)) {
       if (bin == "phoenix-hook" || !needed.count("libgit2.so.1.5"))
-        EXPECT_TRUE(needed.empty()) << bin << " is linked with PHOENIX_STATIC_GLIBC=ON but needs " << od.output;
+        EXPECT_TRUE(needed.empty()) << bin << " is to be linked fully statically but needs " << od.output;
       continue;
     }
     EXPECT_TRUE(needed.count("libc.so.6")) << bin << " does not link glibc dynamically:\n" << od.output;

@@ -12,6 +12,8 @@
 #include "layout/paths.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "util/json.h"
+#include "util/text.h"
 
 namespace phoenix::test {
 namespace {
@@ -309,6 +311,37 @@ TEST(HookRuns, ARemoteEndIsUnexplainedOnlyOnARefPushedBeforeAndNeverMeasuredGree
   EXPECT_TRUE(log.covers(a));
   EXPECT_FALSE(log.covers(b));
   EXPECT_TRUE(log.saw("origin", "refs/heads/main"));
+}
+
+// The log is read only at its tail: past 1 MiB, a run cuts it to its last
+// 256 KiB, whole lines, and what those lines tell is kept.
+TEST(HookRuns, ALogPastOneMebibyteIsCutToItsTailOfWholeLines) {
+  ScopedTempDir tmp;
+  fs::create_directories(tmp / ".phoenix");
+  const std::string a(40, 'a'), zero(40, '0');
+  const std::vector<hook::PushedRef> first{{"refs/heads/old", a, "refs/heads/old", zero}};
+  hook::log_run(tmp.path(), "phoenix-hook", "origin", first, "allowed", {a});
+  const std::string path = layout::hook_runs_file(tmp.path());
+  std::string filler;
+  for (int i = 0; filler.size() < 1024 * 1024; ++i)
+    filler += "{\"ts\":\"x\",\"by\":\"filler\",\"n\":" + std::to_string(i) + ",\"refs\":[],\"green\":[]}\n";
+  write(tmp.path(), ".phoenix/hook-runs.jsonl", read(path) + filler);
+  const std::string b(40, 'b');
+  const std::vector<hook::PushedRef> last{{"refs/heads/main", b, "refs/heads/main", zero}};
+  hook::log_run(tmp.path(), "phoenix-hook", "origin", last, "allowed", {b});
+  const std::string text = read(path);
+  EXPECT_LE(text.size(), 256u * 1024) << "cut to its tail";
+  EXPECT_GT(text.size(), 200u * 1024);
+  const auto lines = util::split_lines(text);
+  ASSERT_FALSE(lines.empty());
+  for (const auto& l : lines) EXPECT_TRUE(util::Json::accept(l)) << "a whole line: " << l.substr(0, 80);
+  const hook::RunLog log = hook::read_runs(tmp.path());
+  EXPECT_TRUE(log.covers(b)) << "the newest line is kept";
+  EXPECT_FALSE(log.covers(a)) << "the oldest is gone";
+  // Below the mark, nothing is cut.
+  hook::log_run(tmp.path(), "phoenix-hook", "origin", last, "allowed", {b});
+  EXPECT_GT(read(path).size(), text.size());
+  EXPECT_LT(read(path).size(), text.size() + 1024);
 }
 
 TEST(HookRuns, UnmeasuredPushesAreNotedOnceAndClearedPerRef) {
