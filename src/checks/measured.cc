@@ -196,10 +196,11 @@ std::string commit_note(const std::string& dir, const std::string& commit) { ret
 
 std::string known_tree(const std::string& dir, const std::string& commit) {
   if (!is_tree_id(commit)) return "";
-  std::string text;
+  std::optional<std::string> note;
   try {
-    text = util::trim(util::read_file(commit_note(dir, commit)));
+    note = util::read_file_if_exists(commit_note(dir, commit));
   } catch (const std::exception&) { return ""; }
+  const std::string text = note ? util::trim(*note) : "";
   return is_tree_id(text) && text.size() == commit.size() ? text : "";
 }
 

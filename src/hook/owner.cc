@@ -1,9 +1,7 @@
 #include "hook/owner.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <filesystem>
 #include <iterator>
 #include <vector>
@@ -346,19 +344,12 @@ std::optional<HookOwner> hook_owner_from_files(const std::string& root) {
   if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) files.push_back(fs::path(xdg) / "git/config");
   for (size_t i = 0; i < files.size(); ++i) {
     if (i > 64) return std::nullopt;  // an include cycle, or more than anyone writes
-    std::string text;
-    const int fd = ::open(files[i].c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT || errno == ENOTDIR) continue;
-      return std::nullopt;  // there but unreadable: git's to say
-    }
-    char buf[8192];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;) {
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) break;
-      text.append(buf, static_cast<size_t>(n));
-    }
-    ::close(fd);
+    std::optional<std::string> read;
+    try {
+      read = util::read_file_if_exists(files[i].string());
+    } catch (const Error&) { return std::nullopt; }  // there but unreadable: git's to say
+    if (!read) continue;
+    const std::string& text = *read;
     const std::string low = util::lower(text);
     if (low.find("hookspath") != std::string::npos) return std::nullopt;
     if (low.find("include") != std::string::npos && !add_includes(files[i], text, files)) return std::nullopt;

@@ -107,9 +107,10 @@ void fsync_file(const std::string& path) {
   ::close(fd);
 }
 
-std::string read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_errno("cannot read " + path);
+namespace {
+
+// The rest of read_file once `fd` is open; closes it.
+std::string read_open_file(int fd, const std::string& path) {
   std::string out;
   char buf[65536];
   for (;;) {
@@ -126,6 +127,21 @@ std::string read_file(const std::string& path) {
   }
   ::close(fd);
   return out;
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_errno("cannot read " + path);
+  return read_open_file(fd, path);
+}
+
+std::optional<std::string> read_file_if_exists(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) return std::nullopt;
+  if (fd < 0) throw_errno("cannot read " + path);
+  return read_open_file(fd, path);
 }
 
 bool path_exists(const std::string& path) {

@@ -4,6 +4,7 @@
 // worst a stray ".tmp.*" file that the next write or `phoenix recover` removes.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,9 @@ void fsync_dir(const std::string& dir);
 
 // Reads a whole file; throws Error naming the path when it cannot.
 std::string read_file(const std::string& path);
+// The same, nullopt when there is no such file (no exception on that
+// path: for callers that probe many files that mostly are not there).
+std::optional<std::string> read_file_if_exists(const std::string& path);
 
 // True when the path exists (without following a final symlink).
 bool path_exists(const std::string& path);
