@@ -136,13 +136,46 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
     return;
   }
   std::string bin = hook::shim_binary(content);
+  const std::string program = hook::shim_interpreter(content);
+  const std::string source = hook::shim_program_source(content);
   data["installed"] = true;
   data["binary"] = bin;
+  if (!program.empty()) {
+    data["program"] = program;
+    data["program_source"] = source;
+  }
+  // The direct shim's program is started by the kernel: when it is gone,
+  // git can only say it "cannot run" the hook (and git 2.39 then waits on
+  // the push for ever).
+  if (!program.empty() && ::access(program.c_str(), X_OK) != 0) {
+    r.add("hook", "fail",
+          "installed, but the program on its first line, " + program +
+              ", is gone: git cannot start the hook, so every push fails or hangs (run 'phoenix hook install' again)",
+          data);
+    return;
+  }
   if (::access(bin.c_str(), X_OK) != 0) {
     r.add("hook", "fail", "installed, but its binary " + bin + " is gone (run 'phoenix hook install' again)", data);
     return;
   }
-  r.add("hook", "ok", "installed in " + hooks_dir + ", runs " + bin, data);
+  if (!program.empty() && ::access(source.c_str(), X_OK) != 0) {
+    r.add("hook", "warn",
+          "installed, but " + source + ", which its program " + program +
+              " was copied from, is gone: every push takes the full hook (run 'phoenix hook install' again)",
+          data);
+    return;
+  }
+  if (!program.empty() && !hook::program_is_current(program, source)) {
+    r.add("hook", "warn",
+          "installed, but its program " + program + " is an older copy of " + source +
+              ": every push takes the full hook until it is refreshed (the next push, or 'phoenix hook install')",
+          data);
+    return;
+  }
+  r.add("hook", "ok",
+        "installed in " + hooks_dir + ", runs " +
+            (program.empty() ? bin : program + " (a copy of " + source + ", no shell), then " + bin),
+        data);
 }
 
 // Agent CLIs on PATH and the preset each one matches; the configured one

@@ -29,20 +29,36 @@ std::string self_path() {
   return self.string();
 }
 
-// hooks/pre-push.in, found like the templates: an installed phoenix has it
-// in share/phoenix/hooks beside itself; a build tree uses the source tree's.
-std::string shim_template() {
+// hooks/<name>, found like the templates: an installed phoenix has it in
+// share/phoenix/hooks beside itself; a build tree uses the source tree's.
+std::string shim_template(const std::string& name) {
   std::error_code ec;
   std::vector<fs::path> candidates{
-      fs::path(self_path()).parent_path().parent_path() / "share/phoenix/hooks/pre-push.in",
-      fs::path(PHOENIX_TEMPLATES_DIR).parent_path() / "hooks/pre-push.in",
-      fs::path(PHOENIX_SOURCE_TEMPLATES_DIR).parent_path() / "hooks/pre-push.in",
+      fs::path(self_path()).parent_path().parent_path() / "share/phoenix/hooks" / name,
+      fs::path(PHOENIX_TEMPLATES_DIR).parent_path() / "hooks" / name,
+      fs::path(PHOENIX_SOURCE_TEMPLATES_DIR).parent_path() / "hooks" / name,
   };
   for (const auto& c : candidates)
     if (fs::is_regular_file(c, ec)) return util::read_file(c.string());
   std::string tried;
   for (const auto& c : candidates) tried += "\n  " + c.string();
   throw Error("the pre-push hook template is missing; looked for:" + tried);
+}
+
+// The hook file for this install. The direct shim (git runs a copy of
+// phoenix-hook, kept beside it, as the file's interpreter: no shell) when
+// phoenix-hook lies beside this binary, the hooks are the repository's own
+// (.git/hooks: a core.hooksPath folder may be in the work tree, or serve
+// other repositories), the copy's path can stand on a #! line and no
+// earlier hook is to run first; otherwise the shell shim, which runs the
+// earlier hook and calls phoenix-hook or phoenix (hook/hook.h).
+std::string shim_for(const gitx::Repo& repo, const std::string& hooks_dir, const std::string& self) {
+  const std::string thin = (fs::path(self).parent_path() / "phoenix-hook").string();
+  const std::string copy = hook::program_copy_path(hooks_dir);
+  if (hooks_dir == repo.common_dir() + "/hooks" && hook::shebang_safe(copy) && ::access(thin.c_str(), X_OK) == 0 &&
+      !hook::chains(hooks_dir))
+    return hook::render_direct_shim(shim_template("pre-push-direct.in"), copy, thin);
+  return hook::render_shim(shim_template("pre-push.in"), self);
 }
 
 // How a snippet in a shared config file should call Phoenix: by name when
@@ -84,19 +100,27 @@ int hook_install(Parsed& p) {
     std::cout << "Nothing was written.\n";
     return kExitOk;
   }
-  hook::InstallResult r = hook::install(hooks_dir, hook::render_shim(shim_template(), self));
+  const std::string shim = shim_for(repo, hooks_dir, self);
+  const std::string program = hook::shim_interpreter(shim);
+  hook::InstallResult r = hook::install(hooks_dir, shim);
   if (p.ctx.json) {
     print_json(p.ctx, {{"action", r.action},
                        {"hook", r.hook},
                        {"chained", r.chained.empty() ? json(nullptr) : json(r.chained)},
                        {"binary", self},
+                       {"runs", program.empty() ? json("sh") : json(program)},
                        {"hooks_dir", hooks_dir}});
     return kExitOk;
   }
   std::cout << (r.action == "unchanged" ? "already installed: "
                 : r.action == "updated" ? "updated: "
                                         : "installed: ")
-            << r.hook << "\n  runs " << self << " hook run pre-push on every git push\n";
+            << r.hook << "\n";
+  if (program.empty()) std::cout << "  runs " << self << " hook run pre-push on every git push\n";
+  else
+    std::cout << "  git runs " << program << " (a copy of " << hook::shim_program_source(shim)
+              << ") on every git push, with no shell; it hands all but a green push of a clean HEAD to " << self
+              << " hook run pre-push\n";
   if (!r.chained.empty()) std::cout << "  the pre-push hook that was there runs first: " << r.chained << "\n";
   std::cout << "  'phoenix hook uninstall' puts back what was there before\n";
   // A core.hooksPath outside the repository (a global ~/.githooks, say)
@@ -133,6 +157,29 @@ int hook_uninstall(Parsed& p) {
   return kExitOk;
 }
 
+// A direct shim whose copy of phoenix-hook is no longer the phoenix-hook
+// beside this binary (Phoenix upgraded or rebuilt since the install) hands
+// every push over to this binary: the copy is refreshed here, so the next
+// push is decided by the new one. A copy made from another phoenix-hook is
+// left to 'phoenix hook install' (and 'phoenix doctor' names it).
+void refresh_hook_copy(const std::string& root) {
+  try {
+    gitx::Repo repo = gitx::Repo::discover(root);
+    const std::string hooks = repo.common_dir() + "/hooks";
+    const std::optional<std::string> content = util::read_file_if_exists(hooks + "/pre-push");
+    if (!content) return;
+    const std::string source = hook::shim_program_source(*content);
+    const std::string program = hook::shim_interpreter(*content);
+    const std::string mine = (fs::path(self_path()).parent_path() / "phoenix-hook").string();
+    if (source != mine || program != hook::program_copy_path(hooks) || ::access(mine.c_str(), X_OK) != 0) return;
+    if (hook::refresh_program(source, program))
+      std::cerr << "phoenix: refreshed " << program << " from " << source
+                << " (it changed since 'phoenix hook install')\n";
+  } catch (const Error& e) {
+    std::cerr << "phoenix: warning: cannot refresh the hook's copy of phoenix-hook: " << e.what() << "\n";
+  }
+}
+
 int hook_run(Parsed& p) {
   const auto& pos = p.positional;
   if (pos.size() < 2 || pos[1] != "pre-push")
@@ -148,6 +195,7 @@ int hook_run(Parsed& p) {
     throw UsageError(
         "hook run pre-push reads git's ref lines on stdin (\"<local ref> <local sha> <remote ref> "
         "<remote sha>\"); git push provides them");
+  refresh_hook_copy(p.ctx.root);
   std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   std::vector<hook::PushedRef> refs = hook::parse_pre_push(input);
   hook::PrePushOptions opt;

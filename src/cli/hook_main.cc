@@ -1,7 +1,10 @@
 // phoenix-hook: the green pre-push hook in a binary that starts in about a
-// millisecond (docs/performance.md "The green path"). The shim
-// (hooks/pre-push.in) runs it as `phoenix-hook pre-push [REMOTE URL]` when
-// it lies beside the phoenix binary the shim records.
+// millisecond (docs/performance.md "The green path"). git runs it two ways:
+// - as the interpreter of the direct shim (hooks/pre-push-direct.in, whose
+//   first line is `#!<this binary>`): `phoenix-hook <hooks dir>/pre-push
+//   [REMOTE URL]`, with no shell before it;
+// - from the shell shim (hooks/pre-push.in) as `phoenix-hook pre-push
+//   [REMOTE URL]`, when it lies beside the phoenix binary the shim records.
 //
 // It handles one case itself (hook::run_green, hook/green.h): every pushed
 // commit is the checked-out HEAD, the tree is clean, phoenix.json loads, the
@@ -35,7 +38,10 @@
 #include <vector>
 
 #include "hook/green.h"
+#include "hook/owner.h"
 #include "hook/pushed_refs.h"
+#include "layout/paths.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/signals.h"
 
@@ -68,14 +74,25 @@ struct SavedEnv {
   std::exit(kExitRed);
 }
 
-// Replaces this process with `<dir of this binary>/phoenix hook run pre-push
-// ARGS...`; `input` (git's lines, already read) becomes its stdin through a
-// memory file, or stdin is left as it is when nothing was read.
-[[noreturn]] void hand_over(int argc, char** argv, const std::optional<std::string>& input) {
+// The phoenix the hook hands over to: beside this binary, or for a direct
+// shim's copy, beside the phoenix-hook it was copied from (set once, by
+// phoenix_hook_main). `hook_file` is the direct shim, "" otherwise.
+std::string g_full;
+std::string g_hook_file;
+
+std::string full_phoenix() {
+  if (!g_full.empty()) return g_full;
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) fail("phoenix-hook: cannot find its own path (/proc/self/exe): " + ec.message());
-  const std::string full = (self.parent_path() / "phoenix").string();
+  return (self.parent_path() / "phoenix").string();
+}
+
+// Replaces this process with `<full_phoenix()> hook run pre-push
+// ARGS...`; `input` (git's lines, already read) becomes its stdin through a
+// memory file, or stdin is left as it is when nothing was read.
+[[noreturn]] void hand_over(int argc, char* const* argv, const std::optional<std::string>& input) {
+  const std::string full = full_phoenix();
   if (input) {
     int fd = ::memfd_create("phoenix-pre-push-stdin", 0);
     if (fd < 0) fail(std::string("phoenix-hook: memfd_create: ") + std::strerror(errno));
@@ -93,13 +110,59 @@ struct SavedEnv {
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
   ::execv(full.c_str(), args.data());
+  // What the shell shim says of a binary that is gone.
+  if (!g_hook_file.empty() && (errno == ENOENT || errno == EACCES)) {
+    std::cerr << "phoenix: the hook's binary " << full << " is gone; reinstall with 'phoenix hook install' or remove "
+              << g_hook_file << "\n";
+    std::exit(kExitRed);
+  }
   fail("phoenix-hook: cannot run " + full + ": " + std::strerror(errno) +
        " (reinstall Phoenix, or run 'phoenix hook install')");
+}
+
+// Run by the kernel for the direct shim: argv[1] is the hook file git ran,
+// and its content names the phoenix-hook this binary was copied from. The
+// file must be a shim (nothing else makes this binary an interpreter on
+// purpose); "" when it is not.
+std::string direct_shim_source(const char* arg) {
+  const std::string path(arg);
+  if (path == "pre-push" || fs::path(path).filename() != "pre-push") return "";
+  std::optional<std::string> content = util::read_file_if_exists(path);
+  return content ? hook::shim_program_source(*content) : "";
+}
+
+[[noreturn]] void refuse_unchained(const std::string& hook_file) {
+  const std::string chained = hook_file + layout::kChainedHookSuffix;
+  std::cerr << "phoenix: " << chained << " (a pre-push hook kept when Phoenix was installed) is not run by "
+            << hook_file << "; run 'phoenix hook install' again so that it runs first; push blocked\n";
+  std::cerr.flush();
+  std::_Exit(kExitRed);
 }
 
 }  // namespace
 
 int phoenix_hook_main(int argc, char** argv) {
+  // The direct shim: `<copy> <hooks dir>/pre-push [REMOTE [URL]]` becomes
+  // `phoenix-hook pre-push [REMOTE [URL]]`, handing over to the phoenix
+  // beside the copy's source. A copy that is not that source as it is now
+  // (Phoenix upgraded, rebuilt or removed since the install) decides
+  // nothing: the full hook runs, and refreshes the copy.
+  std::vector<char*> args(argv, argv + argc);
+  static char kPrePush[] = "pre-push";
+  bool stale = false;
+  if (argc >= 2 && argc <= 4)
+    if (const std::string source = direct_shim_source(argv[1]); !source.empty()) {
+      g_hook_file = argv[1];
+      std::error_code ec;
+      if (fs::exists(fs::symlink_status(g_hook_file + layout::kChainedHookSuffix, ec))) refuse_unchained(g_hook_file);
+      g_full = (fs::path(source).parent_path() / "phoenix").string();
+      std::error_code self_ec;
+      const fs::path self = fs::read_symlink("/proc/self/exe", self_ec);
+      stale = self_ec || !hook::program_is_current(self.string(), source);
+      args[1] = kPrePush;
+    }
+  argv = args.data();
+  if (stale) hand_over(argc, argv, std::nullopt);
   // `phoenix-hook pre-push [REMOTE [URL]]`; anything else is the full
   // hook's to judge (and to explain).
   if (argc < 2 || argc > 4 || std::string(argv[1]) != "pre-push") hand_over(argc, argv, std::nullopt);

@@ -1,9 +1,11 @@
 #include "hook/hook.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -87,8 +89,37 @@ std::string render_shim(std::string_view tmpl, const std::string& phoenix_bin) {
   return replace_all(std::move(text), kSuffixPlaceholder, layout::kChainedHookSuffix);
 }
 
+bool shebang_safe(const std::string& path) {
+  if (path.empty() || path.front() != '/' || path.size() > kMaxShebangPath) return false;
+  return std::none_of(path.begin(), path.end(),
+                      [](char c) { return static_cast<unsigned char>(c) <= ' ' || c == '\x7f'; });
+}
+
+std::string program_copy_path(const std::string& hooks_dir) {
+  return (fs::path(hooks_dir) / "pre-push.phoenix-hook").string();
+}
+
+std::string render_direct_shim(std::string_view tmpl, const std::string& program, const std::string& source) {
+  if (!is_shim(tmpl)) throw Error("the pre-push template lacks its marker line '" + std::string(kShimMarker) + "'");
+  if (!util::starts_with(tmpl, "#!@PHOENIX_HOOK@\n") || tmpl.find("@PHOENIX_HOOK_SOURCE@") == std::string_view::npos ||
+      tmpl.find(kPhoenixPlaceholder) == std::string_view::npos)
+    throw Error("the direct pre-push template lacks #!@PHOENIX_HOOK@ on its first line, @PHOENIX_HOOK_SOURCE@ or " +
+                std::string(kPhoenixPlaceholder));
+  if (!shebang_safe(program))
+    throw Error("cannot name " + program + " on a hook's #! line (it needs an absolute path of at most " +
+                std::to_string(kMaxShebangPath) + " bytes without blanks)");
+  std::string text = replace_all(std::string(tmpl), "@PHOENIX_HOOK_SOURCE@", source);
+  text = replace_all(std::move(text), "@PHOENIX_HOOK@", program);
+  text = replace_all(std::move(text), kPhoenixPlaceholder, (fs::path(source).parent_path() / "phoenix").string());
+  return replace_all(std::move(text), kSuffixPlaceholder, layout::kChainedHookSuffix);
+}
+
 std::string shim_binary(std::string_view content) {
   if (!is_shim(content)) return "";
+  if (!shim_interpreter(content).empty()) {
+    const std::string source = shim_program_source(content);
+    return source.empty() ? "" : (fs::path(source).parent_path() / "phoenix").string();
+  }
   for (const auto& line : util::split_lines(content))
     if (util::starts_with(line, "PHOENIX=")) return sh_unquote(std::string_view(line).substr(8));
   return "";
@@ -113,12 +144,48 @@ bool holds_shim(const fs::path& p) {
   } catch (const Error&) { return false; }
 }
 
+// The copy of phoenix-hook a direct shim ran, once nothing names it.
+void remove_program_copy(const std::string& hooks_dir) {
+  const std::string copy = program_copy_path(hooks_dir);
+  if (std::remove(copy.c_str()) != 0 && errno != ENOENT) throw_errno("cannot remove " + copy);
+}
+
 void rename_durably(const fs::path& from, const fs::path& to) {
   if (std::rename(from.c_str(), to.c_str()) != 0) throw_errno("cannot rename " + from.string() + " to " + to.string());
   util::fsync_dir(to.parent_path().string());
 }
 
 }  // namespace
+
+bool refresh_program(const std::string& source, const std::string& program) {
+  if (program_is_current(program, source)) return false;
+  struct stat st {};
+  if (::stat(source.c_str(), &st) != 0) throw_errno("cannot read " + source);
+  // A hard link where the kernel allows one (same file system, and a file
+  // of the user's own: protected_hardlinks) costs no space and keeps the
+  // file alive when the source's name goes; a file replaced under that name
+  // (an upgrade, a rebuild) is a new one, so the link is then stale as a
+  // copy would be. Elsewhere, a copy.
+  const std::string tmp = program + ".tmp." + std::to_string(::getpid());
+  std::remove(tmp.c_str());
+  if (::link(source.c_str(), tmp.c_str()) == 0) {
+    if (std::rename(tmp.c_str(), program.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      throw_errno("cannot rename " + tmp + " to " + program);
+    }
+    return true;
+  }
+  util::write_file_atomic(program, util::read_file(source), 0755);
+  const struct timespec times[2] = {st.st_atim, st.st_mtim};
+  if (::utimensat(AT_FDCWD, program.c_str(), times, 0) != 0) throw_errno("cannot set the time of " + program);
+  return true;
+}
+
+bool chains(const std::string& hooks_dir) {
+  const fs::path hook = fs::path(hooks_dir) / "pre-push";
+  const fs::path chained = fs::path(hooks_dir) / ("pre-push" + std::string(layout::kChainedHookSuffix));
+  return exists_no_follow(chained) || (exists_no_follow(hook) && !holds_shim(hook));
+}
 
 InstallResult install(const std::string& hooks_dir, const std::string& shim) {
   std::error_code ec;
@@ -128,10 +195,16 @@ InstallResult install(const std::string& hooks_dir, const std::string& shim) {
   const fs::path chained = fs::path(hooks_dir) / ("pre-push" + std::string(layout::kChainedHookSuffix));
   InstallResult out;
   out.hook = hook.string();
+  // A direct shim's program is there before the shim names it; only the
+  // shell shim runs a chained hook.
+  const std::string program = shim_interpreter(shim);
+  if (!program.empty() && chains(hooks_dir))
+    throw Error("a pre-push hook that is not Phoenix's is in " + hooks_dir + ": only the shell shim runs it first");
+  const bool copied = !program.empty() && refresh_program(shim_program_source(shim), program);
   if (holds_shim(hook)) {
     struct stat st {};
     bool executable = ::stat(hook.c_str(), &st) == 0 && (st.st_mode & 0111) == 0111;
-    out.action = util::read_file(hook.string()) == shim && executable ? "unchanged" : "updated";
+    out.action = util::read_file(hook.string()) == shim && executable && !copied ? "unchanged" : "updated";
     if (out.action == "updated") util::write_file_atomic(hook.string(), shim, 0755);
   } else {
     if (exists_no_follow(hook)) {
@@ -148,6 +221,8 @@ InstallResult install(const std::string& hooks_dir, const std::string& shim) {
     util::write_file_atomic(hook.string(), shim, 0755);
     out.action = "installed";
   }
+  // A shell shim replacing a direct one leaves no copy behind.
+  if (program.empty()) remove_program_copy(hooks_dir);
   if (exists_no_follow(chained)) out.chained = chained.string();
   return out;
 }
@@ -169,6 +244,7 @@ UninstallResult uninstall(const std::string& hooks_dir) {
     util::fsync_dir(hooks_dir);
     out.action = "removed";
   }
+  remove_program_copy(hooks_dir);
   return out;
 }
 

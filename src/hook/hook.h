@@ -2,7 +2,7 @@
 // the shim that `phoenix hook install` puts where git looks for hooks, and
 // what `phoenix hook run pre-push` does with the commits being pushed.
 //
-//   git push ──> <hooks dir>/pre-push (the shim, a POSIX sh script)
+//   git push ──> <hooks dir>/pre-push (the shell shim, hooks/pre-push.in)
 //                  1. the hook that was there before (pre-push.phoenix-chained)
 //                     runs first, same argv and stdin; its failure blocks
 //                  2. PHOENIX_SKIP=1: stop here, push allowed
@@ -12,7 +12,10 @@
 //
 // (When the thin binary phoenix-hook lies beside phoenix, the shim runs it
 // instead; it decides a green push of a clean HEAD itself with
-// hook/green.h and execs `phoenix hook run pre-push` for anything else.)
+// hook/green.h and execs `phoenix hook run pre-push` for anything else.
+// Where no hook is chained, the hooks are .git/hooks and the path allows,
+// the hook is the direct shim instead, hooks/pre-push-direct.in: its #!
+// line makes git start a copy of phoenix-hook kept beside it, no shell.)
 // git's stdin is parsed by hook/pushed_refs.h and the green path's parts
 // are in hook/green.h: both are included here, and are all of the hook
 // that phoenix_lite holds.
@@ -45,8 +48,39 @@ inline constexpr int kHookTreeWaitS = 300;
 // layout::kChainedHookSuffix, under which the original hook is kept.
 // Throws Error when the template lacks the marker or a placeholder.
 std::string render_shim(std::string_view tmpl, const std::string& phoenix_bin);
-// The phoenix binary a shim records, "" when the content is not a shim.
+// The direct shim from its template (hooks/pre-push-direct.in): a hook
+// file whose first line, `#!<program>`, makes git (through the kernel) run
+// phoenix-hook with the file's path as its first argument, so no shell
+// starts (docs/performance.md "The green path"). `program` is install()'s
+// copy of phoenix-hook beside the hook (program_copy_path), so that no
+// later removal of `source`, the phoenix-hook it was copied from, leaves
+// git a hook it cannot start (git 2.39 then waits forever on the push).
+// @PHOENIX_HOOK@ becomes `program`, which must be shebang_safe;
+// @PHOENIX_HOOK_SOURCE@ `source`; @PHOENIX@ the phoenix beside `source`.
+// Throws Error when the template lacks the marker or a placeholder, or
+// `program` is not shebang_safe.
+std::string render_direct_shim(std::string_view tmpl, const std::string& program, const std::string& source);
+// <hooks_dir>/pre-push.phoenix-hook: where install() copies phoenix-hook
+// for a direct shim.
+std::string program_copy_path(const std::string& hooks_dir);
+// Whether the kernel runs `path` exactly as written on a #! line: absolute,
+// no whitespace or control bytes (the kernel splits the line at the first
+// blank), at most kMaxShebangPath bytes (older kernels read 128 bytes of a
+// script's start, "#!" and the newline included).
+inline constexpr size_t kMaxShebangPath = 125;
+bool shebang_safe(const std::string& path);
+// The phoenix binary a shim records (for a direct shim, the phoenix beside
+// the phoenix-hook its program was copied from), "" when the content is
+// not a shim.
 std::string shim_binary(std::string_view content);
+// Makes `program` a copy of `source` (atomically, mode 0755, with the
+// source's modification time) unless program_is_current already; returns
+// whether it wrote. Throws Error when `source` cannot be read or `program`
+// written.
+bool refresh_program(const std::string& source, const std::string& program);
+// Whether a hook that is not Phoenix's is, or would be on install, kept as
+// pre-push.phoenix-chained in `hooks_dir`: only the shell shim runs it.
+bool chains(const std::string& hooks_dir);
 
 struct InstallResult {
   std::string hook;     // <hooks dir>/pre-push
@@ -62,6 +96,9 @@ struct InstallResult {
 // gives the same files. Throws Error when pre-push is not a shim and a
 // chained hook already exists (someone replaced the shim by hand: moving
 // theirs would overwrite the one kept before).
+// For a direct shim, its program is copied first from the source the shim
+// names (refresh_program; "updated" when only the copy was stale); for a
+// shell shim, a copy left by an earlier direct one is removed.
 InstallResult install(const std::string& hooks_dir, const std::string& shim);
 
 struct UninstallResult {
@@ -72,7 +109,7 @@ struct UninstallResult {
   std::string action;
 };
 // Undoes install(): the chained hook is renamed back over the shim, or the
-// shim removed when there was none. A pre-push that is not a shim is left
+// shim removed when there was none; a direct shim's program copy goes too. A pre-push that is not a shim is left
 // alone, whatever else is there.
 UninstallResult uninstall(const std::string& hooks_dir);
 

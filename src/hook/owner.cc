@@ -1,5 +1,6 @@
 #include "hook/owner.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -22,6 +23,28 @@ bool is_shim(std::string_view content) {
   // further down is somebody else's.
   size_t nl = content.find('\n');
   return nl != std::string_view::npos && content.substr(nl + 1, kShimMarker.size()) == kShimMarker;
+}
+
+std::string shim_interpreter(std::string_view content) {
+  if (!is_shim(content) || !util::starts_with(content, "#!/")) return "";
+  std::string_view first = content.substr(2, content.find('\n') - 2);
+  // A shell shim's first line names the shell.
+  return first == "/bin/sh" ? "" : std::string(first);
+}
+
+std::string shim_program_source(std::string_view content) {
+  if (shim_interpreter(content).empty()) return "";
+  constexpr std::string_view kLine = "\n# phoenix-hook: ";
+  size_t at = content.find(kLine);
+  if (at == std::string_view::npos) return "";
+  at += kLine.size();
+  return std::string(content.substr(at, content.find('\n', at) - at));
+}
+
+bool program_is_current(const std::string& program, const std::string& source) {
+  struct stat a {}, b {};
+  if (::stat(program.c_str(), &a) != 0 || ::stat(source.c_str(), &b) != 0) return false;
+  return a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
 }
 
 // ---------------------------------------------------------------------------

@@ -16,6 +16,16 @@ inline constexpr std::string_view kShimMarker = "# phoenix-pre-push-shim";
 
 // Whether a hook file's content is a Phoenix shim (any version).
 bool is_shim(std::string_view content);
+// A direct shim (hook/hook.h render_direct_shim): the program on its first
+// line, a copy of phoenix-hook, and the phoenix-hook it was copied from
+// (its "# phoenix-hook: " line). Both "" for any other content, a shell
+// shim included.
+std::string shim_interpreter(std::string_view content);
+std::string shim_program_source(std::string_view content);
+// Whether `program`, a copy of `source`, is the file `source` is now: same
+// size and modification time (the copy is given the source's). false when
+// either is missing.
+bool program_is_current(const std::string& program, const std::string& source);
 
 // husky or lefthook owns the repository's hooks: Phoenix adds itself to
 // their configuration instead of replacing their pre-push hook.

@@ -578,6 +578,103 @@ TEST_F(HookE2E, TheShimSaysWhenItsBinaryIsGone) {
   EXPECT_EQ(push({"origin", "main"}).exit_code, 0);
 }
 
+// Where phoenix-hook lies beside phoenix, the hook git runs is the direct
+// shim: a file whose first line makes a copy of phoenix-hook, kept beside
+// it, the hook's program, so no shell starts. The copy outlives the files
+// it came from: a rebuilt phoenix-hook makes the next push take the full
+// hook, which refreshes the copy; phoenix and phoenix-hook both gone block
+// the push with the shell shim's words (and git does not hang); a hook
+// kept from before Phoenix that appears later blocks until reinstalled.
+TEST_F(HookE2E, TheDirectShimRunsWithNoShellAndSurvivesItsBinaries) {
+  const std::string bin = tmp / "bin";
+  fs::create_directories(bin);
+  fs::copy_file(phoenix_bin(), bin + "/phoenix");
+  fs::copy_file(fs::path(phoenix_bin()).parent_path() / "phoenix-hook", bin + "/phoenix-hook");
+  auto inst = run({bin + "/phoenix", "hook", "install"}, repo);
+  ASSERT_EQ(inst.exit_code, 0) << inst.output;
+  const std::string hooks = gitx::Repo::open(repo).common_dir() + "/hooks";
+  const std::string copy = hooks + "/pre-push.phoenix-hook";
+  std::string shim = read(hooks + "/pre-push");
+  EXPECT_TRUE(util::starts_with(shim, "#!" + copy + "\n# phoenix-pre-push-shim v3\n# phoenix-hook: " + bin +
+                                          "/phoenix-hook\n"))
+      << shim;
+  EXPECT_NE(inst.output.find("with no shell"), std::string::npos) << inst.output;
+  ASSERT_TRUE(fs::exists(copy));
+  auto green = push({"origin", "main"});
+  EXPECT_EQ(green.exit_code, 0) << green.output;
+  EXPECT_NE(green.output.find("phoenix: ok   state  exit=0"), std::string::npos) << green.output;
+  commit_state("BAD", "break");
+  auto red = push({"origin", "main"});
+  EXPECT_NE(red.exit_code, 0) << red.output;
+  EXPECT_NE(red.output.find("phoenix: push blocked: state is red"), std::string::npos) << red.output;
+  g({"reset", "-q", "--hard", "HEAD~1"});
+
+  // phoenix-hook rebuilt: a new file under its name.
+  fs::copy_file(fs::path(phoenix_bin()).parent_path() / "phoenix-hook", bin + "/phoenix-hook.new");
+  fs::rename(bin + "/phoenix-hook.new", bin + "/phoenix-hook");
+  EXPECT_NE(run({bin + "/phoenix", "doctor"}, repo).output.find("is an older copy of " + bin + "/phoenix-hook"),
+            std::string::npos);
+  g({"commit", "-q", "--allow-empty", "-m", "after a rebuild"});
+  auto refreshed = push({"origin", "main"});
+  EXPECT_EQ(refreshed.exit_code, 0) << refreshed.output;
+  EXPECT_NE(refreshed.output.find("phoenix: refreshed " + copy + " from " + bin + "/phoenix-hook"), std::string::npos)
+      << refreshed.output;
+  auto doctor = run({bin + "/phoenix", "doctor"}, repo);
+  EXPECT_NE(doctor.output.find("(a copy of " + bin + "/phoenix-hook, no shell)"), std::string::npos) << doctor.output;
+
+  // Both binaries gone: blocked, said, not hung.
+  fs::rename(bin, tmp / "bin.away");
+  const std::string pushed = remote_sha("main");
+  g({"commit", "-q", "--allow-empty", "-m", "binaries gone"});
+  auto gone = run({"git", "-C", repo, "push", "origin", "main"}, "", {}, 60);
+  EXPECT_FALSE(gone.timed_out) << gone.output;
+  EXPECT_NE(gone.exit_code, 0) << gone.output;
+  EXPECT_NE(gone.output.find("phoenix: the hook's binary " + bin + "/phoenix is gone; reinstall with 'phoenix hook "
+                             "install' or remove "),
+            std::string::npos)
+      << gone.output;
+  EXPECT_EQ(remote_sha("main"), pushed);
+  fs::rename(tmp / "bin.away", bin);
+
+  // The copy gone: git could not start the hook; doctor says so.
+  fs::remove(copy);
+  auto lost = run({bin + "/phoenix", "doctor"}, repo);
+  EXPECT_NE(lost.output.find("installed, but the program on its first line, " + copy + ", is gone"),
+            std::string::npos)
+      << lost.output;
+  ASSERT_EQ(run({bin + "/phoenix", "hook", "install"}, repo).exit_code, 0);
+  ASSERT_TRUE(fs::exists(copy));
+
+  // A hook kept from before Phoenix, appearing later: never skipped.
+  const std::string log = tmp / "chained.log";
+  write(hooks, "pre-push.phoenix-chained", "#!/bin/sh\necho chained >> '" + log + "'\n");
+  fs::permissions(hooks + "/pre-push.phoenix-chained", fs::perms::owner_all);
+  auto unchained = push({"origin", "main"});
+  EXPECT_NE(unchained.exit_code, 0) << unchained.output;
+  EXPECT_NE(unchained.output.find("pre-push.phoenix-chained (a pre-push hook kept when Phoenix was installed) is "
+                                  "not run by "),
+            std::string::npos)
+      << unchained.output;
+  EXPECT_EQ(remote_sha("main"), pushed);
+  auto re = run({bin + "/phoenix", "hook", "install"}, repo);
+  EXPECT_NE(re.output.find("updated"), std::string::npos) << re.output;
+  EXPECT_TRUE(util::starts_with(read(hooks + "/pre-push"), "#!/bin/sh\n"));
+  EXPECT_FALSE(fs::exists(copy));
+  auto chained = push({"origin", "main"});
+  EXPECT_EQ(chained.exit_code, 0) << chained.output;
+  EXPECT_EQ(read(log), "chained\n");
+}
+
+// A core.hooksPath folder may be in the work tree (committed) or serve
+// other repositories: it gets the shell shim, and no copy of a binary.
+TEST_F(HookE2E, AHooksPathFolderGetsTheShellShim) {
+  git(repo, {"config", "core.hooksPath", ".githooks"});
+  install();
+  EXPECT_TRUE(util::starts_with(read(repo + "/.githooks/pre-push"), "#!/bin/sh\n# phoenix-pre-push-shim v2\n"));
+  EXPECT_FALSE(fs::exists(repo + "/.githooks/pre-push.phoenix-hook"));
+  EXPECT_EQ(push({"origin", "main"}).exit_code, 0);
+}
+
 TEST_F(HookE2E, InstallIsIdempotent) {
   install();
   std::string first = read(repo + "/.git/hooks/pre-push");

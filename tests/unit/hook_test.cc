@@ -169,6 +169,80 @@ TEST(HookShim, TheShippedTemplateRenders) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// The direct shim: its first line names the copy of phoenix-hook git runs
+// it with, its third the phoenix-hook that was copied; the phoenix handed
+// over to lies beside that one.
+TEST(HookShim, TheDirectTemplateNamesItsProgramAndWhereItCameFrom) {
+  std::string tmpl = read(std::string(PHOENIX_SOURCE_DIR) + "/hooks/pre-push-direct.in");
+  const std::string program = "/home/me/repo/.git/hooks/pre-push.phoenix-hook";
+  std::string shim = hook::render_direct_shim(tmpl, program, "/usr/bin/phoenix-hook");
+  EXPECT_TRUE(util::starts_with(shim, "#!" + program + "\n# phoenix-pre-push-shim v3\n")) << shim;
+  EXPECT_EQ(shim.find('@'), std::string::npos) << shim;
+  EXPECT_TRUE(hook::is_shim(shim));
+  EXPECT_EQ(hook::shim_interpreter(shim), program);
+  EXPECT_EQ(hook::shim_program_source(shim), "/usr/bin/phoenix-hook");
+  EXPECT_EQ(hook::shim_binary(shim), "/usr/bin/phoenix");
+  EXPECT_EQ(hook::program_copy_path("/home/me/repo/.git/hooks"), program);
+  // The shell shim has neither.
+  std::string sh = hook::render_shim(read(std::string(PHOENIX_SOURCE_DIR) + "/hooks/pre-push.in"), "/usr/bin/phoenix");
+  EXPECT_EQ(hook::shim_interpreter(sh), "");
+  EXPECT_EQ(hook::shim_program_source(sh), "");
+  EXPECT_EQ(hook::shim_interpreter("#!/usr/bin/phoenix-hook\necho not ours\n"), "");
+  // A path the kernel would split or cut is refused, not written.
+  EXPECT_THROW(hook::render_direct_shim(tmpl, "/home/my repo/.git/hooks/pre-push.phoenix-hook", "/usr/bin/phoenix-hook"),
+               Error);
+  EXPECT_THROW(hook::render_direct_shim(kTemplate, program, "/usr/bin/phoenix-hook"), Error);
+}
+
+TEST(HookShim, ShebangSafePaths) {
+  EXPECT_TRUE(hook::shebang_safe("/usr/bin/phoenix-hook"));
+  EXPECT_FALSE(hook::shebang_safe("usr/bin/phoenix-hook"));
+  EXPECT_FALSE(hook::shebang_safe(""));
+  EXPECT_FALSE(hook::shebang_safe("/a b/phoenix-hook"));
+  EXPECT_FALSE(hook::shebang_safe("/a\tb/phoenix-hook"));
+  EXPECT_FALSE(hook::shebang_safe("/a\nb"));
+  EXPECT_TRUE(hook::shebang_safe("/" + std::string(hook::kMaxShebangPath - 1, 'x')));
+  EXPECT_FALSE(hook::shebang_safe("/" + std::string(hook::kMaxShebangPath, 'x')));
+}
+
+// install() puts the direct shim's program in place before the shim, keeps
+// it current with its source, and uninstall() removes it; a shell shim
+// replacing a direct one leaves no copy.
+TEST(HookInstall, ADirectShimsProgramIsCopiedKeptCurrentAndRemoved) {
+  ScopedTempDir tmp;
+  const std::string dir = tmp / "hooks";
+  write(tmp.path(), "bin/phoenix-hook", "#!/bin/sh\necho v1\n");
+  const std::string source = tmp / "bin/phoenix-hook";
+  const std::string program = hook::program_copy_path(dir);
+  const std::string tmpl = read(std::string(PHOENIX_SOURCE_DIR) + "/hooks/pre-push-direct.in");
+  const std::string shim = hook::render_direct_shim(tmpl, program, source);
+  EXPECT_EQ(hook::install(dir, shim).action, "installed");
+  EXPECT_EQ(read(program), "#!/bin/sh\necho v1\n");
+  EXPECT_TRUE(hook::program_is_current(program, source));
+  EXPECT_EQ(hook::install(dir, shim).action, "unchanged");
+  // The source replaced under its name (a rebuild, an upgrade): the copy is
+  // stale until the next install, which says it updated.
+  write(tmp.path(), "bin/phoenix-hook.new", "#!/bin/sh\necho version 2\n");
+  fs::rename(tmp / "bin/phoenix-hook.new", source);
+  EXPECT_FALSE(hook::program_is_current(program, source));
+  EXPECT_EQ(hook::install(dir, shim).action, "updated");
+  EXPECT_EQ(read(program), "#!/bin/sh\necho version 2\n");
+  EXPECT_TRUE(hook::program_is_current(program, source));
+  EXPECT_EQ(hook::uninstall(dir).action, "removed");
+  EXPECT_FALSE(fs::exists(dir + "/pre-push"));
+  EXPECT_FALSE(fs::exists(program));
+  // The shell shim after a direct one: the copy goes.
+  hook::install(dir, shim);
+  EXPECT_EQ(hook::install(dir, hook::render_shim(kTemplate, "/usr/bin/phoenix")).action, "updated");
+  EXPECT_FALSE(fs::exists(program));
+  // A hook of someone else's is only ever chained by the shell shim.
+  hook::uninstall(dir);
+  write(dir, "pre-push", "#!/bin/sh\nexit 0\n");
+  EXPECT_TRUE(hook::chains(dir));
+  EXPECT_THROW(hook::install(dir, shim), Error);
+  EXPECT_EQ(read(dir + "/pre-push"), "#!/bin/sh\nexit 0\n");
+}
+
 mode_t mode_of(const std::string& p) {
   struct stat st {};
   ::lstat(p.c_str(), &st);
