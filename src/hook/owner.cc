@@ -11,6 +11,7 @@
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/format.h"
+#include "util/gitfile.h"
 #include "util/subprocess.h"
 #include "util/text.h"
 
@@ -296,13 +297,9 @@ std::optional<std::pair<fs::path, fs::path>> git_dirs(const fs::path& root) {
   std::error_code ec;
   const fs::path dot = root / ".git";
   if (fs::is_directory(dot, ec)) return std::make_pair(dot, dot);
-  std::string text;
-  try {
-    text = util::read_file(dot.string());
-  } catch (const Error&) { return std::nullopt; }
-  if (!util::starts_with(text, "gitdir: ")) return std::nullopt;
-  fs::path dir = util::trim(text.substr(8));
-  if (dir.is_relative()) dir = root / dir;
+  const std::optional<std::string> named_dir = util::gitdir_of_file(dot.string());
+  if (!named_dir) return std::nullopt;
+  const fs::path dir = *named_dir;
   fs::path common = dir;
   const fs::path named = dir / "commondir";
   if (fs::exists(named, ec)) {

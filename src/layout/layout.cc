@@ -14,6 +14,7 @@
 #include "gitx/repo.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/gitfile.h"
 #include "util/hash.h"
 #include "util/lock.h"
 #include "util/path.h"
@@ -133,15 +134,8 @@ bool is_our_linked_worktree(const fs::path& dir, const std::string& common) {
   std::error_code ec;
   const fs::path dotgit = dir / ".git";
   if (!fs::is_regular_file(dotgit, ec)) return false;
-  std::string text;
-  try {
-    text = util::read_file(dotgit.string());
-  } catch (const Error&) { return false; }
-  const std::string prefix = "gitdir: ";
-  if (!util::starts_with(text, prefix)) return false;
-  std::string target = util::trim(text.substr(prefix.size()));
-  if (fs::path(target).is_relative()) target = (dir / target).string();
-  return util::same_or_inside(util::normalize_path(target), common + "/worktrees");
+  const std::optional<std::string> target = util::gitdir_of_file(dotgit.string());
+  return target && util::same_or_inside(util::normalize_path(*target), common + "/worktrees");
 }
 
 // A worktree's name as a ref name component: what git allows in a
