@@ -161,17 +161,24 @@ int hook_uninstall(Parsed& p) {
 // beside this binary (Phoenix upgraded or rebuilt since the install) hands
 // every push over to this binary: the copy is refreshed here, so the next
 // push is decided by the new one. A copy made from another phoenix-hook is
-// left to 'phoenix hook install' (and 'phoenix doctor' names it).
+// left to 'phoenix hook install' (and 'phoenix doctor' names it). The hook
+// is found from the .git files (hook::git_dirs), not libgit2, which the
+// full hook opens only when a push needs it.
 void refresh_hook_copy(const std::string& root) {
   try {
-    gitx::Repo repo = gitx::Repo::discover(root);
-    const std::string hooks = repo.common_dir() + "/hooks";
-    const std::optional<std::string> content = util::read_file_if_exists(hooks + "/pre-push");
+    const auto dirs = hook::git_dirs(root);
+    if (!dirs) return;
+    const fs::path hooks = dirs->second / "hooks";
+    const std::optional<std::string> content = util::read_file_if_exists((hooks / "pre-push").string());
     if (!content) return;
     const std::string source = hook::shim_program_source(*content);
     const std::string program = hook::shim_interpreter(*content);
     const std::string mine = (fs::path(self_path()).parent_path() / "phoenix-hook").string();
-    if (source != mine || program != hook::program_copy_path(hooks) || ::access(mine.c_str(), X_OK) != 0) return;
+    const fs::path folder = fs::path(program).parent_path();
+    std::error_code ec;
+    if (source != mine || hook::program_copy_path(folder.string()) != program || !fs::equivalent(folder, hooks, ec) ||
+        ::access(mine.c_str(), X_OK) != 0)
+      return;
     if (hook::refresh_program(source, program))
       std::cerr << "phoenix: refreshed " << program << " from " << source
                 << " (it changed since 'phoenix hook install')\n";

@@ -156,9 +156,7 @@ int phoenix_hook_main(int argc, char** argv) {
       std::error_code ec;
       if (fs::exists(fs::symlink_status(g_hook_file + layout::kChainedHookSuffix, ec))) refuse_unchained(g_hook_file);
       g_full = (fs::path(source).parent_path() / "phoenix").string();
-      std::error_code self_ec;
-      const fs::path self = fs::read_symlink("/proc/self/exe", self_ec);
-      stale = self_ec || !hook::program_is_current(self.string(), source);
+      stale = !hook::program_is_current("/proc/self/exe", source);
       args[1] = kPrePush;
     }
   argv = args.data();

@@ -169,9 +169,11 @@ bool refresh_program(const std::string& source, const std::string& program) {
   const std::string tmp = program + ".tmp." + std::to_string(::getpid());
   std::remove(tmp.c_str());
   if (::link(source.c_str(), tmp.c_str()) == 0) {
-    if (std::rename(tmp.c_str(), program.c_str()) != 0) {
+    try {
+      rename_durably(tmp, program);
+    } catch (const Error&) {
       std::remove(tmp.c_str());
-      throw_errno("cannot rename " + tmp + " to " + program);
+      throw;
     }
     return true;
   }

@@ -109,8 +109,8 @@ struct UninstallResult {
   std::string action;
 };
 // Undoes install(): the chained hook is renamed back over the shim, or the
-// shim removed when there was none; a direct shim's program copy goes too. A pre-push that is not a shim is left
-// alone, whatever else is there.
+// shim removed when there was none; a direct shim's program copy goes too.
+// A pre-push that is not a shim is left alone, whatever else is there.
 UninstallResult uninstall(const std::string& hooks_dir);
 
 // ---------------------------------------------------------------------------

@@ -288,11 +288,6 @@ std::optional<HookOwner> hook_owner_from_git(const std::string& root) {
 // ---------------------------------------------------------------------------
 // The hooks folder from git's configuration files
 
-namespace {
-
-// The git directory and the common one of the work tree at `root`: its
-// .git folder, or the folder its .git file names (a linked worktree) and
-// that folder's `commondir`.
 std::optional<std::pair<fs::path, fs::path>> git_dirs(const fs::path& root) {
   std::error_code ec;
   const fs::path dot = root / ".git";
@@ -310,6 +305,8 @@ std::optional<std::pair<fs::path, fs::path>> git_dirs(const fs::path& root) {
   }
   return std::make_pair(dir.lexically_normal(), common.lexically_normal());
 }
+
+namespace {
 
 // Adds the files `text` (the configuration file at `file`) includes
 // ([include] and [includeIf "..."] sections' `path`) to `files`; false when

@@ -4,6 +4,7 @@
 // neither libgit2 nor anything else phoenix_lite lacks.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +27,12 @@ std::string shim_program_source(std::string_view content);
 // size and modification time (the copy is given the source's). false when
 // either is missing.
 bool program_is_current(const std::string& program, const std::string& source);
+
+// The git directory and the common one of the work tree at `root`, read
+// from its .git without git: the .git folder, or the folder a .git file
+// names (a linked worktree) and that folder's `commondir`. nullopt when
+// they cannot be read.
+std::optional<std::pair<std::filesystem::path, std::filesystem::path>> git_dirs(const std::filesystem::path& root);
 
 // husky or lefthook owns the repository's hooks: Phoenix adds itself to
 // their configuration instead of replacing their pre-push hook.
