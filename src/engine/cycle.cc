@@ -12,6 +12,7 @@
 #include "engine/signature.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
+#include "setup/guard.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/fault.h"
@@ -133,7 +134,13 @@ struct Engine::Impl {
     trace.append("restore", {{"to", checkpoint_commit}, {"files", files}});
   }
 
-  checks::SenseResult measure(const checks::CheckSpec& c) { return checks.run(c, root); }
+  checks::SenseResult measure(const checks::CheckSpec& c) {
+    if (!opt.own_tree) return checks.run(c, root);
+    const setup::Guard guard(root);
+    checks::SenseResult r = checks.run(c, root);
+    guard.restore("the check " + c.id, &trace);
+    return r;
+  }
 
   // RunOptions.task_start: whether the work tree (an applied patch
   // included) holds that commit's tree again, Phoenix's paths and the

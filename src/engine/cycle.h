@@ -98,6 +98,9 @@ struct RunOptions {
   bool escalate = true;
   std::string task_start;
   std::string change;
+  // The root is a tree of Phoenix's own (the loop's): each check runs
+  // there under a setup::Guard, confined to it (setup/guard.h).
+  bool own_tree = false;
 
   // Results the caller measured at `measured_head` on a clean tree (the
   // pre-push hook): DETECTED takes a check's result from here instead of

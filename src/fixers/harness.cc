@@ -215,7 +215,7 @@ std::string sandbox_setup(const Request& request, sandbox::Sandbox& sb, bool* in
   if (request.config->setup.empty()) return "";
   // The steps run in the sandbox; one that reaches the real repository by
   // absolute path (its config, hooks, refs) is put back all the same.
-  const setup::Guard real(request.repo_root);
+  const setup::Guard real(request.repo_root, {}, sb.path());
   struct PutBack {
     const setup::Guard& g;
     ~PutBack() { g.restore("setup"); }
@@ -261,7 +261,8 @@ struct RepoWatch {
   // git's config, hooks and refs, put back after the run (setup/guard.h).
   setup::Guard guard;
 
-  RepoWatch(const std::string& repo_root, const std::string& sandboxes) : root(repo_root), guard(repo_root) {
+  RepoWatch(const std::string& repo_root, const std::string& sandboxes, const std::string& runs_in)
+      : root(repo_root), guard(repo_root, {}, runs_in) {
     // Phoenix's own writes during the run land in the sandboxes folder;
     // leave it out of the fingerprint wherever it is inside the repository.
     std::error_code ec;
@@ -401,15 +402,19 @@ Proposal HarnessFixer::propose(const Request& request) {
       h, prompt, [&](const std::string& content) { return sb.write_scratch_file("prompt.md", content); });
   const util::ProcessOptions o = agent_process(request, h, inv, sb);
 
-  const RepoWatch watch(request.repo_root, sandboxes);
+  const RepoWatch watch(request.repo_root, sandboxes, sb.path());
   const util::ProcessResult r = util::run_process(o);
   const std::vector<std::string> changes = watch.changes();
 
   const std::string strays = record_run(p, r, inv, prompt.size(), sb, request.explain, setup_note);
 
+  // Confined (a copying sandbox where the kernel allows it), what it wrote
+  // outside never landed; otherwise the repository did change.
   if (!changes.empty())
     return done(Status::kAborted,
-                "the real repository changed while " + program + " ran: " + changes_text(changes) + strays,
+                (watch.guard.confined() ? program + " wrote outside its sandbox: "
+                                        : "the real repository changed while " + program + " ran: ") +
+                    changes_text(changes) + strays,
                 "harness " + program + ": aborted, it changed the real repository");
 
   std::string patch;

@@ -70,10 +70,14 @@ bool Loop::unpin(const PinnedFiles& pins) {
   return true;
 }
 
-// Untracked run-time state and the task source never count as the agent's progress.
+// Untracked run-time state and the task source (with the acceptance
+// scripts carried beside it) never count as the agent's progress, and
+// survive every reset of the loop's trees.
 std::vector<std::string> Loop::own_paths() const {
   std::vector<std::string> own = layout::keep_prefixes();
   own.push_back(prompt_mode() ? prompt_rel : tasks_rel);
+  for (const std::string& p : carried)
+    if (std::find(own.begin(), own.end(), p) == own.end()) own.push_back(p);
   return own;
 }
 
@@ -101,11 +105,12 @@ Loop::AgentRun Loop::run_agent(const std::string& prompt, const Tree& t, const s
   }
   po.timeout_s = std::max(1.0, std::min(po.timeout_s, caps_seconds_left()));  // --max-hours
   util::ProcessResult r;
+  std::vector<std::string> elsewhere;
   {
-    // Nothing the agent runs may change the user's repository: its
-    // config and hooks, or rewind their branches (setup/guard.h). The
-    // loop's branch and Phoenix's refs are the loop's own.
-    const setup::Guard guard(t.path, {"refs/heads/" + branch}, /*long_run=*/true);
+    // The agent writes only its own tree: the user's repository and
+    // checkouts stay as they were (setup/guard.h). The loop's branch and
+    // Phoenix's refs are the loop's own.
+    const setup::Guard guard(t.path, {"refs/heads/" + branch});
     if (on_pid) {
       util::Subprocess proc(po);
       on_pid(proc.pid());
@@ -113,9 +118,10 @@ Loop::AgentRun Loop::run_agent(const std::string& prompt, const Tree& t, const s
     } else {
       r = util::run_process(po);
     }
-    guard.restore("the agent", &trace);
+    guard.restore("the agent", &trace, &elsewhere);
   }
   AgentRun a;
+  a.wrote_elsewhere = std::move(elsewhere);
   a.output = r.output;
   a.duration_ms = r.duration_ms;
   // Progress is what the agent changed, never the loop's own files: the

@@ -16,8 +16,8 @@ namespace phoenix::loop::internal {
 std::string Loop::tests_bite_why(const Tree& t, const std::string& base, const Json& tj) {
   engine::BiteRequest req;
   req.base = base;
-  req.change = t.repo->snapshot_workdir("phoenix-loop: the change under way", gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true,
-                                        layout::state_prefixes());
+  req.change = t.repo->snapshot_workdir("phoenix-loop: the change under way", gitx::kPhoenixAuthor.name,
+                                        gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
   req.own = own_paths();
   req.default_on = true;
   req.skip = ignored;
@@ -70,31 +70,44 @@ RedFacts Loop::toothless_facts(const std::string& why) const {
 // change: ...").
 Loop::Ending Loop::toothless_attempt(const Task* task, const Json& tj, const std::string& title,
                                      const std::string& why) {
-  last_failure = "your tests pass without your change: " + why +
-                 "\n  a test that cannot fail does not show the task is done: write one that fails on the code as "
-                 "it was and passes with your change";
+  return refused_attempt(task, tj, title, toothless_facts(why),
+                         "your tests pass without your change: " + why +
+                             "\n  a test that cannot fail does not show the task is done: write one that fails on "
+                             "the code as it was and passes with your change",
+                         "phoenix-loop: tests that do not bite", {{"tests_bite", false}});
+}
+
+// An attempt the loop refuses whatever the checks say (its tests do not
+// bite; the agent wrote outside its tree): kept under its ref like a red
+// one, counted against the task's budget and the session cap, the worktree
+// put back to the task's start, and `told` shown to the next iteration.
+Loop::Ending Loop::refused_attempt(const Task* task, const Json& tj, const std::string& title, const RedFacts& facts,
+                                   const std::string& told, const std::string& ref_message, const Json& extra) {
+  last_failure = told;
   const Task self = task ? *task : prompt_task();
   TaskRecord& rec = book.of(self);
-  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true,
-                                               layout::state_prefixes());
+  const std::string attempt = repo->is_clean(own_paths())
+                                  ? repo->head_sha()
+                                  : repo->commit_all("phoenix-loop: attempt: " + title, gitx::kPhoenixAuthor.name,
+                                                     gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
   const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
-  repo->write_ref(ref, attempt, "phoenix-loop: tests that do not bite");
-  const RedFacts facts = toothless_facts(why);
+  repo->write_ref(ref, attempt, ref_message);
   Verdict v = book.red_iteration(self, facts, ref, repo->diff_patch(task_before, attempt));
   ++session_retries;
   no_progress = 0;
-  trace.append("loop.attempt", {{"iteration", iteration.load()},
-                                {"task", tj},
-                                {"ref", ref},
-                                {"commit", attempt},
-                                {"signature", util::sha12(facts.signature)},
-                                {"red", Json::array()},
-                                {"tests_bite", false},
-                                {"attempts", rec.attempts},
-                                {"budget", rec.budget},
-                                {"verdict", verdict_name(v)}});
+  Json ev{{"iteration", iteration.load()},
+          {"task", tj},
+          {"ref", ref},
+          {"commit", attempt},
+          {"signature", util::sha12(facts.signature)},
+          {"red", Json::array()},
+          {"attempts", rec.attempts},
+          {"budget", rec.budget},
+          {"verdict", verdict_name(v)}};
+  for (const auto& [k, val] : extra.items()) ev[k] = val;
+  trace.append("loop.attempt", ev);
   task_state(self.id(), facts);
-  repo->reset_hard(task_before, true, layout::keep_prefixes());
+  repo->reset_hard(task_before, true, own_paths());
   trace.append("loop.attempt_failed",
                {{"iteration", iteration.load()}, {"task", tj}, {"attempts", rec.attempts}, {"why", last_failure}});
   if (v != Verdict::kGoOn) return give_up_task(self, tj, title, verdict_why(v, rec), false);

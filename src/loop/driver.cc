@@ -118,7 +118,8 @@ Loop::Ending Loop::baseline() {
 
 Loop::Ending Loop::stop_requested() {
   if (util::interrupted_signal()) return interrupted();
-  if (util::path_exists(layout::stop_flag(root))) return finish(kExitRed, Phase::kStopped, "stopped: .phoenix/STOP exists");
+  if (util::path_exists(layout::stop_flag(root)))
+    return finish(kExitRed, Phase::kStopped, "stopped: .phoenix/STOP exists");
   if (auto left = ms_to_deadline(); left && *left <= 0)
     return finish(kExitRed, Phase::kStopped, "stopped: --until " + opt.deadline_text + " reached");
   return std::nullopt;
@@ -186,7 +187,7 @@ Loop::Ending Loop::wait_for_model(const AgentRun& a) {
     s["waiting_for"] = kind;
   });
   if (model_wait.waits == 1) notify("waiting", "", "waiting on a " + kind + " model until " + iso8601(until));
-  if (!repo->is_clean(layout::keep_prefixes())) repo->reset_hard(repo->head_sha(), true, layout::keep_prefixes());
+  if (!repo->is_clean(own_paths())) repo->reset_hard(repo->head_sha(), true, own_paths());
   nap(wait);
   state.update([&](Json& s) {
     s["waiting_until"] = nullptr;

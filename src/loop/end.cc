@@ -89,7 +89,7 @@ Loop::TaskEscalation Loop::escalate_task(const TaskRecord& rec, const Json& tj, 
   TaskEscalation x;
   x.incident = task_incident(rec, why, to);
   if (own_tree) {
-    if (repo->head_sha() != to || !repo->is_clean(layout::keep_prefixes())) repo->reset_hard(to, true, layout::keep_prefixes());
+    if (repo->head_sha() != to || !repo->is_clean(own_paths())) repo->reset_hard(to, true, own_paths());
     std::string last_ref;
     for (const auto& a : rec.history)
       if (!a.ref.empty()) last_ref = a.ref;

@@ -80,6 +80,7 @@ engine::SessionOptions Loop::heal_options(const std::vector<std::string>& red, b
                                           const config::Config& base) const {
   engine::SessionOptions so;
   so.run.rollback = engine::Rollback::kKnownGood;
+  so.run.own_tree = true;
   so.run.known_good_ref = kg_ref;
   so.run.bless_known_good = !worker && !task;
   so.run.only = red;

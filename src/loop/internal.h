@@ -60,10 +60,13 @@ struct Loop {
   std::function<void(const std::string&)> say;
 
   std::string root, wt, branch, wt_name, tasks_rel, prompt_rel;
-  std::string kg_ref;                   // the loop branch's known-good (layout::known_good_ref_of)
-  TaskBook book{cfg};                   // every task's attempts over the night (loop/attempts.h)
-  std::optional<gitx::Repo> repo;       // the worktree's
-  std::optional<gitx::Repo> main_repo;  // the user's repository
+  // The files copied from the user's checkout into every tree the loop
+  // works in (start.cc: find_carried).
+  std::vector<std::string> carried;
+  std::string kg_ref;                         // the loop branch's known-good (layout::known_good_ref_of)
+  TaskBook book{cfg};                         // every task's attempts over the night (loop/attempts.h)
+  std::optional<gitx::Repo> repo;             // the worktree's
+  std::optional<gitx::Repo> main_repo;        // the user's repository
   std::unique_ptr<util::FileLock> tree_lock;  // the loop's worktree (wt_name), held for the whole run
   StateFile state{layout::loop_state_file(opt.root)};
   int max_iterations = 0;
@@ -148,6 +151,9 @@ struct Loop {
     std::string program;
     long long duration_ms = 0;
     bool changed = false;
+    // Files it wrote in a checkout not its own (kept out; setup/guard.h):
+    // the attempt fails, telling it why.
+    std::vector<std::string> wrote_elsewhere;
   };
 
   // What a step decided: an exit code ends the loop; nothing goes on.
@@ -197,6 +203,8 @@ struct Loop {
   // --- start.cc: the start: the task source, the branch and the worktree
   void refuse_bad_shard_or_merge(gitx::Repo& main);
   void refuse_bad_tasks_file();
+  void find_carried(const std::string& src);
+  void carry_into(const std::string& tree) const;
   void setup();
 
   // --- measure.cc: the checks measured in a tree
@@ -262,7 +270,18 @@ struct Loop {
   std::string tests_bite_why(const Tree& t, const std::string& base, const Json& tj);
   RedFacts toothless_facts(const std::string& why) const;
   Ending toothless_attempt(const Task* task, const Json& tj, const std::string& title, const std::string& why);
-  JobResult toothless_in_worker(JobResult& r, const Tree& t, const std::string& why);
+  Ending refused_attempt(const Task* task, const Json& tj, const std::string& title, const RedFacts& facts,
+                         const std::string& told, const std::string& ref_message, const Json& extra);
+
+  // --- own_tree.cc: an agent writes only its own tree (setup/guard.h)
+  RedFacts elsewhere_facts(const std::vector<std::string>& lines) const;
+  static std::string elsewhere_told(const std::vector<std::string>& lines);
+  Ending wrote_elsewhere_attempt(const Task* task, const Json& tj, const std::string& title,
+                                 const std::vector<std::string>& lines);
+  // A worker's attempt refused whatever its checks say (tests that do not
+  // bite, writes outside its tree): counted by the loop's thread like a red one.
+  JobResult refused_in_worker(JobResult& r, const Tree& t, const RedFacts& facts, const std::string& why,
+                              const std::string& ref_message, const Json& extra);
 
   // --- end.cc: the end of the run and escalations
   int finish(int code, Phase phase_in, const std::string& why_in);

@@ -33,6 +33,10 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
     return interrupted();
   }
   if (unpin(pins)) a.changed = !repo->is_clean(own_paths());
+  if (!a.wrote_elsewhere.empty()) {
+    batch.end();
+    return wrote_elsewhere_attempt(task, tj, title, a.wrote_elsewhere);
+  }
 
   using agent::Status;
   const bool measured_next = a.changed && a.cls.status != Status::kQuota && !agent::waits(a.cls.status) &&
@@ -46,7 +50,7 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
   if (a.cls.status == Status::kTimeout) {
     // The runner killed the whole process group; its half-work goes.
     last_failure = "the agent was stopped at the iteration timeout (" + a.cls.detail + ")";
-    repo->reset_hard(repo->head_sha(), true, layout::keep_prefixes());
+    repo->reset_hard(repo->head_sha(), true, own_paths());
     a.changed = false;
   }
   if (!a.changed) return no_change(a, prompt);
@@ -132,7 +136,7 @@ void Loop::land(const Task* task, const std::string& title, const std::vector<st
     // The attempt and its heal, as one commit on the task's start: the
     // branch's first-parent history stays one green commit per task.
     std::string one = repo->squash(task_before, tip, {}, msg, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email);
-    repo->reset_hard(one, false, layout::keep_prefixes());
+    repo->reset_hard(one, false, own_paths());
   }
   sync_branch("task done");
   bless();
@@ -206,8 +210,8 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
 // trace and loop-state.json.
 Loop::RedAttempt Loop::keep_red_attempt(const Measure& m, const Task& self, const Json& tj, const std::string& title) {
   TaskRecord& rec = book.of(self);
-  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true,
-                                               layout::state_prefixes());
+  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, gitx::kPhoenixAuthor.name,
+                                               gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
   const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
   repo->write_ref(ref, attempt, "phoenix-loop: a red attempt");
   RedAttempt red;
@@ -233,7 +237,7 @@ Loop::RedAttempt Loop::keep_red_attempt(const Measure& m, const Task& self, cons
 // the session cap or the task's budget is spent, or nothing changes.
 Loop::Ending Loop::attempt_failed(const Task& self, const Json& tj, const std::string& title) {
   const TaskRecord& rec = book.of(self);
-  repo->reset_hard(task_before, true, layout::keep_prefixes());
+  repo->reset_hard(task_before, true, own_paths());
   trace.append("loop.attempt_failed",
                {{"iteration", iteration.load()}, {"task", tj}, {"attempts", rec.attempts}, {"why", last_failure}});
   if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);

@@ -1,6 +1,8 @@
 // Loop: the checks measured in a tree (loop/internal.h).
 #include "loop/internal.h"
 
+#include "setup/guard.h"
+
 #include <algorithm>
 
 #include "checks/check.h"
@@ -18,9 +20,8 @@ namespace phoenix::loop::internal {
 // it the project's environment, again only when their inputs changed.
 // A failed setup is its own signal, never a red check of the agent's.
 setup::Result Loop::prepare_environment(const Tree& t) {
-  setup::Result su =
-      setup::ensure(cfg.setup, t.path, layout::setup_stamp(*t.repo, t.name), {},
-                    [&](const config::SetupStep& step) { say("setup: " + util::join_argv(step.run)); });
+  setup::Result su = setup::ensure(cfg.setup, t.path, layout::setup_stamp(*t.repo, t.name), {},
+                                   [&](const config::SetupStep& step) { say("setup: " + util::join_argv(step.run)); });
   if (su.ran)
     trace.append(
         "loop.setup",
@@ -47,7 +48,13 @@ Measure Loop::measure(const Tree& t) {
   engine::StoreUse store(*t.repo, t.path, tc, branch.substr(branch.rfind('/') + 1), !engine::no_cache(opt.no_cache),
                          &trace);
   for (const auto& c : tc.checks) {
-    checks::SenseResult r = store.sense(c, [&] { return checks::sense(c, t.path); });
+    // Confined to the tree: what a check writes elsewhere is kept out and said (setup/guard.h).
+    checks::SenseResult r = store.sense(c, [&] {
+      const setup::Guard guard(t.path, {"refs/heads/" + branch});
+      checks::SenseResult fresh = checks::sense(c, t.path);
+      guard.restore("the check " + c.id, &trace);
+      return fresh;
+    });
     if (r.interrupted) m.interrupted = true;
     if (!r.ok && !ignored.count(c.id)) {
       m.green = false;

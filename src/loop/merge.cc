@@ -75,8 +75,7 @@ Loop::Ending Loop::merge_next(size_t at) {
   phase(Phase::kMerging, [&](Json& s) {
     s["task"] = Json{{"id", e.id}, {"title", e.title}, {"index", e.index}, {"total", tasks.size()}};
   });
-  std::vector<std::string> keep = layout::keep_prefixes();
-  keep.push_back(tasks_rel);
+  std::vector<std::string> keep = own_paths();
   const Task* task = e.index < static_cast<int>(tasks.size()) ? &tasks[e.index] : nullptr;
   Tree t = main_tree();
   // The combined tree is measured with the task's acceptance check too.

@@ -1,6 +1,7 @@
 // Loop: the start: the task source, the branch and the worktree (loop/internal.h).
 #include "loop/internal.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string_view>
@@ -71,14 +72,14 @@ void Loop::take_tree(gitx::Repo& main, const Json& prev, const std::string& star
   if (const char* w = std::getenv("PHOENIX_WATCH"); !w || std::string_view(w) != "0") repo->watch_work_tree();
   if (have_wt) {
     // Resume after a crash: whatever the dead iteration left is kept, then dropped.
-    if (!repo->is_clean(layout::keep_prefixes())) {
+    if (!repo->is_clean(own_paths())) {
       std::string wip =
           repo->snapshot_workdir("phoenix-loop: left by an interrupted iteration", gitx::kPhoenixAuthor.name,
                                  gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
       repo->write_ref(std::string(layout::kAbandonedPrefix) + "loop-" + std::to_string(util::now_ms()), wip,
                       "phoenix-loop: resume");
     }
-    repo->reset_hard(start, true, layout::keep_prefixes());
+    repo->reset_hard(start, true, own_paths());
   }
 }
 
@@ -104,9 +105,8 @@ void Loop::setup() {
   if (opt.resume) {
     prev = read_earlier_run(main);
   } else {
-    branch = !opt.branch.empty() ? opt.branch
-             : sharded()
-                 ? layout::shard_branch(opt.shard->index, opt.shard->count)
+    branch = !opt.branch.empty()        ? opt.branch
+             : sharded()                ? layout::shard_branch(opt.shard->index, opt.shard->count)
              : !cfg.loop.branch.empty() ? cfg.loop.branch
                                         : default_branch(util::now_ms());
     std::string tail = branch.substr(branch.rfind('/') + 1);
@@ -131,11 +131,10 @@ void Loop::setup() {
 
   // The task source lives in the worktree, committed with the ticks.
   std::string src = prompt_mode() ? prompt_rel : tasks_rel;
-  if (!util::path_exists(wt + "/" + src)) {
-    if (!util::path_exists(root + "/" + src)) throw UsageError("phoenix-loop: " + src + " not found in " + root);
-    fs::create_directories(fs::path(wt + "/" + src).parent_path());
-    util::write_file_atomic(wt + "/" + src, util::read_file(root + "/" + src));
-  }
+  if (!util::path_exists(wt + "/" + src) && !util::path_exists(root + "/" + src))
+    throw UsageError("phoenix-loop: " + src + " not found in " + root);
+  find_carried(src);
+  carry_into(wt);
 
   if (opt.resume && prev.is_object()) restore_counters(prev);
   state.update([&](Json& s) {
@@ -153,6 +152,30 @@ void Loop::setup() {
                               {"shard", sharded() ? Json(opt.shard->text()) : Json(nullptr)},
                               {"merge", merging() ? Json(opt.merge_remote) : Json(nullptr)}});
   say("working on branch " + branch + " in " + wt);
+}
+
+// The files the night needs that the branch may not hold: the task source
+// and the scripts its tasks' acceptance checks run, as the user keeps them
+// in their checkout (often not committed). Each is copied into every tree
+// the loop works in where that tree lacks it, and survives every reset and
+// rollback there (own_paths()).
+void Loop::find_carried(const std::string& src) {
+  carried = {src};
+  if (prompt_mode()) return;
+  const std::string from = util::path_exists(wt + "/" + src) ? wt : root;
+  for (const Task& t : parse_tasks(util::read_file(from + "/" + src), src))
+    for (const std::string& p : acceptance_scripts(t, root))
+      if (std::find(carried.begin(), carried.end(), p) == carried.end()) carried.push_back(p);
+}
+
+void Loop::carry_into(const std::string& tree) const {
+  for (const std::string& rel : carried) {
+    if (util::path_exists(tree + "/" + rel) || !util::path_exists(root + "/" + rel)) continue;
+    fs::create_directories(fs::path(tree + "/" + rel).parent_path());
+    const auto perms = fs::status(root + "/" + rel).permissions();
+    util::write_file_atomic(tree + "/" + rel, util::read_file(root + "/" + rel),
+                            static_cast<unsigned>(perms & fs::perms::mask));
+  }
 }
 
 }  // namespace phoenix::loop::internal

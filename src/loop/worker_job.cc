@@ -20,11 +20,15 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
   const config::Config task_checks = with_acceptance(cfg, &job.task);
   t.cfg = &task_checks;
   r.base = t.repo->head_sha();
+  carry_into(t.path);
   std::vector<std::string> pinned{tasks_rel};
   for (const auto& p : acceptance_scripts(job.task, t.path)) pinned.push_back(p);
   PinnedFiles pins(t.path, pinned);
   AgentRun a = run_agent(job.prompt, t, [&](long pid) { pool->set_phase(w, Phase::kAgent, pid); });
   if (!pins.restore().empty()) a.changed = !t.repo->is_clean(own_paths());
+  if (!a.wrote_elsewhere.empty())
+    return refused_in_worker(r, t, elsewhere_facts(a.wrote_elsewhere), elsewhere_told(a.wrote_elsewhere),
+                             "phoenix-loop: wrote outside its tree", {{"wrote_elsewhere", a.wrote_elsewhere}});
   pool->set_phase(w, Phase::kChecking);
   using agent::Status;
   if (util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
@@ -53,9 +57,10 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
     // Green, but the task's new tests must also fail without its code (loop/bite.cc).
     if (std::string why = tests_bite_why(t, r.base, task_json(job.task.index, job.task.id(), job.task.title));
         !why.empty())
-      return toothless_in_worker(r, t, why);
-    r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true,
-                                  layout::state_prefixes());
+      return refused_in_worker(r, t, toothless_facts(why), "your tests pass without your change: " + why,
+                               "phoenix-loop: tests that do not bite", {{"tests_bite", false}});
+    r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, gitx::kPhoenixAuthor.name,
+                                  gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
     return ended(r, JobResult::End::kQueued);
   }
   // Red: the attempt is kept under its ref and healed in the worker's
@@ -100,15 +105,22 @@ JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, 
   return ended(r, JobResult::End::kRed);
 }
 
-// Green in the worker's tree, but its tests do not bite: an attempt the
-// loop's thread counts like a red one, its failure fed back.
-JobResult Loop::toothless_in_worker(JobResult& r, const Tree& t, const std::string& why) {
-  const std::string attempt = t.repo->commit_all("phoenix-loop: attempt: " + r.job.task.title, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+// Green in the worker's tree but refused (its tests do not bite, or the
+// agent wrote outside its tree): an attempt the loop's thread counts like
+// a red one, its failure fed back.
+JobResult Loop::refused_in_worker(JobResult& r, const Tree& t, const RedFacts& facts, const std::string& why,
+                                  const std::string& ref_message, const Json& extra) {
+  const std::string attempt =
+      t.repo->is_clean(own_paths())
+          ? t.repo->head_sha()
+          : t.repo->commit_all("phoenix-loop: attempt: " + r.job.task.title, gitx::kPhoenixAuthor.name,
+                               gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
   r.attempt_ref = attempt_ref(wt_name, r.job.task.id(), r.job.run);
-  t.repo->write_ref(r.attempt_ref, attempt, "phoenix-loop: tests that do not bite");
-  r.red = toothless_facts(why);
+  t.repo->write_ref(r.attempt_ref, attempt, ref_message);
+  r.red = facts;
   r.diff = t.repo->diff_patch(r.base, attempt);
-  r.why = "your tests pass without your change: " + why;
+  r.why = why;
+  r.extra = extra;
   return ended(r, JobResult::End::kRed);
 }
 

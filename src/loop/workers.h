@@ -75,6 +75,9 @@ struct JobResult {
   std::string diff;
   std::vector<TaskAttempt> tried;
   std::string healed_by;
+  // A refused attempt's own facts for its loop.attempt event
+  // ({"tests_bite": false}, {"wrote_elsewhere": [...]}).
+  util::Json extra = util::Json::object();
   int code = 0;                                   // kStop: the exit code
   engine::Phase phase = engine::Phase::kStopped;  // kStop: the phase the run ends in
 };

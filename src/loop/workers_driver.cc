@@ -196,14 +196,16 @@ void Loop::worker_red(const JobResult& r) {
   if (v == Verdict::kGoOn) v = book.after_heal(t);
   const TaskRecord& rec = *book.find(t.id());
   const Json tj = task_json(t.index, t.id(), t.title);
-  trace.append("loop.attempt", {{"iteration", iteration.load()},
-                                {"task", tj},
-                                {"ref", r.attempt_ref},
-                                {"signature", util::sha12(r.red.signature)},
-                                {"red", r.red.red},
-                                {"attempts", rec.attempts},
-                                {"budget", rec.budget},
-                                {"verdict", verdict_name(v)}});
+  Json ev{{"iteration", iteration.load()},
+          {"task", tj},
+          {"ref", r.attempt_ref},
+          {"signature", util::sha12(r.red.signature)},
+          {"red", r.red.red},
+          {"attempts", rec.attempts},
+          {"budget", rec.budget},
+          {"verdict", verdict_name(v)}};
+  for (const auto& [k, val] : r.extra.items()) ev[k] = val;
+  trace.append("loop.attempt", ev);
   failures[t.index] = r.why;
   const bool cap = session_retries >= cfg.session_cap;
   if (v == Verdict::kGoOn && !cap) return;  // another run, the failure fed back

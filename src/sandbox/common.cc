@@ -14,6 +14,7 @@
 #include "gitx/prefix.h"
 #include "layout/layout.h"
 #include "util/error.h"
+#include "util/overlay.h"
 #include "util/glob.h"
 #include "util/text.h"
 
@@ -218,17 +219,7 @@ std::string read_link(const fs::path& p) {
 
 // Makes everything below `dir` writable (folders traversable) so it can be
 // removed; symlinks are not followed.
-void make_writable(const fs::path& dir) {
-  std::error_code ec;
-  ::chmod(dir.c_str(), 0700);
-  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    std::error_code e2;
-    if (it->is_symlink(e2)) continue;
-    if (it->is_directory(e2)) ::chmod(it->path().c_str(), 0700);
-    else ::chmod(it->path().c_str(), 0600);
-  }
-}
+void make_writable(const fs::path& dir) { util::make_tree_writable(dir.string()); }
 
 // ---------------------------------------------------------------------------
 // What a sandbox holds.

@@ -26,6 +26,7 @@
 #include "sandbox/common.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/overlay.h"
 #include "util/text.h"
 
 namespace fs = std::filesystem;
@@ -46,79 +47,18 @@ namespace {
 // passed without escapes some kernels do not take.
 std::string unmountable_path(const std::string& top, const std::string& dir) {
   for (const std::string* p : {&top, &dir})
-    if (p->find_first_of(",:\\") != std::string::npos) return "the path " + *p + " holds ',', ':' or '\\'";
+    if (std::string why = util::unmountable_path(*p); !why.empty()) return why;
   return "";
 }
 
 std::string overlay_options(const std::string& hide, const std::string& lower, const std::string& upper,
                             const std::string& work) {
-  return "lowerdir=" + hide + ":" + lower + ",upperdir=" + upper + ",workdir=" + work + ",userxattr";
+  return util::overlay_options(hide + ":" + lower, upper, work);
 }
 
-// A whiteout: what overlay itself writes for a deleted file (a character
-// device 0/0); unprivileged since Linux 5.8.
-void make_whiteout(const std::string& path) {
-  if (::mknod(path.c_str(), S_IFCHR | 0600, 0) != 0) throw_errno("sandbox: cannot hide " + path);
-}
-
-bool is_whiteout(const struct stat& st) { return S_ISCHR(st.st_mode) && st.st_rdev == 0; }
-
-// Overlay marks a folder that replaced a deleted one (hiding everything
-// below it in the lower layers) as opaque.
-bool is_opaque(const std::string& dir) {
-  for (const char* name : {"user.overlay.opaque", "trusted.overlay.opaque"}) {
-    char v[4] = {0};
-    ssize_t n = ::lgetxattr(dir.c_str(), name, v, sizeof v);
-    if (n >= 1 && (v[0] == 'y' || v[0] == 'x')) return true;
-  }
-  return false;
-}
-
-std::string probe_overlay() {
-  if (::access("/proc/self/ns/user", F_OK) != 0) return "this system has no user namespaces";
-  std::error_code ec;
-  const fs::path tmpdir = fs::temp_directory_path(ec);
-  if (ec) return "no temporary folder: " + ec.message();
-  std::string tmpl = (tmpdir / "phoenix-overlay-probe-XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) return std::string("cannot create a probe folder: ") + std::strerror(errno);
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      make_writable(dir);
-      std::error_code e;
-      fs::remove_all(dir, e);
-    }
-  } cleanup{tmpl};
-  if (!unmountable_path(tmpl, tmpl).empty()) return unmountable_path(tmpl, tmpl);
-  // As a real sandbox has it: the mount point inside the bottom layer,
-  // the other layers beside it.
-  for (const char* d : {"lower", "lower/hidden", "lower/hidden/merged", "hide", "upper", "ovl"})
-    fs::create_directory(tmpl + "/" + d, ec);
-  util::write_file_atomic(tmpl + "/lower/seen", "x\n");
-  try {
-    make_whiteout(tmpl + "/hide/hidden");
-  } catch (const Error& e) { return std::string("cannot make overlay whiteouts: ") + e.what(); }
-  const std::string sh = util::find_executable("sh");
-  if (sh.empty()) return "no sh on PATH to probe with";
-  util::ProcessOptions o;
-  o.argv = {sh, "-c", "test -f seen && ! test -e hidden && echo new > made && test -f made"};
-  o.cwd = tmpl + "/lower/hidden/merged";
-  o.timeout_s = 20;
-  util::ChildNamespace ns;
-  ns.mounts.push_back({"overlay", tmpl + "/lower/hidden/merged", "overlay",
-                       overlay_options(tmpl + "/hide", tmpl + "/lower", tmpl + "/upper", tmpl + "/ovl"), false});
-  ns.mounts.push_back({tmpl + "/lower", tmpl + "/lower", "", "", true});
-  o.mount_namespace = ns;
-  util::ProcessResult r = util::run_process(o);
-  if (r.exit_code != 0) {
-    std::string out = r.output;
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    if (out.empty()) out = "exit " + std::to_string(r.exit_code);
-    return "the kernel refused: " + out;
-  }
-  if (!util::path_exists(tmpl + "/upper/made")) return "the overlay's upper layer did not take a write";
-  return "";
-}
+using util::is_opaque;
+using util::is_whiteout;
+using util::make_whiteout;
 
 // The mode git records for what lstat found: link, executable or not.
 uint32_t git_mode_of(const struct stat& st) {
@@ -398,10 +338,7 @@ std::string commit_result(git_index* idx, git_repository* meta, const std::strin
 
 // ---------------------------------------------------------------------------
 
-std::string overlay_unavailable_reason() {
-  static const std::string reason = probe_overlay();
-  return reason;
-}
+std::string overlay_unavailable_reason() { return util::overlay_unavailable_reason(); }
 
 std::string Sandbox::why_no_overlay(const std::string& top, const std::string& dir) {
   std::string why = overlay_unavailable_reason();

@@ -195,6 +195,7 @@ struct Subprocess::Impl {
   bool out_eof = false;
   std::atomic<bool> stop_reading{false};
   std::string run_token_entry;  // "PHOENIX_RUN_TOKEN=<token>" with kill_strays
+  std::function<void()> ended;  // a confined child's (ConfinedFolder): once it has ended
   mutable std::mutex mu;
   HeadTail output{16 * 1024, 64 * 1024};
 
@@ -306,6 +307,14 @@ struct Subprocess::Impl {
     res.output_bytes = output.total();
     res.output_truncated = output.truncated();
     res.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    call_ended();
+  }
+
+  void call_ended() {
+    if (!ended) return;
+    auto f = std::move(ended);
+    ended = nullptr;
+    f();
   }
 
   std::atomic<bool> reader_done{false};
@@ -527,11 +536,26 @@ Subprocess::Subprocess(ProcessOptions options, bool inline_io) : impl_(std::make
   m.start = Clock::now();
   if (m.opt.argv.empty()) throw Error("cannot run an empty command");
   ::signal(SIGPIPE, SIG_IGN);
+  if (!m.opt.mount_namespace) {
+    if (std::optional<ConfinedChild> c = confined_child_for(m.opt.cwd)) {
+      m.opt.mount_namespace = std::move(c->ns);
+      m.ended = std::move(c->ended);
+    }
+  }
   bp::environment env = m.child_environment();
   const std::string exe = m.find_program();
-  if (exe.empty()) return;
-  bp::pipe out;
-  if (m.spawn_child(exe, env, out)) m.watch_child(out);
+  bool spawned = false;
+  if (!exe.empty()) {
+    try {
+      bp::pipe out;
+      spawned = m.spawn_child(exe, env, out);
+      if (spawned) m.watch_child(out);
+    } catch (...) {
+      m.call_ended();
+      throw;
+    }
+  }
+  if (!spawned) m.call_ended();
 }
 
 Subprocess::~Subprocess() {

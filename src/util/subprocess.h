@@ -39,6 +39,36 @@ struct ChildNamespace {
   std::vector<NamespaceMount> mounts;
 };
 
+// One confined child: the namespace it starts in, and what to call once it
+// has ended (its group killed and reaped), or when it could not be started.
+struct ConfinedChild {
+  ChildNamespace ns;
+  std::function<void()> ended;
+};
+
+// While a ConfinedFolder is alive, every child started (Subprocess,
+// run_process) with its working directory inside `root` and no
+// mount_namespace of its own starts in the namespace `make` returns for it;
+// `make` returning nothing lets the child start as it is. The innermost
+// root holding the directory wins, and of two equal roots the later one.
+// `make` runs on the starting thread, before the child is forked; `ended`
+// on the thread that waits for it. `root` is compared as given and as the
+// file system resolves it.
+class ConfinedFolder {
+ public:
+  ConfinedFolder(std::string root, std::function<std::optional<ConfinedChild>()> make);
+  ~ConfinedFolder();
+  ConfinedFolder(const ConfinedFolder&) = delete;
+  ConfinedFolder& operator=(const ConfinedFolder&) = delete;
+
+ private:
+  unsigned long id_ = 0;
+};
+
+// The namespace a child started in `cwd` gets from the innermost live
+// ConfinedFolder holding it, or nothing (Subprocess asks it).
+std::optional<ConfinedChild> confined_child_for(const std::string& cwd);
+
 struct ProcessOptions {
   std::vector<std::string> argv;           // argv[0] is looked up in PATH when it has no '/'
   std::string cwd;                         // empty: the current directory

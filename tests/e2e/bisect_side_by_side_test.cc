@@ -55,9 +55,10 @@ class BisectSideBySide : public ::testing::Test {
     write(dir, "src/a.conf", "A=1\n");
     write(dir, "src/b.conf", "B=1\n");
     write(dir, ".gitignore", ".phoenix/\nincidents/\n");
-    Json cfg = {{"checks", {{{"id", "unit"}, {"kind", "command_exit"}, {"target", {"./check.sh"}}, {"editable", {"src/**"}}}}},
-                {"fixers", {"bisect"}},
-                {"bisect", {{"parallel", 2}}}};
+    Json cfg = {
+        {"checks", {{{"id", "unit"}, {"kind", "command_exit"}, {"target", {"./check.sh"}}, {"editable", {"src/**"}}}}},
+        {"fixers", {"bisect"}},
+        {"bisect", {{"parallel", 2}}}};
     for (auto it = extra.begin(); it != extra.end(); ++it) cfg[it.key()] = it.value();
     write(dir, "phoenix.json", cfg.dump(2));
     commit_all(dir, "initial");
@@ -154,12 +155,57 @@ TEST_F(BisectSideBySide, TwoRunsAtOnceInTwoWorktreesBothHealEveryRound) {
     }
     EXPECT_EQ(ra.out.find("warning"), std::string::npos) << ra.out;
     EXPECT_EQ(rb.out.find("warning"), std::string::npos) << rb.out;
+    EXPECT_EQ(ra.out.find("put back"), std::string::npos) << ra.out;
+    EXPECT_EQ(rb.out.find("put back"), std::string::npos) << rb.out;
     if (HasFailure()) break;
   }
   // Each run probes with 2 trees; a third was needed only when both ran at
   // once.
   EXPECT_TRUE(fs::exists(lock_of(repo, "bisect-3")))
       << "the runs never searched at the same time: the test proved nothing";
+}
+
+// Two heals at once, 50 rounds from fixed start offsets: with a setup step
+// and a quick check, each run's setup and bisect steps overlap the other's
+// heal commit. The programs either run are confined to their trees, so
+// neither run's guard sees the other's commit as its program's doing: both
+// heal commits stay on their branches, no line says "put back", both
+// checkouts are clean.
+TEST_F(BisectSideBySide, TwoHealsAtOnceNeverPutBackEachOthersCommit) {
+  std::mt19937 rng(44);
+  const std::string repo = make_repo(tmp / "repo", {{"setup", {{{"run", {"sh", "-c", "sleep 0.05"}}}}}});
+  write(repo, "check.sh", std::string(kCheck).replace(std::string(kCheck).find("sleep 0.4"), 9, "sleep 0.05"));
+  commit_all(repo, "a quicker check");
+  ASSERT_EQ(run_phoenix(repo, {"run"}).code, 0);
+  const std::string wa = tmp / "wa", wb = tmp / "wb";
+  git(repo, {"worktree", "add", "-q", "-b", "side-a", wa});
+  git(repo, {"worktree", "add", "-q", "-b", "side-b", wb});
+  std::uniform_int_distribution<int> offset(0, 150);
+  for (int round = 0; round < 50; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const std::string n = std::to_string(round + 2);
+    regress(wa, "a" + std::to_string(round), "a.conf", "A=" + n + "\n");
+    regress(wb, "b" + std::to_string(round), "b.conf", "B=" + n + "\n");
+    const int da = offset(rng), db = offset(rng);
+    CliRun ra{-1, ""}, rb{-1, ""};
+    std::thread ta([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(da));
+      ra = run_phoenix(wa, {"run", "--fixer", "bisect"});
+    });
+    std::thread tb([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(db));
+      rb = run_phoenix(wb, {"run", "--fixer", "bisect"});
+    });
+    ta.join();
+    tb.join();
+    expect_healed(wa, ra, "a.conf", "A=1\n");
+    expect_healed(wb, rb, "b.conf", "B=1\n");
+    EXPECT_EQ(ra.out.find("put back"), std::string::npos) << ra.out;
+    EXPECT_EQ(rb.out.find("put back"), std::string::npos) << rb.out;
+    EXPECT_EQ(rev_parse(repo, "refs/phoenix/known-good/side-a"), rev_parse(wa, "HEAD"));
+    EXPECT_EQ(rev_parse(repo, "refs/phoenix/known-good/side-b"), rev_parse(wb, "HEAD"));
+    if (HasFailure()) break;
+  }
 }
 
 // A lock a dead run left (its pid in the file) and a lock file that does not
@@ -225,8 +271,8 @@ TEST_F(BisectSideBySide, AllTreesHeldIsAWaitThenPhoenixsOwnFailureNotAnEscalatio
 // now is the tree's environment. One more try in fresh trees, then
 // Phoenix's own failure: not counted against the code, not escalated.
 TEST_F(BisectSideBySide, SetupFailingAtKnownGoodIsPhoenixsOwnFailure) {
-  const std::string repo = make_repo(tmp / "repo", {{"setup", {{{"run", {"sh", "-c", "test ! -f src/legacy.txt"}},
-                                                              {"inputs", {"src/**"}}}}}});
+  const std::string repo = make_repo(
+      tmp / "repo", {{"setup", {{{"run", {"sh", "-c", "test ! -f src/legacy.txt"}}, {"inputs", {"src/**"}}}}}});
   // Known-good holds src/legacy.txt, which the setup refuses (phoenix run
   // measures the user's tree, where no setup runs); the regression drops it.
   write(repo, "src/legacy.txt", "old\n");

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "test_util.h"
 #include "util/json.h"
@@ -15,6 +16,7 @@
 #include "util/text.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
+#include "util/overlay.h"
 #include "util/path.h"
 
 namespace phoenix::test {
@@ -446,6 +448,55 @@ TEST_F(HookE2E, SetupAndChecksInTheHooksWorktreeCannotRewireTheRepository) {
       << r.output;
 }
 
+// The person pushes a branch that is not HEAD (measured in the hook's
+// worktree, after its setup step) and meanwhile commits in their second
+// worktree; the step also rewires the config. Their commit stays where
+// they put it, said; the step's change never lands; the push goes.
+TEST_F(HookE2E, ACommitInAnotherWorktreeWhileTheHooksSetupRunsStays) {
+  if (!util::overlay_unavailable_reason().empty())
+    GTEST_SKIP() << "not confined here: " << util::overlay_unavailable_reason();
+  install();
+  const std::string marks = tmp / "marks";
+  fs::create_directories(marks);
+  util::Json cfg = util::Json::parse(config("verify"));
+  cfg["setup"] = {{{"run",
+                    {"sh", "-c",
+                     "touch '" + marks + "/started'; i=0; while [ ! -e '" + marks +
+                         "/go' ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i+1)); done; "
+                         "git config core.hooksPath /tmp/x"}}}};
+  write(repo, "phoenix.json", cfg.dump(2));
+  commit_all(repo, "a setup step");
+  const std::string second = tmp / "second";
+  git(repo, {"worktree", "add", "-q", "-b", "feature", second});
+  git(repo, {"checkout", "-q", "-b", "topic"});
+  commit_state("GOOD 1", "topic 1");
+  git(repo, {"checkout", "-q", "main"});
+  const std::string feature_before = g({"rev-parse", "feature"});
+  std::string theirs;
+  std::thread person([&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fs::exists(marks + "/started") && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    write(second, "mine.txt", "mine\n");
+    git(second, {"add", "mine.txt"});
+    git(second, {"commit", "-q", "-m", "mine"});
+    theirs = g({"rev-parse", "HEAD"}, second);
+    write(marks, "go", "");
+  });
+  auto r = push({"origin", "topic"});
+  person.join();
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(g({"rev-parse", "feature"}), theirs) << r.output;
+  EXPECT_EQ(g({"status", "--porcelain"}, second), "");
+  EXPECT_EQ(run({"git", "-C", repo, "config", "--get-all", "core.hooksPath"}).output, "");
+  EXPECT_NE(r.output.find("phoenix: setup changed core.hooksPath to /tmp/x; put back"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("refs/heads/feature moved from " + feature_before.substr(0, 7) + " to " +
+                          theirs.substr(0, 7) + " while setup ran, not by setup: left as it is"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(remote_sha("refs/heads/topic"), g({"rev-parse", "topic"}));
+}
+
 // A pushed commit that is not the clean HEAD is measured by the phoenix.json
 // in its own tree; one without a phoenix.json by HEAD's (said); one whose
 // phoenix.json does not load is blocked with one line naming it.
@@ -483,8 +534,9 @@ TEST_F(HookE2E, APushedCommitIsMeasuredByItsOwnPhoenixJson) {
   r = hook_run(repo, "refs/heads/topic " + topic + " refs/heads/topic " + zero + "\n");
   EXPECT_EQ(r.exit_code, 78) << r.output;
   EXPECT_EQ(count(r.output, "does not load"), 1u) << r.output;
-  EXPECT_NE(r.output.find("phoenix: push blocked: the phoenix.json of topic@" + topic.substr(0, 12) + " does not load: "),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("phoenix: push blocked: the phoenix.json of topic@" + topic.substr(0, 12) + " does not load: "),
+      std::string::npos)
       << r.output;
 }
 
@@ -595,8 +647,8 @@ TEST_F(HookE2E, TheDirectShimRunsWithNoShellAndSurvivesItsBinaries) {
   const std::string hooks = gitx::Repo::open(repo).common_dir() + "/hooks";
   const std::string copy = hooks + "/pre-push.phoenix-hook";
   std::string shim = read(hooks + "/pre-push");
-  EXPECT_TRUE(util::starts_with(shim, "#!" + copy + "\n# phoenix-pre-push-shim v3\n# phoenix-hook: " + bin +
-                                          "/phoenix-hook\n"))
+  EXPECT_TRUE(
+      util::starts_with(shim, "#!" + copy + "\n# phoenix-pre-push-shim v3\n# phoenix-hook: " + bin + "/phoenix-hook\n"))
       << shim;
   EXPECT_NE(inst.output.find("with no shell"), std::string::npos) << inst.output;
   ASSERT_TRUE(fs::exists(copy));
@@ -629,7 +681,8 @@ TEST_F(HookE2E, TheDirectShimRunsWithNoShellAndSurvivesItsBinaries) {
   auto gone = run({"git", "-C", repo, "push", "origin", "main"}, "", {}, 60);
   EXPECT_FALSE(gone.timed_out) << gone.output;
   EXPECT_NE(gone.exit_code, 0) << gone.output;
-  EXPECT_NE(gone.output.find("phoenix: the hook's binary " + bin + "/phoenix is gone; reinstall with 'phoenix hook "
+  EXPECT_NE(gone.output.find("phoenix: the hook's binary " + bin +
+                             "/phoenix is gone; reinstall with 'phoenix hook "
                              "install' or remove "),
             std::string::npos)
       << gone.output;
@@ -639,8 +692,7 @@ TEST_F(HookE2E, TheDirectShimRunsWithNoShellAndSurvivesItsBinaries) {
   // The copy gone: git could not start the hook; doctor says so.
   fs::remove(copy);
   auto lost = run({bin + "/phoenix", "doctor"}, repo);
-  EXPECT_NE(lost.output.find("installed, but the program on its first line, " + copy + ", is gone"),
-            std::string::npos)
+  EXPECT_NE(lost.output.find("installed, but the program on its first line, " + copy + ", is gone"), std::string::npos)
       << lost.output;
   ASSERT_EQ(run({bin + "/phoenix", "hook", "install"}, repo).exit_code, 0);
   ASSERT_TRUE(fs::exists(copy));
@@ -728,7 +780,6 @@ TEST_F(HookE2E, InstallInASubmoduleUsesItsOwnHooksFolder) {
   EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-push"));
 }
 
-
 std::string joined(const std::vector<std::string>& lines) {
   std::string out;
   for (const auto& l : lines) out += l + "\n";
@@ -749,8 +800,9 @@ class HookOnce : public HookE2E {
     ::chmod(wrapper.c_str(), 0755);
   }
   std::string counted_config(const std::string& mode) {
-    return std::string("{\n  \"checks\": [{ \"id\": \"state\", \"kind\": \"command_exit\", \"editable\": [\"state.txt\"],\n"
-                       "    \"target\": [\"") +
+    return std::string(
+               "{\n  \"checks\": [{ \"id\": \"state\", \"kind\": \"command_exit\", \"editable\": [\"state.txt\"],\n"
+               "    \"target\": [\"") +
            wrapper +
            "\", \"sh\", \"-c\", \"grep -q GOOD state.txt || { echo 'FAIL state_test: want GOOD'; exit 1; }\"] }],\n"
            "  \"fixers\": [\"bisect\"],\n  \"hook\": { \"mode\": \"" +
@@ -795,8 +847,9 @@ TEST_F(HookOnce, AHandedMeasurementIsTrustedOnlyByTheProcessItNames) {
   // A stale file and variable (another pid) say green: not believed.
   fs::create_directories(repo + "/.phoenix");
   write(repo, ".phoenix/hook-measured.json",
-        R"({"pid":1,"commit":")" + red + R"(","clean":true,"results":[{"id":"state","ok":true,"signal":"exit=0",)"
-        R"("evidence":"","output":"","duration_ms":1}]})");
+        R"({"pid":1,"commit":")" + red +
+            R"(","clean":true,"results":[{"id":"state","ok":true,"signal":"exit=0",)"
+            R"("evidence":"","output":"","duration_ms":1}]})");
   util::ProcessOptions o;
   o.argv = {phoenix_bin(), "hook", "run", "pre-push", "origin", bare};
   o.cwd = repo;
@@ -824,12 +877,10 @@ TEST_F(HookOnce, ARedPushInHealModeRunsTheCheckOnceBeforeTheFixer) {
   EXPECT_NE(r.output.find("phoenix: healed state in"), std::string::npos) << r.output;
   EXPECT_EQ(g({"rev-parse", "HEAD^"}), red);
   const auto lines = runs();
-  EXPECT_EQ(runs_in_repo(lines, "BAD"), 1u) << "before any fixer, the check runs once\n"
-                                            << joined(lines) << r.output;
+  EXPECT_EQ(runs_in_repo(lines, "BAD"), 1u) << "before any fixer, the check runs once\n" << joined(lines) << r.output;
   EXPECT_EQ(runs_in_repo(lines, "GOOD"), 1u) << "the fix is verified by a fresh run\n" << joined(lines);
   EXPECT_EQ(count(r.output, "phoenix: RED  state  exit=1"), 1u) << r.output;
 }
-
 
 // What the hook says when it stops tells what to do next.
 TEST_F(HookE2E, HealRefusalNamesTheUncommittedFilesAndWhatToDo) {
@@ -912,7 +963,6 @@ TEST_F(HookE2E, ASetupFailureShowsTheToolsErrorAndTheEndAsEvidence) {
   EXPECT_EQ(r.output.find("     | noise 5\n"), std::string::npos) << "the middle is left out\n" << r.output;
   EXPECT_NE(r.output.find("lines above)"), std::string::npos) << r.output;
 }
-
 
 // A push that skipped Phoenix (--no-verify, PHOENIX_SKIP=1) is noticed at
 // the next hook run on that remote ref, named on stderr and in `phoenix

@@ -15,6 +15,7 @@
 #include "gitx/repo.h"
 #include "sandbox/sandbox.h"
 #include "test_util.h"
+#include "util/overlay.h"
 #include "util/error.h"
 #include "util/json.h"
 #include "layout/layout.h"
@@ -833,7 +834,14 @@ TEST_F(HarnessRun, WritingIntoTheRealRepositoryAborts) {
   ScopedSandboxKind copy("copy");
   Proposal p = run(std::string(kFix) + "; write-outside " + repo + "/src/calc.cc 'hacked'");
   EXPECT_EQ(p.status, Status::kAborted) << p.detail;
-  EXPECT_EQ(p.detail, "the real repository changed while claude ran: src/calc.cc modified in the work tree");
+  // Where the kernel allows it the copying sandbox's agent is confined too
+  // (setup/guard.h): its write never lands and is told; elsewhere it
+  // lands, is noticed afterwards and put back.
+  if (util::overlay_unavailable_reason().empty())
+    EXPECT_EQ(p.detail, "claude wrote outside its sandbox: the agent wrote src/calc.cc in the checkout " + repo +
+                            ", not its own tree; kept out");
+  else EXPECT_EQ(p.detail, "the real repository changed while claude ran: src/calc.cc modified in the work tree");
+  EXPECT_EQ(read(repo + "/src/calc.cc").find("hacked"), std::string::npos);
   EXPECT_TRUE(p.patch.empty());
   expect_sandboxes_removed();
 }
