@@ -429,6 +429,14 @@ std::string html(const Night& n, const std::string& out_dir) {
   }
   h += "</section>\n";
 
+  if (!n.agent_sessions.empty()) {
+    h += "<section id=\"agent-sessions\">\n<h2>Agent sessions</h2>\n<ul>\n";
+    for (const auto& a : n.agent_sessions)
+      h += "<li>" + clock(a.end_ms) + ": " + html_escape(a.agent) + " <code>" + html_escape(a.session) +
+           "</code>: " + html_escape(agent_session_text(a)) + "</li>\n";
+    h += "</ul>\n</section>\n";
+  }
+
   h += "<section id=\"incidents\">\n<h2>Incidents</h2>\n";
   if (n.escalations.empty()) h += "<p>" + dash() + "</p>\n";
   for (const auto& x : n.escalations) {
