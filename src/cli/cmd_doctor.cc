@@ -208,7 +208,10 @@ void check_agent_hooks(Report& r, const std::string& workdir) {
       continue;
     }
     std::string detail = std::string(hook::stop_event(st.cli)) + " hook in " + st.file +
-                         (st.shared ? " (shared)" : " (personal)") + ", runs " + program;
+                         (!hook::has_personal_layer(st.cli) ? ""
+                          : st.shared                       ? " (shared)"
+                                                            : " (personal)") +
+                         ", runs " + program;
     if (st.cli == hook::AgentCli::kCodex) {
       const char* ch = std::getenv("CODEX_HOME");
       const char* home = std::getenv("HOME");

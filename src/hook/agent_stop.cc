@@ -40,6 +40,8 @@ using Clock = std::chrono::steady_clock;
 // work tree.
 constexpr int kLockWaitMs = 600 * 1000;
 constexpr int kSessionVersion = 1;
+// The most of the agent's diff an incident note keeps.
+constexpr size_t kDiffBytes = 20000;
 
 // What the CLIs send (claude and codex: session_id, cwd, stop_hook_active,
 // transcript_path; gemini: session_id, cwd, stop_hook_active). Anything
@@ -176,12 +178,12 @@ class Stop {
       return skipped("this agent runs inside a Phoenix run (phoenix-loop or a heal), whose own measurement decides");
     std::error_code ec;
     const std::string cwd = !in_.cwd.empty() && fs::is_directory(in_.cwd, ec) ? in_.cwd : opt_.cwd;
-    std::optional<gitx::Repo> repo;
     try {
-      repo.emplace(gitx::Repo::discover(cwd));
+      repo_.emplace(gitx::Repo::discover(cwd));
     } catch (const Error&) {
       return let_go("phoenix: " + cwd + " is not in a git repository: nothing measured, the agent may stop");
     }
+    gitx::Repo* repo = &*repo_;
     root_ = repo->workdir();
     if (root_.empty()) return let_go("phoenix: a bare repository: nothing measured, the agent may stop");
     while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
@@ -305,6 +307,13 @@ class Stop {
                                 "stop refused: " + h.signal + " (" + util::sha12(h.signature) + ")", ""});
     inc.issue_signature = r.signature;
     inc.failing_tests = r.tests;
+    try {
+      // What the agent left, against the commit it started from.
+      const std::string head = repo_->head_sha();
+      inc.last_diff = util::clip_utf8(repo_->diff_workdir_patch(head), kDiffBytes, "\n... (cut)\n");
+    } catch (const std::exception&) {
+      // The note stands without it.
+    }
     inc.evidence = r.result.evidence;
     inc.why_escalated = std::string("the stop hook of a ") + cli_ + " session: " + why + "; the agent was let stop";
     inc.not_rolled_back_why = "an agent session's work stays in the work tree as the agent left it (tree " +
@@ -384,6 +393,7 @@ class Stop {
   const long long now_ms_;
   Input in_;
   const char* cli_ = "";
+  std::optional<gitx::Repo> repo_;
   std::string root_;
   config::Config cfg_;
   std::vector<checks::CheckSpec> selected_;
