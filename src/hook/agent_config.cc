@@ -23,6 +23,7 @@ namespace {
 
 // What marks a command as Phoenix's stop hook, whatever binary it names.
 constexpr const char* kMarker = " hook run stop --agent ";
+constexpr const char* kGeminiGuard = "; c=$?; [ $c -eq 0 ] || [ $c -eq 2 ] || exit 1; exit $c";
 
 std::string sh_quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
@@ -180,7 +181,13 @@ std::string agent_hook_file(AgentCli cli, bool shared) {
 }
 
 std::string agent_hook_command(const std::string& phoenix, AgentCli cli) {
-  return sh_quote(phoenix) + kMarker + agent_name(cli);
+  const std::string command = sh_quote(phoenix) + kMarker + agent_name(cli);
+  // gemini 0.61 takes any exit but 0 and 1 as a refusal: a phoenix that
+  // cannot start (moved, uninstalled: the shell's 127) would hold the
+  // session for ever. Every exit but a refusal's 2 is made 1, which gemini
+  // shows as a warning and lets the agent stop.
+  if (cli == AgentCli::kGemini) return command + kGeminiGuard;
+  return command;
 }
 
 AgentInstall install_agent_hook(const std::string& workdir, AgentCli cli, bool shared, const std::string& command,

@@ -45,7 +45,10 @@ inline constexpr int kAgentHookTimeoutS = 3600;
 inline constexpr int kAgentHookMarginS = 60;
 
 // The hook's command line for `phoenix` (a path, or "phoenix" when PATH
-// finds this very binary), quoted for sh: what the CLI runs.
+// finds this very binary), quoted for sh: what the CLI runs. For gemini,
+// which takes any exit but 0 and 1 as a refusal, every exit of it but 2
+// is made 1 (a warning), so a phoenix that cannot start never holds the
+// session.
 std::string agent_hook_command(const std::string& phoenix, AgentCli cli);
 
 struct AgentInstall {

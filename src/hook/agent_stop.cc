@@ -40,6 +40,8 @@ using Clock = std::chrono::steady_clock;
 // work tree.
 constexpr int kLockWaitMs = 600 * 1000;
 constexpr int kSessionVersion = 1;
+// The refusals a session file keeps (the oldest go first).
+constexpr size_t kMaxHistory = 200;
 // The most of the agent's diff an incident note keeps.
 constexpr size_t kDiffBytes = 20000;
 
@@ -174,6 +176,8 @@ class Stop {
   AgentStopOutcome run() {
     in_ = parse_input(opt_.input);
     cli_ = agent_name(opt_.cli);
+    if (const char* skip = std::getenv("PHOENIX_SKIP"); skip && std::string(skip) == "1")
+      return let_go("phoenix: PHOENIX_SKIP=1: nothing measured, the agent may stop");
     if (std::getenv("PHOENIX_LOOP") || std::getenv("PHOENIX_SANDBOX"))
       return skipped("this agent runs inside a Phoenix run (phoenix-loop or a heal), whose own measurement decides");
     std::error_code ec;
@@ -338,6 +342,7 @@ class Stop {
       const int n = ++session_.refusals[r->spec->id];
       session_.shown[r->spec->id].push_back(r->signature);
       session_.history.push_back({r->spec->id, r->result.signal, r->signature, now_ms_});
+      if (session_.history.size() > kMaxHistory) session_.history.erase(session_.history.begin());
       failures_.insert(failures_.end(), r->tests.begin(), r->tests.end());
       if (r->tests.empty()) failures_.push_back(r->spec->id);
       text += "\n" + r->spec->id + ": " + r->result.signal + "  (" + engine::describe_check(*r->spec) + "; refusal " +

@@ -18,9 +18,10 @@
 //                  (its failure type's budget), or failing again with a
 //                  signature it was refused with already: exit 0 with one
 //                  line, and the incident note written (once per failure)
-//   not its call   no phoenix.json, no checks, a phoenix.json that does not
-//                  load, an agent run by Phoenix itself (PHOENIX_LOOP or
-//                  PHOENIX_SANDBOX set), out of the hook's time, interrupted
+//   not its call   PHOENIX_SKIP=1, no phoenix.json, no checks, a phoenix.json
+//                  that does not load, an agent run by Phoenix itself
+//                  (PHOENIX_LOOP or PHOENIX_SANDBOX set), out of the hook's
+//                  time, interrupted
 //                  or any error of Phoenix's own: exit 0 with one line
 //
 // A session's refusals and signatures are kept in

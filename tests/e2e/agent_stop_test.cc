@@ -24,6 +24,7 @@
 
 #include "model_server_client.h"
 #include "test_util.h"
+#include "util/format.h"
 #include "util/json.h"
 #include "util/text.h"
 
@@ -316,6 +317,11 @@ TEST_F(AgentStopHook, PhoenixsOwnFailureNeverHoldsTheSession) {
   EXPECT_EQ(junk.code, 0) << junk.err;
   EXPECT_TRUE(contains(junk.out, "not in a git repository")) << junk.out;
 
+  // PHOENIX_SKIP=1, as for the pre-push hook.
+  Streams skip = stop_hook(repo, "claude", stop_input("s", repo), {{"PHOENIX_SKIP", "1"}});
+  EXPECT_EQ(skip.code, 0);
+  EXPECT_TRUE(contains(skip.out, "PHOENIX_SKIP=1")) << skip.out;
+
   // An agent that Phoenix itself runs (the loop, a heal) is judged by that run.
   Streams inner = stop_hook(repo, "claude", stop_input("s", repo), {{"PHOENIX_LOOP", "1"}});
   EXPECT_EQ(inner.code, 0);
@@ -492,6 +498,21 @@ TEST_P(AgentSessions, AGreenTreeIsLetGoAtOnceFromTheStore) {
   ASSERT_EQ(stops.size(), 1u);
   EXPECT_TRUE(contains(stops[0]["data"]["checks"][0].value("cached", ""), "in sense")) << stops[0].dump();
   EXPECT_FALSE(contains(server->log(), "refusals=1")) << server->log();
+}
+
+// A phoenix that cannot start (moved, uninstalled) is Phoenix's failure:
+// the CLI lets the agent stop at its first "done" (gemini through the
+// command's guard: it takes any other exit as a refusal).
+TEST_P(AgentSessions, APhoenixThatCannotStartNeverHoldsTheSession) {
+  install();
+  const std::string file = repo + "/" + GetParam().file;
+  write(repo, GetParam().file, util::replace_all(read(file), phoenix_bin(), tmp / "gone/phoenix"));
+  ASSERT_TRUE(contains(read(file), tmp / "gone/phoenix"));
+  script(1000);
+  const util::ProcessResult r = session("Make test_add pass.");
+  EXPECT_EQ(r.exit_code, 0) << r.output << "\n" << server->log();
+  EXPECT_FALSE(contains(server->log(), "refusals=1")) << server->log();
+  EXPECT_TRUE(trace_events(repo, "agent.stop").empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Cli, AgentSessions, ::testing::ValuesIn(kClis),

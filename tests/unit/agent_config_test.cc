@@ -165,6 +165,22 @@ TEST_F(AgentConfig, ASettingsFileThatDoesNotParseIsNamedAndNothingIsWritten) {
   EXPECT_THROW(hook::uninstall_agent_hook(work(), hook::AgentCli::kClaude), ConfigError);
 }
 
+TEST(AgentCommand, GeminiNeverReadsAFailureToStartAsARefusal) {
+  const std::string claude = hook::agent_hook_command("/p/phoenix", hook::AgentCli::kClaude);
+  EXPECT_EQ(claude, "/p/phoenix hook run stop --agent claude");
+  const std::string gemini = hook::agent_hook_command("/gone/phoenix", hook::AgentCli::kGemini);
+  EXPECT_EQ(gemini.rfind("/gone/phoenix hook run stop --agent gemini", 0), 0u) << gemini;
+  // As gemini runs it: a program that is not there is a warning (1), not a refusal (127).
+  EXPECT_EQ(run({"sh", "-c", gemini}).exit_code, 1);
+  ScopedTempDir tmp;
+  for (const int code : {0, 2, 78}) {
+    write(tmp.path(), "p", "#!/bin/sh\nexit " + std::to_string(code) + "\n");
+    fs::permissions(tmp / "p", fs::perms::owner_all);
+    const std::string cmd = hook::agent_hook_command(tmp / "p", hook::AgentCli::kGemini);
+    EXPECT_EQ(run({"sh", "-c", cmd}).exit_code, code == 78 ? 1 : code) << cmd;
+  }
+}
+
 TEST(AgentNames, ParseAndList) {
   EXPECT_EQ(hook::parse_agent("codex"), hook::AgentCli::kCodex);
   EXPECT_FALSE(hook::parse_agent("aider"));
