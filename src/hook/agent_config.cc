@@ -25,29 +25,6 @@ namespace {
 constexpr const char* kMarker = " hook run stop --agent ";
 constexpr const char* kGeminiGuard = "; c=$?; [ $c -eq 0 ] || [ $c -eq 2 ] || exit 1; exit $c";
 
-std::string sh_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
-                        std::string::npos)
-    return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// The first word of a command as sh_quote wrote it.
-std::string first_word(const std::string& command) {
-  std::string out;
-  bool quoted = false;
-  for (size_t i = 0; i < command.size(); ++i) {
-    const char c = command[i];
-    if (c == '\'') quoted = !quoted;
-    else if (c == '\\' && !quoted && i + 1 < command.size()) out += command[++i];
-    else if (c == ' ' && !quoted) break;
-    else out += c;
-  }
-  return out;
-}
-
 // The matcher group Phoenix writes. Each CLI's own names: claude and codex
 // take the timeout in seconds, gemini in milliseconds and shows `name`.
 OJson entry(AgentCli cli, const std::string& command) {
@@ -181,7 +158,7 @@ std::string agent_hook_file(AgentCli cli, bool shared) {
 }
 
 std::string agent_hook_command(const std::string& phoenix, AgentCli cli) {
-  const std::string command = sh_quote(phoenix) + kMarker + agent_name(cli);
+  const std::string command = util::join_argv({phoenix}) + kMarker + agent_name(cli);
   // gemini 0.61 takes any exit but 0 and 1 as a refusal: a phoenix that
   // cannot start (moved, uninstalled: the shell's 127) would hold the
   // session for ever. Every exit but a refusal's 2 is made 1, which gemini
@@ -262,7 +239,12 @@ std::vector<AgentHookState> installed_agent_hooks(const std::string& workdir) {
           (void)i;
           st.command =
               our_command(util::Json::parse(s.text.substr(span.begin, span.end - span.begin), nullptr, false, true));
-          st.program = first_word(st.command);
+          try {
+            const std::vector<std::string> words = util::split_words(st.command);
+            st.program = words.empty() ? "" : words.front();
+          } catch (const Error&) {
+            st.program = st.command;  // an unterminated quote: shown as it is
+          }
           break;
         }
       } catch (const Error& e) { st.problem = e.what(); }
