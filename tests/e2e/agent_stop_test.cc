@@ -400,7 +400,8 @@ class AgentSessions : public ::testing::TestWithParam<Cli> {
   }
 
   // One headless session of the CLI in the repository: its exit code and output.
-  util::ProcessResult session(const std::string& prompt) {
+  util::ProcessResult session(const std::string& prompt,
+                              const std::vector<std::pair<std::string, std::string>>& extra_env = {}) {
     const std::string& cli = GetParam().name;
     const std::string bin = agents_bin() + "/" + cli;
     std::vector<std::pair<std::string, std::string>> env = {{"PATH", agents_bin() + ":/usr/local/bin:/usr/bin:/bin"},
@@ -440,6 +441,7 @@ class AgentSessions : public ::testing::TestWithParam<Cli> {
           {{"GOOGLE_GEMINI_BASE_URL", server->url()}, {"GEMINI_API_KEY", "x"}, {"GEMINI_CLI_TRUST_WORKSPACE", "true"}});
     }
     for (const auto& [k, v] : env) o.env[k] = v;
+    for (const auto& [k, v] : extra_env) o.env[k] = v;
     return util::run_process(o);
   }
 
@@ -513,6 +515,19 @@ TEST_P(AgentSessions, APhoenixThatCannotStartNeverHoldsTheSession) {
   EXPECT_EQ(r.exit_code, 0) << r.output << "\n" << server->log();
   EXPECT_FALSE(contains(server->log(), "refusals=1")) << server->log();
   EXPECT_TRUE(trace_events(repo, "agent.stop").empty());
+}
+
+// An agent that phoenix-loop runs (PHOENIX_LOOP=1 in its environment, as
+// the loop sets it) with the stop hook in its settings (a --shared install
+// is committed, so it is in the loop's tree too) is judged by the loop, not
+// held by the hook: the CLI hands the variable on to its hook.
+TEST_P(AgentSessions, AnAgentThatPhoenixRunsIsJudgedByThatRun) {
+  install();
+  script(1000);
+  const util::ProcessResult r = session("Make test_add pass.", {{"PHOENIX_LOOP", "1"}});
+  EXPECT_EQ(r.exit_code, 0) << r.output << "\n" << server->log();
+  EXPECT_FALSE(contains(server->log(), "refusals=1")) << server->log();
+  EXPECT_TRUE(incident_notes(repo).empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Cli, AgentSessions, ::testing::ValuesIn(kClis),
