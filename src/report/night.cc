@@ -525,6 +525,8 @@ std::vector<std::string> needs_person(const Night& n) {
 std::string next_command(const Night& n) {
   if (n.loop && n.running) return "phoenix status --watch";
   if (!n.escalations.empty()) return "phoenix report --html night.html";
+  for (auto it = n.agent_sessions.rbegin(); it != n.agent_sessions.rend(); ++it)
+    if (!it->incidents.empty()) return "less " + it->incidents.back();  // a session let stop red
   if (n.loop && !n.branch.empty()) return "git log --oneline " + n.branch;
   if (n.loop) return "phoenix status";
   for (auto it = n.heals.rbegin(); it != n.heals.rend(); ++it)

@@ -272,6 +272,9 @@ TEST_F(AgentStopHook, RedIsRefusedWithTheFailingTestThenTheSameFailureIsLetStopW
   CliRun text = run_phoenix(repo, {"report", "--since", "1970-01-01"});
   EXPECT_TRUE(contains(text.out, "Agent sessions")) << text.out;
   EXPECT_TRUE(contains(text.out, "1 refused (" + kFailing + ")")) << text.out;
+  // The note comes first among what needs a person, and is the next thing to read.
+  EXPECT_TRUE(contains(text.out, "1. Read incidents/")) << text.out;
+  EXPECT_TRUE(contains(text.out, "Next: less incidents/")) << text.out;
 }
 
 TEST_F(AgentStopHook, AMendedTreeIsLetStopGreenAndAMeasuredTreeIsServedFromTheStore) {
