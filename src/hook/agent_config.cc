@@ -56,8 +56,10 @@ struct Settings {
   unsigned mode = 0644;
 };
 
-// The file, parsed once to name any error (nothing is written then).
-Settings read_settings(const std::string& path) {
+// The file, parsed once to name any error (nothing is written then): JSON
+// that does not parse, or "hooks" and the event's list of another type
+// than the CLI reads, named with line:col.
+Settings read_settings(const std::string& path, AgentCli cli) {
   Settings s;
   s.path = path;
   const std::optional<std::string> text = util::read_file_if_exists(path);
@@ -71,8 +73,17 @@ Settings read_settings(const std::string& path) {
   }
   const util::Json doc = util::parse_json(s.text, path);
   if (!doc.is_object()) throw ConfigError(path + ":1:1: the settings are not a JSON object");
-  const util::Json* hooks = doc.contains("hooks") ? &doc["hooks"] : nullptr;
-  if (hooks && !hooks->is_object()) throw ConfigError(path + ": \"hooks\" is not an object");
+  auto where = [&](const std::string& key) {
+    const auto paths = util::json_paths(s.text);
+    const auto at = paths.find(key);
+    return path + ":" + (at == paths.end() ? std::string("1:1") : util::line_col(s.text, at->second));
+  };
+  if (!doc.contains("hooks")) return s;
+  const util::Json& hooks = doc["hooks"];
+  if (!hooks.is_object()) throw ConfigError(where("hooks") + ": hooks: must be an object");
+  const std::string event = stop_event(cli);
+  if (hooks.contains(event) && !hooks[event].is_array())
+    throw ConfigError(where("hooks." + event) + ": hooks." + event + ": must be an array");
   return s;
 }
 
@@ -170,7 +181,7 @@ std::string agent_hook_command(const std::string& phoenix, AgentCli cli) {
 AgentInstall install_agent_hook(const std::string& workdir, AgentCli cli, bool shared, const std::string& command,
                                 const std::string& exclude_file, bool tracked) {
   const std::string rel = agent_hook_file(cli, shared);
-  Settings s = read_settings((fs::path(workdir) / rel).string());
+  Settings s = read_settings((fs::path(workdir) / rel).string(), cli);
   AgentInstall out;
   out.file = s.path;
   out.command = command;
@@ -204,7 +215,7 @@ AgentUninstall uninstall_agent_hook(const std::string& workdir, AgentCli cli) {
   for (const std::string& rel : files_of(cli)) {
     const std::string path = (fs::path(workdir) / rel).string();
     if (!util::path_exists(path)) continue;
-    read.push_back(read_settings(path));  // every file parses before any is written
+    read.push_back(read_settings(path, cli));  // every file parses before any is written
   }
   for (const Settings& s : read) {
     auto ours = our_groups(s, cli);
@@ -234,7 +245,7 @@ std::vector<AgentHookState> installed_agent_hooks(const std::string& workdir) {
       if (!util::path_exists(path)) continue;
       AgentHookState st{cli, path, rel == agent_hook_file(cli, true) && has_personal_layer(cli), "", "", ""};
       try {
-        const Settings s = read_settings(path);
+        const Settings s = read_settings(path, cli);
         for (const auto& [i, span] : our_groups(s, cli)) {
           (void)i;
           st.command =

@@ -142,6 +142,11 @@ struct Red {
   std::vector<std::string> tests;
 };
 
+bool env_is(const char* name, const std::string& value) {
+  const char* v = std::getenv(name);
+  return v && value == v;
+}
+
 std::string system_message(const std::string& line) { return Json{{"systemMessage", line}}.dump() + "\n"; }
 
 AgentStopOutcome let_go(const std::string& line) { return {0, system_message(line), ""}; }
@@ -176,9 +181,11 @@ class Stop {
   AgentStopOutcome run() {
     in_ = parse_input(opt_.input);
     cli_ = agent_name(opt_.cli);
-    if (const char* skip = std::getenv("PHOENIX_SKIP"); skip && std::string(skip) == "1")
-      return let_go("phoenix: PHOENIX_SKIP=1: nothing measured, the agent may stop");
-    if (std::getenv("PHOENIX_LOOP") || std::getenv("PHOENIX_SANDBOX"))
+    if (env_is("PHOENIX_SKIP", "1")) return let_go("phoenix: PHOENIX_SKIP=1: nothing measured, the agent may stop");
+    // What phoenix-loop and the harness fixer set for the agents they run
+    // (PHOENIX_SANDBOX is also a person's choice of sandbox kind: only "1"
+    // is the harness's mark).
+    if (env_is("PHOENIX_LOOP", "1") || env_is("PHOENIX_SANDBOX", "1"))
       return skipped("this agent runs inside a Phoenix run (phoenix-loop or a heal), whose own measurement decides");
     std::error_code ec;
     const std::string cwd = !in_.cwd.empty() && fs::is_directory(in_.cwd, ec) ? in_.cwd : opt_.cwd;

@@ -20,7 +20,7 @@
 //                  line, and the incident note written (once per failure)
 //   not its call   PHOENIX_SKIP=1, no phoenix.json, no checks, a phoenix.json
 //                  that does not load, an agent run by Phoenix itself
-//                  (PHOENIX_LOOP or PHOENIX_SANDBOX set), out of the hook's
+//                  (PHOENIX_LOOP=1 or PHOENIX_SANDBOX=1), out of the hook's
 //                  time, interrupted
 //                  or any error of Phoenix's own: exit 0 with one line
 //

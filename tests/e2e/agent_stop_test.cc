@@ -329,6 +329,8 @@ TEST_F(AgentStopHook, PhoenixsOwnFailureNeverHoldsTheSession) {
   Streams inner = stop_hook(repo, "claude", stop_input("s", repo), {{"PHOENIX_LOOP", "1"}});
   EXPECT_EQ(inner.code, 0);
   EXPECT_TRUE(contains(inner.out, "inside a Phoenix run")) << inner.out;
+  // A person's choice of sandbox kind is not the harness's mark.
+  EXPECT_EQ(stop_hook(repo, "claude", stop_input("s", repo), {{"PHOENIX_SANDBOX", "copy"}}).code, 2);
 }
 
 TEST_F(AgentStopHook, AFailureThatChangesEachTimeIsLetStopWhenTheBudgetIsSpent) {

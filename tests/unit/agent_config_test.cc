@@ -165,6 +165,20 @@ TEST_F(AgentConfig, ASettingsFileThatDoesNotParseIsNamedAndNothingIsWritten) {
   EXPECT_THROW(hook::uninstall_agent_hook(work(), hook::AgentCli::kClaude), ConfigError);
 }
 
+TEST_F(AgentConfig, HooksOfAnotherTypeAreNamedWithTheirPlace) {
+  const std::string odd = "{\n  \"hooks\": {\n    \"Stop\": {\"command\": \"x\"}\n  }\n}\n";
+  write(work(), ".claude/settings.json", odd);
+  try {
+    hook::install_agent_hook(work(), hook::AgentCli::kClaude, true, "p hook run stop --agent claude", exclude(), false);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(work() + "/.claude/settings.json:3:5: hooks.Stop: must be an array"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read(work() + "/.claude/settings.json"), odd);
+}
+
 TEST(AgentCommand, GeminiNeverReadsAFailureToStartAsARefusal) {
   const std::string claude = hook::agent_hook_command("/p/phoenix", hook::AgentCli::kClaude);
   EXPECT_EQ(claude, "/p/phoenix hook run stop --agent claude");
