@@ -27,8 +27,10 @@ const std::vector<Command>& commands() {
        "restore a snapshot or retry a check; healed only by a green recheck", cmd_heal},
       {"trace", "trace verify [FILE] [--json]", "check the hash chain of .phoenix/trace.jsonl", cmd_trace},
       {"recover", "recover [--json]", "return an interrupted run to a consistent state", cmd_recover},
-      {"hook", "hook install [--json] | hook uninstall [--json] | hook run pre-push [REMOTE URL]",
-       "the pre-push hook: measure (and heal) what is pushed", cmd_hook},
+      {"hook",
+       "hook install [--agent CLI [--shared]] [--json] | hook uninstall [--agent CLI] [--json] | hook run pre-push "
+       "[REMOTE URL] | hook run stop --agent CLI",
+       "the pre-push hook, and the stop hook of claude, codex or gemini: measure what is pushed or left", cmd_hook},
       {"journal", "journal [stats|push|pull [REMOTE]] [--forget PREFIX] [--json]",
        "remembered verified fixes: list, forget, stats, share", cmd_journal},
       {"status", "status [--json] [--watch]", "what phoenix-loop is doing, from .phoenix/loop-state.json", cmd_status},

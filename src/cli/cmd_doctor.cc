@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "agent/agent.h"
 #include "gitx/repo.h"
+#include "hook/agent_config.h"
 #include "hook/hook.h"
 #include "checks/measured.h"
 #include "journal/journal.h"
@@ -179,6 +180,54 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
         data);
 }
 
+// Phoenix as an agent CLI's stop hook (hook/agent_config.h): where it is
+// installed, and whether the phoenix its entry runs is there.
+void check_agent_hooks(Report& r, const std::string& workdir) {
+  const std::vector<hook::AgentHookState> states = hook::installed_agent_hooks(workdir);
+  if (states.empty()) {
+    r.add("agent hooks", "info",
+          "no agent CLI runs Phoenix when it stops ('phoenix hook install --agent " + hook::agent_names() + "')",
+          {{"installed", json::array()}});
+    return;
+  }
+  for (const hook::AgentHookState& st : states) {
+    const std::string name = std::string("stop hook ") + hook::agent_name(st.cli);
+    json data{{"agent", hook::agent_name(st.cli)}, {"file", st.file}, {"shared", st.shared}, {"command", st.command}};
+    if (!st.problem.empty()) {
+      r.add(name, "warn", st.problem, data);
+      continue;
+    }
+    const std::string program =
+        st.program.find('/') == std::string::npos ? util::find_executable(st.program) : st.program;
+    if (program.empty() || ::access(program.c_str(), X_OK) != 0) {
+      r.add(name, "fail",
+            st.file + " runs " + st.program +
+                ", which is not there: the agent's stops go unchecked (run 'phoenix "
+                "hook install --agent " +
+                hook::agent_name(st.cli) + "' again)",
+            data);
+      continue;
+    }
+    std::string detail = std::string(hook::stop_event(st.cli)) + " hook in " + st.file +
+                         (!hook::has_personal_layer(st.cli) ? ""
+                          : st.shared                       ? " (shared)"
+                                                            : " (personal)") +
+                         ", runs " + program;
+    if (st.cli == hook::AgentCli::kCodex) {
+      const char* ch = std::getenv("CODEX_HOME");
+      const char* home = std::getenv("HOME");
+      const std::string codex_home = ch && *ch ? ch : std::string(home ? home : "") + "/.codex";
+      const std::string why = hook::codex_trust_problem(workdir, codex_home);
+      data["codex_trusted"] = why.empty();
+      if (!why.empty()) {
+        r.add(name, "warn", detail + "; codex does not run it yet: " + why, data);
+        continue;
+      }
+    }
+    r.add(name, "ok", detail, data);
+  }
+}
+
 // Agent CLIs on PATH and the preset each one matches; the configured one
 // must be there when the harness fixer is used.
 void check_agents(Report& r, const config::Config* cfg) {
@@ -323,6 +372,7 @@ int cmd_doctor(const std::vector<std::string>& args) {
               {{"path", p.ctx.root + "/phoenix.json"}});
       }
       check_hook(r, repo, cfg && cfg->raw.is_object() && cfg->raw.contains("hook"));
+      if (!repo.workdir().empty()) check_agent_hooks(r, repo.workdir());
     } catch (const std::exception& e) { r.add("repository", "fail", e.what()); }
   }
   if (cfg) check_checks(r, *cfg, p.ctx.root);

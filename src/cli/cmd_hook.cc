@@ -1,12 +1,16 @@
-// phoenix hook install | uninstall | run pre-push [REMOTE URL]
+// phoenix hook install | uninstall [--agent CLI [--shared]] | run pre-push [REMOTE URL] | run stop --agent CLI
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <iterator>
+#include <optional>
 
 #include "cli/app.h"
 #include "gitx/repo.h"
+#include "hook/agent_config.h"
+#include "hook/agent_stop.h"
 #include "hook/hook.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -70,8 +74,81 @@ std::string phoenix_command(const std::string& self) {
   return self;
 }
 
+// --agent's value, or nullopt when none was given; an unknown one is a
+// usage error naming the CLIs there are.
+std::optional<hook::AgentCli> agent_of(const Parsed& p) {
+  if (!p.vm.count("agent")) {
+    if (p.vm.count("shared")) throw UsageError("hook: --shared goes with --agent " + hook::agent_names());
+    return std::nullopt;
+  }
+  const std::string word = p.vm["agent"].as<std::string>();
+  if (auto cli = hook::parse_agent(word)) return cli;
+  throw UsageError("hook: unknown agent '" + word + "' (--agent is one of " + hook::agent_names() + ")");
+}
+
+// phoenix hook install --agent CLI [--shared]: Phoenix's stop hook in that
+// CLI's project configuration (hook/agent_config.h).
+int agent_install(Parsed& p, hook::AgentCli cli) {
+  gitx::Repo repo = gitx::Repo::discover(p.ctx.root);
+  const bool shared = p.vm.count("shared") > 0;
+  const std::string rel = hook::agent_hook_file(cli, shared);
+  const std::string head = repo.head_sha();
+  const bool tracked = !head.empty() && repo.read_blob_at(head, rel).has_value();
+  const std::string self = self_path();
+  const std::string command = hook::agent_hook_command(shared ? phoenix_command(self) : self, cli);
+  const hook::AgentInstall r =
+      hook::install_agent_hook(repo.workdir(), cli, shared, command, repo.common_dir() + "/info/exclude", tracked);
+  const std::string name = hook::agent_name(cli);
+  if (p.ctx.json) {
+    print_json(p.ctx, {{"action", r.action},
+                       {"agent", name},
+                       {"event", hook::stop_event(cli)},
+                       {"file", r.file},
+                       {"shared", shared},
+                       {"command", r.command},
+                       {"excluded", r.excluded}});
+    return kExitOk;
+  }
+  std::cout << (r.action == "unchanged" ? "already installed: "
+                : r.action == "updated" ? "updated: "
+                                        : "installed: ")
+            << r.file << " (" << name << "'s " << hook::stop_event(cli) << " hook)\n";
+  std::cout << "  when the agent is about to stop, " << name << " runs: " << r.command << "\n";
+  std::cout << "  green lets it stop; red refuses the stop with the failing tests, within each check's budget\n";
+  if (r.excluded) std::cout << "  .git/info/exclude keeps " << rel << " out of your commits (a personal install)\n";
+  if (!shared && tracked && !hook::has_personal_layer(cli))
+    std::cout << "  note: git tracks " << rel << ", so this change shows in 'git status'\n";
+  if (cli == hook::AgentCli::kCodex)
+    std::cout << "  codex runs a project's hooks only in a trusted project and once the hook is trusted: "
+                 "open 'codex' here once and trust it, or run 'codex exec --dangerously-bypass-hook-trust' "
+                 "(docs/agents.md)\n";
+  std::cout << "  'phoenix hook uninstall --agent " << name << "' removes it\n";
+  return kExitOk;
+}
+
+int agent_uninstall(Parsed& p, hook::AgentCli cli) {
+  gitx::Repo repo = gitx::Repo::discover(p.ctx.root);
+  const hook::AgentUninstall r = hook::uninstall_agent_hook(repo.workdir(), cli);
+  if (p.ctx.json) {
+    print_json(p.ctx, {{"action", r.files.empty() ? "absent" : "removed"},
+                       {"agent", hook::agent_name(cli)},
+                       {"files", r.files},
+                       {"deleted", r.deleted}});
+    return kExitOk;
+  }
+  if (r.files.empty()) std::cout << "no Phoenix stop hook for " << hook::agent_name(cli) << ": nothing to do\n";
+  for (const auto& f : r.files)
+    std::cout << "removed Phoenix's stop hook from " << f
+              << (std::find(r.deleted.begin(), r.deleted.end(), f) != r.deleted.end()
+                      ? " (nothing else was in it: the file is gone)"
+                      : "")
+              << "\n";
+  return kExitOk;
+}
+
 int hook_install(Parsed& p) {
   if (!p.ctx.in_repo) throw UsageError("hook install: " + p.ctx.cwd + " is not inside a git repository");
+  if (auto cli = agent_of(p)) return agent_install(p, *cli);
   gitx::Repo repo = gitx::Repo::discover(p.ctx.root);
   const std::string self = self_path();
   const std::string hooks_dir = repo.hooks_dir();
@@ -88,7 +165,8 @@ int hook_install(Parsed& p) {
                          {"hooks_dir", hooks_dir}});
       return kExitOk;
     }
-    std::cout << m->name << " manages this repository's git hooks, so Phoenix does not install its own pre-push hook.\n";
+    std::cout << m->name
+              << " manages this repository's git hooks, so Phoenix does not install its own pre-push hook.\n";
     if (m->calls_phoenix) {
       std::cout << m->config << " calls Phoenix already: nothing to add"
                 << (m->then.empty() ? std::string() : " (after an edit, run '" + m->then + "')") << ".\n";
@@ -136,6 +214,7 @@ int hook_install(Parsed& p) {
 
 int hook_uninstall(Parsed& p) {
   if (!p.ctx.in_repo) throw UsageError("hook uninstall: " + p.ctx.cwd + " is not inside a git repository");
+  if (auto cli = agent_of(p)) return agent_uninstall(p, *cli);
   gitx::Repo repo = gitx::Repo::discover(p.ctx.root);
   hook::UninstallResult r = hook::uninstall(repo.hooks_dir());
   // Files of husky, lefthook or pre-commit are the user's: named, not edited.
@@ -187,10 +266,33 @@ void refresh_hook_copy(const std::string& root) {
   }
 }
 
+// phoenix hook run stop --agent CLI: what the CLI runs when its agent is
+// about to stop (hook/agent_stop.h). Its answer is all on the streams and
+// the exit code the CLI reads: 0 lets the agent stop, 2 refuses.
+int hook_run_stop(Parsed& p) {
+  if (p.positional.size() > 2) throw UsageError("hook run stop: unexpected argument '" + p.positional[2] + "'");
+  const std::optional<hook::AgentCli> cli = agent_of(p);
+  if (!cli) throw UsageError("hook run stop: --agent is one of " + hook::agent_names());
+  if (::isatty(0) == 1)
+    throw UsageError("hook run stop reads the agent CLI's JSON on stdin (session_id, cwd, ...); the CLI provides it");
+  hook::AgentStopOptions opt;
+  opt.cli = *cli;
+  opt.input.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  opt.cwd = p.ctx.cwd;
+  opt.no_cache = p.vm.count("no-cache") > 0;
+  const hook::AgentStopOutcome out = hook::run_agent_stop(opt);
+  std::cout << out.stdout_text << std::flush;
+  std::cerr << out.stderr_text << std::flush;
+  return out.exit_code;
+}
+
 int hook_run(Parsed& p) {
   const auto& pos = p.positional;
+  if (pos.size() >= 2 && pos[1] == "stop") return hook_run_stop(p);
   if (pos.size() < 2 || pos[1] != "pre-push")
-    throw UsageError("hook run: the hook is 'pre-push' (phoenix hook run pre-push [REMOTE URL])");
+    throw UsageError(
+        "hook run: the hook is 'pre-push' (phoenix hook run pre-push [REMOTE URL]) or 'stop' (phoenix hook run stop "
+        "--agent CLI)");
   if (pos.size() > 4) throw UsageError("hook run pre-push: unexpected argument '" + pos[4] + "'");
   // Also here, not only in the shim: husky and lefthook call this directly.
   if (!p.ctx.in_repo) throw UsageError("hook run: " + p.ctx.cwd + " is not inside a git repository");
@@ -221,7 +323,10 @@ int hook_run(Parsed& p) {
 
 int cmd_hook(const std::vector<std::string>& args) {
   po::options_description desc("hook options");
-  desc.add_options()("no-cache", "run: measure every check fresh, never from the measurement store");
+  desc.add_options()("no-cache", "run: measure every check fresh, never from the measurement store")(
+      "agent", po::value<std::string>(),
+      "install|uninstall|run stop: the agent CLI whose stop hook Phoenix is (claude, codex, gemini)")(
+      "shared", "install --agent: the project's shared settings file instead of the personal one");
   Parsed p;
   if (!parse_command("hook", desc, args, p)) return kExitOk;
   if (p.positional.empty()) throw UsageError("hook: the subcommand is install, uninstall or run");

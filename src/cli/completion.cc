@@ -8,6 +8,7 @@
 #include "cli/context.h"
 #include "cli/manual.h"
 #include "config/config.h"
+#include "hook/agent_config.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -68,6 +69,10 @@ int complete(const std::vector<std::string>& words, const std::string& cwd) {
     const std::string& prev = rest.back();
     for (const auto& o : info->options)
       if ((prev == o.long_name || (!o.short_name.empty() && prev == o.short_name)) && !o.value.empty()) {
+        if (o.long_name == "--agent") {
+          for (hook::AgentCli cli : hook::agent_clis()) candidates.push_back(hook::agent_name(cli));
+          return emit("", cur);
+        }
         if (takes_check_id(command, o.long_name)) {
           candidates = check_ids_at(dir);
           // --only a,b,c: complete the last element of the list.
@@ -95,10 +100,11 @@ int complete(const std::vector<std::string>& words, const std::string& cwd) {
   if (!info->subcommands.empty() && positional.empty()) {
     candidates = info->subcommands;
     if (command == "hook")
-      candidates.erase(std::remove(candidates.begin(), candidates.end(), "pre-push"), candidates.end());
+      for (const char* word : {"pre-push", "stop"})
+        candidates.erase(std::remove(candidates.begin(), candidates.end(), word), candidates.end());
     return emit("", cur);
   }
-  if (command == "hook" && positional.size() == 1 && positional[0] == "run") candidates = {"pre-push"};
+  if (command == "hook" && positional.size() == 1 && positional[0] == "run") candidates = {"pre-push", "stop"};
   else if (command == "sense") candidates = check_ids_at(dir);
   return emit("", cur);
 }

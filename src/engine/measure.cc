@@ -39,6 +39,12 @@ StoreUse::StoreUse(const gitx::Repo& repo, const std::string& root, const config
   }
 }
 
+StoreUse::StoreUse(const gitx::Repo& repo, const std::string& root, const config::Config& cfg, std::string where,
+                   bool enabled, trace::Trace* trace, std::string tree)
+    : root_(root), dir_(store_dir(repo, root)), cfg_(cfg), where_(std::move(where)), trace_(trace) {
+  if (enabled) tree_ = std::move(tree);
+}
+
 const std::string& StoreUse::setup_fingerprint() {
   if (!setup_) setup_ = cfg_.setup.empty() ? std::string() : setup::fingerprint(cfg_.setup, root_);
   return *setup_;

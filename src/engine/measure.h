@@ -39,6 +39,12 @@ class StoreUse {
   StoreUse(const gitx::Repo& repo, const std::string& root, const config::Config& cfg, std::string where,
            bool enabled, trace::Trace* trace);
 
+  // The tree `tree` (a work tree's content as gitx::Repo::workdir_tree
+  // gives it, clean or not) at `root`, keyed by that id when `enabled`:
+  // the stop hook of an agent session measures the tree the agent left.
+  StoreUse(const gitx::Repo& repo, const std::string& root, const config::Config& cfg, std::string where, bool enabled,
+           trace::Trace* trace, std::string tree);
+
   bool keyed() const { return !tree_.empty(); }
   const std::string& tree() const { return tree_; }
 

@@ -533,6 +533,20 @@ std::string Repo::snapshot_workdir(const std::string& message, const std::string
   return sha;
 }
 
+std::string Repo::workdir_tree(const std::vector<std::string>& skip_untracked) {
+  IndexPtr index = fresh_index(raw());
+  git_oid tree;
+  try {
+    std::optional<std::vector<std::string>> paths = watched_paths();
+    tree = stage_workdir(raw(), index.get(), true, skip_untracked, paths ? &*paths : nullptr, nullptr);
+  } catch (...) {
+    git_index_read(index.get(), 1);
+    throw;
+  }
+  check(git_index_read(index.get(), 1), "re-read index");
+  return oid_hex(tree);
+}
+
 // ---------------------------------------------------------------------------
 // History.
 

@@ -189,6 +189,13 @@ class Repo {
                                const std::string& author_email, bool include_untracked,
                                const std::vector<std::string>& skip_untracked);
 
+  // The id of the tree snapshot_workdir would commit (tracked files as the
+  // work tree has them, with the untracked ones that are not ignored and
+  // not under `skip_untracked`), written to the object database but named
+  // by no commit; the index on disk is untouched. Equal to HEAD's tree on
+  // a clean tree: what the measurement store keys a work tree by.
+  std::string workdir_tree(const std::vector<std::string>& skip_untracked);
+
   // Puts `paths` back exactly as they are in commit `rev`: content and mode
   // written for those it holds, deleted (with folders left empty) for those
   // it does not. Nothing else in the work tree or the index is touched: the

@@ -42,6 +42,10 @@ std::string loop_prompt_file(const std::string& tree) { return state_dir(tree) +
 std::string hook_runs_file(const std::string& root) { return state_dir(root) + "/hook-runs.jsonl"; }
 std::string unmeasured_pushes_file(const std::string& root) { return state_dir(root) + "/unmeasured-pushes.json"; }
 std::string hook_measured_file(const std::string& root) { return state_dir(root) + "/" + kHookMeasuredName; }
+std::string agent_session_file(const std::string& root, const std::string& cli, const std::string& session) {
+  return state_dir(root) + "/agent-sessions/" + cli + "-" + session + ".json";
+}
+std::string agent_stop_lock(const std::string& root) { return state_dir(root) + "/agent-stop.lock"; }
 std::string legacy_worktrees_dir(const std::string& root) { return state_dir(root) + "/worktrees"; }
 std::string legacy_sandboxes_dir(const std::string& root) { return state_dir(root) + "/sandboxes"; }
 

@@ -7,6 +7,7 @@
 //   contracts/ baselines/   approved contract shapes and visual baselines
 //   journal.sqlite trace.jsonl lock loop.lock loop-state.json loop-run.json
 //   hook-runs.jsonl unmeasured-pushes.json hook-measured.json (hook/)
+//   agent-sessions/ agent-stop.lock   agent sessions' stop hook (hook/)
 //   measured/         the measurement store (checks/measured.h)
 //   ESCALATED STOP    flag files: an escalation's incident, a stop asked of
 //                     phoenix-loop
@@ -64,6 +65,12 @@ std::string hook_runs_file(const std::string& root);          // .phoenix/hook-r
 std::string unmeasured_pushes_file(const std::string& root);  // .phoenix/unmeasured-pushes.json
 std::string hook_measured_file(const std::string& root);      // .phoenix/hook-measured.json
 inline constexpr const char* kHookMeasuredName = "hook-measured.json";
+// The stop hook of agent sessions (hook/agent_stop.h): one file per
+// session (what was refused, which failures, the verdict), and the lock
+// that measures one session's stop at a time in a work tree.
+std::string agent_session_file(const std::string& root, const std::string& cli,
+                               const std::string& session);  // .phoenix/agent-sessions/<cli>-<session>.json
+std::string agent_stop_lock(const std::string& root);        // .phoenix/agent-stop.lock
 // Where earlier versions kept Phoenix's trees (migrate_legacy_trees).
 std::string legacy_worktrees_dir(const std::string& root);  // .phoenix/worktrees
 std::string legacy_sandboxes_dir(const std::string& root);  // .phoenix/sandboxes

@@ -349,6 +349,16 @@ std::string href(const std::string& from_dir, const std::string& target_abs, con
   return rel.string();
 }
 
+// The sessions the stop hook judged (none: no section).
+std::string agent_sessions_section(const Night& n) {
+  if (n.agent_sessions.empty()) return "";
+  std::string h = "<section id=\"agent-sessions\">\n<h2>Agent sessions</h2>\n<ul>\n";
+  for (const auto& a : n.agent_sessions)
+    h += "<li>" + clock(a.end_ms) + ": " + html_escape(a.agent) + " <code>" + html_escape(a.session) +
+         "</code>: " + html_escape(agent_session_text(a)) + "</li>\n";
+  return h + "</ul>\n</section>\n";
+}
+
 }  // namespace
 
 std::string html(const Night& n, const std::string& out_dir) {
@@ -428,6 +438,8 @@ std::string html(const Night& n, const std::string& out_dir) {
     h += "</ul>\n";
   }
   h += "</section>\n";
+
+  h += agent_sessions_section(n);
 
   h += "<section id=\"incidents\">\n<h2>Incidents</h2>\n";
   if (n.escalations.empty()) h += "<p>" + dash() + "</p>\n";

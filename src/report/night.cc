@@ -138,6 +138,8 @@ struct NightReader {
       if (n.known_good.empty()) n.known_good = str(d, "commit");
     } else if (e.event == "loop.task_done" || e.event == "loop.task_skipped" || e.event == "loop.task_escalated") {
       task(e);
+    } else if (e.event == "agent.stop") {
+      agent_stop(e);
     } else if (e.event == "loop.attempt") {
       const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
       attempts[tj.value("id", std::string())] = d.value("attempts", 0);
@@ -148,6 +150,32 @@ struct NightReader {
       if (v == "toothless") ++toothless[id];
       else bite[id] = v;
     }
+  }
+
+  // A stop of an agent session: the session's line, made or brought up to date.
+  void agent_stop(const Event& e) {
+    const Json& d = e.data;
+    const std::string agent = str(d, "agent"), session = str(d, "session");
+    auto it = std::find_if(n.agent_sessions.begin(), n.agent_sessions.end(),
+                           [&](const AgentSession& s) { return s.agent == agent && s.session == session; });
+    if (it == n.agent_sessions.end()) {
+      n.agent_sessions.push_back({agent, session, d.value("started_ms", e.t), e.t, 0, 0, {}, "", {}});
+      it = n.agent_sessions.end() - 1;
+    }
+    it->end_ms = e.t;
+    it->stops = std::max(it->stops + 1, d.value("stop", 0));
+    it->refused = std::max(it->refused, d.value("refused", 0));
+    it->verdict = str(d, "verdict");
+    for (const char* key : {"failures", "incidents"}) {
+      auto& into = std::string(key) == "failures" ? it->failures : it->incidents;
+      if (d.contains(key) && d[key].is_array())
+        for (const auto& f : d[key])
+          if (f.is_string() && std::find(into.begin(), into.end(), f.get<std::string>()) == into.end())
+            into.push_back(f.get<std::string>());
+    }
+    n.marks.push_back({"agent", e.t - d.value("duration_ms", 0LL), e.t,
+                       it->verdict != "refused" && it->verdict != "given-up",
+                       agent + " stop " + std::to_string(it->stops) + ": " + it->verdict});
   }
 
   // Outside a loop each run is a mark of its own (inside, the iterations are).
@@ -284,8 +312,8 @@ struct NightReader {
     t.start_ms = pend.turns ? pend.start_ms : e.t;
     t.end_ms = e.t;
     costs_into(t);
-    t.attempts = d.contains("attempts") && d["attempts"].is_number_integer() ? d["attempts"].get<int>()
-                                                                              : attempts[t.id];
+    t.attempts =
+        d.contains("attempts") && d["attempts"].is_number_integer() ? d["attempts"].get<int>() : attempts[t.id];
     t.toothless = toothless[t.id];
     if (e.event == "loop.task_done") t.tests_bite = bite[t.id];
     if (e.event == "loop.task_done") {
@@ -426,6 +454,12 @@ std::string verdict(const Night& n) {
   } else {
     parts.push_back(plural(n.runs, "run", "runs"));
   }
+  if (!n.agent_sessions.empty()) {
+    const auto green = std::count_if(n.agent_sessions.begin(), n.agent_sessions.end(),
+                                     [](const AgentSession& a) { return a.verdict == "green"; });
+    parts.push_back(plural(static_cast<long long>(n.agent_sessions.size()), "agent session", "agent sessions") + " (" +
+                    std::to_string(green) + " ended green)");
+  }
   std::map<std::string, int> by;
   for (const auto& h : n.heals) ++by[h.replayed ? "replayed from the journal" : "healed by " + h.fixer];
   for (const auto& [how, k] : by) parts.push_back(std::to_string(k) + " " + how);
@@ -461,6 +495,11 @@ std::vector<std::string> needs_person(const Night& n) {
       s += "; the abandoned head is " + short_sha(it->abandoned);
     v.push_back(s + ".");
   }
+  for (const AgentSession& a : n.agent_sessions)
+    for (const std::string& note : a.incidents)
+      v.push_back("Read " + note + ": a " + a.agent + " session was let stop red after " +
+                  plural(a.refused, "refused stop", "refused stops") +
+                  (a.failures.empty() ? std::string() : " (" + join(a.failures, ", ") + ")") + ".");
   // Red before the first iteration (not the agent's doing), and not healed
   // since: a baseline the loop healed is one of the heals, nothing to do.
   std::vector<std::string> still_red;
@@ -486,6 +525,8 @@ std::vector<std::string> needs_person(const Night& n) {
 std::string next_command(const Night& n) {
   if (n.loop && n.running) return "phoenix status --watch";
   if (!n.escalations.empty()) return "phoenix report --html night.html";
+  for (auto it = n.agent_sessions.rbegin(); it != n.agent_sessions.rend(); ++it)
+    if (!it->incidents.empty()) return "less " + it->incidents.back();  // a session let stop red
   if (n.loop && !n.branch.empty()) return "git log --oneline " + n.branch;
   if (n.loop) return "phoenix status";
   for (auto it = n.heals.rbegin(); it != n.heals.rend(); ++it)
@@ -508,6 +549,19 @@ std::string totals(const Night& n) {
   else if (n.runs_without_cost) cost += " (+ " + std::to_string(n.runs_without_cost) + " run(s) that reported no cost)";
   const std::string what = n.loop ? plural(n.iterations, "iteration", "iterations") : plural(n.runs, "run", "runs");
   return what + ", " + duration(n.end_ms - n.start_ms) + ", " + cost;
+}
+
+std::string agent_session_text(const AgentSession& s) {
+  std::string t = plural(s.stops, "stop", "stops") + ", " + std::to_string(s.refused) + " refused";
+  if (!s.failures.empty()) t += " (" + join(s.failures, ", ") + ")";
+  const std::string& v = s.verdict;
+  t += v == "green"      ? ", ended green"
+       : v == "refused"  ? ", last stop refused"
+       : v == "given-up" ? ", let stop red"
+       : v.empty()       ? ""
+                         : ", last stop: " + v;
+  if (!s.incidents.empty()) t += " (" + join(s.incidents, ", ") + ")";
+  return t + ", " + duration(s.end_ms - s.start_ms);
 }
 
 // --- units ---------------------------------------------------------------

@@ -69,6 +69,19 @@ struct Escalation {
   bool stopped_loop = false;
 };
 
+// One agent session judged by Phoenix's stop hook (`agent.stop` events,
+// hook/agent_stop.h), by its CLI and session id.
+struct AgentSession {
+  std::string agent;    // claude, codex, gemini
+  std::string session;  // the CLI's session id
+  long long start_ms = 0, end_ms = 0;
+  int stops = 0;                       // stops measured
+  int refused = 0;                     // of those, refused
+  std::vector<std::string> failures;   // the failing tests (or checks) shown to the agent, first shown first
+  std::string verdict;                 // the last stop's: green, refused, given-up, skipped, error
+  std::vector<std::string> incidents;  // notes written when it was let stop red
+};
+
 // A mark on the timeline.
 struct Mark {
   std::string kind;                 // iteration (run, outside a loop), check, heal, wait, escalation
@@ -99,6 +112,7 @@ struct Night {
   std::vector<Heal> heals;
   std::vector<Wait> waits;
   std::vector<Escalation> escalations;
+  std::vector<AgentSession> agent_sessions;
   std::vector<Mark> marks;
   std::vector<std::string> baseline_red;
   int iterations = 0;
@@ -131,6 +145,8 @@ std::string next_command(const Night& n);
 std::string title(const Night& n);   // "Phoenix: the night on phoenix/loop-…"
 std::string period(const Night& n);  // "2026-12-02 01:00 +01:00 to 03:12 (2 h 12 min)"
 std::string totals(const Night& n);  // "4 iterations, 2 h 13 min, $0.42"
+// "3 stops, 1 refused (calc_test.Add), ended green, 1 min 12 s"
+std::string agent_session_text(const AgentSession& s);
 
 // --- human units -----------------------------------------------------------
 std::string duration(long long ms);                   // "840 ms", "12 s", "4 min 12 s", "2 h 13 min"

@@ -27,6 +27,7 @@ class Summary {
     else if (ev == "incident" || ev == "loop.incident") incident(e);
     else if (ev == "rollback") rollback(e.data);
     else if (ev == "loop.tests_bite") tests_bite(e.data);
+    else if (ev == "agent.stop") agent_stop(e);
   }
 
   Json json() const {
@@ -46,7 +47,8 @@ class Summary {
             {"iterations", iterations_},
             {"time_s", static_cast<double>(busy_ms_) / 1000.0},
             {"cost_usd", costed_ ? Json(cost_) : Json(nullptr)},
-            {"calls_without_cost", uncosted_}};
+            {"calls_without_cost", uncosted_},
+            {"agent_sessions", agent_sessions_}};
   }
 
  private:
@@ -76,6 +78,34 @@ class Summary {
         return;
       }
     list.push_back(std::move(entry));
+  }
+
+  // Agent sessions judged by the stop hook (hook/agent_stop.h): one entry
+  // per CLI and session id, brought up to date by each of its stops.
+  void agent_stop(const Event& e) {
+    const Json& d = e.data;
+    const std::string agent = d.value("agent", ""), session = d.value("session", "");
+    Json* s = nullptr;
+    for (auto& x : agent_sessions_)
+      if (x["agent"] == agent && x["session"] == session) s = &x;
+    if (!s) {
+      agent_sessions_.push_back({{"agent", agent},
+                                 {"session", session},
+                                 {"stops", 0},
+                                 {"refused", 0},
+                                 {"failures", Json::array()},
+                                 {"incidents", Json::array()},
+                                 {"started_ms", d.value("started_ms", e.t)}});
+      s = &agent_sessions_.back();
+    }
+    (*s)["stops"] = (*s)["stops"].get<int>() + 1;
+    (*s)["refused"] = std::max((*s)["refused"].get<int>(), d.value("refused", 0));
+    (*s)["verdict"] = d.value("verdict", "");
+    (*s)["time_s"] = static_cast<double>(e.t - (*s)["started_ms"].get<long long>()) / 1000.0;
+    for (const char* key : {"failures", "incidents"})
+      if (d.contains(key) && d[key].is_array())
+        for (const auto& f : d[key])
+          if (std::find((*s)[key].begin(), (*s)[key].end(), f) == (*s)[key].end()) (*s)[key].push_back(f);
   }
 
   // Tests that bite, per task id: its last change's verdict, and how many
@@ -216,6 +246,7 @@ class Summary {
   int model_calls_ = 0;
   std::map<std::string, int> heals_by_check_;
   int heals_ = 0, escalations_ = 0, loops_ = 0, runs_ = 0, iterations_ = 0;
+  Json agent_sessions_ = Json::array();
   double cost_ = 0;
   int costed_ = 0, uncosted_ = 0;
   long long busy_ms_ = 0, loop_start_ = -1, run_start_ = -1;

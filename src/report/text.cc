@@ -118,6 +118,12 @@ std::string terminal(const Night& n, bool color, int width) {
   for (const auto& w : n.waits)
     s += wrap(w.status + ", waited " + duration(w.wait_ms) + (w.detail.empty() ? "" : " (" + w.detail + ")"), width,
               "  " + clock(w.at_ms) + "  ", 9);
+  if (!n.agent_sessions.empty()) {
+    s += head("Agent sessions");
+    for (const auto& a : n.agent_sessions)
+      s += wrap(agent_session_text(a), width,
+                "  " + clock(a.end_ms) + "  " + a.agent + " " + a.session.substr(0, 8) + " ", 9);
+  }
   s += head("Escalations");
   if (n.escalations.empty()) s += "  " + std::string(kDash) + "\n";
   for (const auto& x : n.escalations) {
@@ -141,8 +147,9 @@ std::string markdown(const Night& n) {
   else {
     s += "| task | outcome | commits | duration | turns | cost |\n|---|---|---|---|---|---|\n";
     for (const auto& t : n.tasks)
-      s += "| " + md_cell(t.title) + " | " + outcome_text(t) + (t.incident.empty() ? "" : " ([note](" + t.incident + "))") +
-           " | " + shas(t.commits) + " | " + duration(t.end_ms - t.start_ms) + " | " + std::to_string(t.turns) + " | " +
+      s += "| " + md_cell(t.title) + " | " + outcome_text(t) +
+           (t.incident.empty() ? "" : " ([note](" + t.incident + "))") + " | " + shas(t.commits) + " | " +
+           duration(t.end_ms - t.start_ms) + " | " + std::to_string(t.turns) + " | " +
            md_cell(t.cost_usd ? money(t.cost_usd) + (t.cost_why.empty() ? "" : " (+ " + t.cost_why + ")")
                               : std::string(kDash) + " (" + t.cost_why + ")") +
            " |\n";
@@ -161,6 +168,12 @@ std::string markdown(const Night& n) {
   for (const auto& w : n.waits)
     s += "- " + clock(w.at_ms) + ": " + w.status + ", waited " + duration(w.wait_ms) +
          (w.detail.empty() ? "" : " (" + w.detail + ")") + "\n";
+  if (!n.agent_sessions.empty()) {
+    s += "\n## Agent sessions\n\n";
+    for (const auto& a : n.agent_sessions)
+      s += "- " + clock(a.end_ms) + ": " + a.agent + " `" + md_cell(a.session) +
+           "`: " + md_cell(agent_session_text(a)) + "\n";
+  }
   s += "\n## Escalations\n\n";
   if (n.escalations.empty()) s += std::string(kDash) + "\n";
   for (const auto& x : n.escalations) {

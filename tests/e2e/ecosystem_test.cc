@@ -172,7 +172,8 @@ TEST_F(EcosystemCompletion, CommandsAndSubcommands) {
   EXPECT_EQ(complete("phoenix re"), V({"recover", "report"}));
   EXPECT_EQ(complete("phoenix do"), V({"doctor"}));
   EXPECT_EQ(complete("phoenix hook "), V({"install", "run", "uninstall"}));
-  EXPECT_EQ(complete("phoenix hook run "), V({"pre-push"}));
+  EXPECT_EQ(complete("phoenix hook run "), V({"pre-push", "stop"}));
+  EXPECT_EQ(complete("phoenix hook install --agent "), V({"claude", "codex", "gemini"}));
   EXPECT_EQ(complete("phoenix journal "), V({"pull", "push", "stats"}));
   auto all = complete("phoenix ");
   for (const auto& c : help_commands()) EXPECT_TRUE(std::count(all.begin(), all.end(), c)) << c;

@@ -38,7 +38,16 @@
 //     credit       Anthropic 400 "credit balance is too low"; OpenAI 429
 //                  insufficient_quota; Google 403 BILLING_DISABLED
 // (to refuse connections, a test stops the server or uses a closed port).
-// Every request is appended to <dir>/requests.log (method, path, body head).
+// Every request is appended to <dir>/requests.log (method, path, body head);
+// where <dir>/dump exists, each request's whole body is written to
+// <dir>/request-<n>.json too.
+//
+// <dir>/stop.json scripts a session judged by a stop hook:
+//   {"marker": "phoenix refused", "mend_after": 1}
+// The model says it is done (a closing text, no tool call) until the text
+// of the conversation's user messages holds `marker` `mend_after` times (a
+// stop hook's refusal, fed back to the model by the CLI), then reads and
+// edits as above. requests.log says "refusals=N".
 //
 //   model_server --dir DIR --port-file FILE     listens on a free port, writes it
 #include <arpa/inet.h>
@@ -125,6 +134,45 @@ Edit edit_for(const std::string& prompt, int* which) {
     std::ofstream(g_dir + "/unmatched-prompt.txt") << prompt;
   }
   return edit();
+}
+
+// <dir>/stop.json (see the top of this file); `on` false without one.
+struct StopScript {
+  bool on = false;
+  std::string marker;
+  int mend_after = 0;
+};
+
+StopScript stop_script() {
+  StopScript s;
+  Json j = Json::parse(read_file(g_dir + "/stop.json"), nullptr, false);
+  if (!j.is_object()) return s;
+  s.on = true;
+  s.marker = j.value("marker", std::string("phoenix"));
+  s.mend_after = j.value("mend_after", 0);
+  return s;
+}
+
+int occurrences(const std::string& hay, const std::string& needle) {
+  if (needle.empty()) return 0;
+  int n = 0;
+  for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
+// Whether the model, under stop.json, still says it is done at once, given
+// the text of every user message so far; `refusals` is how many refusals
+// it holds.
+bool says_done(const std::string& user_words, int* refusals) {
+  const StopScript s = stop_script();
+  *refusals = occurrences(user_words, s.marker);
+  return s.on && *refusals < s.mend_after;
+}
+
+void dump_request(const std::string& body) {
+  static std::atomic<int> n{0};
+  if (!std::ifstream(g_dir + "/dump")) return;
+  std::ofstream(g_dir + "/request-" + std::to_string(++n) + ".json") << body;
 }
 
 // The text parts of one message's content (a string, or an array of
@@ -239,8 +287,9 @@ ErrorReply anthropic_error(const std::string& m) {
   } else if (m == "usage-limit") {
     r.status = 429, type = "rate_limit_error",
     message = "You've hit your usage limit. Your limit resets 3am (Europe/Berlin)";
-    r.headers = "anthropic-ratelimit-unified-status: rejected\r\nanthropic-ratelimit-unified-reset: " +
-                std::to_string(reset) + "\r\n";
+    r.headers =
+        "anthropic-ratelimit-unified-status: rejected\r\nanthropic-ratelimit-unified-reset: " + std::to_string(reset) +
+        "\r\n";
   } else if (m == "credit") {
     r.status = 400, type = "invalid_request_error",
     message =
@@ -270,8 +319,9 @@ ErrorReply openai_error(const std::string& m, const std::string& api) {
   std::string type = "server_error", code = "server_error", message = "Internal server error";
   if (m == "429" || m == "usage-limit") {
     r.status = 429, type = "requests", code = "rate_limit_exceeded",
-    message = "Rate limit reached for test-model on requests per min (RPM): Limit 3, Used 3, Requested 1. Please "
-              "try again in 1s.";
+    message =
+        "Rate limit reached for test-model on requests per min (RPM): Limit 3, Used 3, Requested 1. Please "
+        "try again in 1s.";
     r.headers = "retry-after: 1\r\nx-ratelimit-remaining-requests: 0\r\nx-ratelimit-reset-requests: 1s\r\n";
   } else if (m == "credit") {
     r.status = 429, type = "insufficient_quota", code = "insufficient_quota",
@@ -313,8 +363,9 @@ ErrorReply gemini_error(const std::string& m) {
     details.push_back(google_detail("RetryInfo", {{"retryDelay", "41s"}}));
   } else if (m == "credit") {
     r.status = 403, status = "PERMISSION_DENIED",
-    message = "This API method requires billing to be enabled. Please enable billing on project #4711 by visiting "
-              "https://console.developers.google.com/billing/enable?project=4711 then retry.";
+    message =
+        "This API method requires billing to be enabled. Please enable billing on project #4711 by visiting "
+        "https://console.developers.google.com/billing/enable?project=4711 then retry.";
     details.push_back(google_detail(
         "ErrorInfo", {{"reason", "BILLING_DISABLED"}, {"domain", "googleapis.com"}, {"metadata", Json::object()}}));
   } else if (m == "529") {
@@ -349,9 +400,13 @@ void anthropic(int fd, const Json& req, const std::string& body) {
           if (c.value("type", "") == "tool_result") ++results;
   int which = -1;
   const Edit e = edit_for(anthropic_prompt(req), &which);
+  int refusals = 0;
+  const bool done = says_done(user_text(req, "messages"), &refusals);
   Json block;
   std::string stop = "end_turn";
-  if (tools && results == 0) {
+  if (done) {
+    block = {{"type", "text"}, {"text", "Done: the task is complete."}};
+  } else if (tools && results == 0) {
     block = {{"type", "tool_use"},
              {"id", "toolu_" + std::to_string(++g_ids)},
              {"name", "Read"},
@@ -369,7 +424,7 @@ void anthropic(int fd, const Json& req, const std::string& body) {
   }
   log_request("POST", "/v1/messages", body.substr(0, 0),
               "tools=" + std::to_string(tools) + " results=" + std::to_string(results) +
-                  " edit=" + std::to_string(which));
+                  " edit=" + std::to_string(which) + " refusals=" + std::to_string(refusals));
   Json usage = {
       {"input_tokens", 10}, {"output_tokens", 5}, {"cache_creation_input_tokens", 0}, {"cache_read_input_tokens", 0}};
   Json msg = {{"id", "msg_" + std::to_string(++g_ids)},
@@ -423,12 +478,14 @@ void responses(int fd, const Json& req, const std::string& body) {
       if (i.value("type", "").find("_call_output") != std::string::npos) ++results;
   int which = -1;
   const Edit e = edit_for(user_text(req, "input"), &which);
+  int refusals = 0;
+  const bool done = says_done(user_text(req, "input"), &refusals);
   log_request("POST", "/v1/responses", "",
               "tools=" + std::to_string(tools) + " results=" + std::to_string(results) +
-                  " edit=" + std::to_string(which));
+                  " edit=" + std::to_string(which) + " refusals=" + std::to_string(refusals));
   const std::string rid = "resp_" + std::to_string(++g_ids);
   Json item;
-  if (tools && results == 0) {
+  if (tools && results == 0 && !done) {
     std::string patch = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: " + e.file + "\n@@\n-" +
                         // the whole line is replaced: read it from the tree the CLI works in
                         std::string() + "";
@@ -463,9 +520,9 @@ void responses(int fd, const Json& req, const std::string& body) {
             {"id", "msg_" + std::to_string(++g_ids)},
             {"role", "assistant"},
             {"status", "completed"},
-            {"content",
-             Json::array(
-                 {{{"type", "output_text"}, {"text", "Fixed: the edit is made."}, {"annotations", Json::array()}}})}};
+            {"content", Json::array({{{"type", "output_text"},
+                                      {"text", done ? "Done: the task is complete." : "Fixed: the edit is made."},
+                                      {"annotations", Json::array()}}})}};
   }
   Json usage = {{"input_tokens", 10},
                 {"input_tokens_details", {{"cached_tokens", 0}}},
@@ -502,9 +559,9 @@ void chat(int fd, const Json& req, const std::string& body) {
       if (m.value("role", "") == "tool") ++results;
   int which = -1;
   const Edit e = edit_for(user_text(req, "messages"), &which);
-  log_request("POST", "/v1/chat/completions", "",
-              "tools=" + std::to_string(tools) + " results=" + std::to_string(results) +
-                  " edit=" + std::to_string(which));
+  log_request(
+      "POST", "/v1/chat/completions", "",
+      "tools=" + std::to_string(tools) + " results=" + std::to_string(results) + " edit=" + std::to_string(which));
   Json delta;
   std::string finish = "stop";
   const std::string path = abs_path(body, e.file);
@@ -567,12 +624,16 @@ void gemini(int fd, const std::string& path, const Json& req, const std::string&
           if (p.contains("functionResponse")) ++results;
   int which = -1;
   const Edit e = edit_for(user_text(req, "contents"), &which);
+  int refusals = 0;
+  const bool done = tools && says_done(user_text(req, "contents"), &refusals);
   log_request("POST", path, "",
               "tools=" + std::to_string(tools) + " results=" + std::to_string(results) +
-                  " edit=" + std::to_string(which));
+                  " edit=" + std::to_string(which) + " refusals=" + std::to_string(refusals));
   Json parts;
   const std::string file = abs_path(body, e.file);
-  if (tools && results == 0) {
+  if (done) {
+    parts = Json::array({{{"text", "Done: the task is complete."}}});
+  } else if (tools && results == 0) {
     parts = Json::array(
         {{{"functionCall", {{"name", read_name}, {"args", {{"absolute_path", file}, {"file_path", file}}}}}}});
   } else if (tools && results == 1) {
@@ -654,6 +715,7 @@ void serve(int fd) {
   std::string path = head.substr(p0, head.find(' ', p0) - p0);
   Json req = Json::parse(body, nullptr, false);
   if (!req.is_object()) req = Json::object();
+  dump_request(body);
 
   std::string api;
   if (path.rfind("/v1/messages", 0) == 0 && path.find("count_tokens") == std::string::npos) api = "anthropic";
