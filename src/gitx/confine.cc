@@ -194,6 +194,9 @@ TreeConfinement TreeConfinement::plan(const std::string& tree, const std::string
   p->roots = std::move(roots);
   p->holes = {p->tree};
   if (!p->git_dir.empty()) p->holes.insert(p->holes.begin(), {p->git_dir, p->common + "/objects"});
+  // git-lfs keeps its objects beside git's, content-addressed like them.
+  std::error_code lfs_ec;
+  if (!p->git_dir.empty() && fs::is_directory(p->common + "/lfs", lfs_ec)) p->holes.push_back(p->common + "/lfs");
 
   if (std::string why = util::overlay_unavailable_reason(); !why.empty()) throw Error(why);
   std::error_code ec;

@@ -9,8 +9,8 @@
 // confined program starts in a user + mount namespace of its own
 // (util::ChildNamespace) where
 //   - its tree, the tree's own git dir (<common>/worktrees/<name>: its HEAD
-//     and index) and the repository's objects are the real ones: what it
-//     builds, commits or stages there is real;
+//     and index) and the repository's objects (and git-lfs's, when there)
+//     are the real ones: what it builds, commits or stages there is real;
 //   - the common dir and every other checkout (the user's work tree, their
 //     other worktrees, Phoenix's other trees) are overlays over the real
 //     folders: it reads them as they are, and what it writes there lands
