@@ -92,6 +92,60 @@ TEST_F(Beside, ACommitMadeWhileTheLoopsSetupRunsStays) {
       << r.out;
 }
 
+// While the loop's agent works, the person commits, amends, switches
+// branch, fetches, tags and runs git gc in their checkout and in their
+// second worktree. Everything they did is as they left it after the night.
+TEST_F(Beside, WhatThePersonDoesWhileTheAgentWorksStays) {
+  if (!can_confine()) GTEST_SKIP() << "not confined here: " << util::overlay_unavailable_reason();
+  const std::string remote = tmp / "remote.git";
+  git(tmp.path(), {"init", "-q", "--bare", "-b", "main", remote});
+  const std::string repo = init_loop_repo(tmp / "repo", "# Tasks\n\n- [ ] first task\n");
+  const std::string agent = "touch '" + marks + "/agent.started'; i=0; while [ ! -e '" + marks +
+                            "/agent.go' ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i+1)); done; echo x >> work.txt";
+  Json cfg = {{"checks", Json::array({broken_check("nobreak", "src.txt")})},
+              {"fixers", {"noop"}},
+              {"harness", {{"command", {"sh", "-c", agent}}, {"timeout_s", 90}}},
+              {"loop", loop_section(3, Json::object())}};
+  write(repo, "phoenix.json", cfg.dump(2));
+  commit_all(repo, "initial");
+  git(repo, {"remote", "add", "origin", remote});
+  git(repo, {"push", "-q", "origin", "main"});
+  const std::string second = tmp / "second";
+  git(repo, {"worktree", "add", "-q", "-b", "feature", second});
+  const std::string other = tmp / "other";
+  git(tmp.path(), {"clone", "-q", remote, other});
+  git(other, {"config", "user.email", "o@example.com"});
+  git(other, {"config", "user.name", "O"});
+  std::string theirs;
+  auto join = meanwhile("agent", [&] {
+    commit_new_file(repo, "a.txt");
+    git(repo, {"commit", "-q", "--amend", "-m", "a, amended"});
+    git(repo, {"switch", "-q", "-c", "topic"});
+    commit_new_file(second, "b.txt");
+    git(second, {"tag", "v1"});
+    write(other, "c.txt", "c\n");
+    commit_all(other, "theirs");
+    git(other, {"push", "-q", "origin", "main"});
+    git(repo, {"fetch", "-q", "origin"});
+    git(repo, {"gc", "-q"});
+    theirs = git(repo, {"for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/main", "refs/heads/topic",
+                        "refs/heads/feature", "refs/tags", "refs/remotes"}) +
+             git(repo, {"symbolic-ref", "HEAD"});
+  });
+  CliRun r = run_loop(repo, {"--branch", "phoenix/loop-test"});
+  join();
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(git(repo, {"for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/main", "refs/heads/topic",
+                       "refs/heads/feature", "refs/tags", "refs/remotes"}) +
+                git(repo, {"symbolic-ref", "HEAD"}),
+            theirs)
+      << r.out;
+  EXPECT_EQ(porcelain(repo), "") << r.out;
+  EXPECT_EQ(porcelain(second), "") << r.out;
+  EXPECT_EQ(r.out.find("put back"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("while the agent ran, not by the agent: left as it is"), std::string::npos) << r.out;
+}
+
 // `phoenix run --fixer bisect` on main, its setup running in bisect's tree,
 // while the person commits on their feature branch in a second worktree:
 // the feature commit stays on its branch and the run heals.
