@@ -13,6 +13,7 @@
 
 #include "checks/measured.h"
 #include "config/config.h"
+#include "hook/git_objects.h"
 #include "hook/owner.h"
 #include "hook/runs.h"
 #include "layout/paths.h"
@@ -270,21 +271,24 @@ struct InPlace {
 };
 
 // The measurement store as the thin binary sees it (checks/measured.h):
-// the pushed commit's tree as Phoenix noted it when it measured that
-// commit (checks::known_tree), else from one `git rev-parse` (noted once the
-// push is judged green); trusted only once `git status` says the push is
-// that commit, a clean HEAD. Without setup steps only: their fingerprint
-// hashes files, which is the full binary's (setup/).
+// the pushed commit's tree read from git's objects (hook/git_objects.h),
+// else as Phoenix noted it when it measured that commit
+// (checks::known_tree), else — a commit stored as a delta in a pack — from
+// one `git rev-parse` (noted once the push is judged green); trusted only
+// once `git status` says the push is that commit, a clean HEAD. Without
+// setup steps only: their fingerprint hashes files, which is the full
+// binary's (setup/). Used from the first push on, store empty or not: a
+// green measurement here is what a later push of the same tree is
+// answered from.
 struct ThinStore {
   std::string dir;
   std::string head;  // the pushed commit; "" when the store is not used
   std::string tree;
-  bool asked_git = false;  // the tree came from git, not from the store's note
+  bool asked_git = false;  // the tree came from git, not from its objects or the store's note
 
   ThinStore(const std::string& root, const config::Config& cfg, const std::vector<PushedRef>& refs)
       : dir(layout::measured_dir(root)) {
-    std::error_code ec;
-    if (!cfg.setup.empty() || checks::cache_disabled_by_env() || fs::is_empty(dir, ec) || ec) return;
+    if (!cfg.setup.empty() || checks::cache_disabled_by_env()) return;
     std::string commit;
     for (const auto& r : refs) {
       if (r.deletion()) continue;
@@ -292,6 +296,12 @@ struct ThinStore {
       commit = r.local_sha;
     }
     if (!checks::is_tree_id(commit)) return;
+    if (const auto dirs = git_dirs(root))
+      if (std::optional<std::string> read = commit_tree((dirs->second / "objects").string(), commit)) {
+        head = commit;
+        tree = *read;
+        return;
+      }
     if (std::string noted = checks::known_tree(dir, commit); !noted.empty()) {
       head = commit;
       tree = noted;
