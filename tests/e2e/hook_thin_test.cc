@@ -335,5 +335,31 @@ TEST_F(HookThin, ARemoteEndPushedPastTheHookIsHandedOver) {
   EXPECT_EQ(with_stand_in(past_hook).exit_code, 99);
 }
 
+// A teammate's commit at the remote end (fetched, then built on) is the
+// thin binary's own to decide: the reflog says no push from here put it
+// there. (It used to send every such push to the full hook.)
+TEST_F(HookThin, ATeammatesCommitAtTheRemoteEndIsDecidedByTheThinBinary) {
+  const std::string bare = tmp / "remote.git";
+  ASSERT_EQ(run({"git", "init", "-q", "--bare", "-b", "main", bare}).exit_code, 0);
+  git(repo, {"remote", "add", "origin", bare});
+  git(repo, {"push", "-q", "origin", "main"});
+  auto first = with_stand_in(line(head));  // the hook has pushed main
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::string mate = tmp / "mate";
+  ASSERT_EQ(run({"git", "clone", "-q", bare, mate}).exit_code, 0);
+  git(mate, {"config", "user.name", "Mate"});
+  git(mate, {"config", "user.email", "mate@example.com"});
+  write(mate, "mate.txt", "from a teammate\n");
+  const std::string theirs = commit_all(mate, "a teammate's commit");
+  git(mate, {"push", "-q", "origin", "main"});
+  git(repo, {"pull", "-q", "--ff-only", "origin", "main"});
+  write(repo, "state.txt", "GOOD 2\n");
+  const std::string mine = commit_all(repo, "mine, on top");
+  auto r = with_stand_in("refs/heads/main " + mine + " refs/heads/main " + theirs + "\n");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("FULL HOOK"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("phoenix: ok   state  exit=0"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace phoenix::test
