@@ -57,8 +57,12 @@ variants=(none phoenix)
 setup none
 
 setup phoenix
-cat >"$work/phoenix/phoenix.json" <<'EOF'
-{ "checks": [{ "id": "trivial", "kind": "command_exit", "target": ["true"] }] }
+# The check runs `true` by its path, as the shell hooks below do (Phoenix
+# runs checks as argv lists, without a shell: sh's builtin is not theirs).
+true_bin=/bin/true
+[ -x /usr/bin/true ] && true_bin=/usr/bin/true
+cat >"$work/phoenix/phoenix.json" <<EOF
+{ "checks": [{ "id": "trivial", "kind": "command_exit", "target": ["$true_bin"] }] }
 EOF
 git -C "$work/phoenix" add -A && git -C "$work/phoenix" commit -q -m "phoenix.json"
 git -C "$work/phoenix" push -q --no-verify origin main
@@ -160,15 +164,13 @@ echo "== $N pushes, each after a teammate's push (pulled first): handed to the f
 #          answers, and the check does not run.
 # Beside Phoenix, in its repository at the same commit: a shell script that
 # runs the `git status` Phoenix's green path runs and then the check as a
-# process (true by its path, as Phoenix runs it: not sh's builtin), the
-# floor of a hook that asks git; in the first way also a shell script that
+# process (the same `true` by the same path: not sh's builtin), the floor of
+# a hook that asks git; in the first way also a shell script that
 # runs sh's builtin `true`, the floor of any hook, and lefthook (in its own
 # repository, a new commit before each run too). The variants take turns
 # going first after a commit, so that drift and a commit's cold caches hit
 # all alike.
 printf '#!/bin/sh\ntrue\n' >"$work/floor-hook"
-true_bin=/bin/true
-[ -x /usr/bin/true ] && true_bin=/usr/bin/true
 printf '#!/bin/sh\ngit --no-optional-locks status --porcelain=v2 --branch -z --untracked-files=normal >/dev/null && %s\n' "$true_bin" >"$work/gitfloor-hook"
 chmod +x "$work/floor-hook" "$work/gitfloor-hook"
 unset PHOENIX_NO_CACHE
