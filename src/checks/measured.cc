@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <iostream>
 
 #include "util/atomic_file.h"
 #include "util/text.h"
@@ -98,8 +98,10 @@ std::vector<Measurement> read_tree(const std::string& dir, const std::string& tr
     return parse_measured(tree, *text);
   } catch (const std::exception&) {
     static std::atomic<bool> warned{false};
-    if (!warned.exchange(true))
-      std::cerr << "phoenix: warning: " << path << ": measurement store record does not parse; ignored and rebuilt\n";
+    // stdio, not std::cerr: phoenix-hook starts no C++ stream.
+    const std::string line =
+        "phoenix: warning: " + path + ": measurement store record does not parse; ignored and rebuilt\n";
+    if (!warned.exchange(true)) std::fputs(line.c_str(), stderr);
     ::unlink(path.c_str());
     return {};
   }
