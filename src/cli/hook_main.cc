@@ -17,8 +17,8 @@
 // printed nothing, so the verdict, output and exit code are the full hook's.
 // At a red check of a clean HEAD it stops, and hands what it measured to
 // the full hook (hook::hand_measured), which does not run those checks
-// again. A push whose remote end .phoenix/hook-runs.jsonl does not explain
-// (a skipped push, maybe: hook/runs.h) is handed over too.
+// again. A push whose remote end a push from here put there past the hook
+// (hook/runs.h) is handed over too, for the full hook to name.
 //
 // It links only phoenix_lite: no libgit2, OpenSSL, SQLite or Boost library.
 #include "cli/hook_main.h"
