@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -28,6 +29,10 @@ struct File {
   }
   File(const File&) = delete;
   File& operator=(const File&) = delete;
+  uint64_t size() const {
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 && st.st_size > 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  }
   // Up to `n` bytes at `at`; fewer at the end of the file, "" on an error.
   std::string read_at(uint64_t at, size_t n) const {
     std::string out(n, '\0');
@@ -107,8 +112,10 @@ std::optional<uint64_t> pack_offset(const File& idx, const std::string& id) {
   const uint32_t count = be32(head, 8 + 255 * 4);
   const uint32_t from = first == 0 ? 0 : be32(head, 8 + (first - 1) * 4);
   const uint32_t to = be32(head, 8 + first * 4);
-  if (from > to || to > count) return std::nullopt;
   const size_t n = id.size();
+  // Each object takes n + 8 bytes of the index at least (id, CRC, offset):
+  // a count the file cannot hold is a damaged index, not a read to try.
+  if (from > to || to > count || 8 + 256 * 4 + uint64_t(count) * (n + 8) > idx.size()) return std::nullopt;
   // The ids of the fan-out's bucket, sorted: one read, then a search.
   const std::string ids = idx.read_at(8 + 256 * 4 + uint64_t(from) * n, size_t(to - from) * n);
   if (ids.size() != size_t(to - from) * n) return std::nullopt;

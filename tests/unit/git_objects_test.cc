@@ -43,6 +43,25 @@ TEST(GitObjects, ALooseAndAPackedCommitNameTheTreeGitNames) {
   EXPECT_FALSE(hook::commit_tree(tmp / "nowhere", second));
 }
 
+// Files that are not what git writes are nobody's answer: git is asked.
+TEST(GitObjects, DamagedObjectsAndIndexesSayNothing) {
+  ScopedTempDir tmp;
+  const std::string objects = tmp / "objects";
+  const std::string id = "ab" + std::string(38, 'c');
+  write(objects, "ab/" + std::string(38, 'c'), "not zlib at all");
+  EXPECT_FALSE(hook::commit_tree(objects, id));
+  write(objects, "pack/pack-1.idx", std::string("\377tOc\0\0\0\2", 8) + std::string(100, '\xff'));
+  write(objects, "pack/pack-1.pack", "PACK");
+  EXPECT_FALSE(hook::commit_tree(objects, id));
+  // A whole header whose fan-out counts more objects than the file holds.
+  std::string fanout;
+  for (int i = 0; i < 256; ++i) fanout += std::string("\x7f\xff\xff\xff", 4);
+  write(objects, "pack/pack-1.idx", std::string("\377tOc\0\0\0\2", 8) + fanout);
+  EXPECT_FALSE(hook::commit_tree(objects, id));
+  write(objects, "info/alternates", "../nowhere\n\"quoted\"\n");
+  EXPECT_FALSE(hook::commit_tree(objects, id));
+}
+
 TEST(GitObjects, ACommitIsFoundThroughAlternates) {
   ScopedTempDir tmp;
   const std::string repo = init_repo(tmp / "repo");
