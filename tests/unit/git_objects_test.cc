@@ -53,9 +53,10 @@ TEST(GitObjects, DamagedObjectsAndIndexesSayNothing) {
   write(objects, "pack/pack-1.idx", std::string("\377tOc\0\0\0\2", 8) + std::string(100, '\xff'));
   write(objects, "pack/pack-1.pack", "PACK");
   EXPECT_FALSE(hook::commit_tree(objects, id));
-  // A whole header whose fan-out counts more objects than the file holds.
+  // A whole header whose fan-out counts more objects than the file holds
+  // (read as it says, the ids of `id`'s bucket alone would be 40 GB).
   std::string fanout;
-  for (int i = 0; i < 256; ++i) fanout += std::string("\x7f\xff\xff\xff", 4);
+  for (int i = 0; i < 256; ++i) fanout += i < 0xab ? std::string(4, '\0') : std::string("\x7f\xff\xff\xff", 4);
   write(objects, "pack/pack-1.idx", std::string("\377tOc\0\0\0\2", 8) + fanout);
   EXPECT_FALSE(hook::commit_tree(objects, id));
   write(objects, "info/alternates", "../nowhere\n\"quoted\"\n");
