@@ -5,15 +5,21 @@
 #   - Phoenix's hook (`phoenix hook install`) with one check: `true`
 #   - lefthook 2.2.1 (npm) with one pre-push job: `true`
 # Prints the median of N pushes each, the overhead over the baseline, and
-# Phoenix's overhead as a ratio of lefthook's; then each installed hook run
-# alone as git runs it (no push around it), beside a shell script that only
-# runs `true`, the floor of any hook; Phoenix aims to keep its ratio to
-# lefthook under 0.10, and within 1.1x a shell hook that runs `git status`
-# and the check as a process. Last, a red push on a real small CMake
-# project (a C file, a CTest test, a red commit pushed to a local bare
-# remote): the check's runs per red push, counted by a `ctest` wrapper on
-# PATH, must be 1. lefthook comes from npm once, into
-# $build/bench-cache/lefthook. Nothing here asserts a time.
+# Phoenix's overhead as a ratio of lefthook's. Then N pushes each made after
+# a teammate's push to the same branch: how many phoenix-hook handed to the
+# full hook (0 expected). Then each installed hook run alone as git runs it
+# (no push around it), with a new commit before every run, two ways: a tree
+# never measured (the check runs) and a tree Phoenix measured green before
+# (the measurement store answers); beside each, in the same repository at
+# the same commit, a shell script that runs `git status` and the check as a
+# process, and (first way) one that runs only sh's builtin `true`, the floor
+# of any hook. It prints both ratios to the `git status` script (aim: within
+# 1.1x, both ways) and to lefthook (aim: under 0.10), and how many runs
+# phoenix-hook handed over. Last, a red push on a real small CMake project
+# (a C file, a CTest test, a red commit pushed to a local bare remote): the
+# check's runs per red push, counted by a `ctest` wrapper on PATH, must be
+# 1. lefthook comes from npm once, into $build/bench-cache/lefthook.
+# Nothing here asserts a time.
 #   bench/hook_bench.sh           N=15 by default; PHOENIX_BUILD_DIR picks the build
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -51,8 +57,12 @@ variants=(none phoenix)
 setup none
 
 setup phoenix
-cat >"$work/phoenix/phoenix.json" <<'EOF'
-{ "checks": [{ "id": "trivial", "kind": "command_exit", "target": ["true"] }] }
+# The check runs `true` by its path, as the shell hooks below do (Phoenix
+# runs checks as argv lists, without a shell: sh's builtin is not theirs).
+true_bin=/bin/true
+[ -x /usr/bin/true ] && true_bin=/usr/bin/true
+cat >"$work/phoenix/phoenix.json" <<EOF
+{ "checks": [{ "id": "trivial", "kind": "command_exit", "target": ["$true_bin"] }] }
 EOF
 git -C "$work/phoenix" add -A && git -C "$work/phoenix" commit -q -m "phoenix.json"
 git -C "$work/phoenix" push -q --no-verify origin main
@@ -122,88 +132,165 @@ if [[ " ${variants[*]} " == *" lefthook "* ]]; then
   }'
 fi
 
+# Pushes after a teammate's: a clone of the same remote pushes to main
+# between two pushes of Phoenix's repository, which pulls (rebasing) before
+# each. The remote end is then a fetched commit no measurement of this
+# repository covers; phoenix-hook reads the remote-tracking ref's reflog,
+# sees no push from here put it there, and decides the push itself (it used
+# to hand every such push to the full hook, which ran git status again).
+git clone -q -b main "$work/phoenix.git" "$work/mate"
+git -C "$work/mate" config user.name mate
+git -C "$work/mate" config user.email mate@localhost
+runs_log="$work/phoenix/.phoenix/hook-runs.jsonl"
+full_before=$(grep -c '"by":"phoenix"' "$runs_log" || true)
+for i in $(seq "$N"); do
+  git -C "$work/mate" pull -q --rebase origin main
+  echo "$i" >"$work/mate/mate.txt"
+  git -C "$work/mate" add mate.txt && git -C "$work/mate" commit -q -m "teammate $i"
+  git -C "$work/mate" push -q origin main
+  git -C "$work/phoenix" pull -q --rebase origin main
+  one_push phoenix "after teammate $i"
+done
+full_after=$(grep -c '"by":"phoenix"' "$runs_log" || true)
+echo "== $N pushes, each after a teammate's push (pulled first): handed to the full hook: $((full_after - full_before))"
+
 # The hooks alone, run the way git runs them: from the work tree, git's
 # stdin line in a file, the remote's name and URL as arguments, no shell
-# around it. The variants alternate so that drift on the machine hits all
-# alike. Beside them, the floor of any hook that runs `true`: a shell
-# script with that one line. `true` is a builtin of sh, so the floors start
-# no process for the check, where Phoenix (whose checks are argv lists, run
-# without a shell) starts /usr/bin/true.
+# around it, and a new commit before every run (made outside the timed
+# span), as every push brings. Two ways:
+#   new:   each commit's tree was never measured: Phoenix runs its check;
+#   known: each commit has one of two trees Phoenix measured green before
+#          (counter.txt flips between two values): the measurement store
+#          answers, and the check does not run.
+# Beside Phoenix, in its repository at the same commit: a shell script that
+# runs the `git status` Phoenix's green path runs and then the check as a
+# process (the same `true` by the same path: not sh's builtin), the floor of
+# a hook that asks git; in the first way also a shell script that
+# runs sh's builtin `true`, the floor of any hook, and lefthook (in its own
+# repository, a new commit before each run too). The variants take turns
+# going first after a commit, so that drift and a commit's cold caches hit
+# all alike.
 printf '#!/bin/sh\ntrue\n' >"$work/floor-hook"
-# ... and of any hook that asks git whether the tree is clean first: the
-# same `git status` Phoenix's green path runs, then the check as a process
-# (true by its path, as Phoenix runs it: not sh's builtin).
-true_bin=/bin/true
-[ -x /usr/bin/true ] && true_bin=/usr/bin/true
 printf '#!/bin/sh\ngit --no-optional-locks status --porcelain=v2 --branch -z --untracked-files=normal >/dev/null && %s\n' "$true_bin" >"$work/gitfloor-hook"
 chmod +x "$work/floor-hook" "$work/gitfloor-hook"
-# Phoenix runs its check here as the floors do: the measurement store,
-# which answers a tree measured green before without running the check,
-# is bench/measured_bench.sh's to measure.
-export PHOENIX_NO_CACHE=1
-alone=(phoenix)
-[[ " ${variants[*]} " == *" lefthook "* ]] && alone+=(lefthook)
-alone+=(floor gitfloor)
-hook_of() { case $1 in floor|gitfloor) echo "$work/$1-hook" ;; *) echo "$work/$1/.git/hooks/pre-push" ;; esac; }
-dir_of() { case $1 in floor|gitfloor) echo "$work/phoenix" ;; *) echo "$work/$1" ;; esac; }
-for v in "${alone[@]}"; do
-  d=$(dir_of "$v")
-  sha=$(git -C "$d" rev-parse HEAD)
-  echo "refs/heads/main $sha refs/heads/main $sha" >"$work/$v.line"
-  : >"$work/$v.alone"
-done
-for i in $(seq "$((N * 4))"); do
-  for v in "${alone[@]}"; do
-    h=$(hook_of "$v")
-    cd "$(dir_of "$v")"
-    # EPOCHREALTIME read in place: $(now_us) would fork a subshell inside
-    # the measured span.
-    t0=${EPOCHREALTIME/[.,]/}
-    "$h" origin "$work/$v.git" <"$work/$v.line" >"$work/$v.alone.out" 2>&1 || { cat "$work/$v.alone.out" >&2; exit 1; }
-    t1=${EPOCHREALTIME/[.,]/}
-    echo $((t1 - t0)) >>"$work/$v.alone"
-  done
-done
-cd "$here"
-grep -q "phoenix: ok" "$work/phoenix.alone.out" || { echo "Phoenix's hook did not run:" >&2; cat "$work/phoenix.alone.out" >&2; exit 1; }
-# CPU (user+sys of every process a hook started), from this shell's
-# children's times over a block of runs: unlike wall time, hardly moved by
-# other load on the machine.
-# `times` prints this shell's and its children's user and system time; it
-# must run in this shell (not in a $(...) subshell) to see the hooks.
-child_cpu_s() { awk 'NR == 2 { split($1, u, "m"); split($2, y, "m"); print u[1] * 60 + u[2] + y[1] * 60 + y[2] }' "$work/times"; }
-cpu_us() {
-  local v=$1 h d before after runs=$((N * 4))
-  h=$(hook_of "$v"); d=$(dir_of "$v")
+unset PHOENIX_NO_CACHE
+
+# The child processes' CPU (user+sys of every process this shell started
+# and waited for), in ms, left in $cpu: `times` and `read` are builtins, so
+# reading it starts no process.
+to_ms() { local v=${1%s}; local m=${v%%m*} s=${v#*m}; ms=$((m * 60000 + 10#${s/./})); }
+cpu_now() {
+  local _a _b u s
+  times >"$work/times"
+  { read -r _a _b; read -r u s; } <"$work/times"
+  to_ms "$u"; cpu=$ms
+  to_ms "$s"; cpu=$((cpu + ms))
+}
+
+# A new commit in $1 with counter.txt holding $2; the stdin line of its
+# push (the remote end: the commit before it) goes to $work/$3.line.
+new_commit() {
+  local prev
+  prev=$(git -C "$1" rev-parse HEAD)
+  echo "$2" >"$1/counter.txt"
+  git -C "$1" commit -q -am "bench $2"
+  echo "refs/heads/main $(git -C "$1" rev-parse HEAD) refs/heads/main $prev" >"$work/$3.line"
+}
+
+# One run of variant $1 (way $2), timed: wall and CPU.
+run_hook() {
+  local v=$1 way=$2 h d t0 t1 c0
+  case $v in
+    floor | gitfloor) h="$work/$v-hook" d="$work/phoenix" ;;
+    *) h="$work/$v/.git/hooks/pre-push" d="$work/$v" ;;
+  esac
   cd "$d"
-  times >"$work/times"; before=$(child_cpu_s)
-  for i in $(seq "$runs"); do "$h" origin "$work/$v.git" <"$work/$v.line" >/dev/null 2>&1; done
-  times >"$work/times"; after=$(child_cpu_s)
+  cpu_now; c0=$cpu
+  t0=${EPOCHREALTIME/[.,]/}
+  "$h" origin "$work/$v.git" <"$work/${v/*floor/phoenix}.line" >"$work/$v.alone.out" 2>&1 || { cat "$work/$v.alone.out" >&2; exit 1; }
+  t1=${EPOCHREALTIME/[.,]/}
+  cpu_now
   cd "$here"
-  awk -v a="$after" -v b="$before" -v n="$runs" 'BEGIN { printf "%d", (a - b) * 1000000 / n }'
+  echo $((t1 - t0)) >>"$work/$way.$v.wall"
+  echo $((cpu - c0)) >>"$work/$way.$v.cpu"
 }
-# One row: the median wall time and the mean CPU of variant $1's runs,
-# left in $wall and $cpu (cpu_us must run in this shell, hence the file).
-alone_row() {
-  wall=$(median_us "$work/$1.alone")
-  cpu_us "$1" >"$work/cpu"
-  cpu=$(cat "$work/cpu")
-  awk -v label="$2" -v m="$wall" -v c="$cpu" -v note="$3" \
-    'BEGIN { printf "%-21s%6.2f ms wall   %6.2f ms CPU%s\n", label, m / 1000, c / 1000, note }'
+
+# Rounds of way $1 over the variants that follow: a new commit, then each
+# variant once, starting with a different one each round. The first round
+# is not timed (caches warm, the hooks shown to work).
+rounds() {
+  local way=$1 i k n v content; shift
+  local vs=("$@")
+  n=${#vs[@]}
+  for i in $(seq 0 "$((N * 4))"); do
+    content="$way $i"
+    [ "$way" = known ] && content="known $((i % 2))"
+    new_commit "$work/phoenix" "$content" phoenix
+    [[ " ${vs[*]} " == *" lefthook "* ]] && new_commit "$work/lefthook" "$content" lefthook
+    for k in $(seq 0 "$((n - 1))"); do
+      v=${vs[$(((i + k) % n))]}
+      run_hook "$v" "$way"
+    done
+    if [ "$i" = 0 ]; then
+      for v in "${vs[@]}"; do : >"$work/$way.$v.wall"; : >"$work/$way.$v.cpu"; done
+      runs_before=$(wc -l <"$work/phoenix/.phoenix/hook-runs.jsonl")
+    fi
+  done
 }
-echo "== the green pre-push hook alone, as git runs it, N=$((N * 4)) each (median wall; CPU averaged)"
-alone_row phoenix "phoenix hook:" " (user+sys, all its processes)"
+
+# Who decided each timed run of Phoenix's hook: phoenix-hook itself, or the
+# full hook it handed over to (hook-runs.jsonl's "by").
+handed_over() {
+  tail -n +"$((runs_before + 1))" "$work/phoenix/.phoenix/hook-runs.jsonl" | grep -c '"by":"phoenix"' || true
+}
+
+mean() { awk '{ s += $1 } END { printf "%d", NR ? s * 1000 / NR : 0 }' "$1"; }  # ms -> us
+row() {
+  wall=$(median_us "$work/$1.$2.wall")
+  cpu=$(mean "$work/$1.$2.cpu")
+  awk -v label="$3" -v m="$wall" -v c="$cpu" -v note="$4" \
+    'BEGIN { printf "%-23s%6.2f ms wall   %6.2f ms CPU%s\n", label, m / 1000, c / 1000, note }'
+}
+
+# The measurement store answers the known way: both trees measured first.
+new_commit "$work/phoenix" "known 0" phoenix
+run_hook phoenix warm
+new_commit "$work/phoenix" "known 1" phoenix
+run_hook phoenix warm
+
+new_way=(phoenix)
+[[ " ${variants[*]} " == *" lefthook "* ]] && new_way+=(lefthook)
+new_way+=(floor gitfloor)
+rounds new "${new_way[@]}"
+new_handed=$(handed_over)
+grep -q "phoenix: ok   trivial  exit=0  ([0-9]* ms)" "$work/phoenix.alone.out" ||
+  { echo "Phoenix's hook did not run its check:" >&2; cat "$work/phoenix.alone.out" >&2; exit 1; }
+rounds known phoenix gitfloor
+known_handed=$(handed_over)
+grep -q "phoenix: ok   trivial  exit=0  (cached: " "$work/phoenix.alone.out" ||
+  { echo "Phoenix's hook was not answered by the measurement store:" >&2; cat "$work/phoenix.alone.out" >&2; exit 1; }
+
+echo "== the green pre-push hook alone, as git runs it, a new commit before each run, N=$((N * 4)) each (median wall; CPU averaged)"
+echo "-- a tree never measured (the check runs)"
+row new phoenix "phoenix hook:" " (user+sys, all its processes; $new_handed handed over)"
 p=$wall pc=$cpu
-if [[ " ${alone[*]} " == *" lefthook "* ]]; then
-  alone_row lefthook "lefthook 2.2.1:" ""
+if [[ " ${new_way[*]} " == *" lefthook "* ]]; then
+  row new lefthook "lefthook 2.2.1:" ""
   l=$wall lc=$cpu
 fi
-alone_row floor "sh running true:" " (the floor of any hook)"
-alone_row gitfloor "sh: git status, true:" " (a hook that asks git first, then runs the check)"
-awk -v p="$p" -v g="$wall" 'BEGIN {
-  printf "phoenix / (sh: git status, the check as a process): wall %.2fx (aim: within 1.1x: %s)\n", p / g, (p / g <= 1.1 ? "met" : "NOT met")
+row new floor "sh running true:" " (the floor of any hook)"
+row new gitfloor "sh: git status, true:" " (a hook that asks git first, then runs the check)"
+g=$wall gc=$cpu
+echo "-- a tree Phoenix measured green before (the measurement store answers)"
+row known phoenix "phoenix hook:" " ($known_handed handed over)"
+kp=$wall kpc=$cpu
+row known gitfloor "sh: git status, true:" ""
+kg=$wall kgc=$cpu
+awk -v p="$p" -v g="$g" -v pc="$pc" -v gc="$gc" -v kp="$kp" -v kg="$kg" -v kpc="$kpc" -v kgc="$kgc" 'BEGIN {
+  printf "phoenix / (sh: git status, the check as a process), a new tree:      wall %.2fx, CPU %.2fx (aim: within 1.1x: %s)\n", p / g, pc / gc, (p / g <= 1.1 ? "met" : "NOT met")
+  printf "phoenix / (sh: git status, the check as a process), a measured tree: wall %.2fx, CPU %.2fx (aim: within 1.1x: %s)\n", kp / kg, kpc / kgc, (kp / kg <= 1.1 ? "met" : "NOT met")
 }'
-if [[ " ${alone[*]} " == *" lefthook "* ]]; then
+if [[ " ${new_way[*]} " == *" lefthook "* ]]; then
   awk -v p="$p" -v l="$l" -v pc="$pc" -v lc="$lc" 'BEGIN {
     printf "phoenix / lefthook: wall %.3f, CPU %.3f (goal: under 0.10; wall: %s)\n", p / l, (lc > 0 ? pc / lc : 0), (p / l < 0.10 ? "met" : "NOT met")
   }'

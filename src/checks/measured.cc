@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <iostream>
 
 #include "util/atomic_file.h"
 #include "util/text.h"
@@ -87,18 +87,21 @@ Json record_json(const Measurement& m) {
 // per process and removed.
 std::vector<Measurement> read_tree(const std::string& dir, const std::string& tree) {
   const std::string path = dir + "/" + measured_file_name(tree);
-  std::string text;
+  // A tree not measured yet is no exception: phoenix-hook's green path
+  // throws none (its first throw sorts the static binary's unwind tables).
+  std::optional<std::string> text;
   try {
-    text = util::read_file(path);
-  } catch (const std::exception&) {
-    return {};  // none yet
-  }
+    text = util::read_file_if_exists(path);
+  } catch (const std::exception&) {}
+  if (!text) return {};
   try {
-    return parse_measured(tree, text);
+    return parse_measured(tree, *text);
   } catch (const std::exception&) {
     static std::atomic<bool> warned{false};
-    if (!warned.exchange(true))
-      std::cerr << "phoenix: warning: " << path << ": measurement store record does not parse; ignored and rebuilt\n";
+    // stdio, not std::cerr: phoenix-hook starts no C++ stream.
+    const std::string line =
+        "phoenix: warning: " + path + ": measurement store record does not parse; ignored and rebuilt\n";
+    if (!warned.exchange(true)) std::fputs(line.c_str(), stderr);
     ::unlink(path.c_str());
     return {};
   }

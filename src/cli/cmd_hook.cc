@@ -12,6 +12,7 @@
 #include "hook/agent_config.h"
 #include "hook/agent_stop.h"
 #include "hook/hook.h"
+#include "hook/runs.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/subprocess.h"
@@ -181,6 +182,14 @@ int hook_install(Parsed& p) {
   const std::string shim = shim_for(repo, hooks_dir, self);
   const std::string program = hook::shim_interpreter(shim);
   hook::InstallResult r = hook::install(hooks_dir, shim);
+  // From now on a push from here that no measurement covers is named, on
+  // any ref (docs/hook.md, "Skipping it").
+  try {
+    hook::note_install(p.ctx.root, r.action == "installed");
+  } catch (const Error& e) {
+    std::cerr << "phoenix: warning: a push skipping the hook before its first run will not be noticed: " << e.what()
+              << "\n";
+  }
   if (p.ctx.json) {
     print_json(p.ctx, {{"action", r.action},
                        {"hook", r.hook},

@@ -17,8 +17,8 @@
 // printed nothing, so the verdict, output and exit code are the full hook's.
 // At a red check of a clean HEAD it stops, and hands what it measured to
 // the full hook (hook::hand_measured), which does not run those checks
-// again. A push whose remote end .phoenix/hook-runs.jsonl does not explain
-// (a skipped push, maybe: hook/runs.h) is handed over too.
+// again. A push whose remote end a push from here put there past the hook
+// (hook/runs.h) is handed over too, for the full hook to name.
 //
 // It links only phoenix_lite: no libgit2, OpenSSL, SQLite or Boost library.
 #include "cli/hook_main.h"
@@ -30,8 +30,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <iostream>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <utility>
@@ -69,9 +67,32 @@ struct SavedEnv {
   }
 };
 
+// What the hook says goes straight to stderr: phoenix-hook starts no C++
+// stream (hook/green.h, run_green).
+void say(const std::string& text) {
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(2, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+// git's lines, all of stdin.
+std::string read_stdin() {
+  std::string in;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(0, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return in;
+    in.append(buf, static_cast<size_t>(n));
+  }
+}
+
 [[noreturn]] void fail(const std::string& what) {
-  std::cerr << "phoenix: error: " << what << "\n";
-  std::exit(kExitRed);
+  say("phoenix: error: " + what + "\n");
+  std::_Exit(kExitRed);
 }
 
 // The phoenix the hook hands over to: beside this binary, or for a direct
@@ -112,9 +133,9 @@ std::string full_phoenix() {
   ::execv(full.c_str(), args.data());
   // What the shell shim says of a binary that is gone.
   if (!g_hook_file.empty() && (errno == ENOENT || errno == EACCES)) {
-    std::cerr << "phoenix: the hook's binary " << full << " is gone; reinstall with 'phoenix hook install' or remove "
-              << g_hook_file << "\n";
-    std::exit(kExitRed);
+    say("phoenix: the hook's binary " + full + " is gone; reinstall with 'phoenix hook install' or remove " +
+        g_hook_file + "\n");
+    std::_Exit(kExitRed);
   }
   fail("phoenix-hook: cannot run " + full + ": " + std::strerror(errno) +
        " (reinstall Phoenix, or run 'phoenix hook install')");
@@ -133,9 +154,8 @@ std::string direct_shim_source(const char* arg) {
 
 [[noreturn]] void refuse_unchained(const std::string& hook_file) {
   const std::string chained = hook_file + layout::kChainedHookSuffix;
-  std::cerr << "phoenix: " << chained << " (a pre-push hook kept when Phoenix was installed) is not run by "
-            << hook_file << "; run 'phoenix hook install' again so that it runs first; push blocked\n";
-  std::cerr.flush();
+  say("phoenix: " + chained + " (a pre-push hook kept when Phoenix was installed) is not run by " + hook_file +
+      "; run 'phoenix hook install' again so that it runs first; push blocked\n");
   std::_Exit(kExitRed);
 }
 
@@ -171,24 +191,23 @@ int phoenix_hook_main(int argc, char** argv) {
   env.save(hook::git_location_env());
   std::optional<std::string> input;
   std::optional<int> code;
+  std::string said;  // what run_green says, written once it has decided
   try {
     util::install_signal_handlers();
     std::error_code ec;
     const std::string cwd = fs::canonical(fs::current_path(), ec).string();
     const std::optional<std::string> root = ec ? std::nullopt : hook::find_work_tree(cwd);
     if (root) {
-      input.emplace(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-      code = hook::run_green(hook::parse_pre_push(*input), *root, argc > 2 ? argv[2] : "", std::cerr);
+      input.emplace(read_stdin());
+      code = hook::run_green(hook::parse_pre_push(*input), *root, argc > 2 ? argv[2] : "", said);
     }
   } catch (const std::exception&) {
     code.reset();  // a malformed line, an unexpected error: the full hook's to say
   }
   if (code) {
     // Everything of this run is closed and written; what exit() would add
-    // (the destructors of the C++ library's locale caches) is time the push
-    // waits for.
-    std::cout.flush();
-    std::cerr.flush();
+    // is time the push waits for.
+    say(said);
     std::_Exit(*code);
   }
   env.restore();

@@ -8,16 +8,17 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <iostream>
-#include <sstream>
+#include <ostream>
 
 #include "checks/measured.h"
 #include "config/config.h"
+#include "hook/git_objects.h"
 #include "hook/owner.h"
 #include "hook/runs.h"
 #include "layout/paths.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/format.h"
 #include "util/json.h"
 #include "util/lock.h"
 #include "util/signals.h"
@@ -144,26 +145,32 @@ std::optional<checks::CheckSpec> Deadline::cap(const checks::CheckSpec& spec) co
   return capped;
 }
 
-void print_result(std::ostream& err, bool color, const checks::SenseResult& r, const std::string& where) {
-  err << "phoenix: " << (r.ok ? paint(color, "32", "ok ") : paint(color, "31;1", "RED")) << "  " << r.id << "  "
-      << r.signal
-      << paint(color, "2",
-               "  (" + (r.cached.empty() ? std::to_string(r.duration_ms) + " ms" : "cached: " + r.cached) + ")  " +
-                   where)
-      << "\n";
-  if (r.ok || r.evidence.empty()) return;
+std::string result_text(bool color, const checks::SenseResult& r, const std::string& where) {
+  const std::string took = r.cached.empty() ? std::to_string(r.duration_ms) + " ms" : "cached: " + r.cached;
+  std::string out = "phoenix: " + (r.ok ? paint(color, "32", "ok ") : paint(color, "31;1", "RED")) + "  " + r.id +
+                    "  " + r.signal + paint(color, "2", "  (" + took + ")  " + where) + "\n";
+  if (r.ok || r.evidence.empty()) return out;
   auto lines = util::split_lines(r.evidence);
   size_t from = lines.size() > 30 ? lines.size() - 30 : 0;
-  if (from > 0) err << paint(color, "2", "     | ... (" + std::to_string(from) + " lines above)") << "\n";
-  for (size_t i = from; i < lines.size(); ++i) err << paint(color, "2", "     | ") << lines[i] << "\n";
+  if (from > 0) out += paint(color, "2", "     | ... (" + std::to_string(from) + " lines above)") + "\n";
+  for (size_t i = from; i < lines.size(); ++i) out += paint(color, "2", "     | ") + lines[i] + "\n";
+  return out;
+}
+
+void print_result(std::ostream& err, bool color, const checks::SenseResult& r, const std::string& where) {
+  err << result_text(color, r, where);
+}
+
+std::string out_of_time_text(double timeout_s, const std::string& check, const std::string& where) {
+  return "phoenix: hook.timeout_s (" + util::secs(timeout_s) + " s) ran out before " + check + " in " + where +
+         "; push blocked\n";
 }
 
 void print_out_of_time(std::ostream& err, double timeout_s, const std::string& check, const std::string& where) {
-  err << "phoenix: hook.timeout_s (" << timeout_s << " s) ran out before " << check << " in " << where
-      << "; push blocked\n";
+  err << out_of_time_text(timeout_s, check, where);
 }
 
-void print_interrupted(std::ostream& err) { err << "phoenix: interrupted; push blocked\n"; }
+void print_interrupted(std::ostream& err) { err << kInterruptedLine; }
 
 const checks::SenseResult* Measured::find(const std::string& id) const {
   for (const auto& r : results)
@@ -270,21 +277,24 @@ struct InPlace {
 };
 
 // The measurement store as the thin binary sees it (checks/measured.h):
-// the pushed commit's tree as Phoenix noted it when it measured that
-// commit (checks::known_tree), else from one `git rev-parse` (noted once the
-// push is judged green); trusted only once `git status` says the push is
-// that commit, a clean HEAD. Without setup steps only: their fingerprint
-// hashes files, which is the full binary's (setup/).
+// the pushed commit's tree read from git's objects (hook/git_objects.h),
+// else as Phoenix noted it when it measured that commit
+// (checks::known_tree), else — a commit stored as a delta in a pack — from
+// one `git rev-parse` (noted once the push is judged green); trusted only
+// once `git status` says the push is that commit, a clean HEAD. Without
+// setup steps only: their fingerprint hashes files, which is the full
+// binary's (setup/). Used from the first push on, store empty or not: a
+// green measurement here is what a later push of the same tree is
+// answered from.
 struct ThinStore {
   std::string dir;
   std::string head;  // the pushed commit; "" when the store is not used
   std::string tree;
-  bool asked_git = false;  // the tree came from git, not from the store's note
+  bool asked_git = false;  // the tree came from git, not from its objects or the store's note
 
   ThinStore(const std::string& root, const config::Config& cfg, const std::vector<PushedRef>& refs)
       : dir(layout::measured_dir(root)) {
-    std::error_code ec;
-    if (!cfg.setup.empty() || checks::cache_disabled_by_env() || fs::is_empty(dir, ec) || ec) return;
+    if (!cfg.setup.empty() || checks::cache_disabled_by_env()) return;
     std::string commit;
     for (const auto& r : refs) {
       if (r.deletion()) continue;
@@ -292,6 +302,12 @@ struct ThinStore {
       commit = r.local_sha;
     }
     if (!checks::is_tree_id(commit)) return;
+    if (const auto dirs = git_dirs(root))
+      if (std::optional<std::string> read = commit_tree((dirs->second / "objects").string(), commit)) {
+        head = commit;
+        tree = *read;
+        return;
+      }
     if (std::string noted = checks::known_tree(dir, commit); !noted.empty()) {
       head = commit;
       tree = noted;
@@ -356,7 +372,7 @@ InPlace sense_until_red(const std::vector<checks::CheckSpec>& selected,
 }
 
 // The verdict once git has said green and the checks have stopped.
-std::optional<int> conclude(const HeadWatch& git, const InPlace& ran, double timeout_s, std::ostream& err) {
+std::optional<int> conclude(const HeadWatch& git, const InPlace& ran, double timeout_s, std::string& err) {
   // Ctrl-C blocks the push: handing over would run the checks again.
   const bool interrupted = util::interrupted_signal() != 0 || std::any_of(ran.results.begin(), ran.results.end(),
                                                                           [](const auto& r) { return r.interrupted; });
@@ -364,20 +380,19 @@ std::optional<int> conclude(const HeadWatch& git, const InPlace& ran, double tim
   // full hook would have printed them before stopping there.
   const std::string where = push_label(git.pushing, git.st->head);
   const bool color = util::term::color_enabled(2);
-  std::ostringstream out;
+  std::string out;
   for (const auto& r : ran.results) {
     if (!r.ok) break;
-    print_result(out, color, r, where);
+    out += result_text(color, r, where);
   }
   if (interrupted) {
-    err << out.str();
-    print_interrupted(err);
+    err += out + kInterruptedLine;
     return kExitInterrupted;
   }
   if (!ran.results.empty() && !ran.results.back().ok) return std::nullopt;  // red: the full hook blocks or heals
-  err << out.str();
+  err += out;
   if (ran.out_of_time) {
-    print_out_of_time(err, timeout_s, *ran.out_of_time, where);
+    err += out_of_time_text(timeout_s, *ran.out_of_time, where);
     return kExitRed;
   }
   return kExitOk;
@@ -386,7 +401,7 @@ std::optional<int> conclude(const HeadWatch& git, const InPlace& ran, double tim
 }  // namespace
 
 std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::string& root, const std::string& remote,
-                             std::ostream& err) {
+                             std::string& err) {
   const auto start = std::chrono::steady_clock::now();
   if (commits_to_measure(refs).empty()) return std::nullopt;
   forget_git_location_env();  // before git starts
@@ -430,7 +445,7 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   if (!git.green) {
     if (first) first->stop();
     if (util::interrupted_signal() == 0) return std::nullopt;  // another commit, a dirty tree, git could not say
-    print_interrupted(err);  // Ctrl-C blocks the push: handing over would run the checks again
+    err += kInterruptedLine;  // Ctrl-C blocks the push: handing over would run the checks again
     log_run(root, "phoenix-hook", remote, refs, "interrupted", {});
     return kExitInterrupted;
   }
@@ -456,7 +471,7 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   if (!code && !ran.results.empty() && !ran.results.back().ok)
     hand_measured(root, Measured{git.st->head, ran.results});
   // What the full hook says last, said here too when this is the verdict.
-  if (code && git.owner && !git.owner->calls_phoenix) err << "phoenix: warning: " << git.owner->warning << "\n";
+  if (code && git.owner && !git.owner->calls_phoenix) err += "phoenix: warning: " + git.owner->warning + "\n";
   return code;
 }
 

@@ -81,10 +81,15 @@ class Deadline {
 
 // One check's line on the hook's output ("phoenix: ok   unit  exit=0
 // (840 ms)  main@3f2c1a9b7d10"), then the end of its evidence when red.
+// The *_text forms are what the print_ ones write, for phoenix-hook, which
+// starts no C++ stream (run_green).
+std::string result_text(bool color, const checks::SenseResult& r, const std::string& where);
 void print_result(std::ostream& err, bool color, const checks::SenseResult& r, const std::string& where);
 // "phoenix: hook.timeout_s (N s) ran out before CHECK in WHERE; push blocked"
+std::string out_of_time_text(double timeout_s, const std::string& check, const std::string& where);
 void print_out_of_time(std::ostream& err, double timeout_s, const std::string& check, const std::string& where);
 // "phoenix: interrupted; push blocked"
+inline constexpr const char* kInterruptedLine = "phoenix: interrupted; push blocked\n";
 void print_interrupted(std::ostream& err);
 
 // The fast path's measurement, handed to the full hook when it stops at a
@@ -111,9 +116,13 @@ std::optional<Measured> take_measured();
 // The thin binary's whole run.
 
 // The green path of phoenix-hook, or nullopt to hand over to the full hook
-// (`phoenix hook run pre-push`). Prints nothing on `err` before it knows the
+// (`phoenix hook run pre-push`). Says nothing in `err` before it knows the
 // push is green — or interrupted, or out of time: then what the full hook
-// would print at that point, as it would — and returns the exit code.
+// would print at that point, as it would — and returns the exit code. The
+// caller writes `err` to stderr: phoenix-hook starts no C++ stream, whose
+// set-up (libstdc++'s standard streams and locale) was a tenth of its own
+// CPU. Nothing here throws on the way to a green verdict either: the first
+// exception of a static binary sorts its whole unwind table.
 //
 // Handled here: phoenix.json loads, some ref is not a deletion, the hook's
 // checks are all command_exit, the lock is free, and every pushed commit is
@@ -128,6 +137,6 @@ std::optional<Measured> take_measured();
 // (hook/runs.h); a push whose remote end no earlier run explains (a
 // skipped push, maybe) is handed over for the full hook to judge.
 std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::string& root, const std::string& remote,
-                             std::ostream& err);
+                             std::string& err);
 
 }  // namespace phoenix::hook

@@ -328,7 +328,6 @@ class PrePush {
   std::optional<int> load_config();
   std::optional<int> take_lock();
   void notice_skipped();
-  bool pushed_from_here(const PushedRef& r);
   std::optional<int> verify_skipped();
 
  public:
@@ -585,12 +584,12 @@ std::optional<int> PrePush::enter_worktree(const Target& t, const config::Config
   return std::nullopt;
 }
 
-// A remote ref this repository pushed to before whose remote end is now a
-// commit no measurement of Phoenix's covers (neither measured green nor an
-// ancestor of one), put there by a push from here (its remote-tracking
-// ref's reflog says "update by push"): a push made with --no-verify or
-// PHOENIX_SKIP=1. Said on stderr and kept for `phoenix status`. A commit
-// a teammate pushed arrives by a fetch and is not named.
+// A remote end no measurement of Phoenix's covers (neither measured green
+// nor an ancestor of one), put there by a push from here after the hook was
+// installed or had pushed that ref (unexplained_remote_ends: the
+// remote-tracking ref's reflog says "update by push"): a push made with
+// --no-verify or PHOENIX_SKIP=1. Said on stderr and kept for `phoenix
+// status`. A commit a teammate pushed arrives by a fetch and is not named.
 void PrePush::notice_skipped() {
   const std::vector<const PushedRef*> odd = unexplained_remote_ends(opt_.root, opt_.remote, refs_);
   if (odd.empty()) return;
@@ -603,7 +602,7 @@ void PrePush::notice_skipped() {
       } catch (const Error&) {}
       if (covered) break;
     }
-    if (covered || !pushed_from_here(*r)) continue;
+    if (covered) continue;
     const std::string branch = r->remote_ref.substr(std::string("refs/heads/").size());
     err_ << "phoenix: warning: " << opt_.remote << "/" << branch << " is at " << util::sha12(r->remote_sha)
          << ", pushed from here without Phoenix measuring it (git push --no-verify or PHOENIX_SKIP=1); "
@@ -645,25 +644,6 @@ std::optional<int> PrePush::verify_skipped() {
     if (code) break;  // out of time or unloadable: the rest waits for the next run
   }
   return std::nullopt;
-}
-
-bool PrePush::pushed_from_here(const PushedRef& r) {
-  if (opt_.remote.empty() || !util::starts_with(r.remote_ref, "refs/heads/")) return false;
-  const std::string tracking = "refs/remotes/" + opt_.remote + "/" + r.remote_ref.substr(11);
-  std::string text;
-  try {
-    text = util::read_file(repo().common_dir() + "/logs/" + tracking);
-  } catch (const Error&) { return false; }
-  for (const std::string& line : util::split_lines(text)) {
-    // "<old> <new> <who> <when> <tz>\t<message>"
-    const size_t tab = line.find('\t');
-    const size_t sp = line.find(' ');
-    if (tab == std::string::npos || sp == std::string::npos) continue;
-    if (line.compare(sp + 1, r.remote_sha.size(), r.remote_sha) == 0 &&
-        util::starts_with(std::string_view(line).substr(tab + 1), "update by push"))
-      return true;
-  }
-  return false;
 }
 
 void PrePush::log_run(int code) {

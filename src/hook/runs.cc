@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <ctime>
 #include <optional>
 #include <string_view>
 
+#include "hook/owner.h"
 #include "layout/paths.h"
 #include "util/atomic_file.h"
 #include "util/format.h"
@@ -147,9 +149,47 @@ RunLog read_runs(const std::string& root) {
   return log;
 }
 
+namespace {
+
+// When a push from this repository last put `commit` at `remote_ref` of
+// `remote`: the newest line of the remote-tracking ref's reflog,
+// "<old> <new> <name> <<email>> <unix time> <tz>\t<message>", whose new
+// value is `commit` and whose message is git's "update by push"; nullopt
+// when there is none (the commit came by a fetch, or git keeps no such
+// reflog).
+std::optional<long long> pushed_here_at(const std::string& root, const std::string& remote,
+                                        const std::string& remote_ref, const std::string& commit) {
+  if (remote.empty() || !util::starts_with(remote_ref, "refs/heads/")) return std::nullopt;
+  const auto dirs = git_dirs(root);
+  if (!dirs) return std::nullopt;
+  const std::string tracking = "refs/remotes/" + remote + "/" + remote_ref.substr(11);
+  std::optional<std::string> text;
+  try {
+    text = util::read_file_if_exists((dirs->second / "logs" / tracking).string());
+  } catch (const std::exception&) { return std::nullopt; }
+  if (!text) return std::nullopt;
+  std::optional<long long> at;
+  for (const std::string& line : util::split_lines(*text)) {
+    const size_t tab = line.find('\t');
+    const size_t sp = line.find(' ');
+    if (tab == std::string::npos || sp == std::string::npos || line.compare(sp + 1, commit.size(), commit) != 0 ||
+        !util::starts_with(std::string_view(line).substr(tab + 1), "update by push"))
+      continue;
+    const size_t email_end = line.rfind('>', tab);
+    if (email_end == std::string::npos) continue;
+    try {
+      at = std::stoll(line.substr(email_end + 1, tab - email_end - 1));
+    } catch (const std::exception&) {}
+  }
+  return at;
+}
+
+}  // namespace
+
 std::vector<const PushedRef*> unexplained_remote_ends(const std::string& root, const std::string& remote,
                                                       const std::vector<PushedRef>& refs) {
   std::vector<const PushedRef*> out;
+  std::optional<std::optional<long long>> installed;  // read once, when needed
   for (const auto& r : refs) {
     if (r.deletion() || all_zeros(r.remote_sha) || !util::starts_with(r.remote_ref, "refs/heads/")) continue;
     const bool covered = some_line_in_log(root, "\"" + r.remote_sha + "\"", [&](const util::Json& j) {
@@ -158,24 +198,39 @@ std::vector<const PushedRef*> unexplained_remote_ends(const std::string& root, c
       return one.covers(r.remote_sha);
     });
     if (covered) continue;
-    const bool saw = some_line_in_log(root, "\"" + r.remote_ref + "\"", [&](const util::Json& j) {
-      RunLog one;
-      add_line(one, j);
-      return one.saw(remote, r.remote_ref);
-    });
-    if (saw) out.push_back(&r);
+    const std::optional<long long> pushed_at = pushed_here_at(root, remote, r.remote_ref, r.remote_sha);
+    if (!pushed_at) continue;
+    if (!installed) installed = installed_at_s(root);
+    // The reflog counts whole seconds: a push in the second of the install
+    // counts as after it.
+    const bool after_install = *installed && *pushed_at >= **installed;
+    const bool hook_was_there =
+        after_install || some_line_in_log(root, "\"" + r.remote_ref + "\"", [&](const util::Json& j) {
+          RunLog one;
+          add_line(one, j);
+          return one.saw(remote, r.remote_ref);
+        });
+    if (hook_was_there) out.push_back(&r);
   }
   return out;
 }
 
-std::vector<const PushedRef*> unexplained_remote_ends(const RunLog& log, const std::string& remote,
-                                                      const std::vector<PushedRef>& refs) {
-  std::vector<const PushedRef*> out;
-  for (const auto& r : refs) {
-    if (r.deletion() || all_zeros(r.remote_sha) || !util::starts_with(r.remote_ref, "refs/heads/")) continue;
-    if (log.saw(remote, r.remote_ref) && !log.covers(r.remote_sha)) out.push_back(&r);
-  }
-  return out;
+void note_install(const std::string& root, bool fresh) {
+  const std::string path = layout::hook_installed_file(root);
+  if (!fresh && installed_at_s(root)) return;
+  layout::ensure_state_dir(root);
+  const long long now = static_cast<long long>(std::time(nullptr));
+  util::write_file_atomic(path, util::Json{{"installed_at", util::now_iso8601()}, {"at_s", now}}.dump() + "\n");
+}
+
+std::optional<long long> installed_at_s(const std::string& root) {
+  try {
+    const std::optional<std::string> text = util::read_file_if_exists(layout::hook_installed_file(root));
+    if (!text) return std::nullopt;
+    const util::Json j = util::Json::parse(*text);
+    if (j.is_object() && j.contains("at_s") && j["at_s"].is_number_integer()) return j["at_s"].get<long long>();
+  } catch (const std::exception&) {}
+  return std::nullopt;
 }
 
 util::Json unmeasured_pushes(const std::string& root) {

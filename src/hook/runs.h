@@ -7,6 +7,7 @@
 // phoenix_lite.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -35,13 +36,27 @@ struct RunLog {
 RunLog read_runs(const std::string& root);
 
 // The refs of this push whose remote end (the remote sha git reports) the
-// log does not explain: an earlier run pushed that remote ref, and the
-// commit now there was never measured green. Reads the log's tail and
-// parses only the lines that name the commit or the ref. The green path
-// hands these pushes to the full hook, which asks git whether a push from
-// here put the commit there.
+// log does not explain: the commit now there was never measured green, a
+// push from this repository put it there (the remote-tracking ref's reflog
+// says "update by push" to it; a teammate's commit arrives by a fetch),
+// and that push came after Phoenix was there to see it: an earlier run
+// pushed that remote ref, or the push came after `phoenix hook install`
+// (installed_at_s). Reads the log's tail (only the lines that name the
+// commit or the ref are parsed), the reflog file and the install's note,
+// and starts no git. The green path hands these pushes to the full hook,
+// which also counts a commit covered when it is an ancestor of one
+// measured green (that needs git), and names the rest.
 std::vector<const PushedRef*> unexplained_remote_ends(const std::string& root, const std::string& remote,
                                                       const std::vector<PushedRef>& refs);
+
+// layout::hook_installed_file: when `phoenix hook install` installed the
+// hook, {"installed_at": ISO 8601, "at_s": Unix seconds}. note_install
+// writes it when `fresh` (the hook was not there) or when there is none, so
+// a reinstall over a hook that stayed keeps the first time; nullopt when
+// there is no note or it does not read. Pushes made before it are not
+// Phoenix's to name.
+void note_install(const std::string& root, bool fresh);
+std::optional<long long> installed_at_s(const std::string& root);
 
 // layout::unmeasured_pushes_file: the skipped pushes a hook run noticed,
 // {"pushes": [{remote, remote_ref, commit, noticed_at}]}, for `phoenix

@@ -41,6 +41,7 @@ std::string task_prompt_file(const std::string& root) { return state_dir(root) +
 std::string loop_prompt_file(const std::string& tree) { return state_dir(tree) + "/loop-prompt.md"; }
 std::string hook_runs_file(const std::string& root) { return state_dir(root) + "/hook-runs.jsonl"; }
 std::string unmeasured_pushes_file(const std::string& root) { return state_dir(root) + "/unmeasured-pushes.json"; }
+std::string hook_installed_file(const std::string& root) { return state_dir(root) + "/hook-installed.json"; }
 std::string hook_measured_file(const std::string& root) { return state_dir(root) + "/" + kHookMeasuredName; }
 std::string agent_session_file(const std::string& root, const std::string& cli, const std::string& session) {
   return state_dir(root) + "/agent-sessions/" + cli + "-" + session + ".json";

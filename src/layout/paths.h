@@ -6,7 +6,8 @@
 //                     contracts/ and baselines/ stay committable
 //   contracts/ baselines/   approved contract shapes and visual baselines
 //   journal.sqlite trace.jsonl lock loop.lock loop-state.json loop-run.json
-//   hook-runs.jsonl unmeasured-pushes.json hook-measured.json (hook/)
+//   hook-runs.jsonl unmeasured-pushes.json hook-measured.json
+//   hook-installed.json (hook/)
 //   agent-sessions/ agent-stop.lock   agent sessions' stop hook (hook/)
 //   measured/         the measurement store (checks/measured.h)
 //   ESCALATED STOP    flag files: an escalation's incident, a stop asked of
@@ -64,6 +65,7 @@ std::string loop_prompt_file(const std::string& tree);  // .phoenix/loop-prompt.
 std::string hook_runs_file(const std::string& root);          // .phoenix/hook-runs.jsonl
 std::string unmeasured_pushes_file(const std::string& root);  // .phoenix/unmeasured-pushes.json
 std::string hook_measured_file(const std::string& root);      // .phoenix/hook-measured.json
+std::string hook_installed_file(const std::string& root);     // .phoenix/hook-installed.json
 inline constexpr const char* kHookMeasuredName = "hook-measured.json";
 // The stop hook of agent sessions (hook/agent_stop.h): one file per
 // session (what was refused, which failures, the verdict), and the lock

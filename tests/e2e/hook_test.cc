@@ -1021,6 +1021,51 @@ TEST_F(HookE2E, ASkippedPushIsNoticedAtTheNextHookRunOnThatRef) {
   EXPECT_EQ(after.output.find("warning"), std::string::npos) << after.output;
 }
 
+// The first push past the hook after `phoenix hook install`, on a ref the
+// hook never pushed, is named at the next push that runs the hook.
+TEST_F(HookE2E, TheFirstSkippedPushAfterInstallIsNoticed) {
+  install();
+  EXPECT_TRUE(fs::exists(repo + "/.phoenix/hook-installed.json"));
+  const std::string red = commit_state("BAD", "pushed past the hook");
+  ASSERT_EQ(push({"--no-verify", "origin", "main"}).exit_code, 0);
+  ASSERT_EQ(remote_sha("main"), red);
+  commit_state("GOOD 2", "mended");
+  auto green = push({"origin", "main"});
+  EXPECT_EQ(green.exit_code, 0) << green.output;
+  EXPECT_NE(green.output.find("phoenix: warning: origin/main is at " + red.substr(0, 12) +
+                              ", pushed from here without Phoenix measuring it (git push --no-verify or "
+                              "PHOENIX_SKIP=1)"),
+            std::string::npos)
+      << green.output;
+  EXPECT_NE(read(repo + "/.phoenix/trace.jsonl").find("hook.unmeasured_push"), std::string::npos);
+  // Said once: the push went through the hook.
+  commit_state("GOOD 3", "next");
+  auto quiet = push({"origin", "main"});
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_EQ(quiet.output.find("warning"), std::string::npos) << quiet.output;
+}
+
+// What went out before the install is not Phoenix's to name, and the thin
+// binary decides that push itself; installing again keeps the first time.
+TEST_F(HookE2E, APushMadeBeforeTheInstallIsNotNamed) {
+  ASSERT_EQ(push({"-q", "origin", "main"}).exit_code, 0);  // no hook yet
+  // The reflog counts whole seconds: the install comes in a later one.
+  std::this_thread::sleep_until(std::chrono::ceil<std::chrono::seconds>(std::chrono::system_clock::now()) +
+                                std::chrono::milliseconds(10));
+  install();
+  const std::string noted = read(repo + "/.phoenix/hook-installed.json");
+  install();
+  EXPECT_EQ(read(repo + "/.phoenix/hook-installed.json"), noted);
+  commit_state("GOOD 1", "first push through the hook");
+  auto first = push({"origin", "main"});
+  EXPECT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(first.output.find("warning"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("phoenix: ok   state  exit=0"), std::string::npos) << first.output;
+  const std::vector<std::string> runs = util::split_lines(read(repo + "/.phoenix/hook-runs.jsonl"));
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_NE(runs[0].find("\"by\":\"phoenix-hook\""), std::string::npos) << runs[0];
+}
+
 // hook.verify_skipped: what a --no-verify push left on the remote is
 // measured at the next hook run on that ref (in the hook's worktree, with
 // its own phoenix.json) and named when red; the push being made, green,

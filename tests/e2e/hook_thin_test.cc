@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <regex>
 #include <thread>
 
 #include "test_util.h"
+#include "util/lock.h"
 #include "util/subprocess.h"
 #include "util/text.h"
 
@@ -67,13 +70,20 @@ class HookThin : public ::testing::Test {
   }
   // phoenix-hook copied beside a `phoenix` that only says it ran: whether
   // the thin binary handed over, and with which arguments and stdin.
-  util::ProcessResult with_stand_in(const std::string& in, std::map<std::string, std::string> env = {}) {
+  util::ProcessResult with_stand_in(const std::string& in, std::map<std::string, std::string> env = {},
+                                    std::vector<std::string> args = {"pre-push", "origin", "/nowhere.git"},
+                                    const std::string& cwd = "") {
+    args.insert(args.begin(), stand_in());
+    return run_with_stdin(args, cwd.empty() ? repo : cwd, in, env);
+  }
+  // phoenix-hook's copy beside the stand-in phoenix.
+  std::string stand_in() {
     fs::create_directories(tmp / "bin");
     std::string copy = tmp / "bin/phoenix-hook";
     if (!fs::exists(copy)) fs::copy_file(thin_bin(), copy);
     write(tmp.path(), "bin/phoenix", "#!/bin/sh\necho \"FULL HOOK: $*\"\ncat\nexit 99\n");
     ::chmod((tmp / "bin/phoenix").c_str(), 0755);
-    return run_with_stdin({copy, "pre-push", "origin", "/nowhere.git"}, repo, in, env);
+    return copy;
   }
 
   ScopedTempDir tmp;
@@ -231,6 +241,123 @@ TEST_F(HookThin, TheInstalledShimRunsTheThinBinaryAndFallsBackWithoutIt) {
   ASSERT_EQ(run({old, "hook", "install"}, repo).exit_code, 0);
   auto r = run_with_stdin({repo + "/.git/hooks/pre-push", "origin", "/nowhere.git"}, repo, line(head));
   EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("phoenix: ok   state  exit=0"), std::string::npos) << r.output;
+}
+
+// The reasons phoenix-hook hands a push over (docs/hook.md, "What
+// phoenix-hook hands over"), one each, beside those above.
+
+TEST_F(HookThin, AnotherHookNameOrArgumentsAreHandedOver) {
+  auto r = with_stand_in(line(head), {}, {"pre-commit"});
+  EXPECT_EQ(r.exit_code, 99) << r.output;
+  EXPECT_EQ(r.output.find("FULL HOOK: hook run pre-commit\n"), 0u) << r.output;
+  EXPECT_EQ(with_stand_in(line(head), {}, {"pre-push", "origin", "/nowhere.git", "extra"}).exit_code, 99);
+}
+
+TEST_F(HookThin, AStdinThatIsATerminalIsHandedOver) {
+  if (util::find_executable("script").empty()) GTEST_SKIP() << "script(1) is not installed";
+  const std::string copy = stand_in();
+  // script(1) runs the hook with a terminal as its stdin.
+  auto r = run_with_stdin({"script", "-qec", copy + " pre-push origin /nowhere.git", "/dev/null"}, repo, "");
+  EXPECT_EQ(r.exit_code, 99) << r.output;
+  EXPECT_NE(r.output.find("FULL HOOK: hook run pre-push origin /nowhere.git"), std::string::npos) << r.output;
+}
+
+TEST_F(HookThin, OutsideAWorkTreeIsHandedOver) {
+  fs::create_directories(tmp / "outside");
+  auto r = with_stand_in(line(head), {}, {"pre-push", "origin", "/nowhere.git"}, tmp / "outside");
+  EXPECT_EQ(r.exit_code, 99) << r.output;
+  EXPECT_EQ(r.output, "FULL HOOK: hook run pre-push origin /nowhere.git\n" + line(head));
+}
+
+TEST_F(HookThin, GitThatCannotStartIsHandedOver) {
+  auto r = with_stand_in(line(head), {{"PATH", (tmp / "no-git-here").c_str()}});
+  EXPECT_EQ(r.exit_code, 99) << r.output;
+  EXPECT_NE(r.output.find("FULL HOOK: hook run pre-push"), std::string::npos) << r.output;
+}
+
+TEST_F(HookThin, NoChecksOrACheckOfAnotherKindIsHandedOver) {
+  write(repo, "phoenix.json", R"({ "checks": [] })");
+  std::string h = commit_all(repo, "no checks");
+  auto none = same(line(h));
+  EXPECT_EQ(none.exit_code, 0) << none.output;
+  EXPECT_NE(none.output.find("phoenix.json has no checks"), std::string::npos) << none.output;
+  EXPECT_EQ(with_stand_in(line(h)).exit_code, 99);
+
+  write(repo, "phoenix.json",
+        R"({ "checks": [{ "id": "good", "kind": "regex_in_file", "target": "state.txt", "pattern": "GOOD",
+      "expect": "present" }] })");
+  h = commit_all(repo, "a regex check");
+  auto regex = same(line(h));
+  EXPECT_EQ(regex.exit_code, 0) << regex.output;
+  EXPECT_NE(regex.output.find("phoenix: ok   good"), std::string::npos) << regex.output;
+  EXPECT_EQ(with_stand_in(line(h)).exit_code, 99);
+}
+
+TEST_F(HookThin, AHeldLockIsHandedOver) {
+  fs::create_directories(repo + "/.phoenix");
+  util::FileLock held(repo + "/.phoenix/lock", 0, "the test");
+  auto r = same(line(head));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("another Phoenix run (pid " + std::to_string(::getpid()) + ") holds this repository"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(with_stand_in(line(head)).exit_code, 99);
+}
+
+// A remote end that a push from here put there after the install, and that
+// no measurement covers, goes to the full hook, which names it; one pushed
+// before the install, or fetched, does not.
+TEST_F(HookThin, ARemoteEndPushedPastTheHookIsHandedOver) {
+  const std::string bare = tmp / "remote.git";
+  ASSERT_EQ(run({"git", "init", "-q", "--bare", "-b", "main", bare}).exit_code, 0);
+  git(repo, {"remote", "add", "origin", bare});
+  git(repo, {"push", "-q", "origin", "main"});  // before the install: not Phoenix's to name
+  const auto wait_next_second = [] {
+    const auto now = std::chrono::system_clock::now();
+    std::this_thread::sleep_until(std::chrono::ceil<std::chrono::seconds>(now) + std::chrono::milliseconds(10));
+  };
+  wait_next_second();  // the reflog counts whole seconds
+  ASSERT_EQ(run_phoenix(repo, {"hook", "install"}).code, 0);
+  write(repo, "state.txt", "GOOD 1\n");
+  const std::string next = commit_all(repo, "next");
+  const std::string before_install = "refs/heads/main " + next + " refs/heads/main " + head + "\n";
+  auto quiet = with_stand_in(before_install);
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_EQ(quiet.output.find("FULL HOOK"), std::string::npos) << quiet.output;
+
+  write(repo, "state.txt", "BAD\n");
+  const std::string skipped = commit_all(repo, "pushed past the hook");
+  ASSERT_EQ(run({"git", "-C", repo, "push", "-q", "--no-verify", "origin", "main"}).exit_code, 0);
+  write(repo, "state.txt", "GOOD 2\n");
+  const std::string mended = commit_all(repo, "mended");
+  const std::string past_hook = "refs/heads/main " + mended + " refs/heads/main " + skipped + "\n";
+  EXPECT_EQ(with_stand_in(past_hook).exit_code, 99);
+}
+
+// A teammate's commit at the remote end (fetched, then built on) is the
+// thin binary's own to decide: the reflog says no push from here put it
+// there. (It used to send every such push to the full hook.)
+TEST_F(HookThin, ATeammatesCommitAtTheRemoteEndIsDecidedByTheThinBinary) {
+  const std::string bare = tmp / "remote.git";
+  ASSERT_EQ(run({"git", "init", "-q", "--bare", "-b", "main", bare}).exit_code, 0);
+  git(repo, {"remote", "add", "origin", bare});
+  git(repo, {"push", "-q", "origin", "main"});
+  auto first = with_stand_in(line(head));  // the hook has pushed main
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::string mate = tmp / "mate";
+  ASSERT_EQ(run({"git", "clone", "-q", bare, mate}).exit_code, 0);
+  git(mate, {"config", "user.name", "Mate"});
+  git(mate, {"config", "user.email", "mate@example.com"});
+  write(mate, "mate.txt", "from a teammate\n");
+  const std::string theirs = commit_all(mate, "a teammate's commit");
+  git(mate, {"push", "-q", "origin", "main"});
+  git(repo, {"pull", "-q", "--ff-only", "origin", "main"});
+  write(repo, "state.txt", "GOOD 2\n");
+  const std::string mine = commit_all(repo, "mine, on top");
+  auto r = with_stand_in("refs/heads/main " + mine + " refs/heads/main " + theirs + "\n");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("FULL HOOK"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("phoenix: ok   state  exit=0"), std::string::npos) << r.output;
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <ctime>
 #include <filesystem>
 
 #include "hook/runs.h"
@@ -354,37 +355,76 @@ TEST(HookManager, DetectsLefthookConfigInEachFormat) {
   EXPECT_NE(m->snippet.find("use_stdin = true"), std::string::npos) << m->snippet;
 }
 
-
-// hook-runs.jsonl: what a later run on the same remote ref can tell.
-TEST(HookRuns, ARemoteEndIsUnexplainedOnlyOnARefPushedBeforeAndNeverMeasuredGreen) {
+// hook-runs.jsonl, the remote-tracking refs' reflogs and the install's
+// note: what a later run can tell of the commit at a pushed ref's remote end.
+TEST(HookRuns, ARemoteEndIsUnexplainedOnlyWhenPushedFromHereUnmeasuredWhileThePhoenixHookWasThere) {
   ScopedTempDir tmp;
   fs::create_directories(tmp / ".phoenix");
-  const std::string a(40, 'a'), b(40, 'b'), c(40, 'c'), zero(40, '0');
+  fs::create_directories(tmp / ".git");
+  const std::string a(40, 'a'), b(40, 'b'), c(40, 'c'), d(40, 'd'), zero(40, '0');
   auto ref = [&](const std::string& remote_ref, const std::string& local, const std::string& remote_end) {
     return std::vector<hook::PushedRef>{{"refs/heads/x", local, remote_ref, remote_end}};
   };
-  // Nothing logged: nothing to compare with.
-  EXPECT_TRUE(hook::unexplained_remote_ends(tmp.path(), "origin", ref("refs/heads/main", b, a)).empty());
+  auto entry = [](const std::string& old, const std::string& now, long long at, const std::string& msg) {
+    return old + " " + now + " Dev <dev@localhost> " + std::to_string(at) + " +0000\t" + msg + "\n";
+  };
+  auto odd = [&](const std::string& remote, const std::string& remote_ref, const std::string& remote_end) {
+    return hook::unexplained_remote_ends(tmp.path(), remote, ref(remote_ref, d, remote_end)).size();
+  };
+  // origin/main: a and b pushed from here, c fetched (a teammate's).
+  write(tmp.path(), ".git/logs/refs/remotes/origin/main",
+        entry(zero, a, 900, "update by push") + entry(a, b, 1000, "update by push") +
+            entry(b, c, 1100, "fetch origin: fast-forward"));
+  // Nothing logged and no install noted: what went out is not Phoenix's.
+  EXPECT_EQ(odd("origin", "refs/heads/main", b), 0u);
   hook::log_run(tmp.path(), "phoenix-hook", "origin", ref("refs/heads/main", a, zero), "allowed", {a});
   // The remote end is what was measured green: explained.
-  EXPECT_TRUE(hook::unexplained_remote_ends(tmp.path(), "origin", ref("refs/heads/main", b, a)).empty());
-  // Another commit there, on a ref pushed before: unexplained.
-  const auto pushed = ref("refs/heads/main", c, b);
-  auto odd = hook::unexplained_remote_ends(tmp.path(), "origin", pushed);
-  ASSERT_EQ(odd.size(), 1u);
-  EXPECT_EQ(odd[0]->remote_sha, b);
-  // Another remote, another ref, a new ref, a tag: never pushed before, or not a branch.
-  EXPECT_TRUE(hook::unexplained_remote_ends(tmp.path(), "fork", ref("refs/heads/main", c, b)).empty());
-  EXPECT_TRUE(hook::unexplained_remote_ends(tmp.path(), "origin", ref("refs/heads/topic", c, b)).empty());
-  EXPECT_TRUE(hook::unexplained_remote_ends(tmp.path(), "origin", ref("refs/heads/main", c, zero)).empty());
+  EXPECT_EQ(odd("origin", "refs/heads/main", a), 0u);
+  // Pushed from here on a ref the hook pushed before, never measured green.
+  const auto pushed = ref("refs/heads/main", d, b);
+  auto ends = hook::unexplained_remote_ends(tmp.path(), "origin", pushed);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0]->remote_sha, b);
+  // Fetched, not pushed from here; another remote, a new ref, a tag: not named.
+  EXPECT_EQ(odd("origin", "refs/heads/main", c), 0u);
+  EXPECT_EQ(odd("fork", "refs/heads/main", b), 0u);
+  EXPECT_EQ(odd("origin", "refs/heads/main", zero), 0u);
+  EXPECT_EQ(odd("origin", "refs/tags/v1", b), 0u);
   // A blocked run measures nothing green; a torn last line is passed over.
   hook::log_run(tmp.path(), "phoenix", "origin", ref("refs/heads/main", b, a), "blocked", {});
   write(tmp.path(), ".phoenix/hook-runs.jsonl", read(layout::hook_runs_file(tmp.path())) + "{\"green\":[\"" + b);
-  EXPECT_EQ(hook::unexplained_remote_ends(tmp.path(), "origin", ref("refs/heads/main", c, b)).size(), 1u);
+  EXPECT_EQ(odd("origin", "refs/heads/main", b), 1u);
   const hook::RunLog log = hook::read_runs(tmp.path());
   EXPECT_TRUE(log.covers(a));
   EXPECT_FALSE(log.covers(b));
   EXPECT_TRUE(log.saw("origin", "refs/heads/main"));
+
+  // A ref the hook never pushed: named when the push came after the
+  // install (its second included), not before.
+  write(tmp.path(), ".git/logs/refs/remotes/origin/topic", entry(zero, b, 1000, "update by push"));
+  EXPECT_EQ(odd("origin", "refs/heads/topic", b), 0u);
+  write(tmp.path(), ".phoenix/hook-installed.json", R"({"installed_at":"then","at_s":1001})");
+  EXPECT_EQ(odd("origin", "refs/heads/topic", b), 0u);
+  write(tmp.path(), ".phoenix/hook-installed.json", R"({"installed_at":"then","at_s":1000})");
+  EXPECT_EQ(odd("origin", "refs/heads/topic", b), 1u);
+  write(tmp.path(), ".phoenix/hook-installed.json", R"({"installed_at":"then","at_s":"1000"})");
+  EXPECT_EQ(odd("origin", "refs/heads/topic", b), 0u) << "a note that does not read is no note";
+}
+
+// The install's note: written by a fresh install, kept by a reinstall.
+TEST(HookRuns, TheInstallIsNotedOnceAndAgainOnlyWhenFresh) {
+  ScopedTempDir tmp;
+  EXPECT_FALSE(hook::installed_at_s(tmp.path()));
+  hook::note_install(tmp.path(), false);  // none yet: written
+  const std::optional<long long> first = hook::installed_at_s(tmp.path());
+  ASSERT_TRUE(first);
+  EXPECT_NEAR(static_cast<double>(*first), static_cast<double>(std::time(nullptr)), 5);
+  EXPECT_TRUE(fs::exists(tmp / ".phoenix/.gitignore")) << "the state folder as Phoenix makes it";
+  write(tmp.path(), ".phoenix/hook-installed.json", R"({"installed_at":"then","at_s":5})");
+  hook::note_install(tmp.path(), false);
+  EXPECT_EQ(hook::installed_at_s(tmp.path()), 5);
+  hook::note_install(tmp.path(), true);
+  EXPECT_GT(*hook::installed_at_s(tmp.path()), 5);
 }
 
 // The log is read only at its tail: past 1 MiB, a run cuts it to its last
