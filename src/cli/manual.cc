@@ -43,7 +43,7 @@ namespace {
 
 // Subcommands are the lowercase words of a synopsis that are neither the
 // command, a flag, nor a flag's value: "hook install | hook uninstall" ->
-// install, uninstall; "journal [stats|push|pull [REMOTE]]" -> stats, push, pull.
+// install, uninstall; "journal [stats|flaky|push|pull [REMOTE]]" -> stats, flaky, push, pull.
 std::vector<std::string> synopsis_subcommands(const Command& c) {
   std::string s = c.synopsis;
   for (char& ch : s)
@@ -174,6 +174,8 @@ const std::map<std::string, std::string>& key_descriptions() {
       {"patch_files_cap", "most files a proposed patch may touch."},
       {"patch_bytes_cap", "largest proposed patch in bytes (binary files count here, not in diff_cap)."},
       {"circuit_breaker", "consecutive failed heals that halt the run."},
+      {"flaky_reruns",
+       "times a new failing test is run again, alone where its runner allows, before it counts (default 2)."},
       {"protected", "globs no fix may touch (phoenix.json, .phoenix/, .git and hooks always are)."},
       {"prompt_template", "the repository's own prompt template, relative to its top."},
       {"sandbox", "what the fixer's sandbox copy gets besides tracked files."},

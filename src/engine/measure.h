@@ -21,6 +21,8 @@ class Trace;
 
 namespace phoenix::engine {
 
+struct FailingSet;
+
 // --no-cache given, or PHOENIX_NO_CACHE=1.
 bool no_cache(bool flag);
 
@@ -36,15 +38,27 @@ class StoreUse {
   // tree is clean: HEAD exists, no tracked file modified or staged, no
   // untracked file that is not ignored (Phoenix's own folders aside).
   // `trace` (may be null) gets a line per measurement recorded or served.
-  StoreUse(const gitx::Repo& repo, const std::string& root, const config::Config& cfg, std::string where,
-           bool enabled, trace::Trace* trace);
+  StoreUse(const gitx::Repo& repo, const std::string& root, const config::Config& cfg, std::string where, bool enabled,
+           trace::Trace* trace);
 
   bool keyed() const { return !tree_.empty(); }
   const std::string& tree() const { return tree_; }
 
   // The store's record of `spec` on this tree when there is one (and the
   // check may be cached); else `fresh()`, recorded when green.
+  // A red result is recorded too, with its failing set: never served, it
+  // is what a later change on this tree is judged against (engine/verdict.h).
   checks::SenseResult sense(const checks::CheckSpec& spec, const std::function<checks::SenseResult()>& fresh);
+
+  // Records `r`, a fresh measurement of `spec` on this tree (what sense()
+  // does with one it ran), when the tree is keyed and the check cached.
+  void record(const checks::CheckSpec& spec, const checks::SenseResult& r);
+
+  // What the store says `spec` found on `tree` (any tree of the
+  // repository, not only this one), whatever the setup or environment
+  // then: a reference's failing set; nullopt when it was never measured.
+  std::optional<FailingSet> reference(const checks::CheckSpec& spec, const std::string& tree) const;
+  const std::string& dir() const { return dir_; }
 
  private:
   const std::string& setup_fingerprint();
