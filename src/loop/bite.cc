@@ -16,11 +16,14 @@ namespace phoenix::loop::internal {
 std::string Loop::tests_bite_why(const Tree& t, const std::string& base, const Json& tj) {
   engine::BiteRequest req;
   req.base = base;
-  req.change = t.repo->snapshot_workdir("phoenix-loop: the change under way", gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true,
-                                        layout::state_prefixes());
+  req.change = t.repo->snapshot_workdir("phoenix-loop: the change under way", gitx::kPhoenixAuthor.name,
+                                        gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
   req.own = own_paths();
   req.default_on = true;
   req.skip = ignored;
+  // The known red fails without the task's code too: never its bite.
+  if (const auto ref = reference_now())
+    for (const auto& [id, f] : *ref) req.red_before[id] = f.tests;
   if (req.change.empty() || t.repo->changed_paths(base, req.change).empty()) return "";
   engine::BiteResult r;
   try {
@@ -75,8 +78,8 @@ Loop::Ending Loop::toothless_attempt(const Task* task, const Json& tj, const std
                  "it was and passes with your change";
   const Task self = task ? *task : prompt_task();
   TaskRecord& rec = book.of(self);
-  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true,
-                                               layout::state_prefixes());
+  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, gitx::kPhoenixAuthor.name,
+                                               gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
   const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
   repo->write_ref(ref, attempt, "phoenix-loop: tests that do not bite");
   const RedFacts facts = toothless_facts(why);

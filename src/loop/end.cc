@@ -89,7 +89,8 @@ Loop::TaskEscalation Loop::escalate_task(const TaskRecord& rec, const Json& tj, 
   TaskEscalation x;
   x.incident = task_incident(rec, why, to);
   if (own_tree) {
-    if (repo->head_sha() != to || !repo->is_clean(layout::keep_prefixes())) repo->reset_hard(to, true, layout::keep_prefixes());
+    if (repo->head_sha() != to || !repo->is_clean(layout::keep_prefixes()))
+      repo->reset_hard(to, true, layout::keep_prefixes());
     std::string last_ref;
     for (const auto& a : rec.history)
       if (!a.ref.empty()) last_ref = a.ref;
@@ -144,12 +145,6 @@ void Loop::escalated_note(const std::string& incident, const std::string& summar
   else state.update(said);
   notify("escalated", incident, summary);
   ++escalations_in_row;
-}
-
-int Loop::escalated_baseline(const HealOutcome& h) {
-  if (h.incident.empty()) return finish(kExitRed, Phase::kStopped, "baseline red and not healed");
-  escalated_note(h.incident, "escalated: the baseline could not be healed", true);
-  return finish(kExitEscalated, Phase::kEscalated, "baseline could not be healed: see " + h.incident);
 }
 
 }  // namespace phoenix::loop::internal

@@ -18,9 +18,8 @@ namespace phoenix::loop::internal {
 // it the project's environment, again only when their inputs changed.
 // A failed setup is its own signal, never a red check of the agent's.
 setup::Result Loop::prepare_environment(const Tree& t) {
-  setup::Result su =
-      setup::ensure(cfg.setup, t.path, layout::setup_stamp(*t.repo, t.name), {},
-                    [&](const config::SetupStep& step) { say("setup: " + util::join_argv(step.run)); });
+  setup::Result su = setup::ensure(cfg.setup, t.path, layout::setup_stamp(*t.repo, t.name), {},
+                                   [&](const config::SetupStep& step) { say("setup: " + util::join_argv(step.run)); });
   if (su.ran)
     trace.append(
         "loop.setup",
@@ -49,7 +48,15 @@ Measure Loop::measure(const Tree& t) {
   for (const auto& c : tc.checks) {
     checks::SenseResult r = store.sense(c, [&] { return checks::sense(c, t.path); });
     if (r.interrupted) m.interrupted = true;
-    if (!r.ok && !ignored.count(c.id)) {
+    // Only the failures the task brought count (invariant 14): a red
+    // check's failing tests are judged against the known red, and run again.
+    bool counts = !r.ok;
+    if (!r.interrupted && !ignored.count(c.id)) {
+      engine::Verdict v = judge(c, r, t, store.tree());
+      counts = v.counts();
+      if (v.red || !v.fixed.empty()) m.verdicts.push_back(std::move(v));
+    }
+    if (counts && !ignored.count(c.id)) {
       m.green = false;
       m.red.push_back(c.id);
     }
@@ -79,6 +86,13 @@ RedFacts Loop::red_facts(const Measure& m, const config::Config& tc) {
     f.signal = r.signal;
     f.evidence = r.evidence.empty() ? r.output : r.evidence;
     f.signature = engine::issue_signature(r.id, r.output);
+    for (const auto& v : m.verdicts)
+      if (v.check == r.id && !v.signature.empty()) {
+        // What the task brought: a flaky or known red test beside it never
+        // makes the same failure look like another, or another like it.
+        f.signature = v.signature;
+        if (!v.whole) f.new_tests = v.new_failures;
+      }
     for (const auto& a : r.artifacts) f.artifacts.emplace_back(a.name, a.bytes);
     break;
   }

@@ -54,8 +54,8 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
     if (std::string why = tests_bite_why(t, r.base, task_json(job.task.index, job.task.id(), job.task.title));
         !why.empty())
       return toothless_in_worker(r, t, why);
-    r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true,
-                                  layout::state_prefixes());
+    r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, gitx::kPhoenixAuthor.name,
+                                  gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
     return ended(r, JobResult::End::kQueued);
   }
   // Red: the attempt is kept under its ref and healed in the worker's
@@ -76,14 +76,13 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
 }
 
 JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, int left) {
-  TaskHeal th{left, r.base, change_text(r.job.task.title, r.diff)};
+  TaskHeal th{left, r.base, change_text(r.job.task.title, r.diff), &m, t.repo->head_sha()};
   HealOutcome h = heal(t, m.red, true, &th);
   r.tried = h.tried;
   if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
   if (!h.model_unusable.empty()) return stop(r, Phase::kStopped, h.model_unusable);
-  r.why = "red in its own tree: " + util::join_argv(m.red);
-  for (const auto& x : m.results)
-    if (!x.ok) r.why += "\n  " + x.id + ": " + x.signal;
+  // The next prompt names the failing tests the change brought, with their evidence.
+  r.why = "red in its own tree: " + util::join_argv(m.red) + failure_text(m, kPromptEvidenceBytes);
   if (h.exit_code == kExitOk && !h.healed_by.empty()) {
     Measure hm = measure(t);
     std::string not_done = hm.green ? not_done_why(*t.repo, r.base, t.repo->head_sha(), own_paths(), "", nullptr)
@@ -94,7 +93,7 @@ JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, 
       return ended(r, JobResult::End::kQueued);
     }
     r.why += "\nhealed, but " + not_done;
-  } else if (!h.why_stopped.empty()) {
+  } else if (!h.why_stopped.empty() && !h.tried.empty()) {
     r.why += "\nthe heal stopped: " + h.why_stopped;
   }
   return ended(r, JobResult::End::kRed);
@@ -103,7 +102,9 @@ JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, 
 // Green in the worker's tree, but its tests do not bite: an attempt the
 // loop's thread counts like a red one, its failure fed back.
 JobResult Loop::toothless_in_worker(JobResult& r, const Tree& t, const std::string& why) {
-  const std::string attempt = t.repo->commit_all("phoenix-loop: attempt: " + r.job.task.title, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+  const std::string attempt =
+      t.repo->commit_all("phoenix-loop: attempt: " + r.job.task.title, gitx::kPhoenixAuthor.name,
+                         gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
   r.attempt_ref = attempt_ref(wt_name, r.job.task.id(), r.job.run);
   t.repo->write_ref(r.attempt_ref, attempt, "phoenix-loop: tests that do not bite");
   r.red = toothless_facts(why);

@@ -185,16 +185,25 @@ TEST_F(LoopNight, RedIterationIsHealedByTheHarnessAndTheTaskCounts) {
 // with a cap of 3 the next red iteration reaches it: its note, exit 2.
 TEST_F(LoopNight, TheSessionCapCountsHealedHealsToo) {
   write(repo, "TASKS.md", "- [ ] break and add feature\n- [ ] break it again\n- [ ] plain task\n");
-  configure("if-prompt \"" + kTaskIs + "break and add\" write src.txt 'BROKEN\\n';"
-            "if-prompt \"" + kTaskIs + "break and add\" write feature.txt 'new\\n';"
-            "if-prompt \"" + kTaskIs + "break it again\" write src.txt 'BROKEN again\\n';"
-            "if-prompt \"" + kTaskIs + "plain\" append work.txt 'x\\n';"
-            "if-prompt \"" + kHealPrompt + "\" if-prompt \"feature.txt\" write src.txt 'fine again\\n'",
+  configure("if-prompt \"" + kTaskIs +
+                "break and add\" write src.txt 'BROKEN\\n';"
+                "if-prompt \"" +
+                kTaskIs +
+                "break and add\" write feature.txt 'new\\n';"
+                "if-prompt \"" +
+                kTaskIs +
+                "break it again\" write src.txt 'BROKEN again\\n';"
+                "if-prompt \"" +
+                kTaskIs +
+                "plain\" append work.txt 'x\\n';"
+                "if-prompt \"" +
+                kHealPrompt + "\" if-prompt \"feature.txt\" write src.txt 'fine again\\n'",
             {{"on_escalate", "skip"}}, {{"session_cap", 3}});
   CliRun r = loop({"--branch", "phoenix/loop-test"});
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("loop-wide retry cap: 3 attempts (session_cap 3)"), std::string::npos) << r.out;
-  EXPECT_EQ(show("phoenix/loop-test:TASKS.md"), "- [x] break and add feature\n- [ ] break it again\n- [ ] plain task\n");
+  EXPECT_EQ(show("phoenix/loop-test:TASKS.md"),
+            "- [x] break and add feature\n- [ ] break it again\n- [ ] plain task\n");
   Json s = state();
   EXPECT_EQ(s["session_retries"], 3);
   EXPECT_EQ(s["phase"], "escalated");
@@ -266,16 +275,24 @@ TEST_F(LoopNight, BaselineHealFixesTheRedCheckBeforeTheFirstTask) {
   EXPECT_EQ(state()["iteration"], 3);
 }
 
-TEST_F(LoopNight, BaselineHealThatFailsEscalatesBeforeAnyTask) {
+TEST_F(LoopNight, BaselineHealThatFailsLeavesTheNightsKnownRedAndGoesOn) {
   write(repo, "src.txt", "BROKEN\n");
   configure("unless-prompt \"" + kHealPrompt + "\" append work.txt 'x\\n'", {{"baseline", "heal"}});
   CliRun r = loop({"--branch", "phoenix/loop-test"});
-  EXPECT_EQ(r.code, 2) << r.out;
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(show("phoenix/loop-test:TASKS.md"), "# Tasks\n\n- [x] first task\n- [x] second task\n- [x] third task\n");
+  EXPECT_NE(r.out.find("known red for the night (red at the baseline): - nobreak (the whole check"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("but the night's known red (nobreak"), std::string::npos) << r.out;
+  // Pre-existing: no incident, no flag, no session cap spent (invariant 14).
+  EXPECT_FALSE(fs::exists(repo + "/.phoenix/ESCALATED"));
+  EXPECT_FALSE(fs::exists(repo + "/incidents"));
   Json s = state();
-  EXPECT_EQ(s["phase"], "escalated");
-  EXPECT_EQ(s["iteration"], 0);
-  ASSERT_TRUE(fs::exists(repo + "/.phoenix/ESCALATED"));
-  EXPECT_TRUE(fs::exists(util::trim(read(repo + "/.phoenix/ESCALATED"))));
+  EXPECT_EQ(s["phase"], "complete");
+  EXPECT_EQ(s["session_retries"], 0);
+  EXPECT_EQ(s["known_red"]["nobreak"]["whole"], true);
+  CliRun rep = run_phoenix(repo, {"report"});
+  EXPECT_NE(rep.out.find("Known red"), std::string::npos) << rep.out;
 }
 
 // --- guards -------------------------------------------------------------------
