@@ -29,7 +29,7 @@ const std::vector<Command>& commands() {
       {"recover", "recover [--json]", "return an interrupted run to a consistent state", cmd_recover},
       {"hook", "hook install [--json] | hook uninstall [--json] | hook run pre-push [REMOTE URL]",
        "the pre-push hook: measure (and heal) what is pushed", cmd_hook},
-      {"journal", "journal [stats|push|pull [REMOTE]] [--forget PREFIX] [--json]",
+      {"journal", "journal [stats|flaky|push|pull [REMOTE]] [--forget PREFIX] [--json]",
        "remembered verified fixes: list, forget, stats, share", cmd_journal},
       {"status", "status [--json] [--watch]", "what phoenix-loop is doing, from .phoenix/loop-state.json", cmd_status},
       {"report", "report [--since WHEN] [--json] [--html FILE]", "what happened: tasks, heals, incidents, time, cost",

@@ -349,6 +349,24 @@ std::string href(const std::string& from_dir, const std::string& target_abs, con
   return rel.string();
 }
 
+// Flaky tests (failed, then passed run again) and what tasks also fixed.
+std::string flaky_section(const Night& n) {
+  std::string h;
+  h += "<section id=\"flaky\">\n<h2>Flaky tests</h2>\n";
+  if (n.flaky.empty() && n.also_fixed.empty()) h += "<p>" + dash() + "</p>\n";
+  else {
+    h += "<ul>\n";
+    for (const auto& f : n.flaky)
+      h += "<li><code>" + html_escape(f.check) + "</code>: <code>" + html_escape(f.test) +
+           "</code> failed, then passed " + "run again (" + std::to_string(f.times) +
+           (f.times == 1 ? " time" : " times") + "); not counted</li>\n";
+    for (const auto& a : n.also_fixed) h += "<li>" + html_escape(a) + "</li>\n";
+    h += "</ul>\n";
+  }
+  h += "</section>\n";
+  return h;
+}
+
 }  // namespace
 
 std::string html(const Night& n, const std::string& out_dir) {
@@ -417,6 +435,8 @@ std::string html(const Night& n, const std::string& out_dir) {
     h += "</tbody></table></div>\n";
   }
   h += "</section>\n";
+
+  h += flaky_section(n);
 
   h += "<section id=\"waits\">\n<h2>Rate-limit waits</h2>\n";
   if (n.waits.empty()) h += "<p>" + dash() + "</p>\n";

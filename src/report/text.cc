@@ -48,6 +48,8 @@ std::string heal_text(const Heal& h) {
          (h.commit.empty() ? "" : ", fix " + short_sha(h.commit));
 }
 
+std::string times_text(int n) { return n == 1 ? "once" : std::to_string(n) + " times"; }
+
 std::string md_cell(const std::string& s) {
   std::string o;
   for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c);
@@ -110,9 +112,13 @@ std::string terminal(const Night& n, bool color, int width) {
     if (!t.incident.empty()) detail += " · " + t.incident;
     s += wrap(detail, width, std::string(12, ' '), 12);
   }
+  for (const auto& a : n.also_fixed) s += wrap(a, width, "  also fixed ", 12);
   s += head("Heals");
   if (n.heals.empty()) s += "  " + std::string(kDash) + "\n";
   for (const auto& h : n.heals) s += wrap(heal_text(h), width, "  " + clock(h.end_ms) + "  " + h.check + " ", 9);
+  s += head("Flaky tests (failed, then passed when run again; not counted)");
+  if (n.flaky.empty()) s += "  " + std::string(kDash) + "\n";
+  for (const auto& f : n.flaky) s += wrap(f.check + ": " + f.test + " (" + times_text(f.times) + ")", width, "  ", 4);
   s += head("Rate-limit waits");
   if (n.waits.empty()) s += "  " + std::string(kDash) + "\n";
   for (const auto& w : n.waits)
@@ -141,12 +147,17 @@ std::string markdown(const Night& n) {
   else {
     s += "| task | outcome | commits | duration | turns | cost |\n|---|---|---|---|---|---|\n";
     for (const auto& t : n.tasks)
-      s += "| " + md_cell(t.title) + " | " + outcome_text(t) + (t.incident.empty() ? "" : " ([note](" + t.incident + "))") +
-           " | " + shas(t.commits) + " | " + duration(t.end_ms - t.start_ms) + " | " + std::to_string(t.turns) + " | " +
+      s += "| " + md_cell(t.title) + " | " + outcome_text(t) +
+           (t.incident.empty() ? "" : " ([note](" + t.incident + "))") + " | " + shas(t.commits) + " | " +
+           duration(t.end_ms - t.start_ms) + " | " + std::to_string(t.turns) + " | " +
            md_cell(t.cost_usd ? money(t.cost_usd) + (t.cost_why.empty() ? "" : " (+ " + t.cost_why + ")")
                               : std::string(kDash) + " (" + t.cost_why + ")") +
            " |\n";
   }
+  for (const auto& a : n.also_fixed) s += "\n" + md_cell(a) + "\n";
+  s += "\n## Flaky tests\n\n";
+  if (n.flaky.empty()) s += std::string(kDash) + "\n";
+  for (const auto& f : n.flaky) s += "- `" + f.check + "`: `" + f.test + "` (" + times_text(f.times) + ")\n";
   s += "\n## Heals\n\n";
   if (n.heals.empty()) s += std::string(kDash) + "\n";
   else {
