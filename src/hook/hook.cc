@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "engine/cycle.h"
 #include "engine/measure.h"
+#include "engine/selection.h"
 #include "engine/verdict.h"
 #include "hook/fixed.h"
 #include "engine/session.h"
@@ -613,12 +614,17 @@ void PrePush::reference_of(const Target& t, Red& red) {
 }
 
 // The new failures the store could not place are measured at the
-// reference, in the hook's worktree (only those tests where the runner can
-// select them): what fails there too was there before the push.
+// reference, in the hook's worktree, those tests alone (where the runner
+// cannot select them, they stay the push's): what fails there too was
+// there before the push.
 std::optional<int> PrePush::judge_against_references() {
   for (Red& red : reds_) {
     engine::Verdict& v = red.verdict;
     if (!v.counts() || red.reference.empty() || red.reference_known) continue;
+    // Only the failing tests, alone: a check whose failures cannot be named
+    // or selected would cost a whole run at the tip (its store record, when
+    // there is one, said what it could).
+    if (v.whole || !engine::select_tests(red.spec, v.new_failures, red.result.output).ok()) continue;
     try {
       repo().tree_of(red.reference);  // the commit is here (fetched)
     } catch (const Error&) { continue; }
@@ -654,6 +660,14 @@ void PrePush::let_by() {
       ev["commit"] = red.target->commit;
       ev["reference"] = red.reference;
       opt_.trace().append("hook.verdict", ev);
+    }
+    if (!v.flaky.empty()) {
+      std::string tree;
+      try {
+        tree = repo().tree_of(red.target->commit);
+      } catch (const Error&) {}
+      engine::note_flakes(layout::journal_file(opt_.root), v, tree,
+                          [&](const std::string& line) { err_ << "phoenix: warning: " << line << "\n"; });
     }
     if (!v.fixed.empty())
       err_ << "phoenix: " << red.target->label() << " also fixes " << v.check << " on " << red.reference_label << ": "

@@ -69,7 +69,7 @@ Loop::Ending Loop::give_up_task(const Task& task, const Json& tj, const std::str
     write_run_file();
     trace.append("loop.task_skipped", {{"iteration", iteration.load()}, {"task", tj}, {"incident", x.incident}});
   }
-  say("escalated: " + x.incident + "; skipping the task (loop.on_escalate = skip)");
+  say("escalated on " + title + ": " + why + "; see " + x.incident + "; skipping the task (loop.on_escalate = skip)");
   if (prompt_mode()) return finish(kExitEscalated, Phase::kEscalated, "escalated: see " + x.incident);
   if (escalations_in_row >= cfg.circuit_breaker)
     return finish(kExitEscalated, Phase::kEscalated,

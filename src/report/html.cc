@@ -352,9 +352,9 @@ std::string href(const std::string& from_dir, const std::string& target_abs, con
 // Flaky tests (failed, then passed run again) and what tasks also fixed.
 std::string flaky_section(const Night& n) {
   std::string h;
+  if (n.flaky.empty() && n.also_fixed.empty()) return h;  // a night without them reads as it always did
   h += "<section id=\"flaky\">\n<h2>Flaky tests</h2>\n";
-  if (n.flaky.empty() && n.also_fixed.empty()) h += "<p>" + dash() + "</p>\n";
-  else {
+  {
     h += "<ul>\n";
     for (const auto& f : n.flaky)
       h += "<li><code>" + html_escape(f.check) + "</code>: <code>" + html_escape(f.test) +

@@ -116,8 +116,7 @@ std::string terminal(const Night& n, bool color, int width) {
   s += head("Heals");
   if (n.heals.empty()) s += "  " + std::string(kDash) + "\n";
   for (const auto& h : n.heals) s += wrap(heal_text(h), width, "  " + clock(h.end_ms) + "  " + h.check + " ", 9);
-  s += head("Flaky tests (failed, then passed when run again; not counted)");
-  if (n.flaky.empty()) s += "  " + std::string(kDash) + "\n";
+  if (!n.flaky.empty()) s += head("Flaky tests (failed, then passed when run again; not counted)");
   for (const auto& f : n.flaky) s += wrap(f.check + ": " + f.test + " (" + times_text(f.times) + ")", width, "  ", 4);
   s += head("Rate-limit waits");
   if (n.waits.empty()) s += "  " + std::string(kDash) + "\n";
@@ -155,8 +154,7 @@ std::string markdown(const Night& n) {
            " |\n";
   }
   for (const auto& a : n.also_fixed) s += "\n" + md_cell(a) + "\n";
-  s += "\n## Flaky tests\n\n";
-  if (n.flaky.empty()) s += std::string(kDash) + "\n";
+  if (!n.flaky.empty()) s += "\n## Flaky tests\n\n";
   for (const auto& f : n.flaky) s += "- `" + f.check + "`: `" + f.test + "` (" + times_text(f.times) + ")\n";
   s += "\n## Heals\n\n";
   if (n.heals.empty()) s += std::string(kDash) + "\n";

@@ -483,9 +483,8 @@ TEST_F(HookE2E, APushedCommitIsMeasuredByItsOwnPhoenixJson) {
   r = hook_run(repo, "refs/heads/topic " + topic + " refs/heads/topic " + zero + "\n");
   EXPECT_EQ(r.exit_code, 78) << r.output;
   EXPECT_EQ(count(r.output, "does not load"), 1u) << r.output;
-  EXPECT_NE(
-      r.output.find("phoenix: push blocked: the phoenix.json of topic@" + topic.substr(0, 12) + " does not load: "),
-      std::string::npos)
+  EXPECT_NE(r.output.find("phoenix: push blocked: the phoenix.json of topic@" + topic.substr(0, 12) + " does not load: "),
+            std::string::npos)
       << r.output;
 }
 
@@ -596,8 +595,8 @@ TEST_F(HookE2E, TheDirectShimRunsWithNoShellAndSurvivesItsBinaries) {
   const std::string hooks = gitx::Repo::open(repo).common_dir() + "/hooks";
   const std::string copy = hooks + "/pre-push.phoenix-hook";
   std::string shim = read(hooks + "/pre-push");
-  EXPECT_TRUE(
-      util::starts_with(shim, "#!" + copy + "\n# phoenix-pre-push-shim v3\n# phoenix-hook: " + bin + "/phoenix-hook\n"))
+  EXPECT_TRUE(util::starts_with(shim, "#!" + copy + "\n# phoenix-pre-push-shim v3\n# phoenix-hook: " + bin +
+                                          "/phoenix-hook\n"))
       << shim;
   EXPECT_NE(inst.output.find("with no shell"), std::string::npos) << inst.output;
   ASSERT_TRUE(fs::exists(copy));
@@ -630,8 +629,7 @@ TEST_F(HookE2E, TheDirectShimRunsWithNoShellAndSurvivesItsBinaries) {
   auto gone = run({"git", "-C", repo, "push", "origin", "main"}, "", {}, 60);
   EXPECT_FALSE(gone.timed_out) << gone.output;
   EXPECT_NE(gone.exit_code, 0) << gone.output;
-  EXPECT_NE(gone.output.find("phoenix: the hook's binary " + bin +
-                             "/phoenix is gone; reinstall with 'phoenix hook "
+  EXPECT_NE(gone.output.find("phoenix: the hook's binary " + bin + "/phoenix is gone; reinstall with 'phoenix hook "
                              "install' or remove "),
             std::string::npos)
       << gone.output;
@@ -641,7 +639,8 @@ TEST_F(HookE2E, TheDirectShimRunsWithNoShellAndSurvivesItsBinaries) {
   // The copy gone: git could not start the hook; doctor says so.
   fs::remove(copy);
   auto lost = run({bin + "/phoenix", "doctor"}, repo);
-  EXPECT_NE(lost.output.find("installed, but the program on its first line, " + copy + ", is gone"), std::string::npos)
+  EXPECT_NE(lost.output.find("installed, but the program on its first line, " + copy + ", is gone"),
+            std::string::npos)
       << lost.output;
   ASSERT_EQ(run({bin + "/phoenix", "hook", "install"}, repo).exit_code, 0);
   ASSERT_TRUE(fs::exists(copy));
@@ -729,6 +728,7 @@ TEST_F(HookE2E, InstallInASubmoduleUsesItsOwnHooksFolder) {
   EXPECT_FALSE(fs::exists(repo + "/.git/hooks/pre-push"));
 }
 
+
 std::string joined(const std::vector<std::string>& lines) {
   std::string out;
   for (const auto& l : lines) out += l + "\n";
@@ -749,9 +749,8 @@ class HookOnce : public HookE2E {
     ::chmod(wrapper.c_str(), 0755);
   }
   std::string counted_config(const std::string& mode) {
-    return std::string(
-               "{\n  \"checks\": [{ \"id\": \"state\", \"kind\": \"command_exit\", \"editable\": [\"state.txt\"],\n"
-               "    \"target\": [\"") +
+    return std::string("{\n  \"checks\": [{ \"id\": \"state\", \"kind\": \"command_exit\", \"editable\": [\"state.txt\"],\n"
+                       "    \"target\": [\"") +
            wrapper +
            "\", \"sh\", \"-c\", \"grep -q GOOD state.txt || { echo 'FAIL state_test: want GOOD'; exit 1; }\"] }],\n"
            "  \"fixers\": [\"bisect\"],\n  \"hook\": { \"mode\": \"" +
@@ -796,9 +795,8 @@ TEST_F(HookOnce, AHandedMeasurementIsTrustedOnlyByTheProcessItNames) {
   // A stale file and variable (another pid) say green: not believed.
   fs::create_directories(repo + "/.phoenix");
   write(repo, ".phoenix/hook-measured.json",
-        R"({"pid":1,"commit":")" + red +
-            R"(","clean":true,"results":[{"id":"state","ok":true,"signal":"exit=0",)"
-            R"("evidence":"","output":"","duration_ms":1}]})");
+        R"({"pid":1,"commit":")" + red + R"(","clean":true,"results":[{"id":"state","ok":true,"signal":"exit=0",)"
+        R"("evidence":"","output":"","duration_ms":1}]})");
   util::ProcessOptions o;
   o.argv = {phoenix_bin(), "hook", "run", "pre-push", "origin", bare};
   o.cwd = repo;
@@ -826,10 +824,12 @@ TEST_F(HookOnce, ARedPushInHealModeRunsTheCheckOnceBeforeTheFixer) {
   EXPECT_NE(r.output.find("phoenix: healed state in"), std::string::npos) << r.output;
   EXPECT_EQ(g({"rev-parse", "HEAD^"}), red);
   const auto lines = runs();
-  EXPECT_EQ(runs_in_repo(lines, "BAD"), 1u) << "before any fixer, the check runs once\n" << joined(lines) << r.output;
+  EXPECT_EQ(runs_in_repo(lines, "BAD"), 1u) << "before any fixer, the check runs once\n"
+                                            << joined(lines) << r.output;
   EXPECT_EQ(runs_in_repo(lines, "GOOD"), 1u) << "the fix is verified by a fresh run\n" << joined(lines);
   EXPECT_EQ(count(r.output, "phoenix: RED  state  exit=1"), 1u) << r.output;
 }
+
 
 // What the hook says when it stops tells what to do next.
 TEST_F(HookE2E, HealRefusalNamesTheUncommittedFilesAndWhatToDo) {
@@ -913,6 +913,7 @@ TEST_F(HookE2E, ASetupFailureShowsTheToolsErrorAndTheEndAsEvidence) {
   EXPECT_NE(r.output.find("lines above)"), std::string::npos) << r.output;
 }
 
+
 // A push that skipped Phoenix (--no-verify, PHOENIX_SKIP=1) is noticed at
 // the next hook run on that remote ref, named on stderr and in `phoenix
 // status`; a teammate's push, fetched, is not.
@@ -923,14 +924,10 @@ TEST_F(HookE2E, ASkippedPushIsNoticedAtTheNextHookRunOnThatRef) {
   ASSERT_EQ(push({"--no-verify", "origin", "main"}).exit_code, 0);
   EXPECT_EQ(remote_sha("main"), skipped);
 
-  // The next push of main: still red, but red the same way as the remote's
-  // tip, so not this push's failure (let by, said), and the skip is named.
+  // The next push of main: still red, blocked, and the skip is named.
   commit_state("BAD still", "more");
   auto r = push({"origin", "main"});
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("phoenix: let by: state in main@"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("1 pre-existing (state) (pre-existing: failing on origin/main too)"), std::string::npos)
-      << r.output;
+  EXPECT_NE(r.exit_code, 0) << r.output;
   const std::string named = "phoenix: warning: origin/main is at " + skipped.substr(0, 12) +
                             ", pushed from here without Phoenix measuring it (git push --no-verify or PHOENIX_SKIP=1)";
   EXPECT_NE(r.output.find(named), std::string::npos) << r.output;

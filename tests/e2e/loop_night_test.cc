@@ -185,25 +185,16 @@ TEST_F(LoopNight, RedIterationIsHealedByTheHarnessAndTheTaskCounts) {
 // with a cap of 3 the next red iteration reaches it: its note, exit 2.
 TEST_F(LoopNight, TheSessionCapCountsHealedHealsToo) {
   write(repo, "TASKS.md", "- [ ] break and add feature\n- [ ] break it again\n- [ ] plain task\n");
-  configure("if-prompt \"" + kTaskIs +
-                "break and add\" write src.txt 'BROKEN\\n';"
-                "if-prompt \"" +
-                kTaskIs +
-                "break and add\" write feature.txt 'new\\n';"
-                "if-prompt \"" +
-                kTaskIs +
-                "break it again\" write src.txt 'BROKEN again\\n';"
-                "if-prompt \"" +
-                kTaskIs +
-                "plain\" append work.txt 'x\\n';"
-                "if-prompt \"" +
-                kHealPrompt + "\" if-prompt \"feature.txt\" write src.txt 'fine again\\n'",
+  configure("if-prompt \"" + kTaskIs + "break and add\" write src.txt 'BROKEN\\n';"
+            "if-prompt \"" + kTaskIs + "break and add\" write feature.txt 'new\\n';"
+            "if-prompt \"" + kTaskIs + "break it again\" write src.txt 'BROKEN again\\n';"
+            "if-prompt \"" + kTaskIs + "plain\" append work.txt 'x\\n';"
+            "if-prompt \"" + kHealPrompt + "\" if-prompt \"feature.txt\" write src.txt 'fine again\\n'",
             {{"on_escalate", "skip"}}, {{"session_cap", 3}});
   CliRun r = loop({"--branch", "phoenix/loop-test"});
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("loop-wide retry cap: 3 attempts (session_cap 3)"), std::string::npos) << r.out;
-  EXPECT_EQ(show("phoenix/loop-test:TASKS.md"),
-            "- [x] break and add feature\n- [ ] break it again\n- [ ] plain task\n");
+  EXPECT_EQ(show("phoenix/loop-test:TASKS.md"), "- [x] break and add feature\n- [ ] break it again\n- [ ] plain task\n");
   Json s = state();
   EXPECT_EQ(s["session_retries"], 3);
   EXPECT_EQ(s["phase"], "escalated");

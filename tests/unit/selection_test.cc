@@ -207,7 +207,7 @@ TEST(Selection, RealCTestRunsOnlyTheSelectedTest) {
   if (util::find_executable("ctest").empty()) GTEST_SKIP() << "no ctest";
   test::ScopedTempDir tmp;
   test::write(tmp.path(), "CMakeLists.txt",
-              "cmake_minimum_required(VERSION 3.16)\nproject(p NONE)\nenable_testing()\n"
+              "cmake_minimum_required(VERSION 3.19)\nproject(p NONE)\nenable_testing()\n"
               "add_test(NAME \"adds one\" COMMAND sh -c \"exit 0\")\n"
               "add_test(NAME net.fetch COMMAND sh -c \"echo no network; exit 1\")\n"
               "add_test(NAME other COMMAND sh -c \"exit 0\")\n");

@@ -284,7 +284,7 @@ TEST(Verdict, RealCTestProject) {
   if (util::find_executable("ctest").empty()) GTEST_SKIP() << "no ctest";
   test::ScopedTempDir tmp;
   test::write(tmp.path(), "CMakeLists.txt",
-              "cmake_minimum_required(VERSION 3.16)\nproject(p NONE)\nenable_testing()\n"
+              "cmake_minimum_required(VERSION 3.19)\nproject(p NONE)\nenable_testing()\n"
               "add_test(NAME \"adds one\" COMMAND sh -c \"exit 0\")\n"
               "add_test(NAME fetch COMMAND sh -c \"echo 'connect: network is unreachable'; exit 1\")\n"
               "add_test(NAME \"flaky timing\" COMMAND sh -c "
