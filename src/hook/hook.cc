@@ -302,8 +302,8 @@ struct Red {
   checks::SenseResult result;
   checks::CheckSpec spec;
   engine::Verdict verdict;
-  std::string reference;        // the commit the push is judged against
-  std::string reference_label;  // "origin/main", "where it forks from origin/main"
+  std::string reference;         // the commit the push is judged against
+  std::string reference_label;   // "origin/main", "where it forks from origin/main"
   bool reference_known = false;  // the store said what failed there
 };
 
