@@ -106,7 +106,7 @@ Loop::TaskEscalation Loop::escalate_task(const TaskRecord& rec, const Json& tj, 
                                        {"attempts", rec.attempts}});
   escalated_note(x.incident, summary, own_tree);
   if (session_cap) x.end_why = session_cap_why() + "; see " + x.incident;
-  else if (cfg.loop.on_escalate == config::OnEscalate::kStop) x.end_why = "escalated: see " + x.incident;
+  else if (cfg.loop.on_escalate == config::OnEscalate::kStop) x.end_why = "escalated: " + why + "; see " + x.incident;
   return x;
 }
 

@@ -312,7 +312,7 @@ TEST_F(LoopNight, IterationTimeoutKillsTheAgentsWholeTree) {
   configure("write half.txt 'half\\n'; spawn-sleeper 120 " + sleeper + "; sleep 120",
             {{"iteration_timeout_s", 1}, {"no_progress_limit", 1}});
   CliRun r = loop({"--branch", "phoenix/loop-test"});
-  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(r.code, 2) << r.out;
   ASSERT_TRUE(fs::exists(sleeper));
   long pid = std::stol(read(sleeper));
   EXPECT_TRUE(process_gone(pid)) << "the agent's child " << pid << " outlived the iteration timeout";
@@ -322,7 +322,8 @@ TEST_F(LoopNight, IterationTimeoutKillsTheAgentsWholeTree) {
   // Its half-work is dropped, not committed.
   EXPECT_FALSE(fs::exists(layout::worktree_path(gitx::Repo::open(repo), "loop-test") + "/half.txt"));
   EXPECT_EQ(rev("phoenix/loop-test"), head);
-  EXPECT_EQ(state()["phase"], "stopped");
+  // Its task changed nothing no_progress_limit (1) times: given up on alone (loop.on_escalate = stop).
+  EXPECT_EQ(state()["phase"], "escalated");
 }
 
 TEST_F(LoopNight, SigtermKillsTheAgentTreeAndWritesTheState) {
