@@ -134,6 +134,29 @@ TEST_F(HookVerdicts, OnlyTheFailuresAPushBringsBlockIt) {
   EXPECT_NE(r.output.find(kNet, r.output.find("also fixes")), std::string::npos) << r.output;
 }
 
+// hook.mode heal: only the failure the push brought is healed; the fix's
+// fresh re-run still fails the network test, which failed on the remote's
+// tip too, and that does not keep it from HEALED.
+TEST_F(HookVerdicts, HealModeHealsOnlyWhatThePushBrought) {
+  Json cfg = Json::parse(read(repo + "/phoenix.json"));
+  cfg["hook"]["mode"] = "heal";
+  cfg["fixers"] = {"harness"};
+  cfg["checks"][0]["editable"] = {"calc.py"};
+  cfg["harness"] = {{"command", {"sh", "-c", "sed -i 's/a + b/a * b/' calc.py"}}, {"timeout_s", 60}};
+  write(repo, "phoenix.json", cfg.dump(2));
+  commit_all(repo, "heal on push");
+  auto r = push();
+  ASSERT_EQ(r.exit_code, 0) << r.output;  // the network test is let by
+  change("calc.py", "def mul(a, b):\n    return a + b\n", "break mul");
+  r = push();
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("phoenix: healed unit in "), std::string::npos) << r.output;
+  EXPECT_EQ(read(repo + "/calc.py"), "def mul(a, b):\n    return a * b\n");
+  r = push();
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(std::string("1 pre-existing (") + kNet + ")"), std::string::npos) << r.output;
+}
+
 // A new branch is judged against where it forks from the remote's default
 // branch; a suite that no longer collects is the push's failure.
 TEST_F(HookVerdicts, NewBranchJudgedWhereItForksAndABrokenSuiteBlocks) {
