@@ -377,7 +377,9 @@ std::string html(const Night& n, const std::string& out_dir) {
       html_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<main>\n";
   h += "<header>\n<h1>" + html_escape(title) + "</h1>\n<p class=\"period\">" + html_escape(period(n)) + "</p>\n";
   h += "<p id=\"verdict\" class=\"verdict" + std::string(n.escalations.empty() ? "" : " escalated") + "\">" +
-       html_escape(verdict(n)) + "</p>\n</header>\n";
+       html_escape(verdict(n)) + "</p>\n";
+  for (const auto& line : known_red_lines(n)) h += "<p class=\"known-red\">" + code_spans(html_escape(line)) + "</p>\n";
+  h += "</header>\n";
   h += "<section id=\"needs\" class=\"needs\">\n<h2>Needs a person first</h2>\n<ol>\n";
   for (const auto& line : needs_person(n)) h += "<li>" + code_spans(html_escape(line)) + "</li>\n";
   h += "</ol>\n</section>\n";

@@ -517,6 +517,14 @@ std::string verdict(const Night& n) {
   return s + ".";
 }
 
+std::vector<std::string> known_red_lines(const Night& n) {
+  std::vector<std::string> v;
+  for (const auto& k : n.known_red)
+    v.push_back("Known red (failing before the first task, not healed, no task blamed for it): " + k.check +
+                (k.tests.empty() ? " (the whole check)" : ": " + join(k.tests, ", ")) + ".");
+  return v;
+}
+
 std::vector<std::string> needs_person(const Night& n) {
   std::vector<std::string> v;
   for (auto it = n.escalations.rbegin(); it != n.escalations.rend(); ++it) {
@@ -540,9 +548,6 @@ std::vector<std::string> needs_person(const Night& n) {
   }
   if (!still_red.empty() && n.known_red.empty())
     v.push_back("Red before the first iteration (not the agent's doing): " + join(still_red, ", ") + ".");
-  for (const auto& k : n.known_red)
-    v.push_back("Known red (failing before the first task, not healed, no task blamed for it): " + k.check +
-                (k.tests.empty() ? " (the whole check)" : ": " + join(k.tests, ", ")) + ".");
   for (const Task& t : n.tasks)
     if (t.outcome == "open")
       v.push_back("Open: \"" + t.title + "\" after " + plural(t.attempts, "attempt", "attempts") +

@@ -146,6 +146,10 @@ Night read_night(const std::string& trace_text, long long since_ms, const Facts&
 std::string outcome_text(const Task& t);
 std::string verdict(const Night& n);
 std::vector<std::string> needs_person(const Night& n);  // most urgent first; never empty
+// The night's known red, one line per check, said first after the verdict:
+// "Known red (failing before the first task, not healed, no task blamed for
+// it): unit: tests/test_net.py::test_fetch"; none when there was none.
+std::vector<std::string> known_red_lines(const Night& n);
 std::string next_command(const Night& n);
 std::string title(const Night& n);   // "Phoenix: the night on phoenix/loop-…"
 std::string period(const Night& n);  // "2026-12-02 01:00 +01:00 to 03:12 (2 h 12 min)"

@@ -94,6 +94,7 @@ std::string terminal(const Night& n, bool color, int width) {
   };
   std::string s = paint(color, "1", title(n)) + "\n" + period(n) + "\n\n";
   s += wrap(verdict(n), width, "", 0);
+  for (const auto& line : known_red_lines(n)) s += wrap(line, width, "", 2);
   s += head("Needs a person first");
   int k = 0;
   for (const auto& line : needs_person(n)) s += wrap(line, width, "  " + std::to_string(++k) + ". ", 5);
@@ -138,7 +139,9 @@ std::string terminal(const Night& n, bool color, int width) {
 }
 
 std::string markdown(const Night& n) {
-  std::string s = "# " + title(n) + "\n\n" + period(n) + "\n\n**" + verdict(n) + "**\n\n## Needs a person first\n\n";
+  std::string s = "# " + title(n) + "\n\n" + period(n) + "\n\n**" + verdict(n) + "**\n\n";
+  for (const auto& line : known_red_lines(n)) s += line + "\n\n";
+  s += "## Needs a person first\n\n";
   int k = 0;
   for (const auto& line : needs_person(n)) s += std::to_string(++k) + ". " + line + "\n";
   s += "\n## Tasks\n\n";

@@ -215,16 +215,30 @@ TEST_F(ReportTest, KnownRedFlakyTestsAlsoFixedAndOpenTasks) {
       {"why", "red at the baseline"}});
   ev("01:04:12", "loop.agent", {{"iteration", 1}, {"status", "ok"}, {"changed", true}, {"duration_ms", 1000}});
   ev("01:04:13", "loop.verdict",
-     {{"check", "unit"}, {"iteration", 1}, {"red", true}, {"flaky", {"tests/test_io.py::test_timeout"}}, {"new", Json::array()}});
+     {{"check", "unit"},
+      {"iteration", 1},
+      {"red", true},
+      {"flaky", {"tests/test_io.py::test_timeout"}},
+      {"new", Json::array()}});
   ev("01:04:14", "loop.also_fixed",
-     {{"iteration", 1}, {"task", task(1, "Mock the network")}, {"check", "unit"}, {"tests", {"tests/test_net.py::test_fetch"}}});
-  ev("01:04:15", "loop.task_done", {{"iteration", 1}, {"task", task(1, "Mock the network")}, {"head", "a1a1a1a1a1a1a1a1"}});
+     {{"iteration", 1},
+      {"task", task(1, "Mock the network")},
+      {"check", "unit"},
+      {"tests", {"tests/test_net.py::test_fetch"}}});
+  ev("01:04:15", "loop.task_done",
+     {{"iteration", 1}, {"task", task(1, "Mock the network")}, {"head", "a1a1a1a1a1a1a1a1"}});
   ev("01:10:00", "loop.agent", {{"iteration", 2}, {"status", "ok"}, {"changed", true}, {"duration_ms", 1000}});
   ev("01:10:01", "loop.verdict",
-     {{"check", "unit"}, {"iteration", 2}, {"red", true}, {"flaky", {"tests/test_io.py::test_timeout"}}, {"new", {"tests/test_a.py::test_b"}}});
+     {{"check", "unit"},
+      {"iteration", 2},
+      {"red", true},
+      {"flaky", {"tests/test_io.py::test_timeout"}},
+      {"new", {"tests/test_a.py::test_b"}}});
   ev("01:10:02", "loop.attempt", {{"iteration", 2}, {"task", task(2, "Speed up the export")}, {"attempts", 1}});
   ev("01:10:03", "loop.attempt_failed",
-     {{"iteration", 2}, {"task", task(2, "Speed up the export")}, {"why", "red after iteration 2: unit\n  unit: exit=1"}});
+     {{"iteration", 2},
+      {"task", task(2, "Speed up the export")},
+      {"why", "red after iteration 2: unit\n  unit: exit=1"}});
   ev("01:10:04", "loop.end", {{"exit_code", 1}, {"phase", "stopped"}, {"why", "stopped: --until 01:10 reached"}});
   report::Night n = read();
   ASSERT_EQ(n.known_red.size(), 1u);
@@ -237,12 +251,14 @@ TEST_F(ReportTest, KnownRedFlakyTestsAlsoFixedAndOpenTasks) {
   ASSERT_EQ(n.tasks.size(), 2u);
   EXPECT_EQ(n.tasks[1].outcome, "open");
   EXPECT_EQ(n.tasks[1].attempts, 1);
-  const std::vector<std::string> needs = report::needs_person(n);
-  EXPECT_NE(needs[0].find("Known red (failing before the first task, not healed, no task blamed for it): unit: "
-                          "tests/test_net.py::test_fetch"),
-            std::string::npos)
-      << needs[0];
   const std::string text = report::terminal(n, false, 200);
+  // Known red right after the verdict, before anything else.
+  const std::vector<std::string> lines = util::split_lines(text);
+  ASSERT_GT(lines.size(), 4u);
+  EXPECT_EQ(lines[4],
+            "Known red (failing before the first task, not healed, no task blamed for it): unit: "
+            "tests/test_net.py::test_fetch.")
+      << text;
   EXPECT_NE(text.find("tests/test_io.py::test_timeout (2 times)"), std::string::npos) << text;
   EXPECT_NE(text.find("Open: \"Speed up the export\" after 1 attempt; its next attempt never came (the night ended "
                       "first): red after iteration 2: unit"),
@@ -419,8 +435,10 @@ TEST_F(ReportTest, HtmlPageTellsTheStory) {
   night();
   report::Night n = read();
   std::string h = report::html(n, root);
-  EXPECT_NE(h.find("<p id=\"verdict\" class=\"verdict escalated\">4 of 5 tasks done, 1 escalated, 0 open, 1 healed by bisect"),
-            std::string::npos);
+  EXPECT_NE(
+      h.find(
+          "<p id=\"verdict\" class=\"verdict escalated\">4 of 5 tasks done, 1 escalated, 0 open, 1 healed by bisect"),
+      std::string::npos);
   // The timeline: one mark per iteration, the wait, both heals, the escalation.
   // Drawn twice, for a wide window and a phone (CSS shows one), the same marks.
   auto count = [](const std::string& in, const std::string& s) {
