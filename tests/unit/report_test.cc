@@ -435,10 +435,8 @@ TEST_F(ReportTest, HtmlPageTellsTheStory) {
   night();
   report::Night n = read();
   std::string h = report::html(n, root);
-  EXPECT_NE(
-      h.find(
-          "<p id=\"verdict\" class=\"verdict escalated\">4 of 5 tasks done, 1 escalated, 0 open, 1 healed by bisect"),
-      std::string::npos);
+  EXPECT_NE(h.find("<p id=\"verdict\" class=\"verdict escalated\">4 of 5 tasks done, 1 escalated, 0 open, 1 healed by bisect"),
+            std::string::npos);
   // The timeline: one mark per iteration, the wait, both heals, the escalation.
   // Drawn twice, for a wide window and a phone (CSS shows one), the same marks.
   auto count = [](const std::string& in, const std::string& s) {
