@@ -222,11 +222,12 @@ std::vector<checks::SenseResult> Engine::Impl::detect() {
     first.push_back(r);
     green.push_back(r.ok);
     verdicts.push_back(first_verdict(c, r));
-    const auto judged = std::find_if(opt.measured_verdicts.begin(), opt.measured_verdicts.end(),
+    const auto handed = std::find_if(opt.measured_verdicts.begin(), opt.measured_verdicts.end(),
                                      [&](const Verdict& v) { return v.check == c.id; });
-    const bool taken = reuse && given != opt.measured.end() && judged != opt.measured_verdicts.end();
+    const bool taken = reuse && given != opt.measured.end() && handed != opt.measured_verdicts.end();
     if (!r.ok) {
-      verdicts.back() = taken ? *judged : judge_red(c, r);
+      verdicts.back() = taken ? *handed : judge_red(c, r);
+      store.judged(c, verdicts.back());
       if (!verdicts.back().counts()) {
         // Invariant 14: only the failures a change brings count. Nothing
         // here is healed, spent, signed or escalated.

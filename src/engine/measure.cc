@@ -1,6 +1,7 @@
 // Measuring through the store: see engine/measure.h.
 #include "engine/measure.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "gitx/repo.h"
@@ -75,6 +76,19 @@ void StoreUse::record(const checks::CheckSpec& spec, const checks::SenseResult& 
         "measured", {{"check", spec.id}, {"tree", tree_}, {"signal", r.signal}, {"ok", r.ok}, {"where", where_}},
         false));
   checks::record_measurement(dir_, m);
+}
+
+void StoreUse::judged(const checks::CheckSpec& spec, const Verdict& v) {
+  if (!keyed() || !checks::cache_wanted(spec) || !v.red || v.flaky.empty()) return;
+  const checks::MeasureKey key = checks::measure_key(spec, tree_, setup_fingerprint());
+  std::optional<checks::Measurement> m = checks::find_reference(dir_, tree_, key.check);
+  if (!m || m->result.ok || !(m->key == key)) return;
+  std::vector<std::string> left;
+  for (const std::string& t : m->failing)
+    if (std::find(v.flaky.begin(), v.flaky.end(), t) == v.flaky.end()) left.push_back(t);
+  if (left.size() == m->failing.size()) return;
+  m->failing = left;
+  checks::record_measurement(dir_, *m);
 }
 
 std::optional<FailingSet> StoreUse::reference(const checks::CheckSpec& spec, const std::string& tree) const {

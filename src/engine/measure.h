@@ -22,6 +22,7 @@ class Trace;
 namespace phoenix::engine {
 
 struct FailingSet;
+struct Verdict;
 
 // --no-cache given, or PHOENIX_NO_CACHE=1.
 bool no_cache(bool flag);
@@ -53,6 +54,11 @@ class StoreUse {
   // Records `r`, a fresh measurement of `spec` on this tree (what sense()
   // does with one it ran), when the tree is keyed and the check cached.
   void record(const checks::CheckSpec& spec, const checks::SenseResult& r);
+
+  // `v` judged this tree's red measurement of `spec`: the tests it found
+  // flaky leave the record's failing set (what the tree fails is what fails
+  // there again), so no later change sees a flake as pre-existing.
+  void judged(const checks::CheckSpec& spec, const Verdict& v);
 
   // What the store says `spec` found on `tree` (any tree of the
   // repository, not only this one), whatever the setup or environment

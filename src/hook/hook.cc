@@ -537,7 +537,10 @@ std::optional<int> PrePush::measure(const Target& t) {
                          {"duration_ms", r.duration_ms}});
     if (given) measured_.back()["by"] = "phoenix-hook";
     if (in_place && t.commit == head_) head_results_.push_back(r);
-    if (!r.ok) reds_.push_back(judged(t, *capped, r, dir));
+    if (!r.ok) {
+      reds_.push_back(judged(t, *capped, r, dir));
+      store.judged(spec, reds_.back().verdict);
+    }
   }
   say_fixed(t, selected, store);
   return std::nullopt;

@@ -53,6 +53,7 @@ Measure Loop::measure(const Tree& t) {
     bool counts = !r.ok;
     if (!r.interrupted && !ignored.count(c.id)) {
       engine::Verdict v = judge(c, r, t, store.tree());
+      store.judged(c, v);
       counts = v.counts();
       if (v.red || !v.fixed.empty()) m.verdicts.push_back(std::move(v));
     }
