@@ -358,6 +358,7 @@ class PrePush {
   std::optional<int> take_tree();
   Red judged(const Target& t, const checks::CheckSpec& spec, const checks::SenseResult& r, const std::string& dir);
   void reference_of(const Target& t, Red& red);
+  void note_measured(const Target& t, const checks::SenseResult& r, bool in_place, bool by_thin);
   void say_fixed(const Target& t, const std::vector<checks::CheckSpec>& selected, const engine::StoreUse& store);
   std::optional<int> judge_against_references();
   void let_by();
@@ -529,13 +530,7 @@ std::optional<int> PrePush::measure(const Target& t) {
       return kExitInterrupted;
     }
     print_result(err_, opt_.color, r, where);
-    measured_.push_back({{"commit", t.commit},
-                         {"check", spec.id},
-                         {"ok", r.ok},
-                         {"signal", r.signal},
-                         {"in_place", in_place},
-                         {"duration_ms", r.duration_ms}});
-    if (given) measured_.back()["by"] = "phoenix-hook";
+    note_measured(t, r, in_place, given != nullptr);
     if (in_place && t.commit == head_) head_results_.push_back(r);
     if (!r.ok) {
       reds_.push_back(judged(t, *capped, r, dir));
@@ -544,6 +539,18 @@ std::optional<int> PrePush::measure(const Target& t) {
   }
   say_fixed(t, selected, store);
   return std::nullopt;
+}
+
+// One measurement of `t` for the trace and hook-runs.jsonl (`by_thin`:
+// phoenix-hook measured it and handed it over).
+void PrePush::note_measured(const Target& t, const checks::SenseResult& r, bool in_place, bool by_thin) {
+  measured_.push_back({{"commit", t.commit},
+                       {"check", r.id},
+                       {"ok", r.ok},
+                       {"signal", r.signal},
+                       {"in_place", in_place},
+                       {"duration_ms", r.duration_ms}});
+  if (by_thin) measured_.back()["by"] = "phoenix-hook";
 }
 
 // A red check of `t` measured in `dir`: its new failing tests run again
