@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <utility>
 
 #include "engine/selection.h"
 #include "journal/journal.h"
@@ -138,9 +139,12 @@ void rerun(Verdict& v, const checks::CheckSpec& check, const checks::SenseResult
   // re-run costs what the whole suite costs, and tells no test from another).
   if (v.whole) return;
   const auto start = std::chrono::steady_clock::now();
-  bool selectable = true;
+  bool selectable = true, ran_whole = false;
   for (int k = 0; k < reruns && !v.new_failures.empty(); ++k) {
     const Selection sel = selectable ? select_tests(check, v.new_failures, first.output) : Selection{};
+    // Where the tests cannot be run alone, the whole check runs again, once:
+    // a second whole run would cost the whole suite again.
+    if (!sel.ok() && std::exchange(ran_whole, true)) break;
     const checks::CheckSpec spec = sel.ok() ? selected_check(check, sel) : check;
     const checks::SenseResult r = run(spec);
     ++v.reruns;

@@ -76,9 +76,9 @@ Verdict first_verdict(const checks::CheckSpec& check, const checks::SenseResult&
 // what it fixed; `how` says where the reference came from.
 void against(Verdict& v, const FailingSet& reference, const std::string& how);
 
-// Runs the new failing tests again, alone where the runner can select them
-// (else the whole check), up to `reruns` times; what passes is flaky. A
-// whole check (no names) is not run again.
+// Runs the new failing tests again, alone where the runner can select them,
+// up to `reruns` times (where it cannot, the whole check again, once); what
+// passes is flaky. A whole check (no names) is not run again.
 // `run` measures a check (its target the selection) at the judged tree.
 using RunFn = std::function<checks::SenseResult(const checks::CheckSpec&)>;
 void rerun(Verdict& v, const checks::CheckSpec& check, const checks::SenseResult& first, int reruns, const RunFn& run);

@@ -218,6 +218,24 @@ TEST(Verdict, RerunThatCrashesProvesNothing) {
   EXPECT_EQ(w.flaky, Names{"tests/test_a.py::test_x"});
 }
 
+// A check whose failing tests its runner cannot select (a shell target
+// without "select") runs again whole, once, whatever flaky_reruns says.
+TEST(Verdict, AnUnselectableCheckRunsAgainWholeOnce) {
+  test::ScopedTempDir tmp;
+  const checks::CheckSpec c = command({"sh", "-c", "echo 'FAILED tests/test_a.py::test_x - assert 0'; exit 1"});
+  const checks::SenseResult first = checks::sense(c, tmp.path());
+  Verdict v = first_verdict(c, first);
+  ASSERT_EQ(v.new_failures, Names{"tests/test_a.py::test_x"});
+  int runs = 0;
+  rerun(v, c, first, 3, [&](const checks::CheckSpec& spec) {
+    ++runs;
+    EXPECT_EQ(spec.argv, c.argv);
+    return checks::sense(spec, tmp.path());
+  });
+  EXPECT_EQ(runs, 1);
+  EXPECT_TRUE(v.counts());
+}
+
 TEST(Verdict, FlakesGoToTheLedger) {
   test::ScopedTempDir tmp;
   Verdict v;
