@@ -228,6 +228,17 @@ TEST(Selection, RealCTestRunsOnlyTheSelectedTest) {
   EXPECT_TRUE(ran_some_tests(Runner::kCTest, spaced.output)) << spaced.output;
   const checks::SenseResult gone = checks::sense(selected_check(c, select_tests(c, {"renamed"})), tmp.path());
   EXPECT_FALSE(gone.ok) << gone.output;
+  // A shell target, as `phoenix init` writes it for CMake: its "select"
+  // command gets the selection as "$@" after the build.
+  const checks::CheckSpec shell = check_of(R"({"id":"unit","kind":"command_exit",
+      "target":["sh","-c","cmake --build build && ctest --test-dir build --output-on-failure"],
+      "select":{"runner":"ctest",
+                "command":["sh","-c","cmake --build build && exec ctest --test-dir build --output-on-failure \"$@\"","sh"]}})");
+  const checks::SenseResult whole = checks::sense(shell, tmp.path());
+  ASSERT_EQ(extract_failing_tests(whole.output), std::vector<std::string>{"net.fetch"}) << whole.output;
+  const checks::SenseResult alone =
+      checks::sense(selected_check(shell, select_tests(shell, {"net.fetch"})), tmp.path());
+  EXPECT_NE(alone.output.find("1 tests failed out of 1"), std::string::npos) << alone.output;
 }
 
 }  // namespace
