@@ -850,11 +850,15 @@ bool PrePush::pushed_from_here(const PushedRef& r) {
 void PrePush::log_run(int code) {
   std::error_code ec;
   if (!fs::is_directory(layout::state_dir(opt_.root), ec)) return;
-  // A commit is measured green when every check measured on it passed.
+  // A commit is measured green when every check measured on it passed, or
+  // failed only on what was let by (pre-existing, flaky).
   std::vector<std::string> green, red;
   for (const auto& m : measured_) {
     const std::string c = m.value("commit", "");
-    if (!m.value("ok", false)) red.push_back(c);
+    const bool let_by = std::any_of(let_by_.begin(), let_by_.end(), [&](const Red& r) {
+      return r.target->commit == c && r.result.id == m.value("check", "");
+    });
+    if (!m.value("ok", false) && !let_by) red.push_back(c);
     else if (std::find(green.begin(), green.end(), c) == green.end()) green.push_back(c);
   }
   green.erase(std::remove_if(green.begin(), green.end(),

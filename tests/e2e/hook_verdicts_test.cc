@@ -109,6 +109,8 @@ TEST_F(HookVerdicts, OnlyTheFailuresAPushBringsBlockIt) {
       << r.output;
   EXPECT_EQ(r.output.find("measuring unit's failing tests on origin/main"), std::string::npos)
       << "the store knew the remote's tip: " << r.output;
+  EXPECT_EQ(r.output.find("without Phoenix measuring it"), std::string::npos)
+      << "the push let by went through the hook: " << r.output;
   git(repo, {"reset", "-q", "--hard", "HEAD~1"});
 
   // 3. The flake fails on this push's run (its third): run again alone, it
