@@ -18,7 +18,9 @@
 # phoenix-hook handed over. Last, a red push on a real small CMake project
 # (a C file, a CTest test, a red commit pushed to a local bare remote): the
 # check's runs per red push, counted by a `ctest` wrapper on PATH, must be
-# 1. lefthook comes from npm once, into $build/bench-cache/lefthook.
+# 1 (with flaky_reruns 0: a new failing test's re-runs, docs/checks.md, are
+# runs of their own). lefthook comes from npm once, into
+# $build/bench-cache/lefthook.
 # Nothing here asserts a time.
 #   bench/hook_bench.sh           N=15 by default; PHOENIX_BUILD_DIR picks the build
 set -euo pipefail
@@ -310,7 +312,8 @@ if command -v cmake >/dev/null && command -v ctest >/dev/null && command -v cc >
   printf 'build/\n.phoenix/\n' >"$c/.gitignore"
   printf '%s\n' '{ "setup": [{ "run": ["cmake", "-S", ".", "-B", "build"], "inputs": ["CMakeLists.txt"] }],' \
     '  "checks": [{ "id": "unit", "kind": "command_exit", "editable": ["src/**"],' \
-    '    "target": ["sh", "-c", "cmake --build build && ctest --test-dir build --output-on-failure"] }] }' \
+    '    "target": ["sh", "-c", "cmake --build build && ctest --test-dir build --output-on-failure"] }],' \
+    '  "flaky_reruns": 0 }' \
     >"$c/phoenix.json"
   real_ctest=$(command -v ctest)
   printf '#!/bin/sh\necho "$(pwd)" >>"%s"\nexec "%s" "$@"\n' "$work/ctest-runs.log" "$real_ctest" >"$work/bin/ctest"

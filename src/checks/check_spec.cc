@@ -34,7 +34,34 @@ constexpr KindWord kKindWords[] = {{Kind::kCommandExit, "command_exit"},
                                    {Kind::kContract, "contract"},
                                    {Kind::kVisual, "visual"}};
 
+struct RunnerWord {
+  Runner runner;
+  const char* word;
+};
+
+constexpr RunnerWord kRunnerWords[] = {
+    {Runner::kPytest, "pytest"}, {Runner::kCTest, "ctest"}, {Runner::kGoogleTest, "gtest"}, {Runner::kVitest, "vitest"},
+    {Runner::kJest, "jest"},     {Runner::kGo, "go"},       {Runner::kCargo, "cargo"}};
+
 }  // namespace
+
+const char* runner_name(Runner r) {
+  for (const auto& w : kRunnerWords)
+    if (w.runner == r) return w.word;
+  return "?";
+}
+
+std::optional<Runner> parse_runner(std::string_view word) {
+  for (const auto& w : kRunnerWords)
+    if (word == w.word) return w.runner;
+  return std::nullopt;
+}
+
+std::string runner_words() {
+  std::string out;
+  for (const auto& w : kRunnerWords) out += (out.empty() ? "" : ", ") + std::string(w.word);
+  return out;
+}
 
 const char* kind_name(Kind k) {
   for (const auto& w : kKindWords)
@@ -68,8 +95,8 @@ namespace {
 
 bool is_http(Kind k) { return k == Kind::kContract || k == Kind::kVisual; }
 
-const std::vector<std::string> kCommonKeys{"id",       "kind",  "target",         "expect", "type",
-                                           "editable", "description", "cache", "tests_must_bite"};
+const std::vector<std::string> kCommonKeys{"id",       "kind",        "target", "expect",         "type",
+                                           "editable", "description", "cache",  "tests_must_bite"};
 
 std::vector<std::string> keys_for(Kind kind) {
   std::vector<std::string> k = kCommonKeys;
@@ -79,7 +106,7 @@ std::vector<std::string> keys_for(Kind kind) {
   }
   if (kind == Kind::kContract) k.insert(k.end(), {"method", "headers", "body", "strict"});
   if (kind == Kind::kVisual) k.insert(k.end(), {"screenshot", "tolerance", "max_ratio", "ignore_anti_aliasing"});
-  if (kind == Kind::kCommandExit) k.insert(k.end(), {"timeout_s", "cwd", "tests", "protect_tests"});
+  if (kind == Kind::kCommandExit) k.insert(k.end(), {"timeout_s", "cwd", "tests", "protect_tests", "select"});
   if (kind == Kind::kRegexInFile) k.push_back("pattern");
   return k;
 }
@@ -222,6 +249,38 @@ void parse_http_check(const Json& j, const std::string& w, CheckSpec& c) {
 
 // command_exit: the argv, the exit code it expects, its time and folder,
 // its own tests.
+// "select": false | {"runner": WORD, "command": argv} (docs/checks.md,
+// "Running some tests again").
+void parse_select(const Json& j, const std::string& w, CheckSpec& c) {
+  if (!j.contains("select")) return;
+  const Json& v = j["select"];
+  if (v.is_boolean()) {
+    c.select.enabled = v.get<bool>();
+    return;
+  }
+  if (!v.is_object())
+    throw ConfigError(w + ".select: must be false or an object {\"runner\": ..., \"command\": [...]}, not " +
+                      type_name(v));
+  util::reject_unknown_keys(v, {"runner", "command"}, w + ".select");
+  if (v.contains("runner")) {
+    const Json& r = v["runner"];
+    const std::optional<Runner> runner = r.is_string() ? parse_runner(r.get<std::string>()) : std::nullopt;
+    if (!runner)
+      throw ConfigError(
+          w + ".select.runner: " +
+          (r.is_string() ? "unknown runner '" + r.get<std::string>() + "'" : "must be a string, not " + type_name(r)) +
+          " (known: " + runner_words() + ")");
+    c.select.runner = runner;
+  }
+  if (v.contains("command")) {
+    const Json& cmd = v["command"];
+    if (cmd.is_string()) c.select.command = util::split_words(cmd.get<std::string>());
+    else c.select.command = util::string_array(cmd, w + ".select.command");
+    if (c.select.command.empty() || c.select.command[0].empty())
+      throw ConfigError(w + ".select.command: the command is empty");
+  }
+}
+
 void parse_command_exit(const Json& j, const Json& target, const std::string& w, CheckSpec& c) {
   if (target.is_array()) {
     c.argv = util::string_array(target, w + ".target");
@@ -253,6 +312,7 @@ void parse_command_exit(const Json& j, const Json& target, const std::string& w,
     if (!j["protect_tests"].is_boolean()) throw ConfigError(w + ".protect_tests: must be true or false");
     c.protect_tests = j["protect_tests"].get<bool>();
   }
+  parse_select(j, w, c);
 }
 
 // file_sha256: the digest the file must have.

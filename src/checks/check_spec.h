@@ -42,6 +42,28 @@ std::optional<Kind> parse_kind(std::string_view word);
 // JSON carries the word.
 void to_json(util::Json& j, Kind k);
 
+// A test runner whose tests Phoenix can run one by one (engine/selection.h):
+// its word in phoenix.json's "select.runner", the trace and docs/checks.md.
+enum class Runner { kPytest, kCTest, kGoogleTest, kVitest, kJest, kGo, kCargo };
+// "pytest", "ctest", "gtest", "vitest", "jest", "go", "cargo".
+const char* runner_name(Runner r);
+// The runner a word names; nullopt for any other word.
+std::optional<Runner> parse_runner(std::string_view word);
+// Every runner's word, in the order of Runner ("pytest, ctest, ...").
+std::string runner_words();
+
+// "select" of a command_exit check: how Phoenix runs only some of its
+// tests again (a flaky test's re-run, a reference tree's failing tests).
+// Unset: the runner is read from the check's own target, whose filters
+// are replaced. `command` set: the selection's arguments are appended to it
+// as they are (a shell command gets them as "$@"), and `runner` names the
+// runner when the command does not show it.
+struct SelectSpec {
+  bool enabled = true;               // "select": false: the whole check is the unit
+  std::optional<Runner> runner;      // "select.runner"
+  std::vector<std::string> command;  // "select.command", argv
+};
+
 struct CheckSpec {
   std::string id;
   Kind kind = Kind::kCommandExit;
@@ -82,6 +104,8 @@ struct CheckSpec {
   double cache_max_age_h = 0;
   // "tests_must_bite": unset leaves the caller's default (the loop: true).
   std::optional<bool> tests_must_bite;
+  // "select" (command_exit only): running some of its tests alone.
+  SelectSpec select;
   util::Json raw;  // the object as given
 };
 

@@ -59,7 +59,7 @@ Measurement parse_record(const std::string& tree, const Json& j) {
   m.key.env = k.at("env").get<std::map<std::string, std::string>>();
   m.key.version = k.at("version").get<std::string>();
   m.result.id = j.at("id").get<std::string>();
-  m.result.ok = true;
+  m.result.ok = j.value("ok", true);
   m.result.signal = j.at("signal").get<std::string>();
   m.result.evidence = j.at("evidence").get<std::string>();
   m.result.output = m.result.evidence;
@@ -68,19 +68,28 @@ Measurement parse_record(const std::string& tree, const Json& j) {
   m.where = j.at("where").get<std::string>();
   m.trace_seq = j.at("trace_seq").get<long long>();
   m.origin = j.value("origin", "");
+  if (j.contains("failing") && j["failing"].is_array())
+    for (const Json& t : j["failing"]) m.failing.push_back(t.get<std::string>());
+  m.signature = j.value("signature", "");
   return m;
 }
 
 Json record_json(const Measurement& m) {
-  return Json{{"key", m.key.to_json()},
-              {"id", m.result.id},
-              {"signal", m.result.signal},
-              {"evidence", std::string(util::utf8_tail(m.result.evidence, 4096))},
-              {"duration_ms", m.result.duration_ms},
-              {"at_ms", m.at_ms},
-              {"where", m.where},
-              {"trace_seq", m.trace_seq},
-              {"origin", m.origin}};
+  Json j{{"key", m.key.to_json()},
+         {"id", m.result.id},
+         {"signal", m.result.signal},
+         {"evidence", std::string(util::utf8_tail(m.result.evidence, 4096))},
+         {"duration_ms", m.result.duration_ms},
+         {"at_ms", m.at_ms},
+         {"where", m.where},
+         {"trace_seq", m.trace_seq},
+         {"origin", m.origin}};
+  if (!m.result.ok) {
+    j["ok"] = false;
+    j["failing"] = m.failing;
+    j["signature"] = m.signature;
+  }
+  return j;
 }
 
 // The records of one tree's file; a file that does not parse is said once
@@ -157,15 +166,23 @@ long long merge_measurements(const std::string& dir, const std::vector<Measureme
 std::optional<Measurement> find_measurement(const std::string& dir, const MeasureKey& key, double max_age_h) {
   if (key.tree.empty()) return std::nullopt;
   for (Measurement& m : read_tree(dir, key.tree)) {
-    if (!(m.key == key)) continue;
+    if (!m.result.ok || !(m.key == key)) continue;
     if (max_age_h > 0 && util::now_ms() - m.at_ms > static_cast<long long>(max_age_h * 3600 * 1000)) continue;
     return std::move(m);
   }
   return std::nullopt;
 }
 
+std::optional<Measurement> find_reference(const std::string& dir, const std::string& tree, const std::string& check) {
+  if (!is_tree_id(tree)) return std::nullopt;
+  std::optional<Measurement> best;
+  for (Measurement& m : read_tree(dir, tree))
+    if (m.key.check == check && (!best || m.at_ms >= best->at_ms)) best = std::move(m);
+  return best;
+}
+
 void record_measurement(const std::string& dir, const Measurement& m) {
-  if (!m.result.ok || !is_tree_id(m.key.tree)) return;
+  if (!is_tree_id(m.key.tree)) return;
   try {
     std::vector<Measurement> records = read_tree(dir, m.key.tree);
     records.erase(std::remove_if(records.begin(), records.end(), [&](const Measurement& r) { return r.key == m.key; }),
@@ -223,7 +240,8 @@ std::vector<Measurement> all_measurements(const std::string& dir) {
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (!util::ends_with(name, ".json") || !is_tree_id(name.substr(0, name.size() - 5))) continue;
-    for (Measurement& m : read_tree(dir, name.substr(0, name.size() - 5))) out.push_back(std::move(m));
+    for (Measurement& m : read_tree(dir, name.substr(0, name.size() - 5)))
+      if (m.result.ok) out.push_back(std::move(m));
   }
   return out;
 }

@@ -10,11 +10,15 @@
 // steps), the values of the environment variables the check names in
 // `cache.env`, and Phoenix's version. A record is served only when every
 // part matches exactly, whoever wrote it (a record pulled from a remote
-// included); a red result is never recorded, so never served.
+// included). A red result is recorded with its failing set (the tests its
+// runner named, or its issue signature when none), never served as a
+// verdict: it is only the reference a later change is judged against
+// (find_reference, engine/verdict.h).
 //
 // On disk: one JSON file per tree, `<dir>/<tree id>.json` =
-// {"version":1,"records":[{key, id, signal, evidence, duration_ms, at_ms,
-// where, trace_seq, origin}]}, replaced atomically. A file that does not
+// {"version":1,"records":[{key, id, ok, signal, evidence, duration_ms, at_ms,
+// where, trace_seq, origin, failing, signature}]} (a record without "ok" is
+// green), replaced atomically. A file that does not
 // parse is ignored with one warning on stderr and removed (the next green
 // measurement writes it again). No git, no hashing: part of phoenix_lite,
 // so the thin pre-push binary reads and writes it too; the caller names
@@ -36,9 +40,9 @@ inline constexpr int kMeasuredVersion = 1;
 inline constexpr const char* kNoCacheEnv = "PHOENIX_NO_CACHE";
 
 struct MeasureKey {
-  std::string tree;   // git tree id of the measured tree
-  std::string check;  // the check's definition (its JSON, keys sorted)
-  std::string setup;  // setup steps' fingerprint, "" without steps
+  std::string tree;                        // git tree id of the measured tree
+  std::string check;                       // the check's definition (its JSON, keys sorted)
+  std::string setup;                       // setup steps' fingerprint, "" without steps
   std::map<std::string, std::string> env;  // cache.env's names and values ("" when unset)
   std::string version;                     // Phoenix's
   util::Json to_json() const;              // all but the tree (the file's name)
@@ -58,20 +62,30 @@ bool cache_disabled_by_env();
 
 struct Measurement {
   MeasureKey key;
-  SenseResult result;      // green
-  long long at_ms = 0;     // when it was measured (Unix ms)
-  std::string where;       // "loop-20261204", "run", "hook", "sense"
+  SenseResult result;        // green, or red with its failing set below
+  long long at_ms = 0;       // when it was measured (Unix ms)
+  std::string where;         // "loop-20261204", "run", "hook", "sense"
   long long trace_seq = -1;  // its trace line; -1 when none was written
   std::string origin;        // "" measured here; else the remote it was pulled from
+  // A red measurement's failing set: the tests named failing (sorted), and
+  // its issue signature (what tells one crash from another).
+  std::vector<std::string> failing;
+  std::string signature;
 };
 
-// The record for `key` in the store at `dir`, no older than `max_age_h`
-// hours (0: any age); nullopt when there is none.
+// The green record for `key` in the store at `dir`, no older than
+// `max_age_h` hours (0: any age); nullopt when there is none.
 std::optional<Measurement> find_measurement(const std::string& dir, const MeasureKey& key, double max_age_h = 0);
 
-// Records a green measurement (a red one is ignored), replacing one of the
-// same key. Best effort: a store that cannot be written costs a re-run.
+// Records a measurement, green or red, replacing one of the same key. Best
+// effort: a store that cannot be written costs a re-run.
 void record_measurement(const std::string& dir, const Measurement& m);
+
+// The newest record, green or red, of the check defined by `check` (its
+// JSON, as MeasureKey::check) on `tree`, whatever its setup, environment
+// or version: what a reference tree said of that check. nullopt when the
+// store has none.
+std::optional<Measurement> find_reference(const std::string& dir, const std::string& tree, const std::string& check);
 
 // `m.result` as served: its `cached` note set ("measured 14:02 in
 // loop-20261204, trace #812"), duration 0.
@@ -86,7 +100,7 @@ std::string known_tree(const std::string& dir, const std::string& commit);
 // Notes `commit`'s tree; best effort, and nothing when the note is there.
 void remember_tree(const std::string& dir, const std::string& commit, const std::string& tree);
 
-// Every record of the store, for `phoenix doctor` and `journal push`.
+// Every green record of the store, for `phoenix doctor` and `journal push`.
 std::vector<Measurement> all_measurements(const std::string& dir);
 // The file of a tree's records, its name, and the records of a file's text
 // (throws on text that is not a store file).

@@ -31,7 +31,7 @@ const std::vector<Command>& commands() {
        "hook install [--agent CLI [--shared]] [--json] | hook uninstall [--agent CLI] [--json] | hook run pre-push "
        "[REMOTE URL] | hook run stop --agent CLI",
        "the pre-push hook, and the stop hook of claude, codex or gemini: measure what is pushed or left", cmd_hook},
-      {"journal", "journal [stats|push|pull [REMOTE]] [--forget PREFIX] [--json]",
+      {"journal", "journal [stats|flaky|push|pull [REMOTE]] [--forget PREFIX] [--json]",
        "remembered verified fixes: list, forget, stats, share", cmd_journal},
       {"status", "status [--json] [--watch]", "what phoenix-loop is doing, from .phoenix/loop-state.json", cmd_status},
       {"report", "report [--since WHEN] [--json] [--html FILE]", "what happened: tasks, heals, incidents, time, cost",

@@ -36,6 +36,7 @@ int cmd_config(const std::vector<std::string>& args) {
   add("patch_files_cap", c.patch_files_cap, o("patch_files_cap"));
   add("patch_bytes_cap", c.patch_bytes_cap, o("patch_bytes_cap"));
   add("circuit_breaker", c.circuit_breaker, o("circuit_breaker"));
+  add("flaky_reruns", c.flaky_reruns, o("flaky_reruns"));
   add("protected", c.protected_globs, o("protected"));
   add("hook.mode", c.hook.mode, o("hook"));
   add("hook.checks", c.hook.checks, o("hook"));

@@ -1,6 +1,7 @@
 // phoenix journal: what Phoenix remembers (journal/journal.h).
 //   phoenix journal [--json] [--forget PREFIX]   list entries, or forget one signature's
 //   phoenix journal stats [--json]               what replays saved
+//   phoenix journal flaky [--json]               the flake ledger: tests that failed, then passed run again
 //   phoenix journal push [REMOTE] [--json]       share verified fixes over refs/phoenix/journal
 //   phoenix journal pull [REMOTE] [--json]       merge a remote's into this journal
 // Reading commands never create .phoenix/journal.sqlite; a missing one is an
@@ -98,8 +99,13 @@ int list(const Parsed& p) {
     print_json(p.ctx, arr);
     return kExitOk;
   }
+  const size_t flaky_tests = j ? j->flakes().size() : 0;
+  const std::string ledger =
+      flaky_tests == 0 ? std::string()
+                       : "flake ledger: " + util::plural(static_cast<long long>(flaky_tests), "test", "tests") +
+                             " seen flaky ('phoenix journal flaky')\n";
   if (entries.empty()) {
-    std::cout << "the journal is empty: Phoenix remembers a fix once the check it healed passes again\n";
+    std::cout << "the journal is empty: Phoenix remembers a fix once the check it healed passes again\n" << ledger;
     return kExitOk;
   }
   // Columns as wide as their widest cell, two spaces apart: a long check
@@ -134,6 +140,51 @@ int list(const Parsed& p) {
     std::cout << "\n";
     if (!e.verified && !e.last_failure.empty())
       std::cout << dim(p.ctx, std::string(width[0] + 2, ' ') + "demoted: " + e.last_failure) << "\n";
+  }
+  std::cout << ledger;
+  return kExitOk;
+}
+
+// The flake ledger (journal::Journal::flakes): one line per test.
+int flaky(const Parsed& p) {
+  std::optional<journal::Journal> j = open_existing(p.ctx);
+  const std::vector<journal::Flake> flakes = j ? j->flakes() : std::vector<journal::Flake>{};
+  if (p.ctx.json) {
+    json arr = json::array();
+    for (const auto& f : flakes)
+      arr.push_back({{"check", f.check},
+                     {"test", f.test},
+                     {"runs", f.runs},
+                     {"failures", f.failures},
+                     {"flaky", f.flaky},
+                     {"trees", f.trees},
+                     {"first_seen", iso(f.first_seen)},
+                     {"last_seen", iso(f.last_seen)}});
+    print_json(p.ctx, arr);
+    return kExitOk;
+  }
+  if (flakes.empty()) {
+    std::cout << "the flake ledger is empty: no test has failed and then passed when run again\n";
+    return kExitOk;
+  }
+  const std::vector<std::string> header = {"CHECK", "TEST", "FLAKY", "FAILED", "TREES", "LAST SEEN"};
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& f : flakes)
+    rows.push_back({f.check, f.test, std::to_string(f.flaky) + "x",
+                    std::to_string(f.failures) + "/" + std::to_string(f.runs) + " runs", std::to_string(f.trees),
+                    util::iso8601(f.last_seen)});
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& r : rows) width[c] = std::max(width[c], r[c].size());
+  }
+  for (const auto* r : {&header}) {
+    for (size_t c = 0; c < r->size(); ++c) std::cout << (c + 1 == r->size() ? (*r)[c] : pad((*r)[c], width[c] + 2));
+    std::cout << "\n";
+  }
+  for (const auto& r : rows) {
+    for (size_t c = 0; c < r.size(); ++c) std::cout << (c + 1 == r.size() ? r[c] : pad(r[c], width[c] + 2));
+    std::cout << "\n";
   }
   return kExitOk;
 }
@@ -187,9 +238,7 @@ int stats(const Parsed& p) {
   return kExitOk;
 }
 
-std::string measured_store(const Context& ctx) {
-  return engine::store_dir(gitx::Repo::open(ctx.root), ctx.root);
-}
+std::string measured_store(const Context& ctx) { return engine::store_dir(gitx::Repo::open(ctx.root), ctx.root); }
 
 json measured_json(const journal::MeasuredShare& m) {
   return {{"found", m.found}, {"pushed", m.pushed}, {"records", m.records}, {"added", m.added}};
@@ -277,12 +326,12 @@ int cmd_journal(const std::vector<std::string>& args) {
                      "forget every fix of the one signature starting with PREFIX (as listed; must be unambiguous)");
   Parsed p;
   if (!parse_command("journal", desc, args, p)) return kExitOk;
-  const std::vector<std::string> subs{"stats", "push", "pull"};
+  const std::vector<std::string> subs{"stats", "flaky", "push", "pull"};
   std::string sub = p.positional.empty() ? "" : p.positional[0];
   if (!sub.empty() && std::find(subs.begin(), subs.end(), sub) == subs.end()) {
     std::string near = util::nearest(sub, subs);
     throw UsageError("journal: unknown subcommand '" + sub + "'" +
-                     (near.empty() ? " (stats, push or pull)" : " (did you mean '" + near + "'?)"));
+                     (near.empty() ? " (stats, flaky, push or pull)" : " (did you mean '" + near + "'?)"));
   }
   size_t max_args = sub == "push" || sub == "pull" ? 2 : (sub.empty() ? 0 : 1);
   if (p.positional.size() > max_args)
@@ -292,6 +341,7 @@ int cmd_journal(const std::vector<std::string>& args) {
     throw UsageError("journal " + sub + ": --forget only goes with 'phoenix journal'");
   if (!p.ctx.in_repo) throw UsageError("journal: not inside a git repository (" + p.ctx.cwd + ")");
   if (sub == "stats") return stats(p);
+  if (sub == "flaky") return flaky(p);
   if (sub == "push" || sub == "pull") {
     std::string remote = p.positional.size() > 1 ? p.positional[1] : "origin";
     return sub == "push" ? push(p, remote) : pull(p, remote);

@@ -20,6 +20,7 @@
 #include "cli/app.h"
 #include "config/config.h"
 #include "hook/runs.h"
+#include "journal/journal.h"
 #include "layout/paths.h"
 #include "loop/caps.h"
 #include "loop/loop.h"
@@ -54,7 +55,22 @@ std::string str(const json& s, const char* key) {
   return s[key].dump();
 }
 
-void print_human(const Context& ctx, const json& s, bool stale) {
+// The flake ledger's tests ("unit: tests/test_x.py::test_t"), most recently
+// seen first; none when there is no journal or it cannot be read.
+std::vector<std::string> flaky_tests(const std::string& root) {
+  std::vector<std::string> out;
+  if (!util::path_exists(layout::journal_file(root))) return out;
+  try {
+    journal::OpenOptions o;
+    o.create = false;
+    o.busy_timeout_ms = 500;  // a loop writing it costs this line, never the status
+    for (const auto& f : journal::Journal::open(layout::journal_file(root), o).flakes())
+      out.push_back(f.check + ": " + f.test);
+  } catch (const Error&) {}
+  return out;
+}
+
+void print_human(const Context& ctx, const json& s, bool stale, const std::vector<std::string>& flakes) {
   std::string phase = str(s, "phase");
   std::cout << "phase:      "
             << (stale ? red(ctx, phase + " (stale: heartbeat stopped and pid " + str(s, "pid") +
@@ -84,6 +100,14 @@ void print_human(const Context& ctx, const json& s, bool stale) {
   if (!s["last_failure_type"].is_null())
     std::cout << "last red:   " << str(s, "last_failure_type") << " " << str(s, "last_signature") << "\n";
   if (!s["last_incident"].is_null()) std::cout << "incident:   " << str(s, "last_incident") << "\n";
+  // The night's known red: what failed before its first task, no task's fault.
+  if (s.contains("known_red") && s["known_red"].is_object())
+    for (auto it = s["known_red"].begin(); it != s["known_red"].end(); ++it) {
+      std::string tests;
+      for (const auto& t : it.value().value("tests", std::vector<std::string>{}))
+        tests += (tests.empty() ? "" : ", ") + t;
+      std::cout << "known red:  " << it.key() << ": " << (tests.empty() ? "the whole check" : tests) << "\n";
+    }
   std::cout << "known-good: " << util::sha12(str(s, "known_good")) << "   head: " << util::sha12(str(s, "head"))
             << "\n";
   std::cout << "started:    " << str(s, "started_at") << "   updated: " << str(s, "updated_at") << "\n";
@@ -98,6 +122,9 @@ void print_human(const Context& ctx, const json& s, bool stale) {
   }
   if (s.contains("caps") && s["caps"].is_object()) std::cout << "spent:      " << loop::figures_text(s["caps"]) << "\n";
   std::cout << "exit code:  " << (s["exit_code"].is_null() ? "(running)" : str(s, "exit_code")) << "\n";
+  if (!flakes.empty())
+    std::cout << "flaky:      " << util::plural(static_cast<long long>(flakes.size()), "test", "tests")
+              << " in the flake ledger, last " << flakes.front() << " ('phoenix journal flaky')\n";
 }
 
 }  // namespace
@@ -124,10 +151,11 @@ int cmd_status(const std::vector<std::string>& args) {
     for (const json& u : unmeasured) {
       std::string ref = u.value("remote_ref", "");
       if (util::starts_with(ref, "refs/heads/")) ref = ref.substr(11);
-      std::cout << "unmeasured: " << red(p.ctx, u.value("remote", "") + "/" + ref + " at " +
-                                                    util::sha12(u.value("commit", "")))
+      std::cout << "unmeasured: "
+                << red(p.ctx, u.value("remote", "") + "/" + ref + " at " + util::sha12(u.value("commit", "")))
                 << " was pushed without Phoenix's checks (noticed " << u.value("noticed_at", "") << ")\n";
     }
+  std::optional<std::vector<std::string>> flakes;  // read once, not at every --watch refresh
   for (;;) {
     if (!util::path_exists(path)) {
       if (!unmeasured.empty()) {
@@ -138,6 +166,7 @@ int cmd_status(const std::vector<std::string>& args) {
       return kExitRed;
     }
     json s = util::parse_json(util::read_file(path), path);
+    if (!flakes) flakes = flaky_tests(p.ctx.root);
     bool finished = s.contains("exit_code") && !s["exit_code"].is_null();
     long long age = age_ms(s);
     bool heartbeat_stopped = age < 0 || age > silent_ms;
@@ -146,9 +175,10 @@ int cmd_status(const std::vector<std::string>& args) {
       json out = s;
       out["stale"] = stale;
       if (!unmeasured.empty()) out["unmeasured_pushes"] = unmeasured;
+      out["flaky_tests"] = *flakes;
       print_json(p.ctx, out);
     } else {
-      print_human(p.ctx, s, stale);
+      print_human(p.ctx, s, stale, *flakes);
     }
     if (!watch || finished || stale) return kExitOk;
     for (int i = 0; i < 20; ++i) {

@@ -89,7 +89,14 @@ void cmake_project(const Project& p, Detected& d) {
   std::string build = "cmake --build " + dir + (b.config.empty() ? "" : " --config " + sh_word(b.config));
   std::string test =
       "ctest --test-dir " + dir + (b.config.empty() ? "" : " -C " + sh_word(b.config)) + " --output-on-failure";
-  d.checks.push_back({"unit", "unit", {"sh", "-c", build + " && " + test}, 1800});
+  // A flaky or failing test is run again alone: the same build, then ctest
+  // with the selection's arguments (docs/checks.md "Running some tests again").
+  d.checks.push_back({"unit",
+                      "unit",
+                      {"sh", "-c", build + " && " + test},
+                      1800,
+                      "ctest",
+                      {"sh", "-c", build + " && exec " + test + " \"$@\"", "sh"}});
 }
 
 // package.json: install from the lockfile (setup), build when there is a
@@ -128,8 +135,21 @@ bool node_project(const Project& p, Detected& d) {
   d.setup.push_back(install);
   d.setup_why = lock.empty() ? "package.json (no lockfile)" : lock;
   d.why = "package.json test script" + (lock.empty() || pm == "npm" ? std::string() : " (" + lock + ")");
-  if (!script("build").empty()) d.checks.push_back({"build", "build", {pm, "run", "build"}, 600});
-  d.checks.push_back({"unit", "unit", {pm, "test"}, 600});
+  if (!script("build").empty()) d.checks.push_back({"build", "build", {pm, "run", "build"}, 600, "", {}});
+  d.checks.push_back({"unit", "unit", {pm, "test"}, 600, "", {}});
+  // A test script that is vitest or jest alone: the runner runs some tests
+  // again through the package manager (docs/checks.md "Running some tests again").
+  const std::vector<std::string> words = util::split_words(test);
+  if (!words.empty() && (words[0] == "vitest" || words[0] == "jest")) {
+    std::vector<std::string> exec =
+        pm == "npm" ? std::vector<std::string>{"npx"} : std::vector<std::string>{pm, pm == "pnpm" ? "exec" : ""};
+    exec.erase(std::remove(exec.begin(), exec.end(), ""), exec.end());
+    exec.insert(exec.end(), words.begin(), words.end());
+    if (words[0] == "vitest" && (words.size() < 2 || words[1] != "run"))
+      exec.insert(exec.end() - static_cast<std::ptrdiff_t>(words.size() - 1), "run");
+    d.checks.back().select_runner = words[0];
+    d.checks.back().select_command = exec;
+  }
   return true;
 }
 
@@ -165,7 +185,7 @@ bool pytest_project(const Project& p, Detected& d) {
                         "requirements-test.txt", "requirements_test.txt", "test-requirements.txt"})
     if (p.has(r)) reqs.push_back(r);
   if (venv.empty() || reqs.empty()) {
-    d.checks.push_back({"unit", "unit", {"python3", "-m", "pytest", "-q"}, 600});
+    d.checks.push_back({"unit", "unit", {"python3", "-m", "pytest", "-q"}, 600, "", {}});
     return true;
   }
   std::string python = venv + "/bin/python";
@@ -183,7 +203,7 @@ bool pytest_project(const Project& p, Detected& d) {
   std::string joined;
   for (const auto& r : reqs) joined += (joined.empty() ? "" : " and ") + r;
   d.setup_why = joined + " with the virtualenv " + venv + "/";
-  d.checks.push_back({"unit", "unit", {python, "-m", "pytest", "-q"}, 600});
+  d.checks.push_back({"unit", "unit", {python, "-m", "pytest", "-q"}, 600, "", {}});
   return true;
 }
 
@@ -252,7 +272,7 @@ Detected detect_project(const std::string& root) {
   if (p.has("Cargo.toml")) {
     // cargo builds what it tests, and fetches what Cargo.lock names.
     d.why = "Cargo.toml";
-    d.checks.push_back({"unit", "unit", {"cargo", "test"}, 1800});
+    d.checks.push_back({"unit", "unit", {"cargo", "test"}, 1800, "", {}});
     return d;
   }
   if (p.has("go.mod")) {
@@ -264,7 +284,7 @@ Detected detect_project(const std::string& root) {
       d.setup.push_back(download);
       d.setup_why = "go.sum";
     }
-    d.checks.push_back({"unit", "unit", {"go", "test", "./..."}, 600});
+    d.checks.push_back({"unit", "unit", {"go", "test", "./..."}, 600, "", {}});
     return d;
   }
   if (pytest_project(p, d)) return d;
@@ -272,7 +292,7 @@ Detected detect_project(const std::string& root) {
     std::string text = p.has(mk) ? p.read(mk) : "";
     if (text.find("\ntest:") != std::string::npos || util::starts_with(text, "test:")) {
       d.why = std::string(mk) + " with a test target";
-      d.checks.push_back({"unit", "unit", {"make", "test"}, 600});
+      d.checks.push_back({"unit", "unit", {"make", "test"}, 600, "", {}});
       return d;
     }
   }
@@ -336,6 +356,7 @@ std::string render_phoenix_json(const Detected& d) {
       check["type"] = c.type;
       check["target"] = c.argv;
       check["timeout_s"] = c.timeout_s;
+      if (!c.select_command.empty()) check["select"] = OJ{{"runner", c.select_runner}, {"command", c.select_command}};
       if (!d.editable.empty()) check["editable"] = d.editable;
       checks.push_back(check);
     }

@@ -22,6 +22,10 @@ struct DetectedCheck {
   std::string type;               // failure type
   std::vector<std::string> argv;  // the check's target
   double timeout_s = 600;
+  // "select" (engine/selection.h): for a target a shell runs, how its
+  // runner runs some tests alone (the selection's arguments as "$@").
+  std::string select_runner;
+  std::vector<std::string> select_command;
 };
 
 struct Detected {

@@ -43,7 +43,7 @@ namespace {
 
 // Subcommands are the lowercase words of a synopsis that are neither the
 // command, a flag, nor a flag's value: "hook install | hook uninstall" ->
-// install, uninstall; "journal [stats|push|pull [REMOTE]]" -> stats, push, pull.
+// install, uninstall; "journal [stats|flaky|push|pull [REMOTE]]" -> stats, flaky, push, pull.
 std::vector<std::string> synopsis_subcommands(const Command& c) {
   std::string s = c.synopsis;
   for (char& ch : s)
@@ -138,7 +138,7 @@ const char* kEnvironment =
     ".TP\n\\fBCLICOLOR_FORCE\\fR\nset and not 0: colour the output even when it is not a terminal.\n"
     ".TP\n\\fBPHOENIX_SKIP\\fR\n1: the pre\\-push hook lets the push go without measuring.\n"
     ".TP\n\\fBPHOENIX_HARNESS\\fR, \\fBPHOENIX_FIXERS\\fR, \\fBPHOENIX_HOOK_MODE\\fR, \\fBPHOENIX_SESSION_CAP\\fR, "
-    "\\fBPHOENIX_DIFF_CAP\\fR, \\fBPHOENIX_CIRCUIT_BREAKER\\fR\n"
+    "\\fBPHOENIX_DIFF_CAP\\fR, \\fBPHOENIX_CIRCUIT_BREAKER\\fR, \\fBPHOENIX_FLAKY_RERUNS\\fR\n"
     "override the phoenix.json value of the same name ('phoenix config show' says where each value came from).\n"
     ".TP\n\\fBSSL_CERT_FILE\\fR, \\fBSSL_CERT_DIR\\fR\n"
     "the certificates an https:// webhook is verified against instead of the system's store.\n"
@@ -174,6 +174,8 @@ const std::map<std::string, std::string>& key_descriptions() {
       {"patch_files_cap", "most files a proposed patch may touch."},
       {"patch_bytes_cap", "largest proposed patch in bytes (binary files count here, not in diff_cap)."},
       {"circuit_breaker", "consecutive failed heals that halt the run."},
+      {"flaky_reruns",
+       "times a new failing test is run again, alone where its runner allows, before it counts (default 2)."},
       {"protected", "globs no fix may touch (phoenix.json, .phoenix/, .git and hooks always are)."},
       {"prompt_template", "the repository's own prompt template, relative to its top."},
       {"sandbox", "what the fixer's sandbox copy gets besides tracked files."},
@@ -199,7 +201,9 @@ const std::map<std::string, std::string>& key_descriptions() {
       {"loop.iteration_timeout_s", "wall-clock limit of one iteration; its whole process tree is killed."},
       {"loop.baseline", "what to do with a check already red before the first iteration."},
       {"loop.heartbeat_s", "how often loop-state.json is rewritten while waiting."},
-      {"loop.no_progress_limit", "iterations in a row that changed nothing before the loop stops."},
+      {"loop.no_progress_limit",
+       "agent runs in a row on one task that changed nothing before that task is given up on (in prompt mode, "
+       "before the loop stops)."},
       {"loop.notify",
        "a command (argv) or a webhook (http:// or https://; json, ntfy, slack, discord or telegram) told on "
        "escalation, rate-limit waits and the end; 'phoenix notify --test' sends a test message."},

@@ -16,9 +16,9 @@ using util::Json;
 namespace {
 
 const std::vector<std::string> kTopKeys{
-    "$schema",  "checks",          "harness",         "fixers",          "budgets",   "session_cap",
-    "diff_cap", "patch_files_cap", "patch_bytes_cap", "circuit_breaker", "protected", "hook",
-    "loop",     "sandbox",         "prompt_template", "setup",           "bisect",    "git"};
+    "$schema",         "checks",          "harness",         "fixers",    "budgets",     "session_cap", "diff_cap",
+    "patch_files_cap", "patch_bytes_cap", "circuit_breaker", "protected", "hook",        "loop",        "sandbox",
+    "prompt_template", "setup",           "bisect",          "git",       "flaky_reruns"};
 
 int positive_int(const Json& j, const std::string& where) {
   if (!j.is_number_integer() || j.get<long long>() < 0 || j.get<long long>() > 1000000)
@@ -261,6 +261,11 @@ void parse_caps(Config& c, const Json& j) {
   if (j.contains("patch_files_cap")) c.patch_files_cap = positive_int(j["patch_files_cap"], "patch_files_cap");
   if (j.contains("patch_bytes_cap")) c.patch_bytes_cap = positive_int(j["patch_bytes_cap"], "patch_bytes_cap");
   if (j.contains("circuit_breaker")) c.circuit_breaker = positive_int(j["circuit_breaker"], "circuit_breaker");
+  if (j.contains("flaky_reruns")) {
+    c.flaky_reruns = positive_int(j["flaky_reruns"], "flaky_reruns");
+    if (c.flaky_reruns > 10)
+      throw ConfigError("flaky_reruns: at most 10 re-runs, not " + std::to_string(c.flaky_reruns));
+  }
   if (j.contains("protected")) c.protected_globs = util::string_array(j["protected"], "protected");
   if (j.contains("prompt_template")) {
     if (!j["prompt_template"].is_string()) throw ConfigError("prompt_template: must be a path");
@@ -416,6 +421,7 @@ void apply_env(Config& c) {
   int_env("PHOENIX_SESSION_CAP", c.session_cap, "session_cap");
   int_env("PHOENIX_DIFF_CAP", c.diff_cap, "diff_cap");
   int_env("PHOENIX_CIRCUIT_BREAKER", c.circuit_breaker, "circuit_breaker");
+  int_env("PHOENIX_FLAKY_RERUNS", c.flaky_reruns, "flaky_reruns");
   if (auto v = env("PHOENIX_HARNESS")) {
     c.harness.preset = one_of(Json(*v), "PHOENIX_HARNESS", harness_presets());
     c.harness.command.clear();

@@ -97,6 +97,9 @@ struct SetupStep {
   double timeout_s = 1800;
 };
 
+// flaky_reruns' default: see docs/checks.md for why 2.
+inline constexpr int kDefaultFlakyReruns = 2;
+
 struct Config {
   std::string path;  // file it came from, "" for defaults only
   std::vector<SetupStep> setup;
@@ -109,6 +112,10 @@ struct Config {
   int patch_files_cap = 2000;              // most files one proposed patch may touch
   int patch_bytes_cap = 50 * 1024 * 1024;  // largest proposed patch, in bytes (binary content counts here)
   int circuit_breaker = 3;
+  // How many times a new failing test is run again (alone where its runner
+  // can select it) before it counts against a change; a pass makes it
+  // flaky (engine/verdict.h, docs/checks.md "flaky_reruns").
+  int flaky_reruns = kDefaultFlakyReruns;
   std::vector<std::string> protected_globs;
   std::vector<std::string> sandbox_carry;
   std::string sandbox_kind = "auto";  // auto | copy | overlay (PHOENIX_SANDBOX overrides)

@@ -76,7 +76,11 @@ struct Engine::Impl {
   int consecutive_failed = 0;
   std::string known_good_ref;  // this line of work's (RunOptions.known_good_ref)
   std::vector<checks::CheckSpec> selected;
-  std::vector<bool> green;  // per selected check, last measurement
+  std::vector<bool> green;        // per selected check, last measurement (a red that does not count is green)
+  std::vector<Verdict> verdicts;  // per selected check, its detection's verdict
+  std::map<std::string, FailingSet> reference;  // failing sets at the reference tree
+  bool reference_known = false;
+  bool let_by_pre_existing = false;  // a check is green only because its failures were there before
 
   Impl(std::string r, const config::Config& c, RunOptions o, CheckRunner& ch,
        std::vector<std::unique_ptr<fixers::Fixer>> f, trace::Trace& t, EventFn e, OutcomeSink* out)
@@ -180,6 +184,8 @@ struct Engine::Impl {
 
   RunResult run();
   std::vector<checks::SenseResult> detect();
+  void find_reference();
+  Verdict judge_red(const checks::CheckSpec& c, const checks::SenseResult& r);
   IssueOutcome heal(const checks::CheckSpec& check, const checks::SenseResult& red, RunResult& result);
   // The steps of heal(), in order.
   struct Heal;
@@ -222,6 +228,23 @@ std::vector<checks::SenseResult> Engine::Impl::detect() {
     if (r.interrupted) throw Error("interrupted while measuring " + c.id, kExitInterrupted);
     first.push_back(r);
     green.push_back(r.ok);
+    verdicts.push_back(first_verdict(c, r));
+    const auto handed = std::find_if(opt.measured_verdicts.begin(), opt.measured_verdicts.end(),
+                                     [&](const Verdict& v) { return v.check == c.id; });
+    const bool taken = reuse && given != opt.measured.end() && handed != opt.measured_verdicts.end();
+    if (!r.ok) {
+      verdicts.back() = taken ? *handed : judge_red(c, r);
+      store.judged(c, verdicts.back());
+      if (!verdicts.back().counts()) {
+        // Invariant 14: only the failures a change brings count. Nothing
+        // here is healed, spent, signed or escalated.
+        green.back() = true;
+        let_by_pre_existing = let_by_pre_existing || !verdicts.back().pre_existing.empty();
+        state(c.id, State::kGreen,
+              {{"signal", r.signal}, {"duration_ms", r.duration_ms}, {"let_by", verdicts.back().let_by()}});
+        continue;
+      }
+    }
     if (r.ok && !r.cached.empty())
       state(c.id, State::kGreen, {{"signal", r.signal}, {"duration_ms", r.duration_ms}, {"cached", r.cached}});
     else if (r.ok) state(c.id, State::kGreen, {{"signal", r.signal}, {"duration_ms", r.duration_ms}});
@@ -230,9 +253,61 @@ std::vector<checks::SenseResult> Engine::Impl::detect() {
             {{"signal", r.signal},
              {"duration_ms", r.duration_ms},
              {"type", c.type},
-             {"signature", util::sha12(issue_signature(c.id, r.output))}});
+             {"signature", util::sha12(verdicts.back().signature)}});
   }
   return first;
+}
+
+// The failing sets at the reference tree: the caller's, else the store's
+// record of every selected check on known-good's tree.
+void Engine::Impl::find_reference() {
+  if (opt.reference) {
+    reference = *opt.reference;
+    reference_known = true;
+    return;
+  }
+  const std::optional<std::string> kg = layout::known_good_commit(*repo, known_good_ref);
+  if (!kg) return;
+  try {
+    const std::string tree = repo->tree_of(*kg);
+    StoreUse store(*repo, root, cfg, opt.measured_by, false, nullptr);
+    for (const auto& c : selected) {
+      const std::optional<FailingSet> f = store.reference(c, tree);
+      if (!f) return;  // one unknown: no reference at all
+      if (!f->ok) reference[c.id] = *f;
+    }
+    reference_known = true;
+  } catch (const Error&) { reference.clear(); }
+}
+
+// A red measurement judged (engine/verdict.h): its new failing tests run
+// again, what fails at the reference is pre-existing, flaky tests go to
+// the ledger.
+Verdict Engine::Impl::judge_red(const checks::CheckSpec& c, const checks::SenseResult& r) {
+  JudgeOptions o;
+  o.reruns = opt.flaky_reruns >= 0 ? opt.flaky_reruns : cfg.flaky_reruns;
+  if (reference_known) {
+    const auto it = reference.find(c.id);
+    o.reference = it != reference.end() ? it->second : FailingSet{true, {}, ""};
+    o.reference_how = opt.reference_name;
+  }
+  o.run = [&](const checks::CheckSpec& spec) { return checks.run(spec, root); };
+  Verdict v = judge(c, r, o);
+  if (v.reruns > 0 || !v.pre_existing.empty()) {
+    trace.append("verdict", v.to_json());
+    explain("verdict on " + c.id + ": " + std::to_string(v.new_failures.size()) + " new" +
+            (v.let_by().empty() ? "" : "; let by: " + v.let_by()) +
+            (v.reruns ? " (" + std::to_string(v.reruns) + " re-run" + (v.reruns > 1 ? "s" : "") + ")" : ""));
+  }
+  if (!v.flaky.empty() && opt.flake_ledger) {
+    std::string tree;
+    try {
+      if (repo->tracked_clean(keep) && repo->untracked_files(keep).empty()) tree = repo->tree_of(repo->head_sha());
+    } catch (const Error&) {}
+    note_flakes(layout::journal_file(opt.journal_root.empty() ? root : opt.journal_root), v, tree,
+                [&](const std::string& line) { explain(line); });
+  }
+  return v;
 }
 
 RunResult Engine::Impl::run() {
@@ -263,8 +338,11 @@ RunResult Engine::Impl::run() {
                                                                                       }()}});
   explain("HEAD " + util::sha12(head0) + (dirty0 ? ", work tree has uncommitted changes" : ", work tree clean"));
 
+  find_reference();
   const std::vector<checks::SenseResult> first = detect();
   result.detected = first;
+  for (const Verdict& v : verdicts)
+    if (v.red) result.verdicts.push_back(v);
 
   bool any_red = std::any_of(green.begin(), green.end(), [](bool g) { return !g; });
   if (any_red && dirty0 && !opt.allow_dirty && !opt.dry_run) {
@@ -309,7 +387,7 @@ RunResult Engine::Impl::run() {
 
   // Only a green measurement of every check at a clean HEAD blesses it.
   bool all_green = std::all_of(green.begin(), green.end(), [](bool g) { return g; });
-  if (all_green && !opt.dry_run && opt.bless_known_good && repo->tracked_clean(keep) &&
+  if (all_green && !let_by_pre_existing && !opt.dry_run && opt.bless_known_good && repo->tracked_clean(keep) &&
       (opt.only.empty() || selected.size() == cfg.checks.size())) {
     std::string head = repo->head_sha();
     repo->write_ref(known_good_ref, head, "phoenix: every check green");
@@ -350,6 +428,11 @@ struct Engine::Impl::Applied {
 
 IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::SenseResult& red, RunResult& result) {
   Heal h{check, red, {}, describe_failure(check, red), 3, {}, {}, {}, {}, 0, 0, 0, std::nullopt};
+  // Invariant 14: a heal, its budget and its signature are only ever
+  // spent on a failure the change brought.
+  for (size_t k = 0; k < selected.size(); ++k)
+    if (selected[k].id == check.id && verdicts.size() > k && verdicts[k].red && !verdicts[k].counts())
+      throw Error("invariant 14: " + check.id + " was healed though none of its failures is new");
   h.out.check = check.id;
   h.out.issue_signature = h.failure.issue_signature;
   h.budget = cfg.budgets.count(check.type) ? cfg.budgets.at(check.type) : 3;
@@ -407,6 +490,13 @@ fixers::Failure Engine::Impl::describe_failure(const checks::CheckSpec& check, c
   failure.failure_type = check.type;
   failure.issue_signature = issue_signature(check.id, red.output);
   failure.failing_tests = extract_failing_tests(red.output);
+  for (size_t k = 0; k < selected.size(); ++k)
+    if (selected[k].id == check.id && verdicts.size() > k && verdicts[k].counts()) {
+      // The signature of what the change brought: a flaky or pre-existing
+      // test beside it never makes it look like another failure.
+      failure.issue_signature = verdicts[k].signature;
+      if (!verdicts[k].whole) failure.new_tests = verdicts[k].new_failures;
+    }
   if (!failure.failing_tests.empty()) {
     std::string names;
     for (const auto& t : failure.failing_tests) names += (names.empty() ? "" : ", ") + t;
@@ -653,21 +743,25 @@ Engine::Impl::Applied Engine::Impl::apply_and_verify(Heal& h, const fixers::Prop
   state(id, State::kVerifying, {{"fixer", p.fixer}});
   auto vstart = Clock::now();
   a.again = measure(h.check);
+  // What is left red after the fix is judged like any red (invariant 14):
+  // only failures the change brought keep it from HEALED.
+  bool passes = a.again.ok || (!a.again.interrupted && !judge_red(h.check, a.again).counts());
   a.verify_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - vstart).count();
   std::string regression;
-  if (a.again.ok) {
+  if (passes) {
     // The fix must not turn another green check red.
     for (size_t k = 0; k < selected.size() && regression.empty(); ++k) {
       if (selected[k].id == id || !green[k]) continue;
       checks::SenseResult other = measure(selected[k]);
-      if (!other.ok) regression = selected[k].id + " turned red (" + other.signal + ")";
+      if (!other.ok && !other.interrupted && judge_red(selected[k], other).counts())
+        regression = selected[k].id + " turned red (" + other.signal + ")";
     }
   }
   if (a.again.interrupted) {
     undo_patch(cp, head_before, facts.files);
     throw Error("interrupted while verifying " + id, kExitInterrupted);
   }
-  if (a.again.ok && regression.empty()) {
+  if (passes && regression.empty()) {
     std::string toothless;
     try {
       toothless = tests_do_not_bite(h, p, cp);
@@ -689,7 +783,7 @@ Engine::Impl::Applied Engine::Impl::apply_and_verify(Heal& h, const fixers::Prop
     a.healed = true;
     return a;
   }
-  a.outcome = a.again.ok ? "regression: " + regression : "red: " + a.again.signal;
+  a.outcome = passes ? "regression: " + regression : "red: " + a.again.signal;
   undo_patch(cp, head_before, facts.files);
   h.last_diff = p.patch;
   record_failure(h, p.fixer, a.outcome, attempt_sig, &p, a.again.evidence);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 #include "config/config.h"
 #include "engine/incident.h"
 #include "engine/state.h"
+#include "engine/verdict.h"
 #include "fixers/fixer.h"
 #include "gitx/author.h"
 #include "trace/trace.h"
@@ -108,6 +110,9 @@ struct RunOptions {
   // verification of a fix is always a fresh run.
   std::vector<checks::SenseResult> measured;
   std::string measured_head;
+  // Their verdicts, where the caller judged them (engine/verdict.h): taken
+  // with them, so no test is run again twice.
+  std::vector<Verdict> measured_verdicts;
 
   // The measurement store (engine/measure.h): DETECTED on a clean tree is
   // answered from it when it holds the check's record, and records a green
@@ -125,6 +130,21 @@ struct RunOptions {
   // task's heal: the loop measures the task's whole change itself).
   bool tests_must_bite = true;
   bool bite_guard = true;
+
+  // Verdicts per test (engine/verdict.h, invariant 14): a red measurement
+  // is judged before it counts, at DETECTED and at VERIFYING. Its new
+  // failing tests are run again (flaky_reruns times; -1: phoenix.json's),
+  // and what also fails at the reference tree is pre-existing. `reference`
+  // set: the failing sets there, by check id (a check it lacks was green
+  // there: the loop's known red, the hook's remote tip); unset: the store's
+  // record of known-good's tree, when it has one (`phoenix run`).
+  // `journal_root`: whose journal keeps the flake ledger ("" : root's);
+  // flake_ledger false (--no-journal): none is written.
+  int flaky_reruns = -1;
+  std::optional<std::map<std::string, FailingSet>> reference;
+  std::string reference_name = "known-good";
+  std::string journal_root;
+  bool flake_ledger = true;
 };
 
 struct IssueOutcome {
@@ -158,6 +178,9 @@ struct RunResult {
   std::string known_good;  // after the run
   std::string rolled_back_to;
   std::vector<checks::SenseResult> detected;  // first measurement of each check
+  // The verdict of each check detected red (RunOptions.reference): those
+  // that do not count were let by, neither healed nor escalated.
+  std::vector<Verdict> verdicts;
   // Set when the run stopped because the model could not be used: the
   // harness stayed rate-limited or unreachable for max_wait_s ("harness
   // unreachable for 600 s: claude: API Error: Unable to connect ...") or

@@ -1,11 +1,13 @@
 // Measuring through the store: see engine/measure.h.
 #include "engine/measure.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "gitx/repo.h"
 #include "layout/paths.h"
 #include "setup/setup.h"
+#include "engine/verdict.h"
 #include "trace/trace.h"
 #include "util/text.h"
 
@@ -50,8 +52,7 @@ const std::string& StoreUse::setup_fingerprint() {
   return *setup_;
 }
 
-checks::SenseResult StoreUse::sense(const checks::CheckSpec& spec,
-                                    const std::function<checks::SenseResult()>& fresh) {
+checks::SenseResult StoreUse::sense(const checks::CheckSpec& spec, const std::function<checks::SenseResult()>& fresh) {
   if (!keyed() || !checks::cache_wanted(spec)) return fresh();
   const checks::MeasureKey key = checks::measure_key(spec, tree_, setup_fingerprint());
   if (auto m = checks::find_measurement(dir_, key, spec.cache_max_age_h)) {
@@ -62,13 +63,48 @@ checks::SenseResult StoreUse::sense(const checks::CheckSpec& spec,
     return r;
   }
   checks::SenseResult r = fresh();
-  if (!r.ok || r.interrupted) return r;
-  checks::Measurement m{key, r, util::now_ms(), where_, -1, ""};
+  record(spec, r);
+  return r;
+}
+
+void StoreUse::record(const checks::CheckSpec& spec, const checks::SenseResult& r) {
+  if (!keyed() || !checks::cache_wanted(spec) || r.interrupted || !r.cached.empty()) return;
+  const checks::MeasureKey key = checks::measure_key(spec, tree_, setup_fingerprint());
+  checks::Measurement m{key, r, util::now_ms(), where_, -1, "", {}, ""};
+  if (!r.ok) {
+    // Kept as the tree's failing set, never served (checks/measured.h).
+    const FailingSet f = FailingSet::of(spec.id, r);
+    m.failing = f.tests;
+    m.signature = f.signature;
+  }
   if (trace_)
     m.trace_seq = static_cast<long long>(trace_->append(
-        "measured", {{"check", spec.id}, {"tree", tree_}, {"signal", r.signal}, {"where", where_}}, false));
+        "measured", {{"check", spec.id}, {"tree", tree_}, {"signal", r.signal}, {"ok", r.ok}, {"where", where_}},
+        false));
   checks::record_measurement(dir_, m);
-  return r;
+}
+
+void StoreUse::judged(const checks::CheckSpec& spec, const Verdict& v) {
+  if (!keyed() || !checks::cache_wanted(spec) || !v.red || v.flaky.empty()) return;
+  const checks::MeasureKey key = checks::measure_key(spec, tree_, setup_fingerprint());
+  std::optional<checks::Measurement> m = checks::find_reference(dir_, tree_, key.check);
+  if (!m || m->result.ok || !(m->key == key)) return;
+  std::vector<std::string> left;
+  for (const std::string& t : m->failing)
+    if (std::find(v.flaky.begin(), v.flaky.end(), t) == v.flaky.end()) left.push_back(t);
+  if (left.size() == m->failing.size()) return;
+  m->failing = left;
+  checks::record_measurement(dir_, *m);
+}
+
+std::optional<FailingSet> StoreUse::reference(const checks::CheckSpec& spec, const std::string& tree) const {
+  const std::optional<checks::Measurement> m = checks::find_reference(dir_, tree, spec.raw.dump());
+  if (!m) return std::nullopt;
+  FailingSet f;
+  f.ok = m->result.ok;
+  f.tests = m->failing;
+  f.signature = m->signature;
+  return f;
 }
 
 }  // namespace phoenix::engine

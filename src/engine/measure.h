@@ -21,6 +21,9 @@ class Trace;
 
 namespace phoenix::engine {
 
+struct FailingSet;
+struct Verdict;
+
 // --no-cache given, or PHOENIX_NO_CACHE=1.
 bool no_cache(bool flag);
 
@@ -36,8 +39,8 @@ class StoreUse {
   // tree is clean: HEAD exists, no tracked file modified or staged, no
   // untracked file that is not ignored (Phoenix's own folders aside).
   // `trace` (may be null) gets a line per measurement recorded or served.
-  StoreUse(const gitx::Repo& repo, const std::string& root, const config::Config& cfg, std::string where,
-           bool enabled, trace::Trace* trace);
+  StoreUse(const gitx::Repo& repo, const std::string& root, const config::Config& cfg, std::string where, bool enabled,
+           trace::Trace* trace);
 
   // The tree `tree` (a work tree's content as gitx::Repo::workdir_tree
   // gives it, clean or not) at `root`, keyed by that id when `enabled`:
@@ -50,7 +53,24 @@ class StoreUse {
 
   // The store's record of `spec` on this tree when there is one (and the
   // check may be cached); else `fresh()`, recorded when green.
+  // A red result is recorded too, with its failing set: never served, it
+  // is what a later change on this tree is judged against (engine/verdict.h).
   checks::SenseResult sense(const checks::CheckSpec& spec, const std::function<checks::SenseResult()>& fresh);
+
+  // Records `r`, a fresh measurement of `spec` on this tree (what sense()
+  // does with one it ran), when the tree is keyed and the check cached.
+  void record(const checks::CheckSpec& spec, const checks::SenseResult& r);
+
+  // `v` judged this tree's red measurement of `spec`: the tests it found
+  // flaky leave the record's failing set (what the tree fails is what fails
+  // there again), so no later change sees a flake as pre-existing.
+  void judged(const checks::CheckSpec& spec, const Verdict& v);
+
+  // What the store says `spec` found on `tree` (any tree of the
+  // repository, not only this one), whatever the setup or environment
+  // then: a reference's failing set; nullopt when it was never measured.
+  std::optional<FailingSet> reference(const checks::CheckSpec& spec, const std::string& tree) const;
+  const std::string& dir() const { return dir_; }
 
  private:
   const std::string& setup_fingerprint();

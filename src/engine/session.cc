@@ -45,6 +45,9 @@ RunResult run_session(const std::string& root, const config::Config& cfg, Sessio
       for (auto& f : fixers::make_fixers({n})) fx.push_back(std::move(f));
     }
   }
+  // The flake ledger is a table of the same journal (engine/verdict.h).
+  if (options.run.journal_root.empty()) options.run.journal_root = options.journal_root;
+  if (options.no_journal) options.run.flake_ledger = false;
   SenseRunner runner;
   Engine eng(root, cfg, options.run, runner, std::move(fx), trace, std::move(on_event), sink ? &*sink : nullptr);
   return eng.run();

@@ -225,7 +225,11 @@ std::string failure_evidence(std::string_view normalized) {
 }
 
 std::string issue_signature(const std::string& check_id, std::string_view output) {
-  std::vector<std::string> tests = extract_failing_tests(output);
+  return issue_signature_for(check_id, output, extract_failing_tests(output));
+}
+
+std::string issue_signature_for(const std::string& check_id, std::string_view output,
+                                const std::vector<std::string>& tests) {
   std::string normalized = normalize(output);
   std::string material = "phoenix-issue-v1\n" + check_id + "\n" + std::to_string(tests.size()) + "\n";
   for (const auto& t : tests) material += t + "\n";

@@ -57,6 +57,10 @@ std::string failure_evidence(std::string_view normalized);
 // failure, so all of the (normalized) output counts. The count keeps the
 // test list and the message from running into each other.
 std::string issue_signature(const std::string& check_id, std::string_view output);
+// The same with the failing tests given (a verdict's new failures,
+// engine/verdict.h) instead of all those the output names.
+std::string issue_signature_for(const std::string& check_id, std::string_view output,
+                                const std::vector<std::string>& tests);
 
 // The attempt signature: lowercase sha256 hex of
 //   "phoenix-attempt-v1\n" + issue_sig + "\n" + <number of files> + "\n"

@@ -93,8 +93,11 @@ class TestNameCollector {
     size_t d = count_digits(t, j + 1);
     j += 1 + d;
     if (!d || j + 1 >= t.size() || t[j] != ':' || t[j + 1] != ' ') return;
+    // The name runs up to the dots that pad it ("flaky timing ....***Failed").
     std::string_view rest = ltrim(t.substr(j + 2));
-    add(rest.substr(0, rest.find(' ')));
+    rest = rest.substr(0, rest.find("***"));
+    while (!rest.empty() && (rest.back() == '.' || rest.back() == ' ')) rest.remove_suffix(1);
+    add(rest);
   }
 
   void pytest(const Line& line) {

@@ -13,7 +13,8 @@ namespace phoenix::engine {
 // and sorted. ANSI colour codes are ignored. Recognised formats:
 //   GoogleTest   "[  FAILED  ] Suite.Name (0 ms)"             -> "Suite.Name"
 //   CTest        "The following tests FAILED:" / "  1 - name (Failed)" and
-//                "1/3 Test #1: name ....***Failed"             -> "name"
+//                "1/3 Test #1: name ....***Failed"             -> "name" (a name
+//                with blanks too: the dots that pad it end it)
 //   pytest       "FAILED path::test - msg", "ERROR path::test", "-v" lines
 //                "path::test FAILED"                          -> "path::test";
 //                only when none of those is present, the "___ test ___"

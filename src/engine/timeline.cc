@@ -33,6 +33,7 @@ std::string details(const util::Json& ev, bool full) {
   if (ev.contains("fixer")) rest += " fixer=" + text("fixer");
   if (ev.contains("signal")) rest += " " + text("signal");
   if (ev.contains("cached")) rest += "  (cached: " + text("cached") + ")";
+  if (ev.contains("let_by")) rest += " — let by: " + text("let_by");
   if (full && ev.contains("signature")) rest += " signature " + text("signature");
   if (ev.contains("summary") && !text("summary").empty()) rest += " — " + text("summary");
   if (full && ev.contains("guard")) rest += " guard=" + text("guard");

@@ -19,6 +19,9 @@ struct Failure {
   std::string failure_type;    // unit, e2e, ...
   std::string issue_signature;
   std::vector<std::string> failing_tests;
+  // The failing tests the change brought (engine/verdict.h), when a verdict
+  // named them; failing_tests holds every failing test.
+  std::vector<std::string> new_tests;
 };
 
 // An earlier attempt on the same issue, fed back to the next proposal.

@@ -90,6 +90,19 @@ std::string bullets(const std::vector<std::string>& items, const std::string& if
   return out;
 }
 
+// The failures the change brought, when a verdict named them (the others
+// failed before it too, or pass when run again: not this fix's); else
+// every failing test.
+std::string failing_tests_text(const Failure& f) {
+  std::string out = bullets(f.new_tests.empty() ? f.failing_tests : f.new_tests, "(none named in the output)");
+  if (f.new_tests.empty() || f.new_tests.size() >= f.failing_tests.size()) return out;
+  std::vector<std::string> others;
+  for (const std::string& t : f.failing_tests)
+    if (std::find(f.new_tests.begin(), f.new_tests.end(), t) == f.new_tests.end()) others.push_back(t);
+  return out + "\n\nAlso failing, but not because of the change (failing before it, or flaky): leave them alone:\n" +
+         bullets(others, "");
+}
+
 std::string check_target(const checks::CheckSpec& c) {
   if (c.kind == checks::Kind::kCommandExit) {
     std::string t = util::join_argv(c.argv) + " (expects exit " + std::to_string(c.expect_exit) + ")";
@@ -138,7 +151,7 @@ std::map<std::string, std::string> prompt_values(const Request& request) {
   v["signal"] = f.result.signal.empty() ? std::string("(none)") : f.result.signal;
   const std::string& evidence = f.result.evidence.empty() ? f.result.output : f.result.evidence;
   v["evidence"] = fenced(evidence.empty() ? "(the check printed nothing)" : evidence);
-  v["failing_tests"] = bullets(f.failing_tests, "(none named in the output)");
+  v["failing_tests"] = failing_tests_text(f);
   v["editable"] = bullets(check.editable, "(any file that is not protected)");
 
   // Informational: the engine's guards decide, on the patch, what is

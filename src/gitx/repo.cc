@@ -579,6 +579,16 @@ bool Repo::is_ancestor(const std::string& ancestor, const std::string& descendan
   return rc == 1;
 }
 
+std::string Repo::merge_base(const std::string& a, const std::string& b) const {
+  CommitPtr ca = lookup_commit(raw(), a);
+  CommitPtr cb = lookup_commit(raw(), b);
+  git_oid out;
+  const int rc = git_merge_base(&out, raw(), git_commit_id(ca.get()), git_commit_id(cb.get()));
+  if (rc == GIT_ENOTFOUND) return "";
+  check(rc, "merge base");
+  return oid_hex(out);
+}
+
 std::string Repo::commit_message(const std::string& rev) const {
   CommitPtr c = lookup_commit(raw(), rev);
   const char* m = git_commit_message(c.get());

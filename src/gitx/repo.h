@@ -224,6 +224,8 @@ class Repo {
   std::vector<std::string> rev_list(const std::string& from_exclusive, const std::string& to_inclusive) const;
   // `git merge-base --is-ancestor A B` (a commit is its own ancestor).
   bool is_ancestor(const std::string& ancestor, const std::string& descendant) const;
+  // `git merge-base A B`: their best common ancestor; "" when they have none.
+  std::string merge_base(const std::string& a, const std::string& b) const;
   // The full message exactly as stored (normally ends with '\n').
   std::string commit_message(const std::string& rev) const;
   // Paths the commit changed against its first parent (everything for a

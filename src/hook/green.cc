@@ -2,6 +2,8 @@
 // or SQLite: this file is part of phoenix_lite.
 #include "hook/green.h"
 
+#include "hook/fixed.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -178,9 +180,7 @@ const checks::SenseResult* Measured::find(const std::string& id) const {
   return nullptr;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 void hand_measured(const std::string& root, const Measured& m) {
   util::Json results = util::Json::array();
@@ -191,17 +191,13 @@ void hand_measured(const std::string& root, const Measured& m) {
                        {"evidence", r.evidence},
                        {"output", r.output},
                        {"duration_ms", r.duration_ms}});
-  const util::Json doc{{"pid", static_cast<long long>(::getpid())},
-                       {"commit", m.commit},
-                       {"clean", true},
-                       {"results", results}};
+  const util::Json doc{
+      {"pid", static_cast<long long>(::getpid())}, {"commit", m.commit}, {"clean", true}, {"results", results}};
   const std::string path = layout::hook_measured_file(root);
   try {
     util::write_file_atomic(path, doc.dump(-1, ' ', false, util::Json::error_handler_t::replace) + "\n", 0600,
                             util::Sync::kAtomic);
-  } catch (const std::exception&) {
-    return;
-  }
+  } catch (const std::exception&) { return; }
   ::setenv(kMeasuredEnv, path.c_str(), 1);
 }
 
@@ -336,7 +332,7 @@ struct ThinStore {
 
   void record(const checks::CheckSpec& spec, const checks::SenseResult& r) const {
     if (tree.empty() || !checks::cache_wanted(spec)) return;
-    checks::record_measurement(dir, {checks::measure_key(spec, tree, ""), r, util::now_ms(), "hook", -1, ""});
+    checks::record_measurement(dir, {checks::measure_key(spec, tree, ""), r, util::now_ms(), "hook", -1, "", {}, ""});
   }
 };
 
@@ -457,19 +453,21 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
     for (size_t i = 0; i < ran.results.size(); ++i)
       if (ran.results[i].cached.empty()) store.record(selected[i], ran.results[i]);
     if (store.asked_git) checks::remember_tree(store.dir, store.head, store.tree);
+    for (const std::string& line :
+         also_fixed_lines(store.dir, refs, remote, selected, push_label(git.pushing, git.st->head)))
+      err += line + "\n";
   }
   if (code) {
     const bool green = *code == kExitOk;
     log_run(root, "phoenix-hook", remote, refs,
-            green                           ? "allowed"
+            green                       ? "allowed"
             : *code == kExitInterrupted ? "interrupted"
                                         : "blocked",
             green ? std::vector<std::string>{git.st->head} : std::vector<std::string>{});
   }
   // Red on a clean HEAD: the full hook takes these results rather than
   // running the checks again (it runs only those after the red one).
-  if (!code && !ran.results.empty() && !ran.results.back().ok)
-    hand_measured(root, Measured{git.st->head, ran.results});
+  if (!code && !ran.results.empty() && !ran.results.back().ok) hand_measured(root, Measured{git.st->head, ran.results});
   // What the full hook says last, said here too when this is the verdict.
   if (code && git.owner && !git.owner->calls_phoenix) err += "phoenix: warning: " + git.owner->warning + "\n";
   return code;

@@ -18,6 +18,9 @@
 #include "config/config.h"
 #include "engine/cycle.h"
 #include "engine/measure.h"
+#include "engine/selection.h"
+#include "engine/verdict.h"
+#include "hook/fixed.h"
 #include "engine/session.h"
 #include "engine/timeline.h"
 #include "gitx/repo.h"
@@ -291,9 +294,17 @@ std::vector<std::string> remove_old_hook_trees(gitx::Repo& repo) {
   return done;
 }
 
+// A red check of a pushed commit, and its verdict (engine/verdict.h): the
+// push is blocked only by failures it brings, judged against the remote's
+// tip (`reference`, "" when there is none to judge against).
 struct Red {
   const Target* target;
   checks::SenseResult result;
+  checks::CheckSpec spec;
+  engine::Verdict verdict;
+  std::string reference;         // the commit the push is judged against
+  std::string reference_label;   // "origin/main", "where it forks from origin/main"
+  bool reference_known = false;  // the store said what failed there
 };
 
 // One `phoenix hook run pre-push`: its steps, and what they hand each other.
@@ -314,6 +325,8 @@ class PrePush {
     for (const auto& t : targets_)
       if (auto code = measure(t)) return *code;
     if (auto code = verify_skipped()) return *code;
+    if (auto code = judge_against_references()) return *code;
+    let_by();
     if (reds_.empty()) {
       // The common case stays cheap: a green push of HEAD in place leaves no
       // trace entry (an fsynced append on every push); a worktree run does.
@@ -342,9 +355,16 @@ class PrePush {
   std::optional<int> commit_config(const Target& t, std::optional<config::Config>& out);
   std::optional<int> enter_worktree(const Target& t, const config::Config& cfg, std::string& dir);
   std::optional<int> take_tree();
+  Red judged(const Target& t, const checks::CheckSpec& spec, const checks::SenseResult& r, const std::string& dir);
+  void reference_of(const Target& t, Red& red);
+  void note_measured(const Target& t, const checks::SenseResult& r, bool in_place, bool by_thin);
+  void say_fixed(const Target& t, const std::vector<checks::CheckSpec>& selected, const engine::StoreUse& store);
+  std::optional<int> judge_against_references();
+  void let_by();
   int block();
   int heal();
   int heal_head(int code);
+  void judged_for_heal(engine::RunOptions& run) const;
   std::string why_not_healable(const Target& t);
   void trace_outcome(const std::string& outcome);
   void trace_put_back(const std::vector<std::string>& lines);
@@ -358,7 +378,16 @@ class PrePush {
     if (!clean_) clean_ = repo().is_clean(layout::keep_prefixes());
     return *clean_;
   }
-  std::string blocked_line(const Red& r) const { return r.result.id + " is red in " + r.target->label(); }
+  std::string blocked_line(const Red& r) const {
+    std::string line = r.result.id + " is red in " + r.target->label();
+    const engine::Verdict& v = r.verdict;
+    if (!v.whole && !v.new_failures.empty())
+      line += ": " +
+              util::plural(static_cast<long long>(v.new_failures.size()), "new failing test", "new failing tests") +
+              " (" + util::join_argv(v.new_failures) + ")";
+    if (!v.let_by().empty()) line += "; let by: " + v.let_by() + " on " + r.reference_label;
+    return line;
+  }
 
   const PrePushOptions& opt_;
   const std::vector<PushedRef>& refs_;
@@ -374,7 +403,8 @@ class PrePush {
   std::optional<bool> clean_;
   std::vector<Target> targets_;
   std::vector<std::string> skipped_;  // remote ends a skipped push left unmeasured, for hook.verify_skipped
-  std::vector<Red> reds_;
+  std::vector<Red> reds_;             // the red checks whose failures the push brings
+  std::vector<Red> let_by_;           // red checks whose failures were there before, or are flaky
   Json measured_ = Json::array();
   bool used_worktree_ = false;
   std::optional<layout::HeldTree> tree_;  // the hook tree this run holds, once it needs one
@@ -487,6 +517,7 @@ std::optional<int> PrePush::measure(const Target& t) {
     checks::SenseResult r;
     if (given) {
       r = *given;
+      if (!r.ok) store.record(spec, r);  // the tree's failing set, for the pushes that follow
     } else {
       std::optional<setup::Guard> guard;
       if (!in_place) guard.emplace(dir);
@@ -498,17 +529,168 @@ std::optional<int> PrePush::measure(const Target& t) {
       return kExitInterrupted;
     }
     print_result(err_, opt_.color, r, where);
-    measured_.push_back({{"commit", t.commit},
-                         {"check", spec.id},
-                         {"ok", r.ok},
-                         {"signal", r.signal},
-                         {"in_place", in_place},
-                         {"duration_ms", r.duration_ms}});
-    if (given) measured_.back()["by"] = "phoenix-hook";
+    note_measured(t, r, in_place, given != nullptr);
     if (in_place && t.commit == head_) head_results_.push_back(r);
-    if (!r.ok) reds_.push_back({&t, r});
+    if (!r.ok) {
+      reds_.push_back(judged(t, *capped, r, dir));
+      store.judged(spec, reds_.back().verdict);
+    }
+  }
+  say_fixed(t, selected, store);
+  return std::nullopt;
+}
+
+// One measurement of `t` for the trace and hook-runs.jsonl (`by_thin`:
+// phoenix-hook measured it and handed it over).
+void PrePush::note_measured(const Target& t, const checks::SenseResult& r, bool in_place, bool by_thin) {
+  measured_.push_back({{"commit", t.commit},
+                       {"check", r.id},
+                       {"ok", r.ok},
+                       {"signal", r.signal},
+                       {"in_place", in_place},
+                       {"duration_ms", r.duration_ms}});
+  if (by_thin) measured_.back()["by"] = "phoenix-hook";
+}
+
+// A red check of `t` measured in `dir`: its new failing tests run again
+// there (alone where its runner can select them); a pass makes one flaky.
+Red PrePush::judged(const Target& t, const checks::CheckSpec& spec, const checks::SenseResult& r,
+                    const std::string& dir) {
+  Red red{&t, r, spec, engine::first_verdict(spec, r), "", "", false};
+  if (t.refs.empty()) return red;  // a commit measured to be named (hook.verify_skipped), not pushed
+  reference_of(t, red);
+  if (!red.reference.empty()) {
+    // What the store knows of the remote's tip costs nothing: first.
+    try {
+      engine::StoreUse store(repo(), opt_.root, cfg_, "hook", false, nullptr);
+      if (auto f = store.reference(spec, repo().tree_of(red.reference))) {
+        engine::against(red.verdict, *f, red.reference_label);
+        red.reference_known = true;
+      }
+    } catch (const Error&) {}  // the tip is not here (not fetched): nothing known of it
+  }
+  std::optional<setup::Guard> guard;
+  if (dir != opt_.root) guard.emplace(dir);
+  engine::rerun(red.verdict, spec, r, cfg_.flaky_reruns, [&](const checks::CheckSpec& c) {
+    std::optional<checks::CheckSpec> capped = deadline_->cap(c);
+    return capped ? checks::sense(*capped, dir) : checks::SenseResult{};
+  });
+  if (guard) trace_put_back(guard->restore("a re-run of " + spec.id));
+  return red;
+}
+
+// The checks of `selected` green in `t` that the store knows red on the
+// remote's tip: the push fixes them, and says so (hook/fixed.h).
+void PrePush::say_fixed(const Target& t, const std::vector<checks::CheckSpec>& selected,
+                        const engine::StoreUse& store) {
+  std::vector<checks::CheckSpec> green;
+  for (const auto& spec : selected)
+    if (std::none_of(reds_.begin(), reds_.end(),
+                     [&](const Red& r) { return r.target == &t && r.result.id == spec.id; }))
+      green.push_back(spec);
+  std::vector<PushedRef> refs;
+  for (const PushedRef* r : t.refs) refs.push_back(*r);
+  for (const std::string& line : also_fixed_lines(store.dir(), refs, opt_.remote, green, t.label())) {
+    err_ << line << "\n";
+    if (opt_.trace) opt_.trace().append("hook.also_fixed", {{"commit", t.commit}, {"line", line}});
+  }
+}
+
+// The commit a push of `t` is judged against: the remote end of the ref it
+// updates; for a new branch, where it forks from the remote's default
+// branch. None when run by hand (no remote) or when git cannot say.
+void PrePush::reference_of(const Target& t, Red& red) {
+  if (opt_.remote.empty()) return;
+  for (const PushedRef* r : t.refs) {
+    if (!r->creation()) {
+      red.reference = r->remote_sha;
+      const bool branch = util::starts_with(r->remote_ref, "refs/heads/");
+      red.reference_label = opt_.remote + "/" + (branch ? r->remote_ref.substr(11) : r->remote_ref);
+      return;
+    }
+  }
+  for (const std::string name : {"HEAD", "main", "master"}) {
+    try {
+      const std::optional<std::string> tip = repo().read_ref("refs/remotes/" + opt_.remote + "/" + name);
+      if (!tip) continue;
+      const std::string base = repo().merge_base(t.commit, *tip);
+      if (base.empty()) return;
+      red.reference = base;
+      red.reference_label = "where it forks from " + opt_.remote + (name == "HEAD" ? "" : "/" + name);
+      return;
+    } catch (const Error&) {}
+  }
+}
+
+// The new failures the store could not place are measured at the
+// reference, in the hook's worktree, those tests alone (where the runner
+// cannot select them, they stay the push's): what fails there too was
+// there before the push.
+std::optional<int> PrePush::judge_against_references() {
+  for (Red& red : reds_) {
+    engine::Verdict& v = red.verdict;
+    if (!v.counts() || red.reference.empty() || red.reference_known) continue;
+    // Only the failing tests, alone: a check whose failures cannot be named
+    // or selected would cost a whole run at the tip (its store record, when
+    // there is one, said what it could).
+    if (v.whole || !engine::select_tests(red.spec, v.new_failures, red.result.output).ok()) continue;
+    try {
+      repo().tree_of(red.reference);  // the commit is here (fetched)
+    } catch (const Error&) { continue; }
+    const Target ref{red.reference, {}};
+    std::string dir;
+    if (auto code = enter_worktree(ref, cfg_, dir)) return code;
+    err_ << "phoenix: measuring " << red.spec.id << "'s failing tests on " << red.reference_label << " ("
+         << util::sha12(red.reference) << ")\n";
+    std::optional<setup::Guard> guard;
+    guard.emplace(dir);
+    engine::measure_reference(v, red.spec, red.result, [&](const checks::CheckSpec& c) {
+      std::optional<checks::CheckSpec> capped = deadline_->cap(c);
+      return capped ? checks::sense(*capped, dir) : checks::SenseResult{};
+    });
+    trace_put_back(guard->restore("the check " + red.spec.id + " on " + red.reference_label));
+    if (util::interrupted_signal() != 0) {
+      print_interrupted(err_);
+      return kExitInterrupted;
+    }
   }
   return std::nullopt;
+}
+
+// Red checks whose failures the push did not bring are let by, and said;
+// what the push fixed is said too.
+void PrePush::let_by() {
+  std::vector<Red> counting;
+  for (Red& red : reds_) {
+    engine::sign(red.verdict, red.result);
+    const engine::Verdict& v = red.verdict;
+    if (opt_.trace) {
+      Json ev = v.to_json();
+      ev["commit"] = red.target->commit;
+      ev["reference"] = red.reference;
+      opt_.trace().append("hook.verdict", ev);
+    }
+    if (!v.flaky.empty()) {
+      std::string tree;
+      try {
+        tree = repo().tree_of(red.target->commit);
+      } catch (const Error&) {}
+      engine::note_flakes(layout::journal_file(opt_.root), v, tree,
+                          [&](const std::string& line) { err_ << "phoenix: warning: " << line << "\n"; });
+    }
+    if (!v.fixed.empty())
+      err_ << "phoenix: " << red.target->label() << " also fixes " << v.check << " on " << red.reference_label << ": "
+           << util::join_argv(v.fixed) << "\n";
+    if (v.counts()) {
+      counting.push_back(red);
+      continue;
+    }
+    err_ << "phoenix: let by: " << v.check << " in " << red.target->label() << ": " << v.let_by()
+         << (v.pre_existing.empty() ? "" : " (pre-existing: failing on " + red.reference_label + " too)")
+         << "; not this push's failures\n";
+    let_by_.push_back(red);
+  }
+  reds_ = counting;
 }
 
 // Moves the hook's worktree to `t` and sets `dir` to it. The worktree holds
@@ -520,8 +702,8 @@ std::optional<int> PrePush::commit_config(const Target& t, std::optional<config:
   if (!text) {
     // Nothing of its own: HEAD's committed one, or the work tree's.
     if (!head_.empty()) text = repo().read_blob_at(head_, "phoenix.json");
-    err_ << "phoenix: " << t.label() << " has no phoenix.json: measured with "
-         << (text ? "HEAD's" : "the work tree's") << "\n";
+    err_ << "phoenix: " << t.label() << " has no phoenix.json: measured with " << (text ? "HEAD's" : "the work tree's")
+         << "\n";
     if (!text) return std::nullopt;
     from = "HEAD";
   }
@@ -608,8 +790,7 @@ void PrePush::notice_skipped() {
          << ", pushed from here without Phoenix measuring it (git push --no-verify or PHOENIX_SKIP=1); "
          << "'phoenix run' on that commit measures it\n";
     note_unmeasured_push(opt_.root, opt_.remote, r->remote_ref, r->remote_sha);
-    if (std::find(skipped_.begin(), skipped_.end(), r->remote_sha) == skipped_.end())
-      skipped_.push_back(r->remote_sha);
+    if (std::find(skipped_.begin(), skipped_.end(), r->remote_sha) == skipped_.end()) skipped_.push_back(r->remote_sha);
     if (opt_.trace)
       opt_.trace().append("hook.unmeasured_push",
                           {{"remote", opt_.remote}, {"remote_ref", r->remote_ref}, {"commit", r->remote_sha}});
@@ -649,18 +830,25 @@ std::optional<int> PrePush::verify_skipped() {
 void PrePush::log_run(int code) {
   std::error_code ec;
   if (!fs::is_directory(layout::state_dir(opt_.root), ec)) return;
-  // A commit is measured green when every check measured on it passed.
+  // A commit is measured green when every check measured on it passed, or
+  // failed only on what was let by (pre-existing, flaky).
   std::vector<std::string> green, red;
   for (const auto& m : measured_) {
     const std::string c = m.value("commit", "");
-    if (!m.value("ok", false)) red.push_back(c);
+    const bool let_by = std::any_of(let_by_.begin(), let_by_.end(), [&](const Red& r) {
+      return r.target->commit == c && r.result.id == m.value("check", "");
+    });
+    if (!m.value("ok", false) && !let_by) red.push_back(c);
     else if (std::find(green.begin(), green.end(), c) == green.end()) green.push_back(c);
   }
   green.erase(std::remove_if(green.begin(), green.end(),
                              [&](const std::string& c) { return std::find(red.begin(), red.end(), c) != red.end(); }),
               green.end());
   hook::log_run(opt_.root, "phoenix", opt_.remote, refs_,
-                code == kExitOk ? "allowed" : code == kExitInterrupted ? "interrupted" : "blocked", green);
+                code == kExitOk            ? "allowed"
+                : code == kExitInterrupted ? "interrupted"
+                                           : "blocked",
+                green);
   if (code == kExitOk)
     for (const auto& r : refs_)
       if (!r.deletion()) clear_unmeasured_pushes(opt_.root, opt_.remote, r.remote_ref);
@@ -744,6 +932,28 @@ int PrePush::heal() {
   return heal_head(code);
 }
 
+// What a heal of HEAD takes from this run's verdicts: the failing sets of
+// the remote's tip (what failed there too is not the push's to heal), and
+// the verdicts themselves (no test is run again twice).
+void PrePush::judged_for_heal(engine::RunOptions& run) const {
+  std::map<std::string, engine::FailingSet> reference;
+  bool referenced = false;
+  for (const std::vector<Red>* list : {&reds_, &let_by_})
+    for (const Red& red : *list) {
+      if (red.target->commit != head_) continue;
+      run.measured_verdicts.push_back(red.verdict);
+      if (red.reference.empty()) continue;
+      referenced = true;
+      const engine::Verdict& v = red.verdict;
+      if (v.pre_existing.empty()) continue;
+      reference[v.check] = engine::FailingSet{false, v.whole ? std::vector<std::string>{} : v.pre_existing,
+                                              v.whole ? v.whole_signature : std::string()};
+    }
+  if (!referenced) return;
+  run.reference = reference;
+  run.reference_name = "the remote's tip";
+}
+
 // Heals the checked-out commit with the repository's own session. The
 // engine takes the repository lock itself (flock is per open file, so
 // holding ours would lock it out): ours goes first.
@@ -765,6 +975,7 @@ int PrePush::heal_head(int code) {
   so.run.measured_by = "hook";
   so.run.no_cache = opt_.no_cache;
   so.run.tests_must_bite = false;  // a push waits: only checks that ask for it
+  judged_for_heal(so.run);
   err_ << "phoenix: hook.mode is heal: healing " << util::sha12(head_) << " on "
        << (head_branch_.empty() ? "HEAD" : head_branch_) << "\n";
   engine::RunResult result = engine::run_session(opt_.root, session_cfg, so, opt_.trace(), [&](const Json& ev) {

@@ -40,7 +40,7 @@
 
 namespace phoenix::journal {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 struct OpenOptions {
   // How long a write waits for another process's transaction to end
@@ -80,6 +80,28 @@ struct Stats {
   std::optional<double> saved_cost_usd;
   long long replays_unknown_model_calls = 0;
   long long replays_unknown_cost = 0;
+};
+
+// One judgement that found a test flaky (engine/verdict.h): it failed, then
+// passed when run again at the same tree.
+struct FlakeSighting {
+  std::string check;
+  std::string test;
+  std::string tree;  // the git tree id, "" when the tree had none (uncommitted work)
+  int runs = 0;      // the test's runs in this judgement (first measurement + re-runs)
+  int failures = 0;  // of those, failed
+};
+
+// The flake ledger's row of one test.
+struct Flake {
+  std::string check;
+  std::string test;
+  long long runs = 0;
+  long long failures = 0;
+  long long flaky = 0;  // judgements that found it flaky
+  long long trees = 0;  // distinct trees it was flaky at
+  long long first_seen = 0;
+  long long last_seen = 0;
 };
 
 struct MergeResult {
@@ -129,6 +151,12 @@ class Journal {
   // the forget (a tombstone remembers the signature and the time).
   std::vector<Entry> forget(const std::string& prefix);
   Stats stats() const;
+
+  // The flake ledger (schema version 2). Adds one judgement that found a
+  // test flaky, in one transaction.
+  void record_flake(const FlakeSighting& f);
+  // Every test of the ledger, most recently seen first.
+  std::vector<Flake> flakes() const;
 
   // Sharing (see share.h). Every entry with its tallies, by signature.
   std::vector<Entry> export_entries() const;

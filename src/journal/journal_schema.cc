@@ -92,6 +92,29 @@ CREATE TABLE forgotten (
   at        INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql",
+    // 1 -> 2: the flake ledger (journal.h, record_flake).
+    R"sql(
+-- One test Phoenix judged flaky at least once: a failure that passed when
+-- run again at the same tree. runs and failures count that test's runs in
+-- those judgements (the first measurement and its re-runs).
+CREATE TABLE flakes (
+  check_id   TEXT NOT NULL,
+  test       TEXT NOT NULL,
+  runs       INTEGER NOT NULL DEFAULT 0,
+  failures   INTEGER NOT NULL DEFAULT 0,
+  flaky      INTEGER NOT NULL DEFAULT 0,  -- judgements that found it flaky
+  first_seen INTEGER NOT NULL DEFAULT 0,  -- ms since epoch
+  last_seen  INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (check_id, test)
+) WITHOUT ROWID;
+-- The trees (git tree ids) it was flaky at.
+CREATE TABLE flake_trees (
+  check_id TEXT NOT NULL,
+  test     TEXT NOT NULL,
+  tree     TEXT NOT NULL,
+  PRIMARY KEY (check_id, test, tree)
+) WITHOUT ROWID;
+)sql",
 };
 constexpr int kMigrationCount = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);
 static_assert(kMigrationCount == kSchemaVersion, "one migration per schema version");

@@ -44,6 +44,7 @@ std::string Loop::prompt_for(const Task* task, const std::vector<Task>& tasks, c
       {"iteration", std::to_string(iteration)},
       {"last_failure", failure.empty() ? "(none)" : failure},
       {"last_incident", last_incident.empty() ? "(none)" : last_incident},
+      {"known_red", known_red_text().empty() ? "(none)" : known_red_text()},
   };
   return agent::render_prompt(tmpl, v);
 }

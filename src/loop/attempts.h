@@ -49,8 +49,9 @@ struct RedFacts {
   std::string description;   // what it runs
   std::string signal;
   std::string evidence;
-  std::string signature;  // its issue signature, full
-  std::vector<std::string> red;  // every red check
+  std::string signature;               // its issue signature, full (of the failures the task brought)
+  std::vector<std::string> new_tests;  // the failing tests the task brought, when named
+  std::vector<std::string> red;        // every red check
   // Evidence files of the red check (a visual check's pictures): written
   // beside the note as <note-stem>-<name>.
   std::vector<std::pair<std::string, std::string>> artifacts;
@@ -59,9 +60,9 @@ struct RedFacts {
 struct TaskRecord {
   std::string id;
   std::string title;
-  int attempts = 0;  // against the budget: red iterations + heal attempts
-  int runs = 0;      // agent runs on it (green, red or none)
-  int budget = 0;    // the first red check's failure type's (0: no red yet)
+  int attempts = 0;                     // against the budget: red iterations + heal attempts
+  int runs = 0;                         // agent runs on it (green, red or none)
+  int budget = 0;                       // the first red check's failure type's (0: no red yet)
   std::vector<std::string> signatures;  // of its red iterations, in order
   std::vector<TaskAttempt> history;
   std::string last_diff;  // the agent's own diff of its last red attempt

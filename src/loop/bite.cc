@@ -21,6 +21,9 @@ std::string Loop::tests_bite_why(const Tree& t, const std::string& base, const J
   req.own = own_paths();
   req.default_on = true;
   req.skip = ignored;
+  // The known red fails without the task's code too: never its bite.
+  if (const auto ref = reference_now())
+    for (const auto& [id, f] : *ref) req.red_before[id] = f.tests;
   if (req.change.empty() || t.repo->changed_paths(base, req.change).empty()) return "";
   engine::BiteResult r;
   try {

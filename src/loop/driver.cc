@@ -82,7 +82,10 @@ void Loop::skip_blocked(const std::vector<Task>& tasks) {
   write_run_file();
 }
 
-// Baseline: red before the agent started is not the agent's doing.
+// Baseline: red before the agent started is not the agent's doing. Its
+// failing tests are run again (a flaky one is not red), healed when
+// loop.baseline says heal, and what is left is the night's known red: every
+// task is judged against it, and the night goes on (DESIGN.md "known red").
 Loop::Ending Loop::baseline() {
   phase(Phase::kBaseline);
   Measure m = measure();
@@ -95,23 +98,24 @@ Loop::Ending Loop::baseline() {
         ")");
     if (cfg.loop.baseline == config::Baseline::kStop)
       return finish(kExitRed, Phase::kStopped, "baseline red: " + ids + "; loop.baseline = stop");
-    if (cfg.loop.baseline == config::Baseline::kIgnore) {
-      for (const auto& id : m.red) ignored.insert(id);
-      write_run_file();
-    } else {
+    if (cfg.loop.baseline == config::Baseline::kHeal) {
+      // Pre-existing failures never spend the night's session cap.
+      const int spent_before = session_retries.load();
       HealOutcome h = heal(m.red);
+      session_retries = spent_before;
       sync_branch("baseline heal");
       if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return interrupted();
       if (!h.model_unusable.empty()) return finish(kExitRed, Phase::kStopped, h.model_unusable);
-      if (h.exit_code != kExitOk) return escalated_baseline(h);
-      Measure hm = measure();
-      if (!hm.setup_failed.empty()) return setup_stopped(hm);
-      if (hm.interrupted || util::interrupted_signal()) return interrupted();
-      if (hm.green) bless();
+      m = measure();
+      if (!m.setup_failed.empty()) return setup_stopped(m);
+      if (m.interrupted || util::interrupted_signal()) return interrupted();
+      if (!m.green)
+        say("baseline: not healed" + (h.why_stopped.empty() ? std::string() : " (" + h.why_stopped + ")") +
+            ": what is still red is the night's known red");
     }
-  } else {
-    bless();
   }
+  set_known_red(m, cfg.loop.baseline == config::Baseline::kIgnore ? "loop.baseline = ignore" : "red at the baseline");
+  bless();
   phase(Phase::kBaseline);
   return std::nullopt;
 }
@@ -152,6 +156,13 @@ int Loop::all_ticked() {
     return finish(kExitOk, Phase::kComplete,
                   "complete: every task of shard " + opt.shard->text() + " ticked and pushed to " + opt.remote +
                       ", every check green");
+  std::string known;
+  if (const auto ref = reference_now())
+    for (const auto& [id, f] : *ref) known += (known.empty() ? "" : ", ") + id;
+  if (!known.empty())
+    return finish(kExitOk, Phase::kComplete,
+                  "complete: every task ticked, every check green but the night's known red (" + known +
+                      ": red before the first task)");
   return finish(kExitOk, Phase::kComplete, "complete: every task ticked, every check green");
 }
 
@@ -196,10 +207,13 @@ Loop::Ending Loop::wait_for_model(const AgentRun& a) {
   return std::nullopt;
 }
 
-// The agent changed nothing.
-Loop::Ending Loop::no_change(const AgentRun& a, const std::string& prompt) {
+// The agent changed nothing. In prompt mode the run stops after
+// no_progress_limit such runs in a row; a task is given up on alone after
+// that many on it (its note, loop.on_escalate), and the night goes on.
+Loop::Ending Loop::no_change(const AgentRun& a, const std::string& prompt, const Task* task, const Json& tj) {
   ++no_progress;
-  trace.append("loop.no_change", {{"iteration", iteration.load()}, {"in_a_row", no_progress}});
+  const int on_task = task ? ++idle[task->id()] : no_progress;
+  trace.append("loop.no_change", {{"iteration", iteration.load()}, {"in_a_row", on_task}, {"task", tj}});
   if (prompt_mode() && promised(a.output, prompt)) {
     // The agent says it is done: only the checks can agree.
     Measure m = measure();
@@ -211,10 +225,18 @@ Loop::Ending Loop::no_change(const AgentRun& a, const std::string& prompt) {
     }
     last_failure = "you said COMPLETE but these checks are red: " + util::join_argv(m.red);
   }
-  if (no_progress >= cfg.loop.no_progress_limit)
+  if (task && on_task >= cfg.loop.no_progress_limit) {
+    book.of(*task);  // a task given up on has its record, attempts or not
+    return give_up_task(*task, tj, task->title, idle_why(on_task), false);
+  }
+  if (!task && no_progress >= cfg.loop.no_progress_limit)
     return finish(kExitRed, Phase::kStopped,
                   "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
   return std::nullopt;
+}
+
+std::string Loop::idle_why(int runs) {
+  return "no progress: " + std::to_string(runs) + " agent runs in a row on it changed nothing";
 }
 
 }  // namespace phoenix::loop::internal

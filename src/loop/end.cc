@@ -69,7 +69,7 @@ Loop::Ending Loop::give_up_task(const Task& task, const Json& tj, const std::str
     write_run_file();
     trace.append("loop.task_skipped", {{"iteration", iteration.load()}, {"task", tj}, {"incident", x.incident}});
   }
-  say("escalated: " + x.incident + "; skipping the task (loop.on_escalate = skip)");
+  say("escalated on " + title + ": " + why + "; see " + x.incident + "; skipping the task (loop.on_escalate = skip)");
   if (prompt_mode()) return finish(kExitEscalated, Phase::kEscalated, "escalated: see " + x.incident);
   if (escalations_in_row >= cfg.circuit_breaker)
     return finish(kExitEscalated, Phase::kEscalated,
@@ -105,7 +105,7 @@ Loop::TaskEscalation Loop::escalate_task(const TaskRecord& rec, const Json& tj, 
                                        {"attempts", rec.attempts}});
   escalated_note(x.incident, summary, own_tree);
   if (session_cap) x.end_why = session_cap_why() + "; see " + x.incident;
-  else if (cfg.loop.on_escalate == config::OnEscalate::kStop) x.end_why = "escalated: see " + x.incident;
+  else if (cfg.loop.on_escalate == config::OnEscalate::kStop) x.end_why = "escalated: " + why + "; see " + x.incident;
   return x;
 }
 
@@ -144,12 +144,6 @@ void Loop::escalated_note(const std::string& incident, const std::string& summar
   else state.update(said);
   notify("escalated", incident, summary);
   ++escalations_in_row;
-}
-
-int Loop::escalated_baseline(const HealOutcome& h) {
-  if (h.incident.empty()) return finish(kExitRed, Phase::kStopped, "baseline red and not healed");
-  escalated_note(h.incident, "escalated: the baseline could not be healed", true);
-  return finish(kExitEscalated, Phase::kEscalated, "baseline could not be healed: see " + h.incident);
 }
 
 }  // namespace phoenix::loop::internal

@@ -87,7 +87,26 @@ engine::SessionOptions Loop::heal_options(const std::vector<std::string>& red, b
   so.run.templates_dir = opt.templates_dir;
   so.run.max_wait_s = max_wait_s();
   so.journal_root = root;  // one journal per repository
+  if (!task && !worker) {
+    // The baseline's heal: what it cannot heal is the night's known red,
+    // never an incident (invariant 14); every failure there is its to heal.
+    so.run.escalate = false;
+    so.run.reference = std::map<std::string, engine::FailingSet>{};
+    so.run.reference_name = "the baseline";
+  }
   if (!task) return so;
+  // A task's heal judges what is left red against the known red, and
+  // starts from the attempt's measurement and verdicts (nothing measured
+  // or run again twice).
+  if (auto ref = reference_now()) {
+    so.run.reference = *ref;
+    so.run.reference_name = "the known red";
+  }
+  if (task->measured && !task->attempt.empty()) {
+    so.run.measured = task->measured->results;
+    so.run.measured_head = task->attempt;
+    so.run.measured_verdicts = task->measured->verdicts;
+  }
   so.run.escalate = false;
   so.run.max_attempts = task->max_attempts;
   so.run.task_start = task->start;

@@ -52,6 +52,8 @@ using engine::Phase;
 using util::Json;
 
 inline constexpr const char* kPromise = "<promise>COMPLETE</promise>";
+// The most of one check's evidence the next iteration's prompt shows.
+inline constexpr size_t kPromptEvidenceBytes = 4000;
 
 struct Loop {
   const Options& opt;
@@ -80,7 +82,14 @@ struct Loop {
   // on them (harness.max_wait_s bounds it when set).
   engine::ModelWait model_wait;
   std::set<int> skipped;
-  std::set<std::string> ignored;  // checks red at the baseline, loop.baseline = ignore
+  std::set<std::string> ignored;  // checks red at the baseline, loop.baseline = ignore (runs before known red)
+  // The night's known red (loop/known_red.cc): what failed at the baseline
+  // and was not healed, by check: the reference every task is judged
+  // against (DESIGN.md "known red"). Unset until the baseline is measured.
+  // Workers read it from their threads; the loop's thread writes it.
+  std::optional<std::map<std::string, engine::FailingSet>> known_red;
+  mutable std::mutex known_mu;
+  std::map<std::string, int> idle;  // per task id: agent runs in a row that changed nothing
   std::string last_failure, last_incident;
   // Caps, acceptance checks, webhooks (loop/caps.h, loop/acceptance.h, loop/notify.h).
   Caps caps{CapLimits{opt.max_cost_usd ? opt.max_cost_usd : cfg.loop.max_cost_usd,
@@ -143,6 +152,10 @@ struct Loop {
     int max_attempts = 0;
     std::string start;   // the commit the task started from
     std::string change;  // the task and the attempt's diff, shown to the harness
+    // The red measurement of the attempt, committed as `attempt`: the
+    // heal starts from it (and its verdicts), not from a run of its own.
+    const Measure* measured = nullptr;
+    std::string attempt;
   };
 
   struct AgentRun {
@@ -215,6 +228,17 @@ struct Loop {
   RedFacts red_facts(const Measure& m) const;
   static RedFacts red_facts(const Measure& m, const config::Config& tc);
 
+  // --- known_red.cc: verdicts per test, the night's known red, what a task also fixed
+  std::optional<std::map<std::string, engine::FailingSet>> reference_now() const;
+  engine::Verdict judge(const checks::CheckSpec& c, const checks::SenseResult& r, const Tree& t,
+                        const std::string& tree_id);
+  void set_known_red(const Measure& m, const std::string& why);
+  void credit_fixed(const Measure& m, const Json& tj);
+  Json known_red_json() const;
+  std::string known_red_text() const;
+  void restore_known_red(const Json& run);
+  static std::string failure_text(const Measure& m, size_t max_evidence);
+
   // --- heal.cc: the inner cycle (engine::run_session) on a red tree
   HealOutcome heal(const std::vector<std::string>& red);
   HealOutcome heal(const Tree& t, const std::vector<std::string>& red, bool worker, const TaskHeal* task);
@@ -246,7 +270,8 @@ struct Loop {
   static std::string cause_of(const AgentRun& a);
   static std::string quota_line(const AgentRun& a);
   Ending wait_for_model(const AgentRun& a);
-  Ending no_change(const AgentRun& a, const std::string& prompt);
+  Ending no_change(const AgentRun& a, const std::string& prompt, const Task* task, const Json& tj);
+  static std::string idle_why(int runs);
 
   // --- iteration.cc: one iteration: the agent, the checks, the task landed or its red attempt healed
   Ending iterate(const Task* task, const std::vector<Task>& tasks);
@@ -299,7 +324,6 @@ struct Loop {
                                bool own_tree, bool session_cap, const std::string& summary);
   std::string task_incident(const TaskRecord& rec, const std::string& why, const std::string& to);
   void escalated_note(const std::string& incident, const std::string& summary = "", bool in_phase = false);
-  int escalated_baseline(const HealOutcome& h);
 
   // --- workers_driver.cc: --workers N: the loop's thread hands tasks to the pool and takes what comes back
   void wind_down(int code, Phase phase_name, const std::string& why);

@@ -53,7 +53,7 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
     repo->reset_hard(repo->head_sha(), true, own_paths());
     a.changed = false;
   }
-  if (!a.changed) return no_change(a, prompt);
+  if (!a.changed) return no_change(a, prompt, task, tj);
 
   phase(Phase::kChecking, {}, util::Sync::kAtomic);
   Measure m = measure();
@@ -70,6 +70,8 @@ Loop::Ending Loop::iterate(const Task* task, const std::vector<Task>& tasks) {
       batch.end();
       return interrupted();
     }
+    idle.erase(task_id(task));
+    credit_fixed(m, tj);
     return landed_green(task, tj, title, prompt_mode() && promised(a.output, prompt), batch);
   }
   return on_red(m, task, tj, title);
@@ -153,16 +155,17 @@ void Loop::land(const Task* task, const std::string& title, const std::vector<st
 // again with the failure fed back, until the same failure comes twice or
 // the budget or the session cap is spent (then: note, rollback, on_escalate).
 Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, const std::string& title) {
-  last_failure = "red after iteration " + std::to_string(iteration) + ": " + util::join_argv(m.red);
-  for (const auto& r : m.results)
-    if (!r.ok) last_failure += "\n  " + r.id + ": " + r.signal;
+  // The next prompt names the failing tests the change brought and shows
+  // their evidence, as the heal's prompt does (bounded).
+  last_failure = "red after iteration " + std::to_string(iteration) + ": " + util::join_argv(m.red) +
+                 failure_text(m, kPromptEvidenceBytes);
   const Task self = task ? *task : prompt_task();
   const RedAttempt red = keep_red_attempt(m, self, tj, title);
   TaskRecord& rec = book.of(self);
   if (red.verdict != Verdict::kGoOn) return give_up_task(self, tj, title, verdict_why(red.verdict, rec), false);
   if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);
 
-  TaskHeal th{book.left(self), task_before, change_text(title, red.diff)};
+  TaskHeal th{book.left(self), task_before, change_text(title, red.diff), &m, repo->head_sha()};
   HealOutcome h = heal(main_tree(), m.red, false, &th);
   book.heal_spent(self, h.tried, h.healed_by);
   task_state(self.id(), red.facts);
@@ -170,8 +173,13 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
   if (!h.model_unusable.empty()) return finish(kExitRed, Phase::kStopped, h.model_unusable);
   // no_progress_limit counts iterations whose net change is empty: here,
   // when the only "fix" was taking the work back out.
-  if (h.undid_change) ++no_progress;
-  else no_progress = 0;
+  if (h.undid_change) {
+    ++no_progress;
+    ++idle[self.id()];
+  } else {
+    no_progress = 0;
+    idle.erase(self.id());
+  }
   if (h.exit_code == kExitOk && !h.healed_by.empty()) {
     // Healed: bless only a green measurement of every check, with the
     // task's own work still there.
@@ -184,6 +192,8 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
       if (std::string why = tests_bite_why(main_tree(), task_before, tj); !why.empty())
         not_done = "your tests pass without your change: " + why;
     if (not_done.empty()) {
+      credit_fixed(hm, tj);
+      idle.erase(self.id());
       std::vector<std::string> refs;
       for (const auto& a : rec.history)
         if (!a.ref.empty()) refs.push_back(a.ref);
@@ -199,7 +209,7 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
       return std::nullopt;
     }
     last_failure += "\nhealed, but " + not_done;
-  } else if (!h.why_stopped.empty()) {
+  } else if (!h.why_stopped.empty() && !h.tried.empty()) {
     last_failure += "\nthe heal stopped: " + h.why_stopped;
   }
   return attempt_failed(self, tj, title);
@@ -243,9 +253,12 @@ Loop::Ending Loop::attempt_failed(const Task& self, const Json& tj, const std::s
   if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);
   if (book.after_heal(self) != Verdict::kGoOn)
     return give_up_task(self, tj, title, verdict_why(Verdict::kBudgetSpent, rec), false);
-  if (no_progress >= cfg.loop.no_progress_limit)
+  if (prompt_mode() && no_progress >= cfg.loop.no_progress_limit)
     return finish(kExitRed, Phase::kStopped,
                   "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing (net)");
+  if (!prompt_mode() && idle[self.id()] >= cfg.loop.no_progress_limit)
+    return give_up_task(self, tj, title, idle_why(idle[self.id()]) + " (net: each heal took the change back out)",
+                        false);
   return std::nullopt;
 }
 

@@ -117,6 +117,7 @@ void Loop::write_run_file() {
          {"prompt", prompt_rel},
          {"skipped", std::vector<int>(skipped.begin(), skipped.end())},
          {"ignored", std::vector<std::string>(ignored.begin(), ignored.end())},
+         {"known_red", known_red_json()},
          {"workers", workers},
          {"queue", queue_json()}};
   util::write_file_atomic(layout::loop_run_file(root), j.dump(2) + "\n");

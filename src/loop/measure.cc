@@ -56,7 +56,16 @@ Measure Loop::measure(const Tree& t) {
       return fresh;
     });
     if (r.interrupted) m.interrupted = true;
-    if (!r.ok && !ignored.count(c.id)) {
+    // Only the failures the task brought count (invariant 14): a red
+    // check's failing tests are judged against the known red, and run again.
+    bool counts = !r.ok;
+    if (!r.interrupted && !ignored.count(c.id)) {
+      engine::Verdict v = judge(c, r, t, store.tree());
+      store.judged(c, v);
+      counts = v.counts();
+      if (v.red || !v.fixed.empty()) m.verdicts.push_back(std::move(v));
+    }
+    if (counts && !ignored.count(c.id)) {
       m.green = false;
       m.red.push_back(c.id);
     }
@@ -86,6 +95,13 @@ RedFacts Loop::red_facts(const Measure& m, const config::Config& tc) {
     f.signal = r.signal;
     f.evidence = r.evidence.empty() ? r.output : r.evidence;
     f.signature = engine::issue_signature(r.id, r.output);
+    for (const auto& v : m.verdicts)
+      if (v.check == r.id && !v.signature.empty()) {
+        // What the task brought: a flaky or known red test beside it never
+        // makes the same failure look like another, or another like it.
+        f.signature = v.signature;
+        if (!v.whole) f.new_tests = v.new_failures;
+      }
     for (const auto& a : r.artifacts) f.artifacts.emplace_back(a.name, a.bytes);
     break;
   }

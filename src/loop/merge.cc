@@ -99,8 +99,12 @@ Loop::Ending Loop::merge_next(size_t at) {
     return after_workers([&] { return interrupted(); });
   if (m.kind == MergeResult::Kind::kSetupFailed) return after_workers([&] { return setup_stopped(m.measure); });
   queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(at));
-  if (m.kind == MergeResult::Kind::kMerged) merged(e);
-  else not_merged(e, m);
+  if (m.kind == MergeResult::Kind::kMerged) {
+    merged(e);
+    credit_fixed(m.measure, Json{{"id", e.id}, {"title", e.title}, {"index", e.index}});
+  } else {
+    not_merged(e, m);
+  }
   write_run_file();
   publish_queue();
   phase(drain ? Phase::kStopped : Phase::kAgent, [&](Json& s) { s["task"] = nullptr; });

@@ -30,6 +30,7 @@ Json Loop::read_earlier_run(gitx::Repo& main) {
   }
   for (int i : run.value("skipped", std::vector<int>{})) skipped.insert(i);
   for (const auto& c : run.value("ignored", std::vector<std::string>{})) ignored.insert(c);
+  restore_known_red(run);
   if (opt.workers == 0) workers = run.value("workers", workers);
   for (const auto& e : run.value("queue", Json::array())) queue.push_back(queue_entry_from_json(e));
   Json prev;

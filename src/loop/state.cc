@@ -35,6 +35,7 @@ Json empty_state() {
               {"waiting_for", nullptr},
               {"workers", Json::array()},
               {"queue", Json::array()},
+              {"known_red", Json::object()},  // loop/known_red.cc fills it in once the baseline is measured
               // loop/caps.h fills it in at the first transition.
               {"caps",
                {{"max_cost_usd", nullptr},

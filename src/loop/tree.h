@@ -7,6 +7,7 @@
 
 #include "checks/check.h"
 #include "config/config.h"
+#include "engine/verdict.h"
 #include "gitx/repo.h"
 
 namespace phoenix::loop {
@@ -27,6 +28,10 @@ struct Measure {
   std::vector<checks::SenseResult> results;
   bool green = true;             // every check that counts is green
   std::vector<std::string> red;  // ids of red checks that count
+  // The verdict of each red check, and of each green one that fixed a
+  // known red test (engine/verdict.h): what the change brought, what was
+  // let by (known red, flaky), what it also fixed.
+  std::vector<engine::Verdict> verdicts;
   bool interrupted = false;
   std::string setup_failed;  // the setup steps failed: nothing was measured
 };

@@ -81,14 +81,13 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
 }
 
 JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, int left) {
-  TaskHeal th{left, r.base, change_text(r.job.task.title, r.diff)};
+  TaskHeal th{left, r.base, change_text(r.job.task.title, r.diff), &m, t.repo->head_sha()};
   HealOutcome h = heal(t, m.red, true, &th);
   r.tried = h.tried;
   if (h.exit_code == kExitInterrupted || util::interrupted_signal()) return ended(r, JobResult::End::kInterrupted);
   if (!h.model_unusable.empty()) return stop(r, Phase::kStopped, h.model_unusable);
-  r.why = "red in its own tree: " + util::join_argv(m.red);
-  for (const auto& x : m.results)
-    if (!x.ok) r.why += "\n  " + x.id + ": " + x.signal;
+  // The next prompt names the failing tests the change brought, with their evidence.
+  r.why = "red in its own tree: " + util::join_argv(m.red) + failure_text(m, kPromptEvidenceBytes);
   if (h.exit_code == kExitOk && !h.healed_by.empty()) {
     Measure hm = measure(t);
     std::string not_done = hm.green ? not_done_why(*t.repo, r.base, t.repo->head_sha(), own_paths(), "", nullptr)
@@ -99,7 +98,7 @@ JobResult Loop::healed_in_worker(JobResult& r, const Tree& t, const Measure& m, 
       return ended(r, JobResult::End::kQueued);
     }
     r.why += "\nhealed, but " + not_done;
-  } else if (!h.why_stopped.empty()) {
+  } else if (!h.why_stopped.empty() && !h.tried.empty()) {
     r.why += "\nthe heal stopped: " + h.why_stopped;
   }
   return ended(r, JobResult::End::kRed);

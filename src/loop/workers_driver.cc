@@ -154,10 +154,16 @@ void Loop::on_job(const JobResult& r) {
     }
     enqueue(r);
   } else if (r.end == End::kNoChange) {
-    trace.append("loop.no_change", {{"task", t.id()}, {"in_a_row", ++no_progress}});
-    if (no_progress >= cfg.loop.no_progress_limit)
-      wind_down(kExitRed, Phase::kStopped,
-                "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
+    // An idle task ends alone: its note, loop.on_escalate; the others go on.
+    const int n = ++idle[t.id()];
+    trace.append("loop.no_change", {{"task", t.id()}, {"in_a_row", n}});
+    if (n >= cfg.loop.no_progress_limit) {
+      const Json tj = task_json(t.index, t.id(), t.title);
+      const std::string why = idle_why(n);
+      const TaskEscalation x = escalate_task(book.of(t), tj, why, repo->head_sha(), false, false, "");
+      if (!x.end_why.empty()) return wind_down(kExitEscalated, Phase::kEscalated, x.end_why);
+      skip(t.index, tj, x.incident, why);
+    }
   } else if (r.end == End::kRed) {
     worker_red(r);
   } else if (r.end == End::kStop) {

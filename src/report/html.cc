@@ -359,6 +359,24 @@ std::string agent_sessions_section(const Night& n) {
   return h + "</ul>\n</section>\n";
 }
 
+// Flaky tests (failed, then passed run again) and what tasks also fixed.
+std::string flaky_section(const Night& n) {
+  std::string h;
+  if (n.flaky.empty() && n.also_fixed.empty()) return h;  // a night without them reads as it always did
+  h += "<section id=\"flaky\">\n<h2>Flaky tests</h2>\n";
+  {
+    h += "<ul>\n";
+    for (const auto& f : n.flaky)
+      h += "<li><code>" + html_escape(f.check) + "</code>: <code>" + html_escape(f.test) +
+           "</code> failed, then passed " + "run again (" + std::to_string(f.times) +
+           (f.times == 1 ? " time" : " times") + "); not counted</li>\n";
+    for (const auto& a : n.also_fixed) h += "<li>" + html_escape(a) + "</li>\n";
+    h += "</ul>\n";
+  }
+  h += "</section>\n";
+  return h;
+}
+
 }  // namespace
 
 std::string html(const Night& n, const std::string& out_dir) {
@@ -369,7 +387,9 @@ std::string html(const Night& n, const std::string& out_dir) {
       html_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<main>\n";
   h += "<header>\n<h1>" + html_escape(title) + "</h1>\n<p class=\"period\">" + html_escape(period(n)) + "</p>\n";
   h += "<p id=\"verdict\" class=\"verdict" + std::string(n.escalations.empty() ? "" : " escalated") + "\">" +
-       html_escape(verdict(n)) + "</p>\n</header>\n";
+       html_escape(verdict(n)) + "</p>\n";
+  for (const auto& line : known_red_lines(n)) h += "<p class=\"known-red\">" + code_spans(html_escape(line)) + "</p>\n";
+  h += "</header>\n";
   h += "<section id=\"needs\" class=\"needs\">\n<h2>Needs a person first</h2>\n<ol>\n";
   for (const auto& line : needs_person(n)) h += "<li>" + code_spans(html_escape(line)) + "</li>\n";
   h += "</ol>\n</section>\n";
@@ -427,6 +447,8 @@ std::string html(const Night& n, const std::string& out_dir) {
     h += "</tbody></table></div>\n";
   }
   h += "</section>\n";
+
+  h += flaky_section(n);
 
   h += "<section id=\"waits\">\n<h2>Rate-limit waits</h2>\n";
   if (n.waits.empty()) h += "<p>" + dash() + "</p>\n";

@@ -86,9 +86,59 @@ struct NightReader {
   bool costed = false;
   std::set<std::string> finished_titles;
   long long run_start = -1;
-  std::map<std::string, int> attempts;      // task id -> attempts so far (loop.attempt)
-  std::map<std::string, std::string> bite;  // task id -> its last change's tests measured without its code
-  std::map<std::string, int> toothless;     // task id -> attempts whose tests passed without the change
+  std::map<std::string, int> attempts;            // task id -> attempts so far (loop.attempt)
+  std::map<std::string, std::string> bite;        // task id -> its last change's tests measured without its code
+  std::map<std::string, int> toothless;           // task id -> attempts whose tests passed without the change
+  std::map<std::string, Json> attempted;          // task id -> its task object, for the tasks left open
+  std::map<std::string, std::string> failed_why;  // task id -> why its last attempt failed
+
+  void verdict_event(const Json& d) {
+    if (!d.contains("flaky") || !d["flaky"].is_array()) return;
+    const std::string check = str(d, "check");
+    for (const auto& t : d["flaky"]) {
+      if (!t.is_string()) continue;
+      auto it = std::find_if(n.flaky.begin(), n.flaky.end(),
+                             [&](const Flaky& f) { return f.check == check && f.test == t.get<std::string>(); });
+      if (it == n.flaky.end()) n.flaky.push_back({check, t.get<std::string>(), 1});
+      else ++it->times;
+    }
+  }
+
+  // The events of verdicts per test (loop.attempt_failed, the verdicts, the
+  // known red, what a task also fixed); false for any other event.
+  bool verdicts(const Event& e) {
+    const Json& d = e.data;
+    const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
+    if (e.event == "loop.attempt_failed") {
+      failed_why[tj.value("id", std::string())] = str(d, "why");
+    } else if (e.event == "loop.verdict" || e.event == "verdict" || e.event == "hook.verdict") {
+      verdict_event(d);
+    } else if (e.event == "loop.known_red") {
+      known_red_event(d);
+    } else if (e.event == "loop.also_fixed") {
+      std::string tests;
+      if (d.contains("tests") && d["tests"].is_array())
+        for (const auto& t : d["tests"])
+          if (t.is_string()) tests += (tests.empty() ? "" : ", ") + t.get<std::string>();
+      n.also_fixed.push_back(tj.value("title", tj.value("id", std::string("a task"))) + " also fixed " +
+                             str(d, "check") + ": " + tests);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  void known_red_event(const Json& d) {
+    n.known_red.clear();
+    if (!d.contains("checks") || !d["checks"].is_object()) return;
+    for (auto it = d["checks"].begin(); it != d["checks"].end(); ++it) {
+      KnownRed k{it.key(), {}};
+      if (it.value().contains("tests") && it.value()["tests"].is_array())
+        for (const auto& t : it.value()["tests"])
+          if (t.is_string()) k.tests.push_back(t.get<std::string>());
+      n.known_red.push_back(k);
+    }
+  }
 
   void add_cost(const Json& d) {
     double c = d["cost_usd"].get<double>();
@@ -143,12 +193,15 @@ struct NightReader {
     } else if (e.event == "loop.attempt") {
       const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
       attempts[tj.value("id", std::string())] = d.value("attempts", 0);
+      attempted[tj.value("id", std::string())] = tj;
     } else if (e.event == "loop.tests_bite") {
       const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
       const std::string id = tj.value("id", std::string());
       const std::string v = str(d, "verdict");
       if (v == "toothless") ++toothless[id];
       else bite[id] = v;
+    } else {
+      verdicts(e);
     }
   }
 
@@ -383,6 +436,22 @@ struct NightReader {
       t.incident = x.incident;
       n.tasks.push_back(t);
     }
+    // Every task with attempts that neither landed nor was given up on is
+    // open: its next attempt never came (the night ended first).
+    for (const auto& [id, tj] : attempted) {
+      if (id.empty() || std::any_of(n.tasks.begin(), n.tasks.end(), [&](const Task& t) { return t.id == id; }))
+        continue;
+      Task t;
+      t.id = id;
+      t.title = tj.value("title", id);
+      t.index = tj.value("index", 0);
+      t.outcome = "open";
+      t.attempts = attempts[id];
+      t.last_failure = failed_why[id];
+      t.start_ms = t.end_ms = n.end_ms;
+      t.cost_why = "counted with the night";
+      n.tasks.push_back(t);
+    }
     // The tasks file on the loop branch says how many tasks there are.
     if (n.loop && facts.tasks_at && !n.branch.empty() && !n.tasks_file.empty()) {
       int total = 0;
@@ -398,7 +467,7 @@ struct NightReader {
 }  // namespace
 
 Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts, long long until_ms) {
-  NightReader r{facts, {}, {}, {}, {}, 0, false, {}, -1, {}, {}, {}};
+  NightReader r{facts, {}, {}, {}, {}, 0, false, {}, -1, {}, {}, {}, {}, {}};
   r.n.since_ms = since_ms;
   for (const auto& e : read_events(trace_text, since_ms)) {
     if (until_ms >= 0 && e.t > until_ms) break;
@@ -482,6 +551,14 @@ std::string verdict(const Night& n) {
   return s + ".";
 }
 
+std::vector<std::string> known_red_lines(const Night& n) {
+  std::vector<std::string> v;
+  for (const auto& k : n.known_red)
+    v.push_back("Known red (failing before the first task, not healed, no task blamed for it): " + k.check +
+                (k.tests.empty() ? " (the whole check)" : ": " + join(k.tests, ", ")) + ".");
+  return v;
+}
+
 std::vector<std::string> needs_person(const Night& n) {
   std::vector<std::string> v;
   for (auto it = n.escalations.rbegin(); it != n.escalations.rend(); ++it) {
@@ -508,8 +585,13 @@ std::vector<std::string> needs_person(const Night& n) {
     for (const auto& h : n.heals) healed = healed || h.check == c;
     if (!healed) still_red.push_back(c);
   }
-  if (!still_red.empty())
+  if (!still_red.empty() && n.known_red.empty())
     v.push_back("Red before the first iteration (not the agent's doing): " + join(still_red, ", ") + ".");
+  for (const Task& t : n.tasks)
+    if (t.outcome == "open")
+      v.push_back("Open: \"" + t.title + "\" after " + plural(t.attempts, "attempt", "attempts") +
+                  "; its next attempt never came (the night ended first)" +
+                  (t.last_failure.empty() ? "" : ": " + t.last_failure.substr(0, t.last_failure.find('\n'))) + ".");
   if (n.loop && !n.running && n.end_phase != engine::Phase::kComplete && n.end_phase != engine::Phase::kEscalated &&
       !n.end_why.empty())
     v.push_back("The loop stopped: " + n.end_why + ".");

@@ -23,6 +23,7 @@ struct Task {
   std::string title;
   int index = 0;
   std::string outcome;               // "done", "healed", "skipped", "escalated", "open"
+  std::string last_failure;          // an open task's: why its last attempt failed
   std::vector<std::string> commits;  // shas it left on the loop branch (task commit, fix commit)
   long long start_ms = 0, end_ms = 0;
   int turns = 0;  // agent runs (not counting refused ones)
@@ -38,6 +39,21 @@ struct Task {
   // passed without the change.
   std::string tests_bite;
   int toothless = 0;
+};
+
+// A check's tests that failed before the night's first task and were not
+// healed: the night's known red (loop.known_red), never a task's failure.
+struct KnownRed {
+  std::string check;
+  std::vector<std::string> tests;  // empty: the whole check (no names)
+};
+
+// A test that failed and passed when run again at the same tree, and how
+// many times that happened this night (loop.verdict, verdict, hook.verdict).
+struct Flaky {
+  std::string check;
+  std::string test;
+  int times = 0;
 };
 
 struct Heal {
@@ -115,6 +131,9 @@ struct Night {
   std::vector<AgentSession> agent_sessions;
   std::vector<Mark> marks;
   std::vector<std::string> baseline_red;
+  std::vector<KnownRed> known_red;      // at the start of the night
+  std::vector<std::string> also_fixed;  // "t2 also fixed unit: tests/test_net.py::test_fetch"
+  std::vector<Flaky> flaky;
   int iterations = 0;
   int runs = 0;  // phoenix run outside the loop
   int agent_runs = 0, runs_without_cost = 0;
@@ -141,6 +160,10 @@ Night read_night(const std::string& trace_text, long long since_ms, const Facts&
 std::string outcome_text(const Task& t);
 std::string verdict(const Night& n);
 std::vector<std::string> needs_person(const Night& n);  // most urgent first; never empty
+// The night's known red, one line per check, said first after the verdict:
+// "Known red (failing before the first task, not healed, no task blamed for
+// it): unit: tests/test_net.py::test_fetch"; none when there was none.
+std::vector<std::string> known_red_lines(const Night& n);
 std::string next_command(const Night& n);
 std::string title(const Night& n);   // "Phoenix: the night on phoenix/loop-…"
 std::string period(const Night& n);  // "2026-12-02 01:00 +01:00 to 03:12 (2 h 12 min)"

@@ -28,6 +28,12 @@ class Summary {
     else if (ev == "rollback") rollback(e.data);
     else if (ev == "loop.tests_bite") tests_bite(e.data);
     else if (ev == "agent.stop") agent_stop(e);
+    else if (ev == "loop.verdict" || ev == "verdict" || ev == "hook.verdict") verdict(e.data);
+    else if (ev == "loop.known_red") known_red_ = e.data.value("checks", Json::object());
+    else if (ev == "loop.also_fixed")
+      also_fixed_.push_back({{"task", e.data.value("task", Json())},
+                             {"check", e.data.value("check", "")},
+                             {"tests", e.data.value("tests", Json::array())}});
   }
 
   Json json() const {
@@ -48,7 +54,12 @@ class Summary {
             {"time_s", static_cast<double>(busy_ms_) / 1000.0},
             {"cost_usd", costed_ ? Json(cost_) : Json(nullptr)},
             {"calls_without_cost", uncosted_},
-            {"agent_sessions", agent_sessions_}};
+            {"agent_sessions", agent_sessions_},
+            // Verdicts per test: the night's known red, the flaky tests
+            // (check -> test -> times), what tasks also fixed.
+            {"known_red", known_red_},
+            {"flaky", flaky_},
+            {"also_fixed", also_fixed_}};
   }
 
  private:
@@ -110,6 +121,15 @@ class Summary {
 
   // Tests that bite, per task id: its last change's verdict, and how many
   // of its attempts were refused because their tests passed without it.
+  void verdict(const Json& d) {
+    if (!d.contains("flaky") || !d["flaky"].is_array()) return;
+    for (const auto& t : d["flaky"])
+      if (t.is_string()) {
+        Json& c = flaky_[d.value("check", "")];
+        c[t.get<std::string>()] = c.value(t.get<std::string>(), 0) + 1;
+      }
+  }
+
   void tests_bite(const Json& d) {
     const std::string id = d.contains("task") && d["task"].is_object() ? d["task"].value("id", "") : "";
     const std::string v = d.value("verdict", "");
@@ -226,6 +246,7 @@ class Summary {
   }
 
   Json escalated_ = Json::array();
+  Json known_red_ = Json::object(), flaky_ = Json::object(), also_fixed_ = Json::array();
   int agent_runs_ = 0;
   bool calls_unknown_ = false;
   Json done_ = Json::array(), skipped_ = Json::array(), incidents_ = Json::array(), heal_list_ = Json::array();

@@ -48,6 +48,8 @@ std::string heal_text(const Heal& h) {
          (h.commit.empty() ? "" : ", fix " + short_sha(h.commit));
 }
 
+std::string times_text(int n) { return n == 1 ? "once" : std::to_string(n) + " times"; }
+
 std::string md_cell(const std::string& s) {
   std::string o;
   for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c);
@@ -92,6 +94,7 @@ std::string terminal(const Night& n, bool color, int width) {
   };
   std::string s = paint(color, "1", title(n)) + "\n" + period(n) + "\n\n";
   s += wrap(verdict(n), width, "", 0);
+  for (const auto& line : known_red_lines(n)) s += wrap(line, width, "", 2);
   s += head("Needs a person first");
   int k = 0;
   for (const auto& line : needs_person(n)) s += wrap(line, width, "  " + std::to_string(++k) + ". ", 5);
@@ -110,9 +113,12 @@ std::string terminal(const Night& n, bool color, int width) {
     if (!t.incident.empty()) detail += " · " + t.incident;
     s += wrap(detail, width, std::string(12, ' '), 12);
   }
+  for (const auto& a : n.also_fixed) s += wrap(a, width, "  also fixed ", 12);
   s += head("Heals");
   if (n.heals.empty()) s += "  " + std::string(kDash) + "\n";
   for (const auto& h : n.heals) s += wrap(heal_text(h), width, "  " + clock(h.end_ms) + "  " + h.check + " ", 9);
+  if (!n.flaky.empty()) s += head("Flaky tests (failed, then passed when run again; not counted)");
+  for (const auto& f : n.flaky) s += wrap(f.check + ": " + f.test + " (" + times_text(f.times) + ")", width, "  ", 4);
   s += head("Rate-limit waits");
   if (n.waits.empty()) s += "  " + std::string(kDash) + "\n";
   for (const auto& w : n.waits)
@@ -139,7 +145,9 @@ std::string terminal(const Night& n, bool color, int width) {
 }
 
 std::string markdown(const Night& n) {
-  std::string s = "# " + title(n) + "\n\n" + period(n) + "\n\n**" + verdict(n) + "**\n\n## Needs a person first\n\n";
+  std::string s = "# " + title(n) + "\n\n" + period(n) + "\n\n**" + verdict(n) + "**\n\n";
+  for (const auto& line : known_red_lines(n)) s += line + "\n\n";
+  s += "## Needs a person first\n\n";
   int k = 0;
   for (const auto& line : needs_person(n)) s += std::to_string(++k) + ". " + line + "\n";
   s += "\n## Tasks\n\n";
@@ -154,6 +162,9 @@ std::string markdown(const Night& n) {
                               : std::string(kDash) + " (" + t.cost_why + ")") +
            " |\n";
   }
+  for (const auto& a : n.also_fixed) s += "\n" + md_cell(a) + "\n";
+  if (!n.flaky.empty()) s += "\n## Flaky tests\n\n";
+  for (const auto& f : n.flaky) s += "- `" + f.check + "`: `" + f.test + "` (" + times_text(f.times) + ")\n";
   s += "\n## Heals\n\n";
   if (n.heals.empty()) s += std::string(kDash) + "\n";
   else {

@@ -174,7 +174,7 @@ TEST_F(EcosystemCompletion, CommandsAndSubcommands) {
   EXPECT_EQ(complete("phoenix hook "), V({"install", "run", "uninstall"}));
   EXPECT_EQ(complete("phoenix hook run "), V({"pre-push", "stop"}));
   EXPECT_EQ(complete("phoenix hook install --agent "), V({"claude", "codex", "gemini"}));
-  EXPECT_EQ(complete("phoenix journal "), V({"pull", "push", "stats"}));
+  EXPECT_EQ(complete("phoenix journal "), V({"flaky", "pull", "push", "stats"}));
   auto all = complete("phoenix ");
   for (const auto& c : help_commands()) EXPECT_TRUE(std::count(all.begin(), all.end(), c)) << c;
   EXPECT_FALSE(std::count(all.begin(), all.end(), "__complete"));

@@ -92,8 +92,8 @@ TEST_F(LoopGuards, TasksJsonIsTickedInPlaceWhenItsCheckIsGreen) {
 TEST_F(LoopGuards, PromiseWithoutChangeIsNeverTicked) {
   configure("replace TASKS.md '[ ]' '[x]'; print '<promise>COMPLETE</promise>'");
   CliRun r = loop({});
-  ASSERT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("2 iterations in a row changed nothing"), std::string::npos) << r.out;
+  ASSERT_EQ(r.code, 2) << r.out;  // the task is given up on (loop.on_escalate = stop), never ticked
+  EXPECT_NE(r.out.find("no progress: 2 agent runs in a row on it changed nothing"), std::string::npos) << r.out;
   EXPECT_EQ(branch_file("TASKS.md"), read(repo + "/TASKS.md"));
 }
 

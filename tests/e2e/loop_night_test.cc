@@ -266,16 +266,24 @@ TEST_F(LoopNight, BaselineHealFixesTheRedCheckBeforeTheFirstTask) {
   EXPECT_EQ(state()["iteration"], 3);
 }
 
-TEST_F(LoopNight, BaselineHealThatFailsEscalatesBeforeAnyTask) {
+TEST_F(LoopNight, BaselineHealThatFailsLeavesTheNightsKnownRedAndGoesOn) {
   write(repo, "src.txt", "BROKEN\n");
   configure("unless-prompt \"" + kHealPrompt + "\" append work.txt 'x\\n'", {{"baseline", "heal"}});
   CliRun r = loop({"--branch", "phoenix/loop-test"});
-  EXPECT_EQ(r.code, 2) << r.out;
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(show("phoenix/loop-test:TASKS.md"), "# Tasks\n\n- [x] first task\n- [x] second task\n- [x] third task\n");
+  EXPECT_NE(r.out.find("known red for the night (red at the baseline): - nobreak (the whole check"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("but the night's known red (nobreak"), std::string::npos) << r.out;
+  // Pre-existing: no incident, no flag, no session cap spent (invariant 14).
+  EXPECT_FALSE(fs::exists(repo + "/.phoenix/ESCALATED"));
+  EXPECT_FALSE(fs::exists(repo + "/incidents"));
   Json s = state();
-  EXPECT_EQ(s["phase"], "escalated");
-  EXPECT_EQ(s["iteration"], 0);
-  ASSERT_TRUE(fs::exists(repo + "/.phoenix/ESCALATED"));
-  EXPECT_TRUE(fs::exists(util::trim(read(repo + "/.phoenix/ESCALATED"))));
+  EXPECT_EQ(s["phase"], "complete");
+  EXPECT_EQ(s["session_retries"], 0);
+  EXPECT_EQ(s["known_red"]["nobreak"]["whole"], true);
+  CliRun rep = run_phoenix(repo, {"report"});
+  EXPECT_NE(rep.out.find("Known red"), std::string::npos) << rep.out;
 }
 
 // --- guards -------------------------------------------------------------------
@@ -304,7 +312,7 @@ TEST_F(LoopNight, IterationTimeoutKillsTheAgentsWholeTree) {
   configure("write half.txt 'half\\n'; spawn-sleeper 120 " + sleeper + "; sleep 120",
             {{"iteration_timeout_s", 1}, {"no_progress_limit", 1}});
   CliRun r = loop({"--branch", "phoenix/loop-test"});
-  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(r.code, 2) << r.out;
   ASSERT_TRUE(fs::exists(sleeper));
   long pid = std::stol(read(sleeper));
   EXPECT_TRUE(process_gone(pid)) << "the agent's child " << pid << " outlived the iteration timeout";
@@ -314,7 +322,8 @@ TEST_F(LoopNight, IterationTimeoutKillsTheAgentsWholeTree) {
   // Its half-work is dropped, not committed.
   EXPECT_FALSE(fs::exists(layout::worktree_path(gitx::Repo::open(repo), "loop-test") + "/half.txt"));
   EXPECT_EQ(rev("phoenix/loop-test"), head);
-  EXPECT_EQ(state()["phase"], "stopped");
+  // Its task changed nothing no_progress_limit (1) times: given up on alone (loop.on_escalate = stop).
+  EXPECT_EQ(state()["phase"], "escalated");
 }
 
 TEST_F(LoopNight, SigtermKillsTheAgentTreeAndWritesTheState) {

@@ -311,14 +311,18 @@ TEST_F(LoopTest, MaxIterationsStops) {
   EXPECT_EQ(s["max_iterations"], 2);
 }
 
-TEST_F(LoopTest, NoProgressStops) {
+// A task whose agent changes nothing no_progress_limit times in a row is
+// given up on alone: its note, then loop.on_escalate (stop by default).
+TEST_F(LoopTest, NoProgressGivesTheTaskUp) {
   configure("nothing", {{"no_progress_limit", 2}});
   CliRun r = loop({"--branch", "phoenix/loop-test"});
-  EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("changed nothing"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("escalated: no progress: 2 agent runs in a row on it changed nothing; see "), std::string::npos)
+      << r.out;
   Json s = state();
   EXPECT_EQ(s["iteration"], 2);
-  EXPECT_EQ(s["phase"], "stopped");
+  EXPECT_EQ(s["phase"], "escalated");
+  EXPECT_TRUE(fs::exists(util::trim(read(repo + "/.phoenix/ESCALATED"))));
 }
 
 TEST_F(LoopTest, StopFileStops) {

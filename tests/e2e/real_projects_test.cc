@@ -428,7 +428,7 @@ TEST_F(RealProjects, IdleAgentWithUncommittedTasksChangesNothing) {
   write(repo, "TASKS.md", tasks);  // not committed
   CliRun lp = loop({"--tasks", "TASKS.md", "--branch", "phoenix/loop-idle"},
                    {{"PHOENIX_AGENT_SCRIPT", "print '<promise>COMPLETE</promise>'"}});
-  EXPECT_EQ(lp.code, 1) << lp.out;
+  EXPECT_EQ(lp.code, 2) << lp.out;  // the idle task is given up on (loop.on_escalate = stop)
   EXPECT_NE(lp.out.find("changed nothing"), std::string::npos) << lp.out;
   EXPECT_FALSE(agent_runs().empty()) << lp.out;
   EXPECT_EQ(read(repo + "/TASKS.md"), tasks);
@@ -440,7 +440,7 @@ TEST_F(RealProjects, IdleAgentWithUncommittedTasksChangesNothing) {
     if (t.exit_code == 0) EXPECT_EQ(t.output, tasks) << "the idle agent's task was ticked";
   }
   Json s = Json::parse(read(repo + "/.phoenix/loop-state.json"));
-  EXPECT_EQ(s["exit_code"], 1);
+  EXPECT_EQ(s["exit_code"], 2);
 #endif
 }
 

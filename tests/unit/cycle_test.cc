@@ -3,12 +3,16 @@
 // (docs/invariants.md) has a test here that fails if it is removed.
 #include "engine/cycle.h"
 
+#include "engine/signature.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include "gitx/repo.h"
+#include "journal/journal.h"
 #include "layout/layout.h"
 #include "test_util.h"
 #include "util/atomic_file.h"
@@ -97,8 +101,11 @@ class Cycle : public ::testing::Test {
     good = test::commit_all(root, "good");
     write(root, "value.txt", "bad\n");
     bad = test::commit_all(root, "break it");
+    // No re-runs: the counts of check runs below are the cycle's own (the
+    // verdicts' re-runs have their tests at the end of this file).
     cfg = config::parse(
-        R"({"checks":[{"id":"value","kind":"command_exit","target":["true"],"editable":["value.txt","src/**"]}]})",
+        R"({"checks":[{"id":"value","kind":"command_exit","target":["true"],"editable":["value.txt","src/**"]}],
+            "flaky_reruns":0})",
         "phoenix.json");
     opt.templates_dir = PHOENIX_SOURCE_DIR "/templates";
   }
@@ -513,6 +520,107 @@ TEST(Rollback, ItsWordsRoundTrip) {
 TEST_F(Cycle, OnlyOneRunPerRepository) {
   util::FileLock held(root + "/.phoenix/lock", 0, "test");
   EXPECT_THROW(run_with_patches({}), phoenix::Error);
+}
+
+// --- invariant 14: only the failures a change brings count -----------------
+
+// A runner naming two GoogleTest failures while value.txt says "bad" and
+// one ("Net.Fetch", red everywhere) when it says "good"; every `flake_at`
+// run (1-based) of it also fails "Timing.Slow".
+class NamedTests : public CheckRunner {
+ public:
+  checks::SenseResult run(const checks::CheckSpec& spec, const std::string& root) override {
+    ++runs;
+    checks::SenseResult r;
+    r.id = spec.id;
+    const bool bad = util::trim(read(root + "/value.txt")) != "good";
+    std::string out = "[==========] Running 4 tests\n";
+    if (bad) out += "[  FAILED  ] Calc.Value (0 ms)\n";
+    out += "[  FAILED  ] Net.Fetch (0 ms)\n";
+    if (runs == flake_at) out += "[  FAILED  ] Timing.Slow (1 ms)\n";
+    r.output = out;
+    r.evidence = out;
+    r.signal = "exit=1";
+    return r;
+  }
+  int runs = 0;
+  int flake_at = -1;
+};
+
+std::map<std::string, FailingSet> net_fetch_red() { return {{"value", FailingSet{false, {"Net.Fetch"}, ""}}}; }
+
+TEST_F(Cycle, Invariant14PreExistingFailureIsNeitherHealedNorEscalated) {
+  NamedTests named;
+  opt.reference = net_fetch_red();
+  opt.reference_name = "origin/main";
+  write(root, "value.txt", "good\n");
+  test::commit_all(root, "good again, the network still down");
+  trace::Trace t(root + "/.phoenix/trace.jsonl");
+  fixer = std::make_shared<FixerCalls>();
+  std::vector<std::unique_ptr<fixers::Fixer>> fx;
+  fx.push_back(std::make_unique<ScriptedFixer>(std::vector<std::string>{}, "scripted", fixer));
+  Engine e(root, cfg, opt, named, std::move(fx), t, [this](const Json& ev) { events.push_back(ev); });
+  RunResult r = e.run();
+  EXPECT_EQ(r.exit_code, kExitOk);
+  EXPECT_TRUE(r.issues.empty());
+  EXPECT_EQ(fixer->calls, 0) << "nothing healed on the change's budget";
+  EXPECT_EQ(states(), (std::vector<std::string>{"GREEN"}));
+  EXPECT_EQ(events[0].value("let_by", ""), "1 pre-existing (Net.Fetch)");
+  ASSERT_EQ(r.verdicts.size(), 1u);
+  EXPECT_EQ(r.verdicts[0].pre_existing, std::vector<std::string>{"Net.Fetch"});
+  EXPECT_FALSE(fs::exists(root + "/incidents"));
+  EXPECT_FALSE(fs::exists(root + "/.phoenix/ESCALATED"));
+  EXPECT_FALSE(
+      test::run({"git", "-C", root, "rev-parse", "--verify", "-q", "refs/phoenix/known-good/main"}).exit_code == 0)
+      << "a tree green only because its failures were there before is not known-good";
+}
+
+TEST_F(Cycle, Invariant14TheHealIsOfTheNewFailureAndItsVerificationJudgesTheRest) {
+  NamedTests named;
+  opt.reference = net_fetch_red();
+  trace::Trace t(root + "/.phoenix/trace.jsonl");
+  fixer = std::make_shared<FixerCalls>();
+  std::vector<std::unique_ptr<fixers::Fixer>> fx;
+  fx.push_back(
+      std::make_unique<ScriptedFixer>(std::vector<std::string>{set_value_patch("bad", "good")}, "scripted", fixer));
+  Engine e(root, cfg, opt, named, std::move(fx), t, [this](const Json& ev) { events.push_back(ev); });
+  RunResult r = e.run();
+  // HEALED though Net.Fetch still fails on the fresh re-run: it failed at
+  // the reference too.
+  EXPECT_EQ(r.exit_code, kExitOk);
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_EQ(r.issues[0].state, State::kHealed);
+  EXPECT_EQ(r.issues[0].attempts, 1);
+  const std::string out =
+      "[==========] Running 4 tests\n[  FAILED  ] Calc.Value (0 ms)\n[  FAILED  ] Net.Fetch (0 ms)\n";
+  EXPECT_EQ(r.issues[0].issue_signature, issue_signature_for("value", out, {"Calc.Value"}))
+      << "the signature is the new failure's alone";
+  EXPECT_EQ(read(root + "/value.txt"), "good\n");
+}
+
+TEST_F(Cycle, Invariant14FlakyFailureIsRunAgainAloneAndLetBy) {
+  NamedTests named;
+  named.flake_at = 1;
+  cfg.flaky_reruns = 2;
+  opt.reference = net_fetch_red();
+  write(root, "value.txt", "good\n");
+  test::commit_all(root, "good");
+  trace::Trace t(root + "/.phoenix/trace.jsonl");
+  fixer = std::make_shared<FixerCalls>();
+  std::vector<std::unique_ptr<fixers::Fixer>> fx;
+  fx.push_back(std::make_unique<ScriptedFixer>(std::vector<std::string>{}, "scripted", fixer));
+  Engine e(root, cfg, opt, named, std::move(fx), t, [this](const Json& ev) { events.push_back(ev); });
+  RunResult r = e.run();
+  EXPECT_EQ(r.exit_code, kExitOk);
+  EXPECT_EQ(fixer->calls, 0);
+  EXPECT_EQ(named.runs, 2) << "one re-run: it passed";
+  ASSERT_EQ(r.verdicts.size(), 1u);
+  EXPECT_EQ(r.verdicts[0].flaky, std::vector<std::string>{"Timing.Slow"});
+  EXPECT_EQ(r.verdicts[0].pre_existing, std::vector<std::string>{"Net.Fetch"});
+  const auto flakes = journal::Journal::open(root + "/.phoenix/journal.sqlite").flakes();
+  ASSERT_EQ(flakes.size(), 1u);
+  EXPECT_EQ(flakes[0].test, "Timing.Slow");
+  EXPECT_EQ(flakes[0].trees, 1) << "the clean tree's id";
 }
 
 }  // namespace

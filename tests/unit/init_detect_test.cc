@@ -326,6 +326,15 @@ TEST(InitRender, TheCMakeFileAsWritten) {
         "cmake --build build && ctest --test-dir build --output-on-failure"
       ],
       "timeout_s": 1800,
+      "select": {
+        "runner": "ctest",
+        "command": [
+          "sh",
+          "-c",
+          "cmake --build build && exec ctest --test-dir build --output-on-failure \"$@\"",
+          "sh"
+        ]
+      },
       "editable": ["src/**"]
     }
   ],

@@ -206,6 +206,68 @@ TEST_F(ReportTest, ModelOfTheNight) {
   EXPECT_EQ(n.runs_without_cost, 2);
 }
 
+// The night's known red comes first; flaky tests, what a task also fixed
+// and a task whose retry never came are in every form of the report.
+TEST_F(ReportTest, KnownRedFlakyTestsAlsoFixedAndOpenTasks) {
+  ev("01:00:00", "loop.start", {{"branch", "phoenix/loop-20261202"}, {"source", "TASKS.md"}, {"mode", "tasks"}});
+  ev("01:00:05", "loop.known_red",
+     {{"checks", {{"unit", {{"tests", {"tests/test_net.py::test_fetch"}}, {"whole", false}, {"signature", ""}}}}},
+      {"why", "red at the baseline"}});
+  ev("01:04:12", "loop.agent", {{"iteration", 1}, {"status", "ok"}, {"changed", true}, {"duration_ms", 1000}});
+  ev("01:04:13", "loop.verdict",
+     {{"check", "unit"},
+      {"iteration", 1},
+      {"red", true},
+      {"flaky", {"tests/test_io.py::test_timeout"}},
+      {"new", Json::array()}});
+  ev("01:04:14", "loop.also_fixed",
+     {{"iteration", 1},
+      {"task", task(1, "Mock the network")},
+      {"check", "unit"},
+      {"tests", {"tests/test_net.py::test_fetch"}}});
+  ev("01:04:15", "loop.task_done",
+     {{"iteration", 1}, {"task", task(1, "Mock the network")}, {"head", "a1a1a1a1a1a1a1a1"}});
+  ev("01:10:00", "loop.agent", {{"iteration", 2}, {"status", "ok"}, {"changed", true}, {"duration_ms", 1000}});
+  ev("01:10:01", "loop.verdict",
+     {{"check", "unit"},
+      {"iteration", 2},
+      {"red", true},
+      {"flaky", {"tests/test_io.py::test_timeout"}},
+      {"new", {"tests/test_a.py::test_b"}}});
+  ev("01:10:02", "loop.attempt", {{"iteration", 2}, {"task", task(2, "Speed up the export")}, {"attempts", 1}});
+  ev("01:10:03", "loop.attempt_failed",
+     {{"iteration", 2},
+      {"task", task(2, "Speed up the export")},
+      {"why", "red after iteration 2: unit\n  unit: exit=1"}});
+  ev("01:10:04", "loop.end", {{"exit_code", 1}, {"phase", "stopped"}, {"why", "stopped: --until 01:10 reached"}});
+  report::Night n = read();
+  ASSERT_EQ(n.known_red.size(), 1u);
+  EXPECT_EQ(n.known_red[0].check, "unit");
+  ASSERT_EQ(n.flaky.size(), 1u);
+  EXPECT_EQ(n.flaky[0].test, "tests/test_io.py::test_timeout");
+  EXPECT_EQ(n.flaky[0].times, 2);
+  ASSERT_EQ(n.also_fixed.size(), 1u);
+  EXPECT_EQ(n.also_fixed[0], "Mock the network also fixed unit: tests/test_net.py::test_fetch");
+  ASSERT_EQ(n.tasks.size(), 2u);
+  EXPECT_EQ(n.tasks[1].outcome, "open");
+  EXPECT_EQ(n.tasks[1].attempts, 1);
+  const std::string text = report::terminal(n, false, 200);
+  // Known red right after the verdict, before anything else.
+  const std::vector<std::string> lines = util::split_lines(text);
+  ASSERT_GT(lines.size(), 4u);
+  EXPECT_EQ(lines[4],
+            "Known red (failing before the first task, not healed, no task blamed for it): unit: "
+            "tests/test_net.py::test_fetch.")
+      << text;
+  EXPECT_NE(text.find("tests/test_io.py::test_timeout (2 times)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Open: \"Speed up the export\" after 1 attempt; its next attempt never came (the night ended "
+                      "first): red after iteration 2: unit"),
+            std::string::npos)
+      << text;
+  const std::string md = report::markdown(n);
+  EXPECT_NE(md.find("- `unit`: `tests/test_io.py::test_timeout` (2 times)"), std::string::npos) << md;
+}
+
 TEST_F(ReportTest, VerdictAndWhatNeedsAPerson) {
   night();
   report::Night n = read();

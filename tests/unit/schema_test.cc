@@ -41,6 +41,7 @@ TEST(Schema, DefaultsMatchTheParser) {
   EXPECT_EQ(s["properties"]["patch_files_cap"]["default"].get<int>(), c.patch_files_cap);
   EXPECT_EQ(s["properties"]["patch_bytes_cap"]["default"].get<int>(), c.patch_bytes_cap);
   EXPECT_EQ(s["properties"]["circuit_breaker"]["default"].get<int>(), c.circuit_breaker);
+  EXPECT_EQ(s["properties"]["flaky_reruns"]["default"].get<int>(), c.flaky_reruns);
   EXPECT_EQ(s["properties"]["fixers"]["default"].get<std::vector<std::string>>(), c.fixers);
   EXPECT_EQ(s["properties"]["hook"]["properties"]["mode"]["default"], c.hook.mode);
 }
