@@ -9,6 +9,7 @@
 #include "setup/setup.h"
 #include "engine/verdict.h"
 #include "trace/trace.h"
+#include "util/error.h"
 #include "util/text.h"
 
 namespace phoenix::engine {
@@ -52,14 +53,24 @@ const std::string& StoreUse::setup_fingerprint() {
   return *setup_;
 }
 
+long long StoreUse::traced(const std::string& event, const util::Json& data) {
+  if (!trace_) return -1;
+  try {
+    return static_cast<long long>(trace_->append(event, data, false));
+  } catch (const Error&) {
+    // Like the store itself, best effort: a read-only state folder or a full
+    // disk leaves the measurement standing without its trace line.
+    return -1;
+  }
+}
+
 checks::SenseResult StoreUse::sense(const checks::CheckSpec& spec, const std::function<checks::SenseResult()>& fresh) {
   if (!keyed() || !checks::cache_wanted(spec)) return fresh();
   const checks::MeasureKey key = checks::measure_key(spec, tree_, setup_fingerprint());
   if (auto m = checks::find_measurement(dir_, key, spec.cache_max_age_h)) {
     checks::SenseResult r = checks::served(*m);
     r.id = spec.id;
-    if (trace_)
-      trace_->append("measured.cached", {{"check", spec.id}, {"tree", tree_}, {"measured_seq", m->trace_seq}}, false);
+    traced("measured.cached", {{"check", spec.id}, {"tree", tree_}, {"measured_seq", m->trace_seq}});
     return r;
   }
   checks::SenseResult r = fresh();
@@ -77,10 +88,8 @@ void StoreUse::record(const checks::CheckSpec& spec, const checks::SenseResult& 
     m.failing = f.tests;
     m.signature = f.signature;
   }
-  if (trace_)
-    m.trace_seq = static_cast<long long>(trace_->append(
-        "measured", {{"check", spec.id}, {"tree", tree_}, {"signal", r.signal}, {"ok", r.ok}, {"where", where_}},
-        false));
+  m.trace_seq = traced("measured",
+                       {{"check", spec.id}, {"tree", tree_}, {"signal", r.signal}, {"ok", r.ok}, {"where", where_}});
   checks::record_measurement(dir_, m);
 }
 

@@ -74,6 +74,7 @@ class StoreUse {
 
  private:
   const std::string& setup_fingerprint();
+  long long traced(const std::string& event, const util::Json& data);  // its seq, or -1 when not traced
   std::string root_;
   std::string dir_;
   const config::Config& cfg_;

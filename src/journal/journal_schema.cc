@@ -210,24 +210,23 @@ long long Journal::Impl::check_version() {
   return v;
 }
 
+// The whole upgrade is one transaction: a journal is at one version or the
+// next, never between two migrations.
 void Journal::Impl::migrate() {
-  long long v = check_version();
-  while (v < kSchemaVersion) {
-    Tx tx(db, "upgrade its schema");
-    long long now = user_version();  // another process may have upgraded it meanwhile
-    if (now == v) {
-      db.exec(kMigrations[v], "upgrade its schema to version " + std::to_string(v + 1));
-      if (v == 0) {
-        sqlite3_stmt* s = db.stmt("INSERT INTO meta (key, value) VALUES ('origin', ?1)");
-        Use u(db, s);
-        u.text(1, random_hex(16));
-        u.step("write it");
-      }
-      db.exec(("PRAGMA user_version = " + std::to_string(v + 1)).c_str(), "upgrade its schema");
+  if (check_version() >= kSchemaVersion) return;
+  Tx tx(db, "upgrade its schema");
+  // Read again under the write lock: another process may have upgraded it meanwhile.
+  for (long long v = user_version(); v < kSchemaVersion; ++v) {
+    db.exec(kMigrations[v], "upgrade its schema to version " + std::to_string(v + 1));
+    if (v == 0) {
+      sqlite3_stmt* s = db.stmt("INSERT INTO meta (key, value) VALUES ('origin', ?1)");
+      Use u(db, s);
+      u.text(1, random_hex(16));
+      u.step("write it");
     }
-    tx.commit();
-    v = user_version();
+    db.exec(("PRAGMA user_version = " + std::to_string(v + 1)).c_str(), "upgrade its schema");
   }
+  tx.commit();
 }
 
 void Journal::Impl::read_origin() {
