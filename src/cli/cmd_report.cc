@@ -77,17 +77,19 @@ int cmd_report(const std::vector<std::string>& args) {
     std::cerr << "phoenix: nothing to report: " << path << " is missing\n";
     return kExitRed;
   }
-  std::string text = util::read_file(path);
+  // The trace is read once; every rendering comes from the one night.
+  const std::vector<report::Event> events = report::read_events(util::read_file(path), 0);
   // "The last night" is the last loop run and nothing else: from its start
   // to its end (a later hook or `phoenix run` is not part of it). --since
   // takes everything from then on. The text and --json cover one window.
   const bool last_loop = !p.vm.count("since");
-  long long since = last_loop ? report::last_loop_start(text) : parse_since(p.vm["since"].as<std::string>());
-  long long until = last_loop && since > 0 ? report::loop_end_after(text, since) : -1;
+  report::Window window;
+  window.since_ms = last_loop ? report::last_loop_start(events) : parse_since(p.vm["since"].as<std::string>());
+  window.until_ms = last_loop && window.since_ms > 0 ? report::loop_end_after(events, window.since_ms) : -1;
   std::shared_ptr<gitx::Repo> repo;
-  report::Night night = report::read_night(text, since, repo_facts(p.ctx, repo), until);
+  report::Night night = report::read_night(events, window, repo_facts(p.ctx, repo));
   if (p.ctx.json) {
-    util::Json j = report::summary_json(text, since, until);
+    util::Json j = report::summary_json(night);
     j["verdict"] = report::verdict(night);
     j["needs_person"] = report::needs_person(night);
     j["next"] = report::next_command(night);

@@ -27,4 +27,41 @@ std::vector<Event> read_events(const std::string& trace_text, long long since_ms
   return out;
 }
 
+long long last_loop_start(const std::vector<Event>& events) {
+  long long last = 0;
+  for (const auto& e : events)
+    if (e.event == "loop.start") last = e.t;
+  return last;
+}
+
+long long loop_end_after(const std::vector<Event>& events, long long start_ms) {
+  bool in = false;
+  for (const auto& e : events) {
+    if (e.t < start_ms) continue;
+    if (e.event == "loop.start") in = true;
+    else if (in && e.event == "loop.end") return e.t;
+  }
+  return -1;
+}
+
+std::optional<Spend> spend_of(const Event& e) {
+  const Json& d = e.data;
+  const bool costed = d.contains("cost_usd") && d["cost_usd"].is_number();
+  const bool counted = d.contains("model_calls") && d["model_calls"].is_number_integer();
+  if (e.event == "loop.agent") {
+    if (d.value("status", "") == "unavailable") return std::nullopt;
+  } else if (e.event == "proposal") {
+    // A fixer that asked no model (bisect, the journal) says 0 calls or none.
+    const bool ran = costed || (d.contains("model_calls") && d["model_calls"].is_null()) ||
+                     (counted && d["model_calls"].get<long long>() > 0);
+    if (!ran) return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  Spend s;
+  if (counted) s.calls = d["model_calls"].get<long long>();
+  if (costed) s.cost_usd = d["cost_usd"].get<double>();
+  return s;
+}
+
 }  // namespace phoenix::report

@@ -3,6 +3,7 @@
 // foreign line is passed over (`phoenix trace verify` is what reports it).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,5 +19,31 @@ struct Event {
 };
 
 std::vector<Event> read_events(const std::string& trace_text, long long since_ms);
+
+// The events of one report: at or after since_ms, and at or before until_ms
+// unless it is -1 (the trace is read once; every rendering reads this).
+struct Window {
+  long long since_ms = 0;
+  long long until_ms = -1;
+  bool holds(const Event& e) const { return e.t >= since_ms && (until_ms < 0 || e.t <= until_ms); }
+};
+
+// The start of the last loop in the trace (for the default --since), or 0.
+long long last_loop_start(const std::vector<Event>& events);
+// The end of the loop that started at `start_ms` (its loop.end), or -1
+// while it runs: "the last night" is that loop and nothing after it.
+long long loop_end_after(const std::vector<Event>& events, long long start_ms);
+
+// What one event says an agent CLI run spent, read one way for every
+// report: a loop iteration's agent run (`loop.agent`; "unavailable" is no
+// run: the CLI never started) or a harness proposal that ran the CLI
+// (`proposal` with a call count, or an unknown one, or a cost). nullopt for
+// any other event. A count or a cost the CLI did not report is nullopt,
+// never 0.
+struct Spend {
+  std::optional<long long> calls;
+  std::optional<double> cost_usd;
+};
+std::optional<Spend> spend_of(const Event& e);
 
 }  // namespace phoenix::report

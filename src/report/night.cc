@@ -8,6 +8,7 @@
 #include "engine/phase.h"
 #include "engine/state.h"
 #include "report/events.h"
+#include "report/summary.h"
 #include "util/clock.h"
 #include "util/json.h"
 #include "util/text.h"
@@ -57,26 +58,11 @@ std::string first_open(const std::string& text, const std::set<std::string>& fin
 
 }  // namespace
 
-long long last_loop_start(const std::string& trace_text) {
-  long long last = 0;
-  for (const auto& e : read_events(trace_text, 0))
-    if (e.event == "loop.start") last = e.t;
-  return last;
-}
-
-long long loop_end_after(const std::string& trace_text, long long start_ms) {
-  bool in = false;
-  for (const auto& e : read_events(trace_text, start_ms)) {
-    if (e.event == "loop.start") in = true;
-    else if (in && e.event == "loop.end") return e.t;
-  }
-  return -1;
-}
-
 namespace {
 
 // Reads the events in order; each kind of event has its own step.
 struct NightReader {
+  explicit NightReader(const Facts& f) : facts(f) {}
   const Facts& facts;
   Night n;
   Pending pend;                          // the task in progress
@@ -84,6 +70,8 @@ struct NightReader {
   std::map<std::string, long long> detected_at;
   double cost = 0;
   bool costed = false;
+  long long calls = 0;
+  bool calls_unknown = false;
   std::set<std::string> finished_titles;
   long long run_start = -1;
   std::map<std::string, int> attempts;            // task id -> attempts so far (loop.attempt)
@@ -140,15 +128,29 @@ struct NightReader {
     }
   }
 
-  void add_cost(const Json& d) {
-    double c = d["cost_usd"].get<double>();
-    cost += c;
-    costed = true;
-    pend.cost = pend.cost.value_or(0) + c;
+  // One agent CLI run's spend (report/events.h: every report reads it so),
+  // for the night and for the task in progress.
+  void spend(const Spend& sp) {
+    ++n.agent_runs;
+    if (sp.calls) {
+      pend.calls = pend.calls.value_or(0) + *sp.calls;
+      calls += *sp.calls;
+    } else {
+      calls_unknown = true;
+    }
+    if (sp.cost_usd) {
+      cost += *sp.cost_usd;
+      costed = true;
+      pend.cost = pend.cost.value_or(0) + *sp.cost_usd;
+    } else {
+      ++n.runs_without_cost;
+      ++pend.uncosted;
+    }
   }
 
   void read(const Event& e) {
     const Json& d = e.data;
+    if (const std::optional<Spend> sp = spend_of(e)) spend(*sp);
     if (n.start_ms == 0) n.start_ms = e.t;
     n.end_ms = std::max(n.end_ms, e.t);
     if (e.event == "loop.start") {
@@ -174,12 +176,7 @@ struct NightReader {
     } else if (e.event == "loop.measure") {
       measure(e);
     } else if (e.event == "proposal") {
-      if (d.contains("cost_usd") && d["cost_usd"].is_number()) {
-        add_cost(d);
-      } else if (d.value("model_calls", Json()).is_number_integer() && d["model_calls"].get<long long>() > 0) {
-        ++n.runs_without_cost;
-        ++pend.uncosted;
-      }
+      // its spend is read above
     } else if (e.event == "state") {
       state(e);
     } else if (e.event == "incident" || e.event == "loop.incident" || e.event == "rollback") {
@@ -251,17 +248,9 @@ struct NightReader {
     const Json& d = e.data;
     long long dur = d.value("duration_ms", 0LL);
     std::string status = str(d, "status");
-    bool refused = status == "rate-limited" || status == "unreachable";
-    ++n.agent_runs;
-    if (d.contains("cost_usd") && d["cost_usd"].is_number()) {
-      add_cost(d);
-    } else {
-      ++n.runs_without_cost;
-      ++pend.uncosted;
-    }
-    if (d.contains("model_calls") && d["model_calls"].is_number_integer())
-      pend.calls = pend.calls.value_or(0) + d["model_calls"].get<long long>();
-    if (refused) return;  // a wait follows; not one of the agent's iterations
+    // Its spend is read with every other run's (spend).
+    if (status == "rate-limited" || status == "unreachable")
+      return;  // a wait follows; not one of the agent's iterations  // a wait follows; not one of the agent's iterations
     ++n.iterations;
     if (pend.turns == 0) pend.start_ms = e.t - dur;
     ++pend.turns;
@@ -408,6 +397,7 @@ struct NightReader {
   // no event of its own; the tasks file on the loop branch names it.
   Night finish() {
     if (costed) n.cost_usd = cost;
+    if (!calls_unknown) n.model_calls = calls;
     for (auto& x : n.escalations)
       if (x.incident_abs.empty()) x.incident_abs = x.incident;
     const bool has_row = !n.escalations.empty() && std::any_of(n.tasks.begin(), n.tasks.end(), [&](const Task& t) {
@@ -466,19 +456,26 @@ struct NightReader {
 
 }  // namespace
 
-Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts, long long until_ms) {
-  NightReader r{facts, {}, {}, {}, {}, 0, false, {}, -1, {}, {}, {}, {}, {}};
-  r.n.since_ms = since_ms;
-  for (const auto& e : read_events(trace_text, since_ms)) {
-    if (until_ms >= 0 && e.t > until_ms) break;
-    r.read(e);
-  }
+Night read_night(const std::vector<Event>& events, const Window& window, const Facts& facts) {
+  NightReader r(facts);
+  Figures figures;
+  r.n.since_ms = window.since_ms;
+  for (const auto& e : events)
+    if (window.holds(e)) {
+      r.read(e);
+      figures.read(e);
+    }
   Night n = r.finish();
+  n.figures = figures.json();
   // The repository's word on known-good beats the trace's (a later run may
   // have moved it): the loop's branch, or HEAD's outside a loop.
   if (facts.known_good_of)
     if (std::string kg = facts.known_good_of(n.branch); !kg.empty()) n.known_good = kg;
   return n;
+}
+
+Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts, long long until_ms) {
+  return read_night(read_events(trace_text, since_ms), Window{since_ms, until_ms}, facts);
 }
 
 // --- words ---------------------------------------------------------------

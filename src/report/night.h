@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "engine/phase.h"
+#include "report/events.h"
 #include "util/format.h"
+#include "util/json.h"
 
 namespace phoenix::report {
 
@@ -135,23 +137,22 @@ struct Night {
   std::vector<std::string> also_fixed;  // "t2 also fixed unit: tests/test_net.py::test_fetch"
   std::vector<Flaky> flaky;
   int iterations = 0;
-  int runs = 0;  // phoenix run outside the loop
-  int agent_runs = 0, runs_without_cost = 0;
-  std::optional<double> cost_usd;
+  int runs = 0;                               // phoenix run outside the loop
+  int agent_runs = 0, runs_without_cost = 0;  // agent CLI runs (report/events.h, spend_of)
+  std::optional<double> cost_usd;             // none when no run reported a cost
+  std::optional<long long> model_calls;       // none when any run reported no count
+  util::Json figures;                         // the JSON report's other figures (report/summary.h)
   std::string known_good;
   std::optional<engine::Phase> end_phase;  // loop.end's phase (none for a word it does not know)
   std::string end_why;                     // loop.end
   std::optional<int> exit_code;
 };
 
-// The start of the last loop in the trace (for the default --since), or 0.
-long long last_loop_start(const std::string& trace_text);
-// The end of the loop that started at `start_ms` (its loop.end), or -1
-// while it runs: "the last night" is that loop and nothing after it.
-long long loop_end_after(const std::string& trace_text, long long start_ms);
-
-// Builds the night from the trace's text (events at or after since_ms, and
-// at or before until_ms when it is not -1).
+// Builds the night, and the JSON report's figures with it, in one pass over
+// the trace's events (read once: report/events.h) in the window.
+Night read_night(const std::vector<Event>& events, const Window& window, const Facts& facts);
+// The same from the trace's text (events at or after since_ms, and at or
+// before until_ms when it is not -1).
 Night read_night(const std::string& trace_text, long long since_ms, const Facts& facts, long long until_ms = -1);
 
 // --- the shared words ------------------------------------------------------

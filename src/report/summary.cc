@@ -7,22 +7,20 @@
 
 #include "engine/state.h"
 #include "report/events.h"
+#include "report/night.h"
 
 namespace phoenix::report {
 
 using util::Json;
 
-namespace {
-
 // The figures, gathered event by event.
-class Summary {
+class Figures::Impl {
  public:
   void read(const Event& e) {
     const std::string& ev = e.event;
     if (ev == "loop.start" || ev == "loop.end" || ev == "run.start" || ev == "run.end") busy(e);
     else if (ev == "loop.task_done" || ev == "loop.task_skipped" || ev == "loop.task_escalated") task(e);
-    else if (ev == "loop.agent") agent(e.data);
-    else if (ev == "proposal") proposal(e.data);
+    else if (ev == "loop.agent") ++iterations_;
     else if (ev == "state") state(e);
     else if (ev == "incident" || ev == "loop.incident") incident(e);
     else if (ev == "rollback") rollback(e.data);
@@ -42,9 +40,6 @@ class Summary {
             {"heals", heals_},
             {"heal_list", heal_list_},
             {"heals_by_check", heals_by_check_},
-            // Unknown when any run reported no count: never a guess.
-            {"model_calls", calls_unknown_ ? Json(nullptr) : Json(model_calls_)},
-            {"agent_runs", agent_runs_},
             {"tasks_escalated", escalated_},
             {"escalations", escalations_},
             {"incidents", incidents_},
@@ -52,8 +47,6 @@ class Summary {
             {"runs", runs_},
             {"iterations", iterations_},
             {"time_s", static_cast<double>(busy_ms_) / 1000.0},
-            {"cost_usd", costed_ ? Json(cost_) : Json(nullptr)},
-            {"calls_without_cost", uncosted_},
             {"agent_sessions", agent_sessions_},
             // Verdicts per test: the night's known red, the flaky tests
             // (check -> test -> times), what tasks also fixed.
@@ -119,17 +112,19 @@ class Summary {
           if (std::find((*s)[key].begin(), (*s)[key].end(), f) == (*s)[key].end()) (*s)[key].push_back(f);
   }
 
-  // Tests that bite, per task id: its last change's verdict, and how many
-  // of its attempts were refused because their tests passed without it.
+  // The flaky tests of a verdict: check -> test -> times found flaky.
   void verdict(const Json& d) {
     if (!d.contains("flaky") || !d["flaky"].is_array()) return;
     for (const auto& t : d["flaky"])
       if (t.is_string()) {
-        Json& c = flaky_[d.value("check", "")];
+        Json& c = flaky_[d.contains("check") && d["check"].is_string() ? d["check"].get<std::string>() : ""];
+        if (!c.is_object()) c = Json::object();
         c[t.get<std::string>()] = c.value(t.get<std::string>(), 0) + 1;
       }
   }
 
+  // Tests that bite, per task id: its last change's verdict, and how many
+  // of its attempts were refused because their tests passed without it.
   void tests_bite(const Json& d) {
     const std::string id = d.contains("task") && d["task"].is_object() ? d["task"].value("id", "") : "";
     const std::string v = d.value("verdict", "");
@@ -157,41 +152,6 @@ class Summary {
                        {"attempts", d.value("attempts", Json())},
                        {"at", e.ts}});
     else put(skipped_, {{"task", d.value("task", Json())}, {"incident", d.value("incident", "")}, {"at", e.ts}});
-  }
-
-  void cost_of(const Json& d) {
-    if (d.contains("cost_usd") && d["cost_usd"].is_number()) {
-      cost_ += d["cost_usd"].get<double>();
-      ++costed_;
-    } else {
-      ++uncosted_;
-    }
-  }
-
-  void agent(const Json& d) {
-    ++iterations_;
-    if (d.value("status", "") == "unavailable") return;
-    ++agent_runs_;
-    calls_of(d);
-    cost_of(d);
-  }
-
-  void calls_of(const Json& d) {
-    if (d.contains("model_calls") && d["model_calls"].is_number_integer()) model_calls_ += d["model_calls"].get<int>();
-    else calls_unknown_ = true;
-  }
-
-  void proposal(const Json& d) {
-    if (!d.contains("model_calls")) return;
-    if (d["model_calls"].is_number_integer()) {
-      model_calls_ += d["model_calls"].get<int>();
-      if (d["model_calls"].get<int>() > 0) ++agent_runs_;
-    } else if (d["model_calls"].is_null()) {
-      // The CLI reported no count: a run of it, its calls unknown.
-      ++agent_runs_;
-      calls_unknown_ = true;
-      cost_of(d);
-    }
   }
 
   void state(const Event& e) {
@@ -247,8 +207,6 @@ class Summary {
 
   Json escalated_ = Json::array();
   Json known_red_ = Json::object(), flaky_ = Json::object(), also_fixed_ = Json::array();
-  int agent_runs_ = 0;
-  bool calls_unknown_ = false;
   Json done_ = Json::array(), skipped_ = Json::array(), incidents_ = Json::array(), heal_list_ = Json::array();
   std::map<std::string, std::string> bite_;  // task id -> "bites", "exempt", "unmeasured"
   std::map<std::string, int> toothless_;     // task id -> attempts refused: tests passed without the change
@@ -264,24 +222,25 @@ class Summary {
     return it == toothless_.end() ? 0 : it->second;
   }
   std::map<std::string, Json> detected_;  // check -> its last DETECTED event (elapsed_ms, signature)
-  int model_calls_ = 0;
   std::map<std::string, int> heals_by_check_;
   int heals_ = 0, escalations_ = 0, loops_ = 0, runs_ = 0, iterations_ = 0;
   Json agent_sessions_ = Json::array();
-  double cost_ = 0;
-  int costed_ = 0, uncosted_ = 0;
   long long busy_ms_ = 0, loop_start_ = -1, run_start_ = -1;
 };
 
-}  // namespace
+Figures::Figures() : impl_(std::make_unique<Impl>()) {}
+Figures::~Figures() = default;
+void Figures::read(const Event& e) { impl_->read(e); }
+Json Figures::json() const { return impl_->json(); }
 
-Json summary_json(const std::string& trace_text, long long since, long long until) {
-  Summary s;
-  for (const auto& e : read_events(trace_text, since)) {
-    if (until >= 0 && e.t > until) break;
-    s.read(e);
-  }
-  return s.json();
+Json summary_json(const Night& n) {
+  Json j = n.figures.is_object() ? n.figures : Json::object();
+  j["agent_runs"] = n.agent_runs;
+  // Unknown when any run reported no count (or no cost): never a guess.
+  j["model_calls"] = n.model_calls ? Json(*n.model_calls) : Json(nullptr);
+  j["cost_usd"] = n.cost_usd ? Json(*n.cost_usd) : Json(nullptr);
+  j["calls_without_cost"] = n.runs_without_cost;
+  return j;
 }
 
 }  // namespace phoenix::report

@@ -6,13 +6,33 @@
 // reported none. Tasks are counted once each, by id.
 #pragma once
 
-#include <string>
+#include <memory>
 
+#include "report/events.h"
 #include "util/json.h"
 
 namespace phoenix::report {
 
-// Events at or after since_ms, and at or before until_ms unless it is -1.
-util::Json summary_json(const std::string& trace_text, long long since_ms, long long until_ms = -1);
+struct Night;
+
+// The figures of the JSON report, gathered in the one pass over the trace
+// that builds the night (read_night): what agent runs spent is the night's
+// (report/events.h, spend_of), not counted here a second time.
+class Figures {
+ public:
+  Figures();
+  ~Figures();
+  Figures(const Figures&) = delete;
+  Figures& operator=(const Figures&) = delete;
+  void read(const Event& e);
+  util::Json json() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The JSON report of a night: its figures, and what its agent runs spent.
+util::Json summary_json(const Night& n);
 
 }  // namespace phoenix::report

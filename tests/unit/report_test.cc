@@ -10,6 +10,7 @@
 
 #include "image/image.h"
 #include "report/night.h"
+#include "report/summary.h"
 #include "report/render.h"
 #include "test_util.h"
 #include "util/json.h"
@@ -151,7 +152,9 @@ class ReportTest : public ::testing::Test {
     return f;
   }
 
-  report::Night read() { return report::read_night(trace, report::last_loop_start(trace), facts()); }
+  report::Night read() {
+    return report::read_night(trace, report::last_loop_start(report::read_events(trace, 0)), facts());
+  }
 };
 
 TEST(ReportUnits, HumanUnits) {
@@ -266,6 +269,37 @@ TEST_F(ReportTest, KnownRedFlakyTestsAlsoFixedAndOpenTasks) {
       << text;
   const std::string md = report::markdown(n);
   EXPECT_NE(md.find("- `unit`: `tests/test_io.py::test_timeout` (2 times)"), std::string::npos) << md;
+  // --json, from the same pass.
+  const Json j = report::summary_json(n);
+  EXPECT_EQ(j["flaky"]["unit"]["tests/test_io.py::test_timeout"], 2) << j.dump();
+  EXPECT_EQ(j["known_red"]["unit"]["tests"], Json::array({"tests/test_net.py::test_fetch"})) << j.dump();
+  EXPECT_EQ(j["also_fixed"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["agent_runs"], 2) << j.dump();
+  EXPECT_TRUE(j["model_calls"].is_null()) << "no run reported a count: " << j.dump();
+}
+
+// A harness proposal that reported its calls and its cost is counted once,
+// the same way, in the text and in --json; a fixer that asked no model is
+// no agent run; an unavailable CLI never ran.
+TEST_F(ReportTest, OneCountOfWhatAgentRunsSpent) {
+  ev("01:00:00", "run.start", {});
+  ev("01:00:01", "proposal", {{"check", "unit"}, {"fixer", "harness"}, {"model_calls", 3}, {"cost_usd", 0.25}});
+  ev("01:00:02", "proposal", {{"check", "unit"}, {"fixer", "bisect"}, {"model_calls", 0}, {"cost_usd", nullptr}});
+  ev("01:00:03", "proposal",
+     {{"check", "unit"}, {"fixer", "harness"}, {"model_calls", nullptr}, {"cost_usd", nullptr}});
+  ev("01:00:04", "run.end", {{"exit_code", 0}});
+  report::Night n = report::read_night(trace, 0, facts());
+  EXPECT_EQ(n.agent_runs, 2);
+  ASSERT_TRUE(n.cost_usd);
+  EXPECT_NEAR(*n.cost_usd, 0.25, 1e-9);
+  EXPECT_EQ(n.runs_without_cost, 1);
+  EXPECT_FALSE(n.model_calls) << "one run reported no count";
+  const Json j = report::summary_json(n);
+  EXPECT_EQ(j["agent_runs"], 2) << j.dump();
+  EXPECT_NEAR(j["cost_usd"].get<double>(), 0.25, 1e-9) << j.dump();
+  EXPECT_EQ(j["calls_without_cost"], 1) << j.dump();
+  EXPECT_TRUE(j["model_calls"].is_null()) << j.dump();
+  EXPECT_NE(report::totals(n).find("$0.25 (+ 1 run(s) that reported no cost)"), std::string::npos) << report::totals(n);
 }
 
 TEST_F(ReportTest, VerdictAndWhatNeedsAPerson) {
@@ -435,8 +469,10 @@ TEST_F(ReportTest, HtmlPageTellsTheStory) {
   night();
   report::Night n = read();
   std::string h = report::html(n, root);
-  EXPECT_NE(h.find("<p id=\"verdict\" class=\"verdict escalated\">4 of 5 tasks done, 1 escalated, 0 open, 1 healed by bisect"),
-            std::string::npos);
+  EXPECT_NE(
+      h.find(
+          "<p id=\"verdict\" class=\"verdict escalated\">4 of 5 tasks done, 1 escalated, 0 open, 1 healed by bisect"),
+      std::string::npos);
   // The timeline: one mark per iteration, the wait, both heals, the escalation.
   // Drawn twice, for a wide window and a phone (CSS shows one), the same marks.
   auto count = [](const std::string& in, const std::string& s) {
