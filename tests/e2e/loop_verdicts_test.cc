@@ -9,7 +9,10 @@
 // `phoenix journal flaky` and `phoenix report`. An idle task ends alone.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -156,6 +159,11 @@ class LoopVerdicts : public ::testing::Test {
     ASSERT_EQ(rep.code, 0) << rep.out;
     EXPECT_NE(rep.out.find(std::string("Known red")), std::string::npos) << rep.out;
     EXPECT_NE(rep.out.find(std::string("unit: ") + kFlaky), std::string::npos) << rep.out;
+    CliRun js = run_phoenix(repo, {"report", "--json"});
+    ASSERT_EQ(js.code, 0) << js.out;
+    const Json rj = Json::parse(js.out);
+    EXPECT_GE(rj["flaky"]["unit"].value(kFlaky, 0), 1) << js.out;
+    EXPECT_EQ(rj["known_red"]["unit"]["tests"], Json::array({kNet})) << js.out;
     CliRun st = run_phoenix(repo, {"status"});
     EXPECT_NE(st.out.find(std::string("known red:  unit: ") + kNet), std::string::npos) << st.out;
     EXPECT_NE(st.out.find("flaky:      1 test in the flake ledger"), std::string::npos) << st.out;
@@ -172,10 +180,60 @@ TEST_F(LoopVerdicts, OneWorkerNightGoesThroughAFlakeAndANetworkTest) {
   EXPECT_EQ(known[0]["checks"]["unit"]["tests"], Json::array({kNet}));
 }
 
-TEST_F(LoopVerdicts, TwoWorkerNightGoesThroughAFlakeAndANetworkTest) {
+// A person who keeps committing beside the night, in their checkout (on
+// main) and in a second worktree (on feature), every 300 ms until it ends.
+class Person {
+ public:
+  Person(const std::string& repo, const std::string& second) : repo_(repo), second_(second) {
+    git(repo_, {"worktree", "add", "-q", "-b", "feature", second_});
+    thread_ = std::thread([this] {
+      for (int i = 0; !stop_; ++i) {
+        commit_in(repo_, "person-main-" + std::to_string(i) + ".txt");
+        commit_in(second_, "person-feature-" + std::to_string(i) + ".txt");
+        ++commits_;
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      }
+    });
+  }
+  ~Person() { stop(); }
+  int stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return commits_;
+  }
+
+ private:
+  static void commit_in(const std::string& dir, const std::string& file) {
+    write(dir, file, "the person's own\n");
+    git(dir, {"add", file});
+    git(dir, {"commit", "-q", "-m", "the person's " + file});
+  }
+  std::string repo_, second_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> commits_{0};
+  std::thread thread_;
+};
+
+// Two workers, while a person keeps committing beside the night: the same
+// night, and every commit of theirs on its branch, their checkouts clean.
+TEST_F(LoopVerdicts, TwoWorkerNightGoesThroughAFlakeAndANetworkTestWhileAPersonCommits) {
   configure();
+  const int before_main = std::stoi(util::trim(git(repo, {"rev-list", "--count", "main"})));
+  const std::string second = tmp / "feature";
+  Person person(repo, second);
   CliRun r = run_loop(repo, {"--branch", "phoenix/loop-v", "--workers", "2"}, 600);
+  const int commits = person.stop();
   expect_the_night(r);
+  ASSERT_GE(commits, 1);
+  EXPECT_EQ(r.out.find("put back"), std::string::npos) << r.out;
+  EXPECT_EQ(std::stoi(util::trim(git(repo, {"rev-list", "--count", "main"}))), before_main + commits);
+  EXPECT_EQ(std::stoi(util::trim(git(repo, {"rev-list", "--count", "feature"}))), before_main + commits);
+  for (int i = 0; i < commits; ++i) {
+    EXPECT_EQ(git(repo, {"show", "main:person-main-" + std::to_string(i) + ".txt"}), "the person's own\n");
+    EXPECT_EQ(git(repo, {"show", "feature:person-feature-" + std::to_string(i) + ".txt"}), "the person's own\n");
+  }
+  EXPECT_EQ(git(repo, {"status", "--porcelain"}), "");
+  EXPECT_EQ(git(second, {"status", "--porcelain"}), "");
 }
 
 // A task whose agent changes nothing gives up alone (its note, then
