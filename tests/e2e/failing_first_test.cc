@@ -1,0 +1,301 @@
+// Failing tests first, end to end with real runners: bisect's steps run the
+// failing tests of the red measurement alone (pytest node ids, ctest -R)
+// and the culprit's revert is verified by the whole check; a heal's
+// proposal is rejected on the failing tests alone when they still fail; a
+// failure that needs the suite (order dependence, a test that needs another)
+// is searched with the whole check; a runner without selection and
+// "select_failing": false run the whole check, as before.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "e2e/real_projects.h"
+#include "test_util.h"
+#include "util/json.h"
+#include "util/text.h"
+
+namespace phoenix::test {
+namespace {
+
+namespace fs = std::filesystem;
+using util::Json;
+
+// A pytest project: calc.py and tests/test_calc.py with `extra` tests of
+// their own beside the ones on mul, so the whole suite is more than the
+// failing test.
+class FailingFirstRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("PHOENIX_TREES_DIR", (tmp / "trees").c_str(), 1);
+    py = python_with_pytest();
+    if (py.empty()) GTEST_SKIP() << "no python3 with pytest";
+    repo = init_repo(tmp / "repo");
+    write(repo, ".gitignore", ".phoenix/\n__pycache__/\n.pytest_cache/\nincidents/\n");
+  }
+  void TearDown() override { ::unsetenv("PHOENIX_TREES_DIR"); }
+
+  std::vector<std::string> pytest(const std::vector<std::string>& more = {"tests"}) {
+    std::vector<std::string> argv = {py, "-m", "pytest", "-q", "-p", "no:cacheprovider"};
+    argv.insert(argv.end(), more.begin(), more.end());
+    return argv;
+  }
+
+  // phoenix.json with one check `target` (and `extra` keys on it), the
+  // fixers given, bisect one probe at a time.
+  void configure(const Json& target, const Json& fixers, const Json& extra = Json::object(),
+                 const Json& harness = nullptr) {
+    Json check = {
+        {"id", "unit"}, {"kind", "command_exit"}, {"target", target}, {"editable", {"*.py"}}, {"timeout_s", 120}};
+    for (auto it = extra.begin(); it != extra.end(); ++it) check[it.key()] = it.value();
+    Json cfg = {
+        {"checks", Json::array({check})}, {"fixers", fixers}, {"bisect", {{"parallel", 1}}}, {"flaky_reruns", 0}};
+    if (!harness.is_null()) cfg["harness"] = harness;
+    write(repo, "phoenix.json", cfg.dump(2));
+  }
+
+  // The project at known-good, blessed by a green run.
+  void bless() {
+    commit_all(repo, "initial");
+    CliRun r = run_phoenix(repo, {"run"}, 120);
+    ASSERT_EQ(r.code, 0) << r.out;
+  }
+
+  // `n` ordinary commits (a file of notes each).
+  void ordinary(int n, const std::string& tag) {
+    for (int i = 0; i < n; ++i) {
+      write(repo, "notes/" + tag + std::to_string(i) + ".txt", tag + " " + std::to_string(i) + "\n");
+      commit_all(repo, tag + " notes " + std::to_string(i));
+    }
+  }
+
+  std::vector<Json> trace_events(const std::string& event) {
+    std::vector<Json> out;
+    for (const auto& l : util::split_lines(read(repo + "/.phoenix/trace.jsonl"))) {
+      if (l.empty()) continue;
+      Json j = Json::parse(l);
+      if (j.value("event", "") == event) out.push_back(j);
+    }
+    return out;
+  }
+  // The proposals of `fixer` in the trace, in order.
+  std::vector<Json> proposals(const std::string& fixer) {
+    std::vector<Json> out;
+    for (const Json& j : trace_events("proposal"))
+      if (j.dump().find("\"fixer\":\"" + fixer + "\"") != std::string::npos) out.push_back(j);
+    return out;
+  }
+  static Json field(const Json& event, const std::string& key) {
+    if (event.contains(key)) return event[key];
+    if (event.contains("data") && event["data"].contains(key)) return event["data"][key];
+    return nullptr;
+  }
+
+  ScopedTempDir tmp;
+  std::string py, repo;
+};
+
+const char* kCalc = "def mul(a, b):\n    return a * b\n\ndef add(a, b):\n    return a + b\n";
+const char* kCalcBroken =
+    "def mul(a, b):\n    return a * b + (1 if a == 3 else 0)\n\ndef add(a, b):\n    return a + b\n";
+
+// tests/test_calc.py: the tests on mul (parametrized: ids with blanks and
+// brackets, which need quoting in any shell) and `extra` tests of add.
+std::string calc_tests(int extra) {
+  std::string t =
+      "import os, sys\n"
+      "sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\n"
+      "import pytest\n"
+      "import calc\n"
+      "@pytest.mark.parametrize('a,b,want', [(2, 5, 10), (3, 4, 12)], ids=['two by five', \"three 'x' [4]\"])\n"
+      "def test_mul(a, b, want):\n    assert calc.mul(a, b) == want\n";
+  for (int i = 0; i < extra; ++i)
+    t += "def test_add_" + std::to_string(i) + "():\n    assert calc.add(" + std::to_string(i) +
+         ", 1) == " + std::to_string(i + 1) + "\n";
+  return t;
+}
+
+// bisect asks the failing test alone at every step (its id needs quoting:
+// blanks, quotes and brackets), names the culprit, and the revert is
+// verified by the whole suite.
+TEST_F(FailingFirstRun, BisectAsksThePytestFailingTestAloneAndTheWholeCheckVerifiesTheRevert) {
+  write(repo, "calc.py", kCalc);
+  write(repo, "tests/test_calc.py", calc_tests(20));
+  configure(pytest(), {"bisect"});
+  bless();
+  ordinary(3, "before");
+  write(repo, "calc.py", kCalcBroken);
+  const std::string culprit = commit_all(repo, "mul: a faster path");
+  ordinary(4, "after");
+
+  CliRun r = run_phoenix(repo, {"run", "--explain"}, 300);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("HEALED"), std::string::npos) << r.out;
+  EXPECT_EQ(read(repo + "/calc.py"), kCalc);
+  const std::vector<Json> p = proposals("bisect");
+  ASSERT_EQ(p.size(), 1u) << read(repo + "/.phoenix/trace.jsonl");
+  const std::string detail = field(p[0], "detail").get<std::string>();
+  EXPECT_NE(detail.find("culprit " + culprit.substr(0, 7)), std::string::npos) << detail;
+  // Every step and the check at HEAD on the failing test alone.
+  EXPECT_EQ(field(p[0], "selected_runs"), field(p[0], "check_runs")) << detail;
+  EXPECT_GE(field(p[0], "selected_runs").get<int>(), 3) << detail;
+  EXPECT_NE(detail.find("of the failing tests alone, 0 whole"), std::string::npos) << detail;
+  // The revert: first the failing test alone, then the whole suite.
+  const std::vector<Json> sel = trace_events("verify_selected");
+  ASSERT_EQ(sel.size(), 1u);
+  EXPECT_EQ(field(sel[0], "answer"), "green");
+  const Json argv = field(sel[0], "argv");
+  EXPECT_EQ(argv.back(), "tests/test_calc.py::test_mul[three 'x' [4]]") << argv.dump();
+  EXPECT_NE(r.out.find("the failing tests alone (1) after the proposal of bisect: green; the whole check decides"),
+            std::string::npos)
+      << r.out;
+  bool whole = false;
+  for (const Json& s : trace_events("state"))
+    whole = whole || (field(s, "state") == "VERIFYING" && field(s, "run") == "whole");
+  EXPECT_TRUE(whole) << read(repo + "/.phoenix/trace.jsonl");
+}
+
+// A harness proposal that leaves the failing test red is rejected on that
+// test alone, without the whole suite; the next one passes it and the whole
+// check heals.
+TEST_F(FailingFirstRun, AHealProposalIsRejectedOnTheFailingTestsAlone) {
+  write(repo, "calc.py", kCalc);
+  write(repo, "tests/test_calc.py", calc_tests(5));
+  const std::string counter = tmp / "proposals";
+  const std::string script = "n=$(cat '" + counter + "' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '" + counter +
+                             "'; if [ $n -eq 1 ]; then echo 'TRIED = 1' > helpers.py; else printf '%s' '" +
+                             std::string(kCalc) + "' > calc.py; fi";
+  configure(pytest(), {"harness"}, Json::object(), {{"command", {"sh", "-c", script}}, {"timeout_s", 60}});
+  bless();
+  write(repo, "calc.py", kCalcBroken);
+  commit_all(repo, "mul: a faster path");
+
+  CliRun r = run_phoenix(repo, {"run", "--explain"}, 300);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("HEALED"), std::string::npos) << r.out;
+  const std::vector<Json> sel = trace_events("verify_selected");
+  ASSERT_EQ(sel.size(), 2u) << read(repo + "/.phoenix/trace.jsonl");
+  EXPECT_EQ(field(sel[0], "answer"), "red");
+  EXPECT_EQ(field(sel[1], "answer"), "green");
+  int whole = 0, rejected_alone = 0;
+  for (const Json& s : trace_events("state")) {
+    if (field(s, "state") == "VERIFYING" && field(s, "run") == "whole") ++whole;
+    if (field(s, "state") == "REJECTED" && field(s, "run") == "selected") ++rejected_alone;
+  }
+  EXPECT_EQ(whole, 1) << "only the second proposal ran the whole suite";
+  EXPECT_EQ(rejected_alone, 1);
+  EXPECT_NE(r.out.find("red on the failing tests alone"), std::string::npos) << r.out;
+}
+
+// Order dependence: the failing test passes alone at HEAD (it fails only
+// after another test warmed a cache), so bisect asks the whole check at
+// every step, and heals.
+TEST_F(FailingFirstRun, AFailureThatNeedsTheSuiteIsBisectedWithTheWholeCheck) {
+  write(repo, "lib.py", "WARM = False\ndef warm():\n    global WARM\n    WARM = True\ndef value():\n    return 1\n");
+  const std::string head =
+      "import os, sys\nsys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\nimport lib\n";
+  write(repo, "tests/test_a.py", head + "def test_warm():\n    lib.warm()\n");
+  write(repo, "tests/test_b.py", head + "def test_value():\n    assert lib.value() == 1\n");
+  configure(pytest(), {"bisect"});
+  bless();
+  ordinary(2, "before");
+  write(repo, "lib.py",
+        "WARM = False\ndef warm():\n    global WARM\n    WARM = True\ndef value():\n    return 2 if WARM else 1\n");
+  commit_all(repo, "lib: a cached path");
+  ordinary(3, "after");
+
+  CliRun r = run_phoenix(repo, {"run", "--explain"}, 300);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("HEALED"), std::string::npos) << r.out;
+  const std::vector<Json> p = proposals("bisect");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(field(p[0], "selected_runs"), 1) << "the failing test alone at HEAD, and no step";
+  EXPECT_NE(field(p[0], "detail").get<std::string>().find("culprit"), std::string::npos);
+  EXPECT_NE(read(repo + "/lib.py").find("return 1"), std::string::npos);
+}
+
+// A culprit named by the failing test alone whose revert the whole suite
+// rejects: the test fails alone only since a later, innocent commit (it
+// warms the cache at import); the real culprit broke it in the suite's
+// company. Bisect asks the range again with the whole check and heals.
+TEST_F(FailingFirstRun, ARevertTheWholeCheckRejectsMakesBisectSearchAgainWhole) {
+  write(repo, "settings.py", "WARM_AT_IMPORT = False\n");
+  const std::string lib =
+      "import settings\nWARM = settings.WARM_AT_IMPORT\ndef warm():\n    global WARM\n    WARM = True\n";
+  write(repo, "lib.py", lib + "def value():\n    return 1\n");
+  const std::string head =
+      "import os, sys\nsys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\nimport lib\n";
+  write(repo, "tests/test_a.py", head + "def test_warm():\n    lib.warm()\n");
+  write(repo, "tests/test_b.py", head + "def test_value():\n    assert lib.value() == 1\n");
+  configure(pytest(), {"bisect"});
+  bless();
+  ordinary(1, "before");
+  write(repo, "lib.py", lib + "def value():\n    return 2 if WARM else 1\n");
+  const std::string culprit = commit_all(repo, "lib: a cached path");
+  ordinary(2, "middle");
+  write(repo, "settings.py", "WARM_AT_IMPORT = True\n");
+  const std::string innocent = commit_all(repo, "settings: warm at import");
+  ordinary(2, "after");
+
+  CliRun r = run_phoenix(repo, {"run", "--explain"}, 300);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("HEALED"), std::string::npos) << r.out;
+  const std::vector<Json> p = proposals("bisect");
+  ASSERT_EQ(p.size(), 2u) << read(repo + "/.phoenix/trace.jsonl");
+  EXPECT_NE(field(p[0], "detail").get<std::string>().find("culprit " + innocent.substr(0, 7)), std::string::npos)
+      << field(p[0], "detail");
+  const std::string second = field(p[1], "detail").get<std::string>();
+  EXPECT_NE(second.find("asked again with the whole check"), std::string::npos) << second;
+  EXPECT_NE(second.find("culprit " + culprit.substr(0, 7)), std::string::npos) << second;
+  EXPECT_EQ(field(p[1], "selected_runs"), 0) << second;
+  // The revert of the real culprit, on top of the innocent commit.
+  EXPECT_EQ(read(repo + "/settings.py"), "WARM_AT_IMPORT = True\n");
+  EXPECT_NE(read(repo + "/lib.py").find("return 1"), std::string::npos);
+}
+
+// A runner Phoenix cannot select with (a shell runs pytest) and a check
+// that says "select_failing": false: every step asks the whole check, and
+// --explain says why.
+TEST_F(FailingFirstRun, NoSelectionMeansTheWholeCheckAsBefore) {
+  write(repo, "calc.py", kCalc);
+  write(repo, "tests/test_calc.py", calc_tests(3));
+  for (const bool shell : {true, false}) {
+    SCOPED_TRACE(shell ? "a shell runs pytest" : "select_failing false");
+    if (shell) configure({"sh", "-c", util::join_argv(pytest())}, {"bisect"});
+    else configure(pytest(), {"bisect"}, {{"select_failing", false}});
+    write(repo, "calc.py", kCalc);
+    bless();
+    ordinary(2, shell ? "s" : "f");
+    write(repo, "calc.py", kCalcBroken);
+    commit_all(repo, "mul: a faster path");
+    CliRun r = run_phoenix(repo, {"run", "--explain"}, 300);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("HEALED"), std::string::npos) << r.out;
+    const std::vector<Json> p = proposals("bisect");
+    ASSERT_FALSE(p.empty());
+    EXPECT_EQ(field(p.back(), "selected_runs"), 0);
+    EXPECT_NE(field(p.back(), "detail").get<std::string>().find("of the whole check"), std::string::npos);
+    EXPECT_NE(r.out.find(shell ? "verifying the proposal of bisect with the whole check: "
+                               : "verifying the proposal of bisect with the whole check: \"select_failing\": false"),
+              std::string::npos)
+        << r.out;
+    fs::remove(repo + "/.phoenix/trace.jsonl");
+  }
+}
+
+TEST_F(FailingFirstRun, SelectFailingOfAnotherTypeOrMisspeltIsAConfigurationError) {
+  write(repo, "calc.py", kCalc);
+  configure(pytest(), {"bisect"}, {{"select_failing", "no"}});
+  commit_all(repo, "initial");
+  CliRun r = run_phoenix(repo, {"sense", "unit"});
+  EXPECT_EQ(r.code, 78) << r.out;
+  EXPECT_NE(r.out.find("checks[0].select_failing: must be true or false, not a string"), std::string::npos) << r.out;
+  configure(pytest(), {"bisect"}, {{"select_failng", false}});
+  r = run_phoenix(repo, {"sense", "unit"});
+  EXPECT_EQ(r.code, 78) << r.out;
+  EXPECT_NE(r.out.find("select_failing"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace phoenix::test
