@@ -284,6 +284,60 @@ TEST_F(FailingFirstRun, NoSelectionMeansTheWholeCheckAsBefore) {
   }
 }
 
+// CTest: the steps run `ctest -R '^(calc\.mul)$'` after the build (the
+// check's "select" command), the revert is verified by the whole check.
+TEST_F(FailingFirstRun, BisectAsksTheCTestFailingTestAlone) {
+  for (const char* tool : {"cmake", "ctest", "cc"})
+    if (util::find_executable(tool).empty()) GTEST_SKIP() << tool << " is not installed";
+  write(repo, ".gitignore", "build/\n.phoenix/\nincidents/\n");
+  write(repo, "CMakeLists.txt",
+        "cmake_minimum_required(VERSION 3.16)\nproject(calc C)\nadd_executable(calc_test calc_test.c calc.c)\n"
+        "enable_testing()\nadd_test(NAME calc.mul COMMAND calc_test mul)\n"
+        "foreach(i RANGE 1 8)\n  add_test(NAME calc.add_${i} COMMAND calc_test add)\nendforeach()\n");
+  write(repo, "calc.c", "int mul(int a, int b) { return a * b; }\nint add(int a, int b) { return a + b; }\n");
+  write(repo, "calc_test.c",
+        "#include <string.h>\nint mul(int, int);\nint add(int, int);\n"
+        "int main(int argc, char** argv) {\n"
+        "  if (argc > 1 && strcmp(argv[1], \"mul\") == 0) return mul(3, 4) == 12 ? 0 : 1;\n"
+        "  return add(2, 2) == 4 ? 0 : 1;\n}\n");
+  const std::string build = "cmake --build build >/dev/null && exec ctest --test-dir build --output-on-failure";
+  Json cfg = {{"setup", {{{"run", {"cmake", "-S", ".", "-B", "build"}}, {"inputs", {"CMakeLists.txt"}}}}},
+              {"checks",
+               {{{"id", "unit"},
+                 {"kind", "command_exit"},
+                 {"target", {"sh", "-c", build}},
+                 {"select", {{"runner", "ctest"}, {"command", {"sh", "-c", build + " \"$@\"", "sh"}}}},
+                 {"editable", {"*.c"}},
+                 {"timeout_s", 120}}}},
+              {"fixers", {"bisect"}},
+              {"bisect", {{"parallel", 1}}},
+              {"flaky_reruns", 0}};
+  write(repo, "phoenix.json", cfg.dump(2));
+  ASSERT_EQ(run({"cmake", "-S", ".", "-B", "build"}, repo, {}, 120).exit_code, 0);
+  bless();
+  ordinary(2, "before");
+  write(repo, "calc.c",
+        "int mul(int a, int b) { return a * b + (a == 3); }\nint add(int a, int b) { return a + b; }\n");
+  const std::string culprit = commit_all(repo, "mul: a faster path");
+  ordinary(3, "after");
+
+  CliRun r = run_phoenix(repo, {"run", "--explain"}, 300);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("HEALED"), std::string::npos) << r.out;
+  const std::vector<Json> p = proposals("bisect");
+  ASSERT_EQ(p.size(), 1u);
+  const std::string detail = field(p[0], "detail").get<std::string>();
+  EXPECT_NE(detail.find("culprit " + culprit.substr(0, 7)), std::string::npos) << detail;
+  EXPECT_EQ(field(p[0], "selected_runs"), field(p[0], "check_runs")) << detail;
+  const std::vector<Json> sel = trace_events("verify_selected");
+  ASSERT_EQ(sel.size(), 1u);
+  EXPECT_EQ(field(sel[0], "answer"), "green");
+  const Json argv = field(sel[0], "argv");
+  EXPECT_EQ(argv[argv.size() - 1], "^(calc\\.mul)$") << argv.dump();
+  EXPECT_EQ(read(repo + "/calc.c"),
+            "int mul(int a, int b) { return a * b; }\nint add(int a, int b) { return a + b; }\n");
+}
+
 TEST_F(FailingFirstRun, SelectFailingOfAnotherTypeOrMisspeltIsAConfigurationError) {
   write(repo, "calc.py", kCalc);
   configure(pytest(), {"bisect"}, {{"select_failing", "no"}});
