@@ -338,6 +338,56 @@ TEST_F(FailingFirstRun, BisectAsksTheCTestFailingTestAlone) {
             "int mul(int a, int b) { return a * b; }\nint add(int a, int b) { return a + b; }\n");
 }
 
+// A GoogleTest binary (told by its output): the steps run it with
+// --gtest_filter=Calc.Mul after the build.
+TEST_F(FailingFirstRun, BisectAsksTheGoogleTestFailingTestAlone) {
+  for (const char* tool : {"cmake", "c++"})
+    if (util::find_executable(tool).empty()) GTEST_SKIP() << tool << " is not installed";
+  if (!fs::exists("/usr/lib/x86_64-linux-gnu/libgtest.a") && !fs::exists("/usr/lib/libgtest.a"))
+    GTEST_SKIP() << "no GoogleTest library (libgtest-dev)";
+  write(repo, ".gitignore", "build/\n.phoenix/\nincidents/\n");
+  write(repo, "CMakeLists.txt",
+        "cmake_minimum_required(VERSION 3.16)\nproject(calc CXX)\nfind_package(GTest REQUIRED)\n"
+        "add_library(calc calc.cc)\nadd_executable(calc_test calc_test.cc)\n"
+        "target_link_libraries(calc_test calc GTest::gtest_main)\n");
+  write(repo, "calc.cc", "int mul(int a, int b) { return a * b; }\n");
+  std::string t = "#include <gtest/gtest.h>\nint mul(int, int);\nTEST(Calc, Mul) { EXPECT_EQ(mul(3, 4), 12); }\n";
+  for (int i = 0; i < 6; ++i) t += "TEST(Calc, Other" + std::to_string(i) + ") { EXPECT_EQ(mul(1, 1), 1); }\n";
+  write(repo, "calc_test.cc", t);
+  const std::string build = "cmake --build build >/dev/null && exec build/calc_test";
+  Json cfg = {{"setup", {{{"run", {"cmake", "-S", ".", "-B", "build"}}, {"inputs", {"CMakeLists.txt"}}}}},
+              {"checks",
+               {{{"id", "unit"},
+                 {"kind", "command_exit"},
+                 {"target", {"sh", "-c", build}},
+                 {"select", {{"runner", "gtest"}, {"command", {"sh", "-c", build + " \"$@\"", "sh"}}}},
+                 {"editable", {"calc.cc"}},
+                 {"timeout_s", 240}}}},
+              {"fixers", {"bisect"}},
+              {"bisect", {{"parallel", 1}}},
+              {"flaky_reruns", 0}};
+  write(repo, "phoenix.json", cfg.dump(2));
+  ASSERT_EQ(run({"cmake", "-S", ".", "-B", "build"}, repo, {}, 120).exit_code, 0);
+  bless();
+  ordinary(1, "before");
+  write(repo, "calc.cc", "int mul(int a, int b) { return a * b + (a == 3); }\n");
+  const std::string culprit = commit_all(repo, "mul: a faster path");
+  ordinary(2, "after");
+
+  CliRun r = run_phoenix(repo, {"run", "--explain"}, 600);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("HEALED"), std::string::npos) << r.out;
+  const std::vector<Json> p = proposals("bisect");
+  ASSERT_EQ(p.size(), 1u);
+  const std::string detail = field(p[0], "detail").get<std::string>();
+  EXPECT_NE(detail.find("culprit " + culprit.substr(0, 7)), std::string::npos) << detail;
+  EXPECT_EQ(field(p[0], "selected_runs"), field(p[0], "check_runs")) << detail;
+  const std::vector<Json> sel = trace_events("verify_selected");
+  ASSERT_EQ(sel.size(), 1u);
+  EXPECT_EQ(field(sel[0], "argv").back(), "--gtest_filter=Calc.Mul") << field(sel[0], "argv").dump();
+  EXPECT_EQ(read(repo + "/calc.cc"), "int mul(int a, int b) { return a * b; }\n");
+}
+
 TEST_F(FailingFirstRun, SelectFailingOfAnotherTypeOrMisspeltIsAConfigurationError) {
   write(repo, "calc.py", kCalc);
   configure(pytest(), {"bisect"}, {{"select_failing", "no"}});
