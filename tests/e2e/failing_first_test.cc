@@ -388,6 +388,73 @@ TEST_F(FailingFirstRun, BisectAsksTheGoogleTestFailingTestAlone) {
   EXPECT_EQ(read(repo + "/calc.cc"), "int mul(int a, int b) { return a * b; }\n");
 }
 
+// vitest (from the npm registry or its cache): the steps run the failing
+// test's file with -t; a harness proposal that leaves it red is rejected
+// on it alone.
+TEST_F(FailingFirstRun, BisectAndAHealAskTheVitestFailingTestAlone) {
+  if (util::find_executable("npm").empty() || util::find_executable("npx").empty()) GTEST_SKIP() << "no npm";
+  const std::string mods = tmp / "vitest";
+  write(mods, "package.json", "{\"name\":\"v\",\"private\":true,\"type\":\"module\"}\n");
+  const util::ProcessResult install =
+      run({"npm", "install", "--prefer-offline", "--no-audit", "--no-fund", "vitest@4.1.12"}, mods, {}, 240);
+  if (install.exit_code != 0) GTEST_SKIP() << "vitest could not be installed here: " << install.output;
+  write(repo, ".gitignore", ".phoenix/\nincidents/\nnode_modules\n");
+  write(repo, "package.json", "{\"name\":\"calc\",\"private\":true,\"type\":\"module\"}\n");
+  write(repo, "calc.js", "export const mul = (a, b) => a * b;\n");
+  std::string t =
+      "import { describe, it, expect } from 'vitest';\nimport { mul } from './calc.js';\n"
+      "describe('calc', () => {\n  it('mul (3*4)', () => { expect(mul(3, 4)).toBe(12); });\n";
+  for (int i = 0; i < 5; ++i) t += "  it('one " + std::to_string(i) + "', () => { expect(mul(1, 1)).toBe(1); });\n";
+  write(repo, "calc.test.js", t + "});\n");
+  fs::create_symlink(mods + "/node_modules", repo + "/node_modules");
+  const std::string counter = tmp / "proposals";
+  const std::string script = "n=$(cat '" + counter + "' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '" + counter +
+                             "'; if [ $n -eq 1 ]; then echo 'export const x = 1;' > extra.js; else "
+                             "echo 'export const mul = (a, b) => a * b;' > calc.js; fi";
+  Json cfg = {
+      {"setup", {{{"run", {"ln", "-sfn", mods + "/node_modules", "node_modules"}}, {"inputs", {"package.json"}}}}},
+      {"checks",
+       {{{"id", "unit"},
+         {"kind", "command_exit"},
+         {"target", {"npx", "vitest", "run"}},
+         {"editable", {"*.js"}},
+         {"timeout_s", 120}}}},
+      {"fixers", {"bisect"}},
+      {"bisect", {{"parallel", 1}}},
+      {"flaky_reruns", 0},
+      {"harness", {{"command", {"sh", "-c", script}}, {"timeout_s", 60}}}};
+  write(repo, "phoenix.json", cfg.dump(2));
+  bless();
+  ordinary(1, "before");
+  write(repo, "calc.js", "export const mul = (a, b) => a * b + (a === 3 ? 1 : 0);\n");
+  const std::string culprit = commit_all(repo, "mul: a faster path");
+  ordinary(2, "after");
+
+  CliRun r = run_phoenix(repo, {"run", "--explain"}, 300);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("HEALED"), std::string::npos) << r.out;
+  const std::vector<Json> p = proposals("bisect");
+  ASSERT_EQ(p.size(), 1u);
+  const std::string detail = field(p[0], "detail").get<std::string>();
+  EXPECT_NE(detail.find("culprit " + culprit.substr(0, 7)), std::string::npos) << detail;
+  EXPECT_EQ(field(p[0], "selected_runs"), field(p[0], "check_runs")) << detail;
+  std::vector<Json> sel = trace_events("verify_selected");
+  ASSERT_EQ(sel.size(), 1u);
+  EXPECT_EQ(field(sel[0], "argv"), Json({"npx", "vitest", "run", "calc.test.js", "-t", "^(calc mul \\(3\\*4\\))$"}));
+
+  // The harness: its first proposal leaves the test red and is rejected on
+  // it alone; the second heals.
+  write(repo, "calc.js", "export const mul = (a, b) => a * b + (a === 3 ? 1 : 0);\n");
+  commit_all(repo, "mul: the faster path again");
+  r = run_phoenix(repo, {"run", "--explain", "--fixer", "harness"}, 300);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("red on the failing tests alone"), std::string::npos) << r.out;
+  sel = trace_events("verify_selected");
+  ASSERT_EQ(sel.size(), 3u);
+  EXPECT_EQ(field(sel[1], "answer"), "red");
+  EXPECT_EQ(field(sel[2], "answer"), "green");
+}
+
 TEST_F(FailingFirstRun, SelectFailingOfAnotherTypeOrMisspeltIsAConfigurationError) {
   write(repo, "calc.py", kCalc);
   configure(pytest(), {"bisect"}, {{"select_failing", "no"}});
