@@ -459,6 +459,12 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
     std::string head_before = repo->head_sha();
     std::string pre_propose;
     fixers::Proposal p = propose(h, fixer, pre_propose);
+    if (!p.selection_misleads.empty() && h.failure.failing_first) {
+      // What the fixer learnt of the failing tests alone holds for every
+      // proposal of this issue: the whole check verifies them.
+      h.failure.failing_first.reset();
+      h.failure.whole_why = "the failing tests alone mislead (" + p.selection_misleads + ")";
+    }
     if (p.status != fixers::Status::kProposed) {
       if (!no_patch(h, p, head_before, pre_propose, result)) return h.out;
       continue;

@@ -255,6 +255,7 @@ class BisectRun {
       // predates it.
       oracle_.use_whole("the failing tests alone are red at known-good " + short_sha(good) +
                         ", which passed the whole check");
+      p_.selection_misleads = oracle_.why_whole();
       log("asking again with the whole check: " + oracle_.why_whole());
       r = bisect_commits_parallel(repo, trees, good, head, oracle);
     }
@@ -362,6 +363,7 @@ class BisectRun {
         if (a == TestsAnswer::kRed) return std::nullopt;
         oracle_.use_whole("the failing tests alone are not red at HEAD " + short_sha(head) +
                           ", where the check is: the failure needs the whole suite");
+        p_.selection_misleads = oracle_.why_whole();
         log("every step asks the whole check: " + oracle_.why_whole());
       } else {
         log("every step asks the whole check: " + oracle_.why_whole());

@@ -71,7 +71,9 @@
 //   (Request.failure.failing_first), checked first at HEAD; the whole check
 //   where they cannot be, where they are not red alone at HEAD, at a step
 //   where they say nothing, and when they call known-good red (then the
-//   search runs again whole).
+//   search runs again whole). Proposal.selection_misleads says why when
+//   the failing tests alone were found misleading (not red at HEAD, red at
+//   known-good): the engine then verifies with the whole check only.
 // - check_runs = the check runs made by this call (0 for a memoized one);
 //   selected_runs = those of the failing tests alone.
 // - Memoized per (repository, check, known-good, head): a second call returns

@@ -91,6 +91,10 @@ struct Proposal {
   // bisect: the culprit was found by the failing tests alone; its revert
   // failing the whole check makes bisect search again with the whole check.
   bool found_selected = false;
+  // Set when the fixer found the failing tests alone misleading (bisect:
+  // red alone at known-good, or not red alone at HEAD): why. The heal then
+  // verifies every proposal with the whole check only.
+  std::string selection_misleads;
   long long duration_ms = 0;
   long long retry_after_ms = 0;  // for kRateLimited / kUnreachable: what the CLI asked for, else 0
   std::string first_error;       // the CLI's first error line, for a one-line cause

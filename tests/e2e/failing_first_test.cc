@@ -215,6 +215,39 @@ TEST_F(FailingFirstRun, AFailureThatNeedsTheSuiteIsBisectedWithTheWholeCheck) {
   EXPECT_NE(read(repo + "/lib.py").find("return 1"), std::string::npos);
 }
 
+// A test that needs another: it fails alone everywhere, known-good too,
+// and passes after the test that sets it up. Its failing alone at
+// known-good (which passed the whole check) sends bisect to the whole
+// check, and the heal verifies with the whole check only: asked alone, the
+// revert would be rejected.
+TEST_F(FailingFirstRun, ATestThatNeedsAnotherIsBisectedAndVerifiedWhole) {
+  write(repo, "lib.py", "READY = False\ndef value():\n    return 1\n");
+  const std::string head =
+      "import os, sys\nsys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\nimport lib\n";
+  write(repo, "tests/test_a.py", head + "def test_setup():\n    lib.READY = True\n");
+  write(repo, "tests/test_b.py", head + "def test_value():\n    assert lib.READY and lib.value() == 1\n");
+  configure(pytest(), {"bisect"});
+  bless();
+  ordinary(2, "before");
+  write(repo, "lib.py", "READY = False\ndef value():\n    return 2 if READY else 1\n");
+  const std::string culprit = commit_all(repo, "lib: a ready path");
+  ordinary(1, "after");
+
+  CliRun r = run_phoenix(repo, {"run", "--explain"}, 300);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("HEALED"), std::string::npos) << r.out;
+  const std::vector<Json> p = proposals("bisect");
+  ASSERT_EQ(p.size(), 1u);
+  const std::string detail = field(p[0], "detail").get<std::string>();
+  EXPECT_NE(detail.find("culprit " + culprit.substr(0, 7)), std::string::npos) << detail;
+  EXPECT_NE(r.out.find("verifying the proposal of bisect with the whole check: the failing tests alone mislead "
+                       "(the failing tests alone are red at known-good"),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(trace_events("verify_selected").empty());
+  EXPECT_NE(read(repo + "/lib.py").find("return 1"), std::string::npos);
+}
+
 // A culprit named by the failing test alone whose revert the whole suite
 // rejects: the test fails alone only since a later, innocent commit (it
 // warms the cache at import); the real culprit broke it in the suite's
