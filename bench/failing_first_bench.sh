@@ -148,7 +148,7 @@ int mul(int a, int b);
 long work(long n);
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "mul") == 0) return mul(3, 4) == 12 ? 0 : 1;
-  return work(3000000L) > 0 ? 0 : 1;
+  return work(8000000L) > 0 ? 0 : 1;
 }
 EOF
   local sel='cmake --build build >/dev/null && exec ctest --test-dir build --output-on-failure "$@"'
