@@ -56,6 +56,7 @@ echo "== what another view of the repository costs: sandboxes, worktrees, bisect
 echo "   (1k and 10k files; PHOENIX_BENCH_100K=1 adds 100k, generated once into \$build/bench-repos)"
 PHOENIX_BUILD_DIR="$build" "$here/bench/perf_bench.sh" ${PHOENIX_BENCH_100K:+--with-100k}
 PHOENIX_BUILD_DIR="$build" "$here/bench/real_project_bench.sh"
+PHOENIX_BUILD_DIR="$build" "$here/bench/failing_first_bench.sh"
 PHOENIX_BUILD_DIR="$build" "$here/bench/visual_bench.sh"
 PHOENIX_BUILD_DIR="$build" "$here/bench/setup_bench.sh"
 PHOENIX_BUILD_DIR="$build" "$here/bench/link_bench.sh"

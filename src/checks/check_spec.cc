@@ -106,7 +106,8 @@ std::vector<std::string> keys_for(Kind kind) {
   }
   if (kind == Kind::kContract) k.insert(k.end(), {"method", "headers", "body", "strict"});
   if (kind == Kind::kVisual) k.insert(k.end(), {"screenshot", "tolerance", "max_ratio", "ignore_anti_aliasing"});
-  if (kind == Kind::kCommandExit) k.insert(k.end(), {"timeout_s", "cwd", "tests", "protect_tests", "select"});
+  if (kind == Kind::kCommandExit)
+    k.insert(k.end(), {"timeout_s", "cwd", "tests", "protect_tests", "select", "select_failing"});
   if (kind == Kind::kRegexInFile) k.push_back("pattern");
   return k;
 }
@@ -313,6 +314,11 @@ void parse_command_exit(const Json& j, const Json& target, const std::string& w,
     c.protect_tests = j["protect_tests"].get<bool>();
   }
   parse_select(j, w, c);
+  if (j.contains("select_failing")) {
+    if (!j["select_failing"].is_boolean())
+      throw ConfigError(w + ".select_failing: must be true or false, not " + type_name(j["select_failing"]));
+    c.select_failing = j["select_failing"].get<bool>();
+  }
 }
 
 // file_sha256: the digest the file must have.

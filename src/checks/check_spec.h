@@ -106,6 +106,10 @@ struct CheckSpec {
   std::optional<bool> tests_must_bite;
   // "select" (command_exit only): running some of its tests alone.
   SelectSpec select;
+  // "select_failing": false: bisect's steps and a heal's verification ask
+  // the whole check, never its failing tests alone first (docs/checks.md,
+  // "Failing tests first").
+  bool select_failing = true;
   util::Json raw;  // the object as given
 };
 

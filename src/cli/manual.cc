@@ -220,6 +220,9 @@ const std::map<std::string, std::string>& key_descriptions() {
       {"check.cwd", "directory to run in, relative to the repository."},
       {"check.tests", "the check's own test files."},
       {"check.protect_tests", "reject a fix that edits the check's own test files."},
+      {"check.select_failing",
+       "false: bisect's steps and a heal's verification run the whole check, never the failing tests alone "
+       "first."},
       {"check.pattern", "regular expression searched for in the file."},
   };
   return d;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "engine/bite.h"
+#include "engine/failing_first.h"
 #include "engine/guards.h"
 #include "engine/incident.h"
 #include "engine/measure.h"
@@ -200,6 +201,8 @@ struct Engine::Impl {
   bool passes_guards(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig);
   Applied apply_and_verify(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig);
   std::string tests_do_not_bite(const Heal& h, const fixers::Proposal& p, const std::string& cp);
+  std::string still_fails_alone(Heal& h, const fixers::Proposal& p, checks::SenseResult& out);
+  std::string another_turned_red(const std::string& id);
   void healed(Heal& h, const fixers::Proposal& p, const PatchFacts& facts, const std::string& attempt_sig,
               const Applied& a);
   void record_failure(Heal& h, const std::string& fixer, const std::string& outcome, const std::string& attempt_sig,
@@ -456,6 +459,12 @@ IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::Se
     std::string head_before = repo->head_sha();
     std::string pre_propose;
     fixers::Proposal p = propose(h, fixer, pre_propose);
+    if (!p.selection_misleads.empty() && h.failure.failing_first) {
+      // What the fixer learnt of the failing tests alone holds for every
+      // proposal of this issue: the whole check verifies them.
+      h.failure.failing_first.reset();
+      h.failure.whole_why = "the failing tests alone mislead (" + p.selection_misleads + ")";
+    }
     if (p.status != fixers::Status::kProposed) {
       if (!no_patch(h, p, head_before, pre_propose, result)) return h.out;
       continue;
@@ -497,6 +506,10 @@ fixers::Failure Engine::Impl::describe_failure(const checks::CheckSpec& check, c
       failure.issue_signature = verdicts[k].signature;
       if (!verdicts[k].whole) failure.new_tests = verdicts[k].new_failures;
     }
+  const FailingFirst first =
+      failing_first(check, failure.new_tests.empty() ? failure.failing_tests : failure.new_tests, red.output);
+  failure.failing_first = first.tests;
+  failure.whole_why = first.why_whole;
   if (!failure.failing_tests.empty()) {
     std::string names;
     for (const auto& t : failure.failing_tests) names += (names.empty() ? "" : ", ") + t;
@@ -592,7 +605,11 @@ fixers::Proposal Engine::Impl::propose(Heal& h, fixers::Fixer& fixer, std::strin
                             {"model_calls", p.model_calls ? Json(*p.model_calls) : Json(nullptr)},
                             {"cost_usd", p.cost_usd ? Json(*p.cost_usd) : Json(nullptr)},
                             {"check_runs", p.check_runs},
+                            {"selected_runs", p.selected_runs},
                             {"duration_ms", p.duration_ms}});
+  // A fixer that measured (bisect) says how: which runs asked the failing
+  // tests alone and which the whole check.
+  if (p.status == fixers::Status::kProposed && p.check_runs > 0) explain("fixer " + p.fixer + ": " + p.detail);
   return p;
 }
 
@@ -740,23 +757,22 @@ Engine::Impl::Applied Engine::Impl::apply_and_verify(Heal& h, const fixers::Prop
     return a;
   }
 
-  state(id, State::kVerifying, {{"fixer", p.fixer}});
   auto vstart = Clock::now();
+  if (std::string still = still_fails_alone(h, p, a.again); !still.empty()) {
+    undo_patch(cp, head_before, facts.files);
+    h.last_diff = p.patch;
+    a.outcome = "red on the failing tests alone: " + still;
+    record_failure(h, p.fixer, a.outcome, attempt_sig, &p, a.again.evidence);
+    state(id, State::kRejected, {{"fixer", p.fixer}, {"why", a.outcome}, {"run", "selected"}});
+    return a;
+  }
+  state(id, State::kVerifying, {{"fixer", p.fixer}, {"run", "whole"}});
   a.again = measure(h.check);
   // What is left red after the fix is judged like any red (invariant 14):
   // only failures the change brought keep it from HEALED.
   bool passes = a.again.ok || (!a.again.interrupted && !judge_red(h.check, a.again).counts());
   a.verify_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - vstart).count();
-  std::string regression;
-  if (passes) {
-    // The fix must not turn another green check red.
-    for (size_t k = 0; k < selected.size() && regression.empty(); ++k) {
-      if (selected[k].id == id || !green[k]) continue;
-      checks::SenseResult other = measure(selected[k]);
-      if (!other.ok && !other.interrupted && judge_red(selected[k], other).counts())
-        regression = selected[k].id + " turned red (" + other.signal + ")";
-    }
-  }
+  const std::string regression = passes ? another_turned_red(id) : "";
   if (a.again.interrupted) {
     undo_patch(cp, head_before, facts.files);
     throw Error("interrupted while verifying " + id, kExitInterrupted);
@@ -789,6 +805,48 @@ Engine::Impl::Applied Engine::Impl::apply_and_verify(Heal& h, const fixers::Prop
   record_failure(h, p.fixer, a.outcome, attempt_sig, &p, a.again.evidence);
   state(id, State::kRejected, {{"fixer", p.fixer}, {"why", a.outcome}});
   return a;
+}
+
+// The fix must not turn another green check red: "" when none did, else
+// which one.
+std::string Engine::Impl::another_turned_red(const std::string& id) {
+  for (size_t k = 0; k < selected.size(); ++k) {
+    if (selected[k].id == id || !green[k]) continue;
+    checks::SenseResult other = measure(selected[k]);
+    if (!other.ok && !other.interrupted && judge_red(selected[k], other).counts())
+      return selected[k].id + " turned red (" + other.signal + ")";
+  }
+  return "";
+}
+
+// VERIFYING, first on the failing tests alone (engine/failing_first.h),
+// where they can be run alone: "" when they pass (or say nothing) and the
+// whole check decides; else why the applied proposal is rejected without
+// it (`out`: their run). They were judged new at detection (run
+// flaky_reruns + 1 times), so one failing again is not run again.
+std::string Engine::Impl::still_fails_alone(Heal& h, const fixers::Proposal& p, checks::SenseResult& out) {
+  const std::optional<fixers::FailingTests>& t = h.failure.failing_first;
+  if (!t) {
+    explain("verifying the proposal of " + p.fixer + " with the whole check: " + h.failure.whole_why);
+    return "";
+  }
+  state(h.check.id, State::kVerifying, {{"fixer", p.fixer}, {"run", "selected"}, {"tests", t->tests}});
+  const checks::SenseResult r = measure(t->check);
+  if (r.interrupted) throw Error("interrupted while verifying " + h.check.id, kExitInterrupted);
+  const fixers::TestsAnswer answer = t->read(r);
+  trace.append("verify_selected", {{"check", h.check.id},
+                                   {"fixer", p.fixer},
+                                   {"tests", t->tests},
+                                   {"argv", t->check.argv},
+                                   {"answer", fixers::tests_answer_name(answer)},
+                                   {"signal", r.signal},
+                                   {"duration_ms", r.duration_ms}});
+  explain("the failing tests alone (" + std::to_string(t->tests.size()) + ") after the proposal of " + p.fixer + ": " +
+          fixers::tests_answer_name(answer) +
+          (answer == fixers::TestsAnswer::kRed ? "; rejected without the whole check" : "; the whole check decides"));
+  if (answer != fixers::TestsAnswer::kRed) return "";
+  out = r;
+  return r.signal.empty() ? "red" : r.signal;
 }
 
 // The guard tests-bite (engine/bite.h): "" when the applied patch adds or

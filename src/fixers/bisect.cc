@@ -1,4 +1,5 @@
 #include "fixers/bisect.h"
+#include "fixers/bisect_oracle.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -78,214 +79,6 @@ std::vector<std::string> changed_paths(const gitx::Repo& repo, const std::vector
 
 }  // namespace
 
-// ---------------------------------------------------------------------------
-
-namespace {
-
-// Resolves good..bad into `range`; false (and r.reason) when there is no
-// range to search.
-bool open_range(gitx::Repo& repo, const std::string& good, const std::string& bad, BisectRange& range,
-                BisectResult& r) {
-  const std::string g = repo.resolve(good);
-  const std::string b = repo.resolve(bad);
-  if (g == b) {
-    r.reason = "good and bad are the same commit " + short_sha(g);
-    return false;
-  }
-  if (!repo.is_ancestor(g, b)) {
-    r.reason = "good " + short_sha(g) + " is not an ancestor of bad " + short_sha(b);
-    return false;
-  }
-  std::vector<std::string> pos = {g};
-  for (std::string& sha : repo.rev_list(g, b)) pos.push_back(std::move(sha));
-  r.range_size = pos.size() - 1;
-  if (r.range_size == 0 || pos.back() != b) {
-    r.reason = "no first-parent path from " + short_sha(g) + " to " + short_sha(b);
-    return false;
-  }
-  range = BisectRange(std::move(pos));
-  return true;
-}
-
-// The outcome of one probe.
-struct Outcome {
-  size_t slot = 0, position = 0;
-  bool green = false, skipped = false;
-  std::string why;  // skipped: the oracle's reason
-  std::exception_ptr error;
-};
-
-// Runs the probes of one search on its workers (inline when there is one)
-// and folds their outcomes into the range.
-class Multisection {
- public:
-  Multisection(const std::vector<std::string>& paths, const ParallelBisectOracle& oracle, BisectRange& range,
-               BisectResult& r)
-      : oracle_(oracle), range_(range), r_(r), slots_(paths.size()) {
-    for (size_t i = 0; i < paths.size(); ++i) {
-      slots_[i].path = paths[i];
-      if (!paths[i].empty()) slots_[i].repo.emplace(gitx::Repo::open(paths[i]));
-    }
-  }
-  ~Multisection() { stop_all(); }
-
-  void run() {
-    while (range_.open()) {
-      std::vector<size_t> free;
-      for (size_t i = 0; i < slots_.size(); ++i)
-        if (!slots_[i].busy) free.push_back(i);
-      const std::vector<size_t> plan = range_.plan(in_flight(), free.size());
-      for (size_t i = 0; i < plan.size(); ++i) launch(free[i], plan[i]);
-      if (in_flight().empty()) break;
-      apply(wait_one());
-    }
-    stop_all();
-  }
-
- private:
-  struct Slot {
-    std::string path;
-    std::optional<gitx::Repo> repo;
-    bool busy = false, cancelled = false;
-    size_t position = 0;
-    int cancel_fd = -1;
-    std::thread thread;
-  };
-
-  std::set<size_t> in_flight() const {
-    std::set<size_t> out;
-    for (const Slot& s : slots_)
-      if (s.busy && !s.cancelled) out.insert(s.position);
-    return out;
-  }
-
-  // Moves the slot's worktree and asks the oracle; never throws.
-  Outcome probe(size_t slot, size_t position, int cancel_fd) {
-    Outcome o;
-    o.slot = slot;
-    o.position = position;
-    try {
-      const std::string& sha = range_.pos[position];
-      if (slots_[slot].repo) gitx::move_worktree(*slots_[slot].repo, sha, layout::state_prefixes());
-      o.green = oracle_(sha, BisectProbe{slot, slots_[slot].path, cancel_fd});
-    } catch (const BisectSkip& s) {
-      o.skipped = true;
-      o.why = s.why;
-    } catch (...) { o.error = std::current_exception(); }
-    return o;
-  }
-
-  void launch(size_t slot, size_t position) {
-    Slot& s = slots_[slot];
-    s.busy = true;
-    s.cancelled = false;
-    s.position = position;
-    if (slots_.size() == 1) {
-      done_.push_back(probe(slot, position, -1));
-      return;
-    }
-    s.cancel_fd = ::eventfd(0, EFD_CLOEXEC);
-    if (s.cancel_fd < 0) throw Error("bisect: eventfd: " + std::string(std::strerror(errno)));
-    s.thread = std::thread([this, slot, position, fd = s.cancel_fd] {
-      Outcome o = probe(slot, position, fd);
-      std::lock_guard<std::mutex> lock(mu_);
-      done_.push_back(std::move(o));
-      cv_.notify_all();
-    });
-  }
-
-  Outcome wait_one() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return !done_.empty(); });
-    Outcome o = std::move(done_.front());
-    done_.pop_front();
-    lock.unlock();
-    release(slots_[o.slot]);
-    return o;
-  }
-
-  void release(Slot& s) {
-    if (s.thread.joinable()) s.thread.join();
-    if (s.cancel_fd >= 0) ::close(s.cancel_fd);
-    s.cancel_fd = -1;
-    s.busy = false;
-  }
-
-  void apply(const Outcome& o) {
-    const bool wanted = !slots_[o.slot].cancelled && range_.wanted(o.position);
-    slots_[o.slot].cancelled = false;
-    if (!wanted) {
-      ++r_.cancelled;
-      return;
-    }
-    if (o.error) {
-      stop_all();
-      std::rethrow_exception(o.error);
-    }
-    if (o.skipped) {
-      range_.skip(o.position, o.why, r_);
-      return;
-    }
-    range_.measured(o.position, o.green, r_);
-    cancel_unneeded();
-  }
-
-  // Tells every probe whose commit is now known green or red to stop.
-  void cancel_unneeded() {
-    for (Slot& s : slots_) {
-      if (!s.busy || s.cancelled || range_.wanted(s.position)) continue;
-      s.cancelled = true;
-      const uint64_t one = 1;
-      if (s.cancel_fd >= 0 && ::write(s.cancel_fd, &one, sizeof one) < 0) {
-        // The probe then runs to its end; its result is ignored all the same.
-      }
-    }
-  }
-
-  // Stops and waits for every probe still running; their results are ignored.
-  void stop_all() {
-    for (Slot& s : slots_) {
-      if (!s.busy) continue;
-      const uint64_t one = 1;
-      if (s.cancel_fd >= 0 && ::write(s.cancel_fd, &one, sizeof one) < 0) {
-        // see cancel_unneeded()
-      }
-      ++r_.cancelled;
-      release(s);
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    done_.clear();
-  }
-
-  const ParallelBisectOracle& oracle_;
-  BisectRange& range_;
-  BisectResult& r_;
-  std::vector<Slot> slots_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Outcome> done_;
-};
-
-}  // namespace
-
-BisectResult bisect_commits_parallel(gitx::Repo& repo, const std::vector<std::string>& worktree_paths,
-                                     const std::string& good, const std::string& bad,
-                                     const ParallelBisectOracle& oracle) {
-  if (worktree_paths.empty()) throw Error("bisect: no worker to probe with");
-  BisectResult r;
-  BisectRange range;
-  if (!open_range(repo, good, bad, range, r)) return r;
-  Multisection(worktree_paths, oracle, range, r).run();
-  range.conclude(r);
-  return r;
-}
-
-BisectResult bisect_commits(gitx::Repo& repo, const std::string& worktree_path, const std::string& good,
-                            const std::string& bad, const BisectOracle& oracle) {
-  return bisect_commits_parallel(repo, {worktree_path}, good, bad,
-                                 [&](const std::string& sha, const BisectProbe&) { return oracle(sha); });
-}
-
 std::string bisect_tree_name(size_t slot) { return layout::numbered_tree("bisect", slot); }
 
 namespace {
@@ -311,6 +104,27 @@ Proposal BisectFixer::propose(const Request& request) {
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
   };
   const std::string key = request_key(request);
+  if (auto it = memo_.find(key); it != memo_.end() && resumes(it->second, request)) {
+    // The failing tests alone named a culprit whose revert did not pass
+    // the whole check: the same range, asked again with the whole check.
+    const Proposal first = it->second;
+    bool memoize = true;
+    Proposal p = search(request, &memoize, true);
+    p.fixer = name();
+    if (p.status == Status::kProposed && p.patch == first.patch) {
+      p.status = Status::kNothing;
+      p.detail =
+          "the whole check confirms the culprit of " + first.summary + ", whose revert did not heal; " + p.detail;
+      p.patch.clear();
+      p.files.clear();
+    } else {
+      p.detail =
+          "asked again with the whole check (the revert of the failing tests' culprit did not heal): " + p.detail;
+    }
+    p.duration_ms = ms_since_t0();
+    if (memoize) memo_[key] = p;
+    return p;
+  }
   if (auto it = memo_.find(key); it != memo_.end()) {
     Proposal p;
     p.fixer = name();
@@ -340,6 +154,15 @@ Proposal BisectFixer::propose(const Request& request) {
   return p;
 }
 
+// A culprit found by the failing tests alone whose revert was tried and
+// did not heal: the search is asked again with the whole check, once.
+bool BisectFixer::resumes(const Proposal& memo, const Request& request) {
+  if (memo.status != Status::kProposed || !memo.found_selected) return false;
+  for (const EarlierAttempt& e : request.earlier)
+    if (e.fixer == name() && e.patch == memo.patch) return true;
+  return false;
+}
+
 namespace {
 
 // How many worktrees to probe with (see the header): bisect.parallel, 0 =
@@ -357,7 +180,7 @@ size_t parallel_slots(const Request& request, size_t commits) {
 // goes through mu_.
 class BisectRun {
  public:
-  explicit BisectRun(const Request& request) : req_(request) {
+  BisectRun(const Request& request, bool whole_only) : req_(request), oracle_(request.failure, whole_only) {
     p_.status = Status::kNothing;
     deadline_ =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(request.timeout_s * 1000));
@@ -383,9 +206,9 @@ class BisectRun {
         return ended(Status::kTimeout, "bisect ran out of its " +
                                            std::to_string(static_cast<long long>(req_.timeout_s)) + " s after " +
                                            std::to_string(p_.check_runs) + " check runs");
-      } catch (const OwnFailure& f) {
-        failed = f;
-      } catch (const std::exception& e) { failed.why = std::string("bisect failed: ") + e.what(); }
+      } catch (const OwnFailure& f) { failed = f; } catch (const std::exception& e) {
+        failed.why = std::string("bisect failed: ") + e.what();
+      }
       if (round == 1 && failed.retry) {
         log(failed.why + "; once more, in fresh trees");
         first_why = failed.why;
@@ -396,9 +219,8 @@ class BisectRun {
       }
       *memoize = false;
       if (round == 1) return ended(Status::kOwnFailure, failed.why);
-      return ended(Status::kOwnFailure, failed.why == first_why
-                                            ? failed.why + " (and again in fresh trees)"
-                                            : first_why + "; in fresh trees: " + failed.why);
+      return ended(Status::kOwnFailure, failed.why == first_why ? failed.why + " (and again in fresh trees)"
+                                                                : first_why + "; in fresh trees: " + failed.why);
     }
   }
 
@@ -424,21 +246,19 @@ class BisectRun {
     // Held until the search ends, whichever way: no other run moves them.
     const std::vector<HeldTree> held = take_trees(repo, k);
     const std::vector<std::string> trees = prepare_trees(repo, head, held, fresh);
-    // The engine's red measurement covers the work tree as it is; with
-    // uncommitted changes that is not HEAD's commit, so measure the commit
-    // (the worktree is at HEAD already) before blaming history.
-    if (!before.empty()) {
-      log("work tree has uncommitted changes: measuring HEAD's commit");
-      try {
-        if (measure(head, BisectProbe{0, trees[0], -1}))
-          return nothing("the check is green at HEAD's commit " + short_sha(head) +
-                         ": the failure comes from uncommitted changes, which bisect cannot blame");
-      } catch (const BisectSkip& s) {
-        return nothing("HEAD's commit " + short_sha(head) + " cannot be measured: " + s.why);
-      }
+    if (std::optional<Proposal> stop = at_head(head, trees[0], !before.empty())) return *stop;
+    const auto oracle = [&](const std::string& sha, const BisectProbe& probe) { return measure(sha, probe); };
+    BisectResult r = bisect_commits_parallel(repo, trees, good, head, oracle);
+    if (r.verdict == BisectResult::Verdict::kGoodIsRed && oracle_.selected()) {
+      // Known-good passed the whole check: its failing tests alone being
+      // red there says they need the suite's company, not that the failure
+      // predates it.
+      oracle_.use_whole("the failing tests alone are red at known-good " + short_sha(good) +
+                        ", which passed the whole check");
+      p_.selection_misleads = oracle_.why_whole();
+      log("asking again with the whole check: " + oracle_.why_whole());
+      r = bisect_commits_parallel(repo, trees, good, head, oracle);
     }
-    BisectResult r = bisect_commits_parallel(
-        repo, trees, good, head, [&](const std::string& sha, const BisectProbe& probe) { return measure(sha, probe); });
     if (repo.head_sha() != head || changed_paths(repo, ignore) != before) {
       *memoize = false;
       return ended(Status::kAborted, "the repository changed while bisecting (HEAD or its changed files)");
@@ -524,15 +344,43 @@ class BisectRun {
     return paths;
   }
 
-  // The oracle: the red check, fresh, in the probe's worktree (already at
-  // `sha`), after the setup steps whose inputs changed there.
-  bool measure(const std::string& sha, const BisectProbe& probe) {
-    if (int sig = util::interrupted_signal()) throw Interrupted{sig};
-    if (req_.timeout_s > 0 && std::chrono::steady_clock::now() > deadline_) throw OutOfTime{};
-    if (req_.config && !req_.config->setup.empty()) set_up(sha, probe);
-    const checks::CheckSpec& check = req_.failure.check;
-    // The worktree shares the user's config, hooks and refs: what the check
-    // changes there is put back (setup/guard.h).
+  // Before the search: whether HEAD's commit is red on what the steps ask
+  // (the failing tests alone, else the whole check). The engine's red
+  // measurement covers the work tree as it is; with uncommitted changes
+  // that is not HEAD's commit, so it is measured before history is blamed.
+  // A Proposal when the search stops here.
+  std::optional<Proposal> at_head(const std::string& head, const std::string& tree, bool uncommitted) {
+    const BisectProbe probe{0, tree, -1};
+    if (uncommitted) log("work tree has uncommitted changes: measuring HEAD's commit");
+    try {
+      if (oracle_.selected()) {
+        if (req_.config && !req_.config->setup.empty()) set_up(head, probe);
+        checks::SenseResult s;
+        const TestsAnswer a = oracle_.ask_tests([&](const checks::CheckSpec& c) { return run_check(c, probe); }, &s);
+        count_run(true);
+        log("the failing tests alone at HEAD " + short_sha(head) + ": " + tests_answer_name(a) +
+            (s.signal.empty() ? "" : " (" + s.signal + ")"));
+        if (a == TestsAnswer::kRed) return std::nullopt;
+        oracle_.use_whole("the failing tests alone are not red at HEAD " + short_sha(head) +
+                          ", where the check is: the failure needs the whole suite");
+        p_.selection_misleads = oracle_.why_whole();
+        log("every step asks the whole check: " + oracle_.why_whole());
+      } else {
+        log("every step asks the whole check: " + oracle_.why_whole());
+      }
+      if (uncommitted && measure(head, probe))
+        return nothing("the check is green at HEAD's commit " + short_sha(head) +
+                       ": the failure comes from uncommitted changes, which bisect cannot blame");
+    } catch (const BisectSkip& s) {
+      return nothing("HEAD's commit " + short_sha(head) + " cannot be measured: " + s.why);
+    }
+    return std::nullopt;
+  }
+
+  // One run of `check` in the probe's worktree. The worktree shares the
+  // user's config, hooks and refs: what the check changes there is put
+  // back (setup/guard.h).
+  checks::SenseResult run_check(const checks::CheckSpec& check, const BisectProbe& probe) {
     const setup::Guard guard(probe.worktree);
     checks::SenseResult s = check.kind == checks::Kind::kCommandExit
                                 ? checks::sense_command_exit(check, probe.worktree, probe.cancel_fd)
@@ -541,7 +389,27 @@ class BisectRun {
     if (s.interrupted) throw Interrupted{util::interrupted_signal()};
     std::lock_guard<std::mutex> lock(mu_);
     for (const std::string& line : put_back) log_ << line << "\n";
+    return s;
+  }
+
+  void count_run(bool selected) {
+    std::lock_guard<std::mutex> lock(mu_);
     ++p_.check_runs;
+    if (selected) ++p_.selected_runs;
+  }
+
+  // The oracle: the failing tests alone or the whole check (BisectOracleCheck),
+  // fresh, in the probe's worktree (already at `sha`), after the setup steps
+  // whose inputs changed there.
+  bool measure(const std::string& sha, const BisectProbe& probe) {
+    if (int sig = util::interrupted_signal()) throw Interrupted{sig};
+    if (req_.timeout_s > 0 && std::chrono::steady_clock::now() > deadline_) throw OutOfTime{};
+    if (req_.config && !req_.config->setup.empty()) set_up(sha, probe);
+    const OracleStep step = oracle_.ask([&](const checks::CheckSpec& c) { return run_check(c, probe); });
+    const checks::SenseResult& s = step.result;
+    std::lock_guard<std::mutex> lock(mu_);
+    p_.check_runs += step.runs;
+    p_.selected_runs += step.runs - (step.selected ? 0 : 1);
     log_ << "run " << p_.check_runs << ": " << short_sha(sha) << " ";
     if (names_.size() > 1) log_ << "[" << names_.at(probe.slot) << "] ";
     if (s.signal == "cancelled") {
@@ -549,8 +417,9 @@ class BisectRun {
       return false;
     }
     signals_[sha] = s.signal;
-    log_ << (s.ok ? "green" : "red") << (s.signal.empty() ? "" : " (" + s.signal + ")") << "\n";
-    return s.ok;
+    log_ << (step.green ? "green" : "red") << (s.signal.empty() ? "" : " (" + s.signal + ")") << ", " << step.note
+         << "\n";
+    return step.green;
   }
 
   void set_up(const std::string& sha, const BisectProbe& probe) {
@@ -597,6 +466,14 @@ class BisectRun {
     return steps.str();
   }
 
+  // "5 check runs (4 of the failing tests alone, 1 whole)"
+  std::string runs_text() const {
+    const int n = p_.check_runs, sel = p_.selected_runs;
+    std::string out = std::to_string(n) + " check run" + (n == 1 ? "" : "s");
+    if (sel == 0) return out + " of the whole check";
+    return out + " (" + std::to_string(sel) + " of the failing tests alone, " + std::to_string(n - sel) + " whole)";
+  }
+
   Proposal verdict(gitx::Repo& repo, const BisectResult& r, const std::string& good, const std::string& head) {
     const std::string steps = steps_text(r);
     const std::string range = "known-good " + short_sha(good) + "..HEAD " + short_sha(head) + " (" +
@@ -613,9 +490,9 @@ class BisectRun {
     }
     const std::string subject = subject_of(repo, r.culprit);
     const std::string named = "culprit " + short_sha(r.culprit) + " \"" + subject + "\": first red commit of " + range +
-                              ", after " + short_sha(r.last_good) + " (green), found in " +
-                              std::to_string(p_.check_runs) + " check run" + (p_.check_runs == 1 ? "" : "s") +
+                              ", after " + short_sha(r.last_good) + " (green), found in " + runs_text() +
                               "; steps: " + steps;
+    p_.found_selected = oracle_.selected();
     log("culprit: " + r.culprit + " " + subject);
     return revert(repo, r.culprit, subject, named);
   }
@@ -633,6 +510,7 @@ class BisectRun {
   }
 
   const Request& req_;
+  BisectOracleCheck oracle_;
   Proposal p_;
   std::chrono::steady_clock::time_point deadline_;
   std::vector<std::string> names_;   // each slot's tree: "bisect", "bisect-3", ...
@@ -645,6 +523,8 @@ class BisectRun {
 
 }  // namespace
 
-Proposal BisectFixer::search(const Request& request, bool* memoize) { return BisectRun(request).search(memoize); }
+Proposal BisectFixer::search(const Request& request, bool* memoize, bool whole_only) {
+  return BisectRun(request, whole_only).search(memoize);
+}
 
 }  // namespace phoenix::fixers

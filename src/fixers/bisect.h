@@ -66,7 +66,16 @@
 //   computed in memory (gitx revert_patch), files = its paths, summary
 //   "revert 1a2b3c4 (culprit: <subject>)", detail with every step. A revert
 //   that conflicts with HEAD, or that changes nothing, is kNothing naming why.
-// - check_runs = the sense() runs made by this call (0 for a memoized one).
+// - The oracle (fixers/bisect_oracle.h): the failing tests of the red
+//   measurement alone where the engine could select them
+//   (Request.failure.failing_first), checked first at HEAD; the whole check
+//   where they cannot be, where they are not red alone at HEAD, at a step
+//   where they say nothing, and when they call known-good red (then the
+//   search runs again whole). Proposal.selection_misleads says why when
+//   the failing tests alone were found misleading (not red at HEAD, red at
+//   known-good): the engine then verifies with the whole check only.
+// - check_runs = the check runs made by this call (0 for a memoized one);
+//   selected_runs = those of the failing tests alone.
 // - Memoized per (repository, check, known-good, head): a second call returns
 //   kNothing without searching again — bisect has exactly one proposal per
 //   culprit; if its revert failed verification, the next fixer (harness)
@@ -75,6 +84,10 @@
 //   revert is red, the range no longer has a single transition to find, and
 //   a guess there is the harness's job.) A fresh BisectFixer that sees an
 //   earlier attempt by "bisect" in Request.earlier also returns kNothing.
+//   One exception: a culprit found by the failing tests alone
+//   (Proposal.found_selected) whose revert was tried and failed is searched
+//   for again, once, with the whole check at every step over the same range
+//   (nothing of the first search kept); the same culprit again is kNothing.
 #pragma once
 
 #include <cstddef>
@@ -182,7 +195,9 @@ class BisectFixer : public Fixer {
   Proposal propose(const Request& request) override;
 
  private:
-  Proposal search(const Request& request, bool* memoize);
+  // `whole_only`: every step asks the whole check (fixers/bisect_oracle.h).
+  Proposal search(const Request& request, bool* memoize, bool whole_only = false);
+  bool resumes(const Proposal& memo, const Request& request);
   // Definitive outcomes (proposed, or nothing for a stated reason) by
   // request key; transient ones (timeout, interrupted, aborted) are not kept.
   std::map<std::string, Proposal> memo_;

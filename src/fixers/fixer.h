@@ -2,6 +2,7 @@
 // patch worked. The engine guards, applies and re-measures every proposal.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,23 @@
 #include "config/config.h"
 
 namespace phoenix::fixers {
+
+// What a run of the failing tests alone says (engine/failing_first.h):
+// green (a test ran and none of them failed), red (one of them failed, by
+// name), or unknown (nothing ran, or a red that names none of them: a build
+// error, a test missing at that commit): then only the whole check decides.
+enum class TestsAnswer { kGreen, kRed, kUnknown };
+inline const char* tests_answer_name(TestsAnswer a) {
+  return a == TestsAnswer::kGreen ? "green" : a == TestsAnswer::kRed ? "red" : "unknown";
+}
+
+// The failing tests of a red check as a check of their own, where its
+// runner can run them alone (engine/failing_first.h builds it).
+struct FailingTests {
+  checks::CheckSpec check;                                      // the check's command running only `tests`
+  std::vector<std::string> tests;                               // the failing tests it runs
+  std::function<TestsAnswer(const checks::SenseResult&)> read;  // what a run of `check` says
+};
 
 // What failed, as the detector measured it.
 struct Failure {
@@ -22,6 +40,11 @@ struct Failure {
   // The failing tests the change brought (engine/verdict.h), when a verdict
   // named them; failing_tests holds every failing test.
   std::vector<std::string> new_tests;
+  // The failing tests alone ("select_failing", docs/checks.md "Failing
+  // tests first"): unset when the whole check is the unit, `whole_why` says
+  // why (no runner that selects, no names, "select_failing": false).
+  std::optional<FailingTests> failing_first;
+  std::string whole_why;
 };
 
 // An earlier attempt on the same issue, fed back to the next proposal.
@@ -63,7 +86,15 @@ struct Proposal {
   std::optional<int> model_calls = 0;  // requests to a model (fixers without one: 0); null when unknown
   std::optional<double> cost_usd;      // null when the fixer reports none
   std::optional<int> turns;
-  int check_runs = 0;  // measurements the fixer made itself (bisect)
+  int check_runs = 0;     // measurements the fixer made itself (bisect)
+  int selected_runs = 0;  // of check_runs, those of the failing tests alone (Failure.failing_first)
+  // bisect: the culprit was found by the failing tests alone; its revert
+  // failing the whole check makes bisect search again with the whole check.
+  bool found_selected = false;
+  // Set when the fixer found the failing tests alone misleading (bisect:
+  // red alone at known-good, or not red alone at HEAD): why. The heal then
+  // verifies every proposal with the whole check only.
+  std::string selection_misleads;
   long long duration_ms = 0;
   long long retry_after_ms = 0;  // for kRateLimited / kUnreachable: what the CLI asked for, else 0
   std::string first_error;       // the CLI's first error line, for a one-line cause
