@@ -39,7 +39,7 @@ int PrePush::run() {
     if (used_worktree_) trace_outcome("green");
     return kExitOk;
   }
-  if (cfg_.hook.mode != "heal") return block();
+  if (cfg_.hook.mode != config::HookMode::kHeal) return block();
   return heal();
 }
 
@@ -208,11 +208,7 @@ void PrePush::log_run(int code) {
   green.erase(std::remove_if(green.begin(), green.end(),
                              [&](const std::string& c) { return std::find(red.begin(), red.end(), c) != red.end(); }),
               green.end());
-  hook::log_run(opt_.root, "phoenix", opt_.remote, refs_,
-                code == kExitOk            ? "allowed"
-                : code == kExitInterrupted ? "interrupted"
-                                           : "blocked",
-                green);
+  hook::log_run(opt_.root, "phoenix", opt_.remote, refs_, run_outcome(code), green);
   if (code == kExitOk)
     for (const auto& r : refs_)
       if (!r.deletion()) clear_unmeasured_pushes(opt_.root, opt_.remote, r.remote_ref);

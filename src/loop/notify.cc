@@ -117,7 +117,7 @@ WebhookSecrets webhook_secrets(const config::Webhook& hook) {
     return std::string(v);
   };
   WebhookSecrets s;
-  bool telegram = hook.format == "telegram";
+  bool telegram = hook.format == config::WebhookFormat::kTelegram;
   if (!hook.token_env.empty())
     s.token = read(hook.token_env, "token_env", telegram ? "the Telegram bot token" : "the webhook's bearer token");
   if (telegram) s.chat = read(hook.chat_env, "chat_env", "the Telegram chat id");
@@ -131,7 +131,7 @@ WebhookRequest render_webhook(const config::Webhook& hook, const WebhookSecrets&
   std::string text;
   for (const auto& l : lines) text += (text.empty() ? "" : "\n") + l;
   const std::string json_type = "application/json";
-  if (hook.format == "ntfy") {
+  if (hook.format == config::WebhookFormat::kNtfy) {
     // Header values stay ASCII; the body carries the rest.
     std::string tags = e.kind == "escalated" ? "rotating_light"
                        : e.kind == "waiting" ? "hourglass"
@@ -142,13 +142,13 @@ WebhookRequest render_webhook(const config::Webhook& hook, const WebhookSecrets&
                  {"Tags", tags},
                  {"Priority", e.kind == "escalated" ? "high" : "default"}};
     r.body = text + "\n";
-  } else if (hook.format == "slack") {
+  } else if (hook.format == config::WebhookFormat::kSlack) {
     r.headers = {{"Content-Type", json_type}};
     r.body = Json{{"text", "*" + headline(e) + "*\n" + text}}.dump() + "\n";
-  } else if (hook.format == "discord") {
+  } else if (hook.format == config::WebhookFormat::kDiscord) {
     r.headers = {{"Content-Type", json_type}};
     r.body = Json{{"content", util::clip_utf8("**" + headline(e) + "**\n" + text, 2000)}}.dump() + "\n";
-  } else if (hook.format == "telegram") {
+  } else if (hook.format == config::WebhookFormat::kTelegram) {
     std::string base = hook.url;
     while (!base.empty() && base.back() == '/') base.pop_back();
     r.url = base + "/bot" + secrets.token + "/sendMessage";
@@ -158,7 +158,7 @@ WebhookRequest render_webhook(const config::Webhook& hook, const WebhookSecrets&
     r.headers = {{"Content-Type", json_type}};
     r.body = json_body(e).dump() + "\n";
   }
-  if (hook.format != "telegram" && !secrets.token.empty())
+  if (hook.format != config::WebhookFormat::kTelegram && !secrets.token.empty())
     r.headers.emplace_back("Authorization", "Bearer " + secrets.token);
   return r;
 }
