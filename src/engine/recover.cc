@@ -11,6 +11,7 @@
 #include "gitx/author.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
+#include "trace/events.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/lock.h"
@@ -46,7 +47,7 @@ Interrupted find_interrupted(const std::string& trace_path) {
     try {
       std::string ev = e.value("event", "");
       const Json& d = e["data"];
-      if (ev == "run.start") {
+      if (ev == trace::event::kRunStart) {
         in = Interrupted{};
         in.found = true;
         in.seq = e.value("seq", uint64_t{0});
@@ -55,7 +56,7 @@ Interrupted find_interrupted(const std::string& trace_path) {
         in.root = d.value("root", "");
       } else if (!in.found) {
         continue;
-      } else if (ev == "run.end") {
+      } else if (ev == trace::event::kRunEnd) {
         in = Interrupted{};
       } else if (ev == "checkpoint" && in.checkpoint.empty()) {
         in.checkpoint = d.value("commit", "");
@@ -259,8 +260,10 @@ std::vector<std::string> recover(const std::string& root, trace::Trace& trace) {
   Interrupted in = find_interrupted(trace.path());
   std::string where = in.found && !in.root.empty() ? in.root : root;
   if (in.found && !fs::is_directory(where)) {
-    trace.append("recover", {{"run_seq", in.seq}, {"root", where}, {"why", "the run's work tree is gone"}});
-    trace.append("run.end", {{"exit_code", kExitInterrupted}, {"why", "interrupted; its work tree is gone"}});
+    trace.append(trace::event::kRecover,
+                 {{"run_seq", in.seq}, {"root", where}, {"why", "the run's work tree is gone"}});
+    trace.append(trace::event::kRunEnd,
+                 {{"exit_code", kExitInterrupted}, {"why", "interrupted; its work tree is gone"}});
     actions.push_back("an interrupted run in " + where + " (its folder is gone) marked ended");
     in.found = false;
   }
@@ -274,8 +277,9 @@ std::vector<std::string> recover(const std::string& root, trace::Trace& trace) {
     Json done = {{"run_seq", in.seq}, {"root", where}};
     const std::string target = restore_interrupted(repo, in, where, done, actions);
     complete_escalation(in, where, target, done, actions);
-    trace.append("recover", done);
-    trace.append("run.end", {{"exit_code", kExitInterrupted}, {"why", "interrupted; recovered by phoenix recover"}});
+    trace.append(trace::event::kRecover, done);
+    trace.append(trace::event::kRunEnd,
+                 {{"exit_code", kExitInterrupted}, {"why", "interrupted; recovered by phoenix recover"}});
     if (actions.empty()) actions.push_back("an interrupted run had changed nothing; marked it ended");
   }
   fill_empty_notes(root, actions);

@@ -10,6 +10,7 @@
 #include "hook/fixed.h"
 #include "hook/runs.h"
 #include "setup/guard.h"
+#include "trace/events.h"
 #include "util/error.h"
 #include "util/format.h"
 #include "util/signals.h"
@@ -218,7 +219,7 @@ void PrePush::log_run(int code) {
 // (already said on stderr) goes into the trace too.
 void PrePush::trace_put_back(const std::vector<std::string>& lines) {
   if (lines.empty() || !opt_.trace) return;
-  for (const std::string& line : lines) opt_.trace().append("guard.put_back", {{"line", line}});
+  for (const std::string& line : lines) opt_.trace().append(trace::event::kGuardPutBack, {{"line", line}});
 }
 
 void PrePush::trace_outcome(const std::string& outcome) {
@@ -226,11 +227,11 @@ void PrePush::trace_outcome(const std::string& outcome) {
   Json pushed = Json::array();
   for (const auto& r : refs_)
     pushed.push_back({{"local_ref", r.local_ref}, {"local_sha", r.local_sha}, {"remote_ref", r.remote_ref}});
-  opt_.trace().append("hook.pre-push", {{"remote", opt_.remote},
-                                        {"refs", pushed},
-                                        {"measured", measured_},
-                                        {"mode", cfg_.hook.mode},
-                                        {"outcome", outcome}});
+  opt_.trace().append(trace::event::kHookPrePush, {{"remote", opt_.remote},
+                                                   {"refs", pushed},
+                                                   {"measured", measured_},
+                                                   {"mode", cfg_.hook.mode},
+                                                   {"outcome", outcome}});
 }
 
 // hook.mode "verify": every red check blocks the push.

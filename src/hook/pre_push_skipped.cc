@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "hook/runs.h"
+#include "trace/events.h"
 #include "util/error.h"
 #include "util/format.h"
 
@@ -41,7 +42,7 @@ void PrePush::notice_skipped() {
     note_unmeasured_push(opt_.root, opt_.remote, r->remote_ref, r->remote_sha);
     if (std::find(skipped_.begin(), skipped_.end(), r->remote_sha) == skipped_.end()) skipped_.push_back(r->remote_sha);
     if (opt_.trace)
-      opt_.trace().append("hook.unmeasured_push",
+      opt_.trace().append(trace::event::kHookUnmeasuredPush,
                           {{"remote", opt_.remote}, {"remote_ref", r->remote_ref}, {"commit", r->remote_sha}});
   }
 }
@@ -69,7 +70,7 @@ std::optional<int> PrePush::verify_skipped() {
       err_ << "phoenix: warning: " << util::sha12(commit) << ", pushed without Phoenix, is red: " << red
            << " ('phoenix run' on that commit heals it)\n";
     if (opt_.trace)
-      opt_.trace().append("hook.skipped_push_measured",
+      opt_.trace().append(trace::event::kHookSkippedPushMeasured,
                           {{"commit", commit}, {"red", red}, {"measured", !code.has_value()}});
     if (code) break;  // out of time or unloadable: the rest waits for the next run
   }

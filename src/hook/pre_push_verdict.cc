@@ -10,6 +10,7 @@
 #include "engine/selection.h"
 #include "hook/fixed.h"
 #include "setup/guard.h"
+#include "trace/events.h"
 #include "util/error.h"
 #include "util/format.h"
 #include "util/signals.h"
@@ -59,7 +60,7 @@ void PrePush::say_fixed(const Target& t, const std::vector<checks::CheckSpec>& s
   for (const PushedRef* r : t.refs) refs.push_back(*r);
   for (const std::string& line : also_fixed_lines(store.dir(), refs, opt_.remote, green, t.label())) {
     err_ << line << "\n";
-    if (opt_.trace) opt_.trace().append("hook.also_fixed", {{"commit", t.commit}, {"line", line}});
+    if (opt_.trace) opt_.trace().append(trace::event::kHookAlsoFixed, {{"commit", t.commit}, {"line", line}});
   }
 }
 
@@ -135,7 +136,7 @@ void PrePush::let_by() {
       Json ev = v.to_json();
       ev["commit"] = red.target->commit;
       ev["reference"] = red.reference;
-      opt_.trace().append("hook.verdict", ev);
+      opt_.trace().append(trace::event::kHookVerdict, ev);
     }
     if (!v.flaky.empty()) {
       std::string tree;

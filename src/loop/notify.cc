@@ -6,6 +6,7 @@
 #include <random>
 
 #include "checks/http.h"
+#include "trace/events.h"
 #include "trace/trace.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -257,7 +258,7 @@ NotifyEvent loop_event(const LoopNotice& n, const std::string& event, const std:
 
 void post_webhook(const config::Webhook& hook, const LoopNotice& n, const NotifyEvent& e) {
   Delivery d = deliver(hook, e, n.nap);
-  n.trace.append("loop.webhook",
+  n.trace.append(trace::event::kLoopWebhook,
                  {{"event", e.kind}, {"ok", d.ok}, {"attempts", d.attempts}, {"status", d.status}, {"error", d.error}});
   if (!d.ok)
     n.say("webhook " + checks::shown_url(hook.url) + ": not delivered after " + std::to_string(d.attempts) +
@@ -282,7 +283,7 @@ void notify_loop_event(const config::Loop& loop, const LoopNotice& n, const std:
   if (loop.webhook) post_webhook(*loop.webhook, n, loop_event(n, event, incident, summary));
   if (loop.notify.empty()) return;
   util::ProcessResult r = run_notify_command(loop.notify, n.root, event, incident, n.state_path);
-  n.trace.append("loop.notify", {{"event", event}, {"exit_code", r.exit_code}});
+  n.trace.append(trace::event::kLoopNotify, {{"event", event}, {"exit_code", r.exit_code}});
   if (r.exit_code != 0) n.say("notify command exited " + std::to_string(r.exit_code) + " (ignored)");
 }
 
