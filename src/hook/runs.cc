@@ -92,12 +92,7 @@ void log_run(const std::string& root, const std::string& by, const std::string& 
   if (fd < 0) return;
   // One write of a short line with O_APPEND: lines from two hooks never
   // interleave.
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
+  util::write_all(fd, text);
   struct stat st {};
   const bool trim = ::fstat(fd, &st) == 0 && st.st_size > kTrimAtBytes;
   ::close(fd);

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <string_view>
 
+#include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/signals.h"
 #include "util/strays.h"
@@ -274,15 +275,7 @@ void Subprocess::Impl::read_loop() {
 }
 
 void Subprocess::Impl::write_loop(std::string data) {
-  std::string_view rest(data);
-  while (!rest.empty()) {
-    ssize_t n = ::write(in_fd, rest.data(), rest.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;  // EPIPE: the child stopped reading; fine
-    }
-    rest.remove_prefix(static_cast<size_t>(n));
-  }
+  util::write_all(in_fd, data);  // false on EPIPE: the child stopped reading; fine
   ::close(in_fd);
   in_fd = -1;
 }
