@@ -15,7 +15,6 @@
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/lock.h"
-#include "util/subprocess.h"
 #include "util/text.h"
 #include "util/format.h"
 
@@ -85,20 +84,15 @@ std::vector<std::string> changed_since(const gitx::Repo& repo, const std::string
 }
 
 // A verified heal commit (or a chain of them) on top of `head0`.
-bool heal_commits_on(const std::string& root, const std::string& head0) {
-  util::ProcessResult r = util::run_process([&] {
-    util::ProcessOptions o;
-    o.argv = {"git", "log", "--format=%s", head0 + "..HEAD"};
-    o.cwd = root;
-    o.timeout_s = 30;
-    return o;
-  }());
-  if (r.exit_code != 0) return false;
-  auto lines = util::split_lines(r.output);
-  if (lines.empty()) return false;
-  for (const auto& l : lines)
-    if (!util::starts_with(l, "phoenix: heal ")) return false;
-  return true;
+bool heal_commits_on(const gitx::Repo& repo, const std::string& head0) {
+  if (head0.empty()) return false;
+  try {
+    const std::vector<std::string> commits = repo.rev_list(head0, "HEAD");
+    if (commits.empty()) return false;
+    for (const auto& c : commits)
+      if (!util::starts_with(repo.commit_message(c), "phoenix: heal ")) return false;
+    return true;
+  } catch (const Error&) { return false; }
 }
 
 void remove_stray_temps(const std::string& dir, std::vector<std::string>& actions) {
@@ -169,7 +163,7 @@ std::string restore_interrupted(gitx::Repo& repo, const Interrupted& in, const s
   const std::string head = repo.head_sha();
   const std::string stamp = util::compact_utc(true);
   const bool healed_head = head != in.head0 && !in.head0.empty() && repo.is_clean(layout::keep_prefixes()) &&
-                           !in.dirty0 && heal_commits_on(where, in.head0);
+                           !in.dirty0 && heal_commits_on(repo, in.head0);
   if (healed_head) {
     actions.push_back("kept the verified heal commit " + util::sha12(head) + " of an interrupted run");
     return head;

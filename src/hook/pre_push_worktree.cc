@@ -97,7 +97,7 @@ std::optional<int> PrePush::enter_worktree(const Target& t, const config::Config
     for (const std::string& line : remove_old_hook_trees(repo())) err_ << "phoenix: " << line << "\n";
   }
   const std::string& name = tree_->name;
-  dir = gitx::prepare_worktree(repo(), "phoenix-" + name, layout::worktree_path(repo(), name), t.commit,
+  dir = gitx::prepare_worktree(repo(), layout::worktree_git_name(name), layout::worktree_path(repo(), name), t.commit,
                                layout::state_prefixes())
             .path;
   used_worktree_ = true;

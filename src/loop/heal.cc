@@ -6,6 +6,7 @@
 
 #include "engine/cycle.h"
 #include "engine/session.h"
+#include "layout/paths.h"
 #include "trace/events.h"
 #include "util/format.h"
 #include "util/path.h"
@@ -59,7 +60,7 @@ Loop::HealOutcome Loop::heal(const Tree& t, const std::vector<std::string>& red,
       if (rel.empty() || fs::path(rel).is_absolute() || rel.find("..") != std::string::npos ||
           !fs::is_regular_file(from))
         continue;
-      fs::path to = fs::path(root) / "incidents" / rel;
+      fs::path to = fs::path(layout::incidents_dir(root)) / rel;
       fs::create_directories(to.parent_path());
       util::write_file_atomic(to.string(), util::read_file(from.string()));
     }
