@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "trace/events.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -35,7 +36,7 @@ void print_sense(const Context& ctx, const checks::SenseResult& r, bool to_stder
 void trace_sense(Context& ctx, const checks::CheckSpec& spec, const checks::SenseResult& r, bool durable) {
   try {
     ctx.trace().append(
-        "sense",
+        trace::event::kSense,
         {{"check", spec.id}, {"kind", spec.kind}, {"ok", r.ok}, {"signal", r.signal}, {"duration_ms", r.duration_ms}},
         durable);
   } catch (const Error& e) {

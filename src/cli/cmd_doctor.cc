@@ -33,22 +33,37 @@ using nlohmann::json;
 
 namespace {
 
+// What an item says: it works (ok), it is worth knowing (warn, info) or
+// the configuration needs it and it is missing (fail, exit 1).
+enum class Status { kOk, kWarn, kFail, kInfo };
+
+// The word `phoenix doctor` prints and --json carries for each.
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::kOk: return "ok";
+    case Status::kWarn: return "warn";
+    case Status::kFail: return "fail";
+    case Status::kInfo: return "info";
+  }
+  return "?";
+}
+
 struct Item {
   std::string name;
-  std::string status;  // ok | warn | fail | info
+  Status status;
   std::string detail;
   json data = json::object();
 };
 
 class Report {
  public:
-  Item& add(std::string name, std::string status, std::string detail, json data = json::object()) {
-    items_.push_back({std::move(name), std::move(status), std::move(detail), std::move(data)});
+  Item& add(std::string name, Status status, std::string detail, json data = json::object()) {
+    items_.push_back({std::move(name), status, std::move(detail), std::move(data)});
     return items_.back();
   }
   bool ok() const {
     for (const auto& i : items_)
-      if (i.status == "fail") return false;
+      if (i.status == Status::kFail) return false;
     return true;
   }
   const std::vector<Item>& items() const { return items_; }
@@ -72,11 +87,12 @@ void check_git(Report& r) {
   o.argv = {"git", "--version"};
   o.timeout_s = 10;
   util::ProcessResult g = util::run_process(o);
-  if (g.not_found) r.add("git", "fail", "git is not on PATH (the hook, bisect and the loop's worktrees need it)");
-  else if (g.exit_code != 0) r.add("git", "fail", "'git --version' exited " + std::to_string(g.exit_code));
-  else r.add("git", "ok", first_line(g.output), {{"version", first_line(g.output)}, {"path", g.executable}});
+  if (g.not_found)
+    r.add("git", Status::kFail, "git is not on PATH (the hook, bisect and the loop's worktrees need it)");
+  else if (g.exit_code != 0) r.add("git", Status::kFail, "'git --version' exited " + std::to_string(g.exit_code));
+  else r.add("git", Status::kOk, first_line(g.output), {{"version", first_line(g.output)}, {"path", g.executable}});
   const std::string v = gitx::libgit2_version();
-  r.add("libgit2", "ok", "libgit2 " + v, {{"version", v}});
+  r.add("libgit2", Status::kOk, "libgit2 " + v, {{"version", v}});
 }
 
 // The pre-push hook: installed, and pointing at a binary that exists.
@@ -85,13 +101,13 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
   std::string hook = hooks_dir + "/pre-push";
   std::error_code ec;
   json data{{"hooks_dir", hooks_dir}, {"hook", hook}};
-  std::string missing_status = wanted ? "fail" : "warn";
+  const Status missing_status = wanted ? Status::kFail : Status::kWarn;
   if (auto m = hook::detect_manager(repo.workdir(), repo.config_get("core.hooksPath"), "phoenix")) {
     data["manager"] = m->name;
     data["config"] = m->config;
     const bool wired = m->calls_phoenix;
     data["installed"] = wired;
-    if (wired) r.add("hook", "ok", m->name + " runs 'phoenix hook run pre-push' (" + m->config + ")", data);
+    if (wired) r.add("hook", Status::kOk, m->name + " runs 'phoenix hook run pre-push' (" + m->config + ")", data);
     else
       r.add("hook", missing_status,
             m->name + " manages the hooks and " + m->config + " does not call Phoenix; see 'phoenix hook install'",
@@ -113,7 +129,7 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
     const bool into_our_trees = util::starts_with(hooks_dir, trees + "/");
     data["installed"] = false;
     data["into_phoenix_trees"] = into_our_trees;
-    r.add("hook", shim_left || wanted || into_our_trees ? "fail" : "warn",
+    r.add("hook", shim_left || wanted || into_our_trees ? Status::kFail : Status::kWarn,
           owner.warning + (shim_left ? "; Phoenix's hook " + ours + " is no longer run" : "") +
               (into_our_trees ? "; " + hooks_dir + " is inside a tree of Phoenix's (" + trees +
                                     "): a program run there set core.hooksPath, so unset it"
@@ -129,7 +145,7 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
   std::string content = util::read_file(hook);
   if (!hook::is_shim(content) && owner.calls_phoenix) {
     data["installed"] = true;
-    r.add("hook", "ok", owner.how + " (in " + hooks_dir + ")", data);
+    r.add("hook", Status::kOk, owner.how + " (in " + hooks_dir + ")", data);
     return;
   }
   if (!hook::is_shim(content)) {
@@ -150,31 +166,32 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
   // git can only say it "cannot run" the hook (and git 2.39 then waits on
   // the push for ever).
   if (!program.empty() && ::access(program.c_str(), X_OK) != 0) {
-    r.add("hook", "fail",
+    r.add("hook", Status::kFail,
           "installed, but the program on its first line, " + program +
               ", is gone: git cannot start the hook, so every push fails or hangs (run 'phoenix hook install' again)",
           data);
     return;
   }
   if (::access(bin.c_str(), X_OK) != 0) {
-    r.add("hook", "fail", "installed, but its binary " + bin + " is gone (run 'phoenix hook install' again)", data);
+    r.add("hook", Status::kFail, "installed, but its binary " + bin + " is gone (run 'phoenix hook install' again)",
+          data);
     return;
   }
   if (!program.empty() && ::access(source.c_str(), X_OK) != 0) {
-    r.add("hook", "warn",
+    r.add("hook", Status::kWarn,
           "installed, but " + source + ", which its program " + program +
               " was copied from, is gone: every push takes the full hook (run 'phoenix hook install' again)",
           data);
     return;
   }
   if (!program.empty() && !hook::program_is_current(program, source)) {
-    r.add("hook", "warn",
+    r.add("hook", Status::kWarn,
           "installed, but its program " + program + " is an older copy of " + source +
               ": every push takes the full hook until it is refreshed (the next push, or 'phoenix hook install')",
           data);
     return;
   }
-  r.add("hook", "ok",
+  r.add("hook", Status::kOk,
         "installed in " + hooks_dir + ", runs " +
             (program.empty() ? bin : program + " (a copy of " + source + ", no shell), then " + bin),
         data);
@@ -185,7 +202,7 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
 void check_agent_hooks(Report& r, const std::string& workdir) {
   const std::vector<hook::AgentHookState> states = hook::installed_agent_hooks(workdir);
   if (states.empty()) {
-    r.add("agent hooks", "info",
+    r.add("agent hooks", Status::kInfo,
           "no agent CLI runs Phoenix when it stops ('phoenix hook install --agent " + hook::agent_names() + "')",
           {{"installed", json::array()}});
     return;
@@ -194,13 +211,13 @@ void check_agent_hooks(Report& r, const std::string& workdir) {
     const std::string name = std::string("stop hook ") + hook::agent_name(st.cli);
     json data{{"agent", hook::agent_name(st.cli)}, {"file", st.file}, {"shared", st.shared}, {"command", st.command}};
     if (!st.problem.empty()) {
-      r.add(name, "warn", st.problem, data);
+      r.add(name, Status::kWarn, st.problem, data);
       continue;
     }
     const std::string program =
         st.program.find('/') == std::string::npos ? util::find_executable(st.program) : st.program;
     if (program.empty() || ::access(program.c_str(), X_OK) != 0) {
-      r.add(name, "fail",
+      r.add(name, Status::kFail,
             st.file + " runs " + st.program +
                 ", which is not there: the agent's stops go unchecked (run 'phoenix "
                 "hook install --agent " +
@@ -220,11 +237,11 @@ void check_agent_hooks(Report& r, const std::string& workdir) {
       const std::string why = hook::codex_trust_problem(workdir, codex_home);
       data["codex_trusted"] = why.empty();
       if (!why.empty()) {
-        r.add(name, "warn", detail + "; codex does not run it yet: " + why, data);
+        r.add(name, Status::kWarn, detail + "; codex does not run it yet: " + why, data);
         continue;
       }
     }
-    r.add(name, "ok", detail, data);
+    r.add(name, Status::kOk, detail, data);
   }
 }
 
@@ -239,7 +256,7 @@ void check_agents(Report& r, const config::Config* cfg) {
     found.push_back({{"name", p.argv.front()}, {"path", path}, {"preset", p.name}});
     listed += (listed.empty() ? "" : ", ") + p.argv.front() + " (preset " + p.name + ")";
   }
-  r.add("agents", "info", listed.empty() ? "no known agent CLI on PATH" : listed, {{"found", found}});
+  r.add("agents", Status::kInfo, listed.empty() ? "no known agent CLI on PATH" : listed, {{"found", found}});
   if (!cfg) return;
   bool uses_harness = std::find(cfg->fixers.begin(), cfg->fixers.end(), "harness") != cfg->fixers.end();
   std::vector<std::string> argv = cfg->harness.command;
@@ -247,7 +264,7 @@ void check_agents(Report& r, const config::Config* cfg) {
     if (const auto* p = agent::find_preset(cfg->harness.preset)) argv = p->argv;
   if (argv.empty()) {
     if (uses_harness)
-      r.add("harness", "warn",
+      r.add("harness", Status::kWarn,
             "no harness configured: the harness fixer proposes nothing (set \"harness\" in phoenix.json)");
     return;
   }
@@ -255,11 +272,12 @@ void check_agents(Report& r, const config::Config* cfg) {
             {"preset", cfg->harness.preset.empty() ? json(nullptr) : json(cfg->harness.preset)}};
   std::string path = argv.front().find('/') == std::string::npos ? util::find_executable(argv.front()) : argv.front();
   if (path.empty() || ::access(path.c_str(), X_OK) != 0) {
-    r.add("harness", uses_harness ? "fail" : "warn", argv.front() + " (the configured harness) is not on PATH", data);
+    r.add("harness", uses_harness ? Status::kFail : Status::kWarn,
+          argv.front() + " (the configured harness) is not on PATH", data);
     return;
   }
   data["path"] = path;
-  r.add("harness", "ok", argv.front() + " at " + path, data);
+  r.add("harness", Status::kOk, argv.front() + " at " + path, data);
 }
 
 // What each check runs must exist.
@@ -270,7 +288,7 @@ void check_checks(Report& r, const config::Config& cfg, const std::string& root)
     std::string name = "check " + c.id;
     if (c.kind == checks::Kind::kCommandExit) {
       if (c.argv.empty()) {
-        r.add(name, "fail", "no command", data);
+        r.add(name, Status::kFail, "no command", data);
         continue;
       }
       const std::string& exe = c.argv.front();
@@ -279,13 +297,13 @@ void check_checks(Report& r, const config::Config& cfg, const std::string& root)
                                                             : (fs::path(exe).is_absolute() ? exe : dir + "/" + exe);
       data["program"] = exe;
       if (path.empty() || ::access(path.c_str(), X_OK) != 0)
-        r.add(name, "fail", exe + " not found (on PATH or in " + dir + ")", data);
-      else r.add(name, "ok", util::join_argv(c.argv), data);
+        r.add(name, Status::kFail, exe + " not found (on PATH or in " + dir + ")", data);
+      else r.add(name, Status::kOk, util::join_argv(c.argv), data);
     } else {
       std::string file = root + "/" + c.path;
       data["file"] = c.path;
-      if (fs::exists(file, ec)) r.add(name, "ok", std::string(checks::kind_name(c.kind)) + " " + c.path, data);
-      else r.add(name, "warn", c.path + " does not exist yet (the check is red until it does)", data);
+      if (fs::exists(file, ec)) r.add(name, Status::kOk, std::string(checks::kind_name(c.kind)) + " " + c.path, data);
+      else r.add(name, Status::kWarn, c.path + " does not exist yet (the check is red until it does)", data);
     }
   }
 }
@@ -299,7 +317,7 @@ void check_checks(Report& r, const config::Config& cfg, const std::string& root)
 void check_sandbox(Report& r) {
   const std::string why = util::overlay_unavailable_reason();
   const bool ok = why.empty();
-  r.add("sandbox", ok ? "ok" : "warn",
+  r.add("sandbox", ok ? Status::kOk : Status::kWarn,
         ok ? "overlay sandboxes available; what Phoenix runs in its trees is confined to them"
            : "no overlay in a namespace here (" + why +
                  "): sandboxes are copies of the tracked files, and what Phoenix runs in its trees is "
@@ -322,14 +340,15 @@ void check_measured(Report& r, const std::string& root) {
     sep = ", ";
     origins[from] = n;
   }
-  r.add("measured", "ok", text + " (" + dir + ")", {{"path", dir}, {"records", all.size()}, {"origins", origins}});
+  r.add("measured", Status::kOk, text + " (" + dir + ")",
+        {{"path", dir}, {"records", all.size()}, {"origins", origins}});
 }
 
 void check_journal(Report& r, const std::string& root) {
   std::string path = layout::journal_file(root);
   std::error_code ec;
   if (!fs::exists(path, ec)) {
-    r.add("journal", "ok", "none yet (.phoenix/journal.sqlite is created by the first heal)",
+    r.add("journal", Status::kOk, "none yet (.phoenix/journal.sqlite is created by the first heal)",
           {{"path", path}, {"exists", false}});
     return;
   }
@@ -338,8 +357,8 @@ void check_journal(Report& r, const std::string& root) {
     o.create = false;
     o.busy_timeout_ms = 2000;
     journal::Journal j = journal::Journal::open(path, o);
-    r.add("journal", "ok", "opens: " + path, {{"path", path}, {"exists", true}});
-  } catch (const std::exception& e) { r.add("journal", "fail", e.what(), {{"path", path}, {"exists", true}}); }
+    r.add("journal", Status::kOk, "opens: " + path, {{"path", path}, {"exists", true}});
+  } catch (const std::exception& e) { r.add("journal", Status::kFail, e.what(), {{"path", path}, {"exists", true}}); }
 }
 
 }  // namespace
@@ -350,30 +369,30 @@ int cmd_doctor(const std::vector<std::string>& args) {
   if (!parse_command("doctor", desc, args, p, false)) return kExitOk;
   Report r;
   std::error_code ec;
-  r.add("phoenix", "ok", "phoenix " PHOENIX_VERSION " at " + fs::canonical("/proc/self/exe", ec).string(),
+  r.add("phoenix", Status::kOk, "phoenix " PHOENIX_VERSION " at " + fs::canonical("/proc/self/exe", ec).string(),
         {{"version", PHOENIX_VERSION}, {"templates", templates_dir()}});
   check_git(r);
 
   std::optional<config::Config> cfg;
   if (!p.ctx.in_repo) {
-    r.add("repository", "fail", p.ctx.cwd + " is not inside a git repository");
+    r.add("repository", Status::kFail, p.ctx.cwd + " is not inside a git repository");
   } else {
     try {
       gitx::Repo repo = gitx::Repo::discover(p.ctx.root);
-      r.add("repository", "ok", repo.workdir(),
+      r.add("repository", Status::kOk, repo.workdir(),
             {{"workdir", repo.workdir()}, {"git_dir", repo.git_dir()}, {"hooks_dir", repo.hooks_dir()}});
       try {
         cfg = config::load(p.ctx.root, true);
-        r.add("config", "ok", cfg->path + ": " + std::to_string(cfg->checks.size()) + " check(s)",
+        r.add("config", Status::kOk, cfg->path + ": " + std::to_string(cfg->checks.size()) + " check(s)",
               {{"path", cfg->path}, {"checks", cfg->check_ids()}});
       } catch (const Error& e) {
         bool missing = !fs::exists(p.ctx.root + "/phoenix.json", ec);
-        r.add("config", "fail", missing ? "no phoenix.json (run 'phoenix init')" : e.what(),
+        r.add("config", Status::kFail, missing ? "no phoenix.json (run 'phoenix init')" : e.what(),
               {{"path", p.ctx.root + "/phoenix.json"}});
       }
       check_hook(r, repo, cfg && cfg->raw.is_object() && cfg->raw.contains("hook"));
       if (!repo.workdir().empty()) check_agent_hooks(r, repo.workdir());
-    } catch (const std::exception& e) { r.add("repository", "fail", e.what()); }
+    } catch (const std::exception& e) { r.add("repository", Status::kFail, e.what()); }
   }
   if (cfg) check_checks(r, *cfg, p.ctx.root);
   check_agents(r, cfg ? &*cfg : nullptr);
@@ -384,14 +403,14 @@ int cmd_doctor(const std::vector<std::string>& args) {
   if (p.ctx.json) {
     json items = json::array();
     for (const auto& i : r.items())
-      items.push_back({{"name", i.name}, {"status", i.status}, {"detail", i.detail}, {"data", i.data}});
+      items.push_back({{"name", i.name}, {"status", status_name(i.status)}, {"detail", i.detail}, {"data", i.data}});
     print_json(p.ctx, {{"version", 1}, {"ok", r.ok()}, {"items", items}});
   } else {
     for (const auto& i : r.items()) {
-      std::string tag = pad(i.status, 5);
-      if (i.status == "ok") tag = green(p.ctx, tag);
-      else if (i.status == "fail") tag = red(p.ctx, tag);
-      else if (i.status == "warn") tag = bold(p.ctx, tag);
+      std::string tag = pad(status_name(i.status), 5);
+      if (i.status == Status::kOk) tag = green(p.ctx, tag);
+      else if (i.status == Status::kFail) tag = red(p.ctx, tag);
+      else if (i.status == Status::kWarn) tag = bold(p.ctx, tag);
       else tag = dim(p.ctx, tag);
       std::cout << tag << " " << pad(i.name, 13) << " " << i.detail << "\n";
     }

@@ -15,6 +15,7 @@
 #include "journal/measured_share.h"
 #include "journal/share.h"
 #include "layout/layout.h"
+#include "trace/events.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -196,7 +197,8 @@ int forget(Parsed& p, const std::string& prefix) {
   json list = json::array();
   for (const auto& e : removed)
     list.push_back({{"signature", e.signature}, {"patch_hash", e.patch_hash}, {"check", e.check}});
-  p.ctx.trace().append("journal.forget", {{"signature", removed.front().signature}, {"entries", removed.size()}});
+  p.ctx.trace().append(trace::event::kJournalForget,
+                       {{"signature", removed.front().signature}, {"entries", removed.size()}});
   if (p.ctx.json) {
     print_json(p.ctx, {{"forgotten", list}});
   } else {
@@ -262,7 +264,7 @@ int push(Parsed& p, const std::string& remote) {
   journal::Journal j = journal::Journal::open(journal_path(p.ctx));
   journal::PushResult r = journal::push(j, p.ctx.root, remote);
   const journal::MeasuredShare m = journal::push_measured(measured_store(p.ctx), p.ctx.root, remote);
-  p.ctx.trace().append("journal.push",
+  p.ctx.trace().append(trace::event::kJournalPush,
                        {{"remote", remote}, {"pushed", r.pushed}, {"commit", r.commit}, {"entries", r.entries}});
   if (p.ctx.json) {
     print_json(p.ctx, {{"remote", remote},
@@ -291,11 +293,11 @@ int pull(Parsed& p, const std::string& remote) {
   journal::Journal j = journal::Journal::open(journal_path(p.ctx));
   journal::PullResult r = journal::pull(j, p.ctx.root, remote);
   const journal::MeasuredShare m = journal::pull_measured(measured_store(p.ctx), p.ctx.root, remote);
-  p.ctx.trace().append("journal.pull", {{"remote", remote},
-                                        {"found", r.found},
-                                        {"commit", r.commit},
-                                        {"added", r.merged.added},
-                                        {"updated", r.merged.updated}});
+  p.ctx.trace().append(trace::event::kJournalPull, {{"remote", remote},
+                                                    {"found", r.found},
+                                                    {"commit", r.commit},
+                                                    {"added", r.merged.added},
+                                                    {"updated", r.merged.updated}});
   if (p.ctx.json) {
     print_json(p.ctx, {{"remote", remote},
                        {"found", r.found},

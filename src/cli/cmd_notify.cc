@@ -26,7 +26,7 @@ loop::NotifyEvent test_event(const std::string& root) {
 }
 
 void print_delivery(const config::Webhook& hook, const loop::Delivery& d) {
-  std::cout << "POST " << checks::shown_url(hook.url) << " (" << hook.format << ")\n";
+  std::cout << "POST " << checks::shown_url(hook.url) << " (" << config::webhook_format_name(hook.format) << ")\n";
   if (d.status == 0) {
     std::cout << "not delivered: " << d.error << "\n";
     return;
@@ -39,7 +39,8 @@ void print_delivery(const config::Webhook& hook, const loop::Delivery& d) {
 
 int cmd_notify(const std::vector<std::string>& args) {
   po::options_description desc("notify options");
-  desc.add_options()("test", "send one test message to loop.notify (its webhook, its command) and print what came back");
+  desc.add_options()("test",
+                     "send one test message to loop.notify (its webhook, its command) and print what came back");
   Parsed p;
   if (!parse_command("notify", desc, args, p, false)) return kExitOk;
   if (!p.vm.count("test")) throw UsageError("phoenix notify: give --test (send one test message)");
@@ -55,8 +56,13 @@ int cmd_notify(const std::vector<std::string>& args) {
     hook.attempts = 1;
     loop::Delivery d = loop::deliver(hook, test_event(p.ctx.root), {});
     ok = d.ok;
-    out = {{"url", checks::shown_url(hook.url)}, {"format", hook.format}, {"ok", d.ok},        {"status", d.status},
-           {"reason", d.reason},                 {"reply", d.reply},      {"error", d.error}};
+    out = {{"url", checks::shown_url(hook.url)},
+           {"format", hook.format},
+           {"ok", d.ok},
+           {"status", d.status},
+           {"reason", d.reason},
+           {"reply", d.reply},
+           {"error", d.error}};
     if (!p.ctx.json) print_delivery(hook, d);
   }
   if (!cfg.loop.notify.empty()) {

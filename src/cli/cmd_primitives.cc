@@ -10,6 +10,7 @@
 #include "layout/layout.h"
 #include "layout/paths.h"
 #include "snapshot/snapshot.h"
+#include "trace/events.h"
 #include "util/atomic_file.h"
 #include "trace/trace.h"
 #include "util/error.h"
@@ -81,7 +82,8 @@ int cmd_snapshot(const std::vector<std::string>& args) {
   trace_sense(p.ctx, spec, r);
   json out = {{"blessed", false}, {"snap_id", nullptr}, {"path", rel}, {"check", r.to_json()}};
   if (!r.ok) {
-    p.ctx.trace().append("snapshot", {{"path", rel}, {"check", spec.id}, {"blessed", false}, {"signal", r.signal}});
+    p.ctx.trace().append(trace::event::kSnapshot,
+                         {{"path", rel}, {"check", spec.id}, {"blessed", false}, {"signal", r.signal}});
     if (p.ctx.json) {
       print_json(p.ctx, out);
     } else {
@@ -93,12 +95,12 @@ int cmd_snapshot(const std::vector<std::string>& args) {
   snapshot::Snapshot s = snapshot::take(p.ctx.root, rel, layout::snapshots_dir(p.ctx.root), spec.id);
   // Keep the check itself beside the snapshot so a later heal can recheck it.
   util::write_file_atomic(layout::snapshots_dir(p.ctx.root) + "/" + s.id + "/check.json", spec.raw.dump(2) + "\n");
-  p.ctx.trace().append("snapshot", {{"path", rel},
-                                    {"check", spec.id},
-                                    {"blessed", true},
-                                    {"snap_id", s.id},
-                                    {"files", s.files},
-                                    {"bytes", s.bytes}});
+  p.ctx.trace().append(trace::event::kSnapshot, {{"path", rel},
+                                                 {"check", spec.id},
+                                                 {"blessed", true},
+                                                 {"snap_id", s.id},
+                                                 {"files", s.files},
+                                                 {"bytes", s.bytes}});
   out["blessed"] = true;
   out["snap_id"] = s.id;
   if (p.ctx.json) print_json(p.ctx, out);
@@ -148,12 +150,12 @@ int cmd_heal(const std::vector<std::string>& args) {
     snapshot::restore(p.ctx.root, snaps, id);
     checks::SenseResult r = checks::sense(recheck, p.ctx.root);
     trace_sense(p.ctx, recheck, r);
-    p.ctx.trace().append("heal", {{"strategy", "rollback"},
-                                  {"snap_id", id},
-                                  {"path", s.path},
-                                  {"recheck", recheck.id},
-                                  {"healed", r.ok},
-                                  {"signal", r.signal}});
+    p.ctx.trace().append(trace::event::kHeal, {{"strategy", "rollback"},
+                                               {"snap_id", id},
+                                               {"path", s.path},
+                                               {"recheck", recheck.id},
+                                               {"healed", r.ok},
+                                               {"signal", r.signal}});
     out["snap_id"] = id;
     out["path"] = s.path;
     out["healed"] = r.ok;
@@ -196,11 +198,11 @@ int cmd_heal(const std::vector<std::string>& args) {
       healed = r.ok;
       recheck_json = r.to_json();
     }
-    p.ctx.trace().append("heal", {{"strategy", "retry"},
-                                  {"check", spec.id},
-                                  {"attempts", rr.attempts},
-                                  {"delays_ms", rr.delays_ms},
-                                  {"healed", healed}});
+    p.ctx.trace().append(trace::event::kHeal, {{"strategy", "retry"},
+                                               {"check", spec.id},
+                                               {"attempts", rr.attempts},
+                                               {"delays_ms", rr.delays_ms},
+                                               {"healed", healed}});
     out["healed"] = healed;
     out["attempts"] = rr.attempts;
     out["delays_ms"] = rr.delays_ms;

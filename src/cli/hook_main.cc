@@ -69,14 +69,7 @@ struct SavedEnv {
 
 // What the hook says goes straight to stderr: phoenix-hook starts no C++
 // stream (hook/green.h, run_green).
-void say(const std::string& text) {
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(2, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<size_t>(n);
-  }
-}
+void say(const std::string& text) { util::write_all(2, text); }
 
 // git's lines, all of stdin.
 std::string read_stdin() {
@@ -117,12 +110,8 @@ std::string full_phoenix() {
   if (input) {
     int fd = ::memfd_create("phoenix-pre-push-stdin", 0);
     if (fd < 0) fail(std::string("phoenix-hook: memfd_create: ") + std::strerror(errno));
-    for (size_t done = 0; done < input->size();) {
-      ssize_t n = ::write(fd, input->data() + done, input->size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail(std::string("phoenix-hook: writing git's stdin to a memory file: ") + std::strerror(errno));
-      done += static_cast<size_t>(n);
-    }
+    if (!util::write_all(fd, *input))
+      fail(std::string("phoenix-hook: writing git's stdin to a memory file: ") + std::strerror(errno));
     if (::lseek(fd, 0, SEEK_SET) != 0 || ::dup2(fd, 0) < 0)
       fail(std::string("phoenix-hook: passing git's stdin on: ") + std::strerror(errno));
     ::close(fd);

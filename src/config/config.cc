@@ -53,6 +53,12 @@ struct Word {
 constexpr Word<Baseline> kBaselineWords[] = {
     {Baseline::kHeal, "heal"}, {Baseline::kIgnore, "ignore"}, {Baseline::kStop, "stop"}};
 constexpr Word<OnEscalate> kOnEscalateWords[] = {{OnEscalate::kStop, "stop"}, {OnEscalate::kSkip, "skip"}};
+constexpr Word<HookMode> kHookModeWords[] = {{HookMode::kVerify, "verify"}, {HookMode::kHeal, "heal"}};
+constexpr Word<WebhookFormat> kWebhookFormatWords[] = {{WebhookFormat::kJson, "json"},
+                                                       {WebhookFormat::kNtfy, "ntfy"},
+                                                       {WebhookFormat::kSlack, "slack"},
+                                                       {WebhookFormat::kDiscord, "discord"},
+                                                       {WebhookFormat::kTelegram, "telegram"}};
 
 // The value `j` names, or one_of's error.
 template <class E, size_t N>
@@ -101,9 +107,8 @@ std::string env_name(const Json& n, const char* key, const std::string& fallback
 // loop.notify's webhook: url, format, the secrets' variables, retries.
 Webhook parse_webhook(const Json& n) {
   Webhook w;
-  if (n.contains("format"))
-    w.format = one_of(n["format"], "loop.notify.format", {"json", "ntfy", "slack", "discord", "telegram"});
-  bool telegram = w.format == "telegram";
+  if (n.contains("format")) w.format = word_of(n["format"], "loop.notify.format", kWebhookFormatWords);
+  bool telegram = w.format == WebhookFormat::kTelegram;
   if (telegram) w.url = "https://api.telegram.org";
   if (n.contains("url")) {
     if (!n["url"].is_string()) throw ConfigError("loop.notify.url: must be an http:// or https:// URL");
@@ -291,7 +296,7 @@ void parse_sandbox(Config& c, const Json& s) {
 void parse_hook(Config& c, const Json& h) {
   if (!h.is_object()) throw ConfigError("hook: must be an object");
   util::reject_unknown_keys(h, {"mode", "checks", "timeout_s", "verify_skipped"}, "hook");
-  if (h.contains("mode")) c.hook.mode = one_of(h["mode"], "hook.mode", {"verify", "heal"});
+  if (h.contains("mode")) c.hook.mode = word_of(h["mode"], "hook.mode", kHookModeWords);
   if (h.contains("checks")) c.hook.checks = util::string_array(h["checks"], "hook.checks");
   if (h.contains("timeout_s")) c.hook.timeout_s = positive_seconds(h["timeout_s"], "hook.timeout_s");
   if (h.contains("verify_skipped")) {
@@ -350,6 +355,13 @@ const char* baseline_name(Baseline b) { return name_of(b, kBaselineWords); }
 const char* on_escalate_name(OnEscalate e) { return name_of(e, kOnEscalateWords); }
 void to_json(Json& j, Baseline b) { j = baseline_name(b); }
 void to_json(Json& j, OnEscalate e) { j = on_escalate_name(e); }
+const char* hook_mode_name(HookMode m) { return name_of(m, kHookModeWords); }
+const char* webhook_format_name(WebhookFormat f) { return name_of(f, kWebhookFormatWords); }
+WebhookFormat parse_webhook_format(const std::string& word, const std::string& where) {
+  return word_of(Json(word), where, kWebhookFormatWords);
+}
+void to_json(Json& j, HookMode m) { j = hook_mode_name(m); }
+void to_json(Json& j, WebhookFormat f) { j = webhook_format_name(f); }
 
 const std::vector<std::string>& harness_presets() {
   static const std::vector<std::string> p{"claude", "codex", "aider", "opencode", "gemini"};
@@ -428,7 +440,7 @@ void apply_env(Config& c) {
     c.origin["harness"] = "env PHOENIX_HARNESS";
   }
   if (auto v = env("PHOENIX_HOOK_MODE")) {
-    c.hook.mode = one_of(Json(*v), "PHOENIX_HOOK_MODE", {"verify", "heal"});
+    c.hook.mode = word_of(Json(*v), "PHOENIX_HOOK_MODE", kHookModeWords);
     c.origin["hook"] = "env PHOENIX_HOOK_MODE";
   }
   if (auto v = env("PHOENIX_FIXERS")) {

@@ -29,8 +29,23 @@ struct Harness {
 
 inline constexpr double kDefaultMaxWaitS = 600;
 
+// hook.mode: a red push is blocked (verify), or its checked-out commit
+// healed with a verified fix (heal).
+enum class HookMode { kVerify, kHeal };
+// loop.notify.format: the body a webhook is posted (loop/notify.h).
+enum class WebhookFormat { kJson, kNtfy, kSlack, kDiscord, kTelegram };
+
+// The word phoenix.json spells each with ("verify", "telegram"); JSON
+// carries the word. parse_webhook_format reads one, or throws ConfigError
+// naming `where` and the words allowed.
+const char* hook_mode_name(HookMode m);
+const char* webhook_format_name(WebhookFormat f);
+WebhookFormat parse_webhook_format(const std::string& word, const std::string& where);
+void to_json(util::Json& j, HookMode m);
+void to_json(util::Json& j, WebhookFormat f);
+
 struct Hook {
-  std::string mode = "verify";      // verify | heal
+  HookMode mode = HookMode::kVerify;
   std::vector<std::string> checks;  // empty: all
   double timeout_s = 600;
   // A commit on a pushed remote ref that no measurement of Phoenix's covers
@@ -45,12 +60,12 @@ struct Hook {
 // Telegram bot token and chat id, and a bearer token for the other formats,
 // are read from the environment variables named here (loop/notify.h).
 struct Webhook {
-  std::string url;              // http(s)://host[:port]/path; telegram: the Bot API's base URL
-  std::string format = "json";  // json | ntfy | slack | discord | telegram
-  int attempts = 4;             // deliveries tried before giving up
-  double timeout_s = 10;        // per attempt
-  std::string token_env;        // telegram: the bot token's variable; others: a bearer token's ("" none)
-  std::string chat_env;         // telegram: the chat id's variable
+  std::string url;  // http(s)://host[:port]/path; telegram: the Bot API's base URL
+  WebhookFormat format = WebhookFormat::kJson;
+  int attempts = 4;       // deliveries tried before giving up
+  double timeout_s = 10;  // per attempt
+  std::string token_env;  // telegram: the bot token's variable; others: a bearer token's ("" none)
+  std::string chat_env;   // telegram: the chat id's variable
 };
 
 // loop.baseline: what phoenix-loop does with a check red before its first

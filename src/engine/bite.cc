@@ -230,7 +230,7 @@ BiteResult tests_bite(gitx::Repo& repo, const config::Config& cfg, const BiteReq
     layout::HeldTree held = take_scratch_tree(repo, req, say);
     out.tree = held.name;
     const std::string path = layout::worktree_path(repo, held.name);
-    gitx::prepare_worktree(repo, "phoenix-" + held.name, path, scratch, layout::state_prefixes());
+    gitx::prepare_worktree(repo, layout::worktree_git_name(held.name), path, scratch, layout::state_prefixes());
     std::vector<std::string> contents;
     for (const std::string& t : s.tests)
       if (auto text = repo.read_blob_at(req.change, t)) contents.push_back(*text);

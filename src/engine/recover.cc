@@ -11,10 +11,10 @@
 #include "gitx/author.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
+#include "trace/events.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/lock.h"
-#include "util/subprocess.h"
 #include "util/text.h"
 #include "util/format.h"
 
@@ -46,7 +46,7 @@ Interrupted find_interrupted(const std::string& trace_path) {
     try {
       std::string ev = e.value("event", "");
       const Json& d = e["data"];
-      if (ev == "run.start") {
+      if (ev == trace::event::kRunStart) {
         in = Interrupted{};
         in.found = true;
         in.seq = e.value("seq", uint64_t{0});
@@ -55,7 +55,7 @@ Interrupted find_interrupted(const std::string& trace_path) {
         in.root = d.value("root", "");
       } else if (!in.found) {
         continue;
-      } else if (ev == "run.end") {
+      } else if (ev == trace::event::kRunEnd) {
         in = Interrupted{};
       } else if (ev == "checkpoint" && in.checkpoint.empty()) {
         in.checkpoint = d.value("commit", "");
@@ -84,20 +84,15 @@ std::vector<std::string> changed_since(const gitx::Repo& repo, const std::string
 }
 
 // A verified heal commit (or a chain of them) on top of `head0`.
-bool heal_commits_on(const std::string& root, const std::string& head0) {
-  util::ProcessResult r = util::run_process([&] {
-    util::ProcessOptions o;
-    o.argv = {"git", "log", "--format=%s", head0 + "..HEAD"};
-    o.cwd = root;
-    o.timeout_s = 30;
-    return o;
-  }());
-  if (r.exit_code != 0) return false;
-  auto lines = util::split_lines(r.output);
-  if (lines.empty()) return false;
-  for (const auto& l : lines)
-    if (!util::starts_with(l, "phoenix: heal ")) return false;
-  return true;
+bool heal_commits_on(const gitx::Repo& repo, const std::string& head0) {
+  if (head0.empty()) return false;
+  try {
+    const std::vector<std::string> commits = repo.rev_list(head0, "HEAD");
+    if (commits.empty()) return false;
+    for (const auto& c : commits)
+      if (!util::starts_with(repo.commit_message(c), "phoenix: heal ")) return false;
+    return true;
+  } catch (const Error&) { return false; }
 }
 
 void remove_stray_temps(const std::string& dir, std::vector<std::string>& actions) {
@@ -168,7 +163,7 @@ std::string restore_interrupted(gitx::Repo& repo, const Interrupted& in, const s
   const std::string head = repo.head_sha();
   const std::string stamp = util::compact_utc(true);
   const bool healed_head = head != in.head0 && !in.head0.empty() && repo.is_clean(layout::keep_prefixes()) &&
-                           !in.dirty0 && heal_commits_on(where, in.head0);
+                           !in.dirty0 && heal_commits_on(repo, in.head0);
   if (healed_head) {
     actions.push_back("kept the verified heal commit " + util::sha12(head) + " of an interrupted run");
     return head;
@@ -259,8 +254,10 @@ std::vector<std::string> recover(const std::string& root, trace::Trace& trace) {
   Interrupted in = find_interrupted(trace.path());
   std::string where = in.found && !in.root.empty() ? in.root : root;
   if (in.found && !fs::is_directory(where)) {
-    trace.append("recover", {{"run_seq", in.seq}, {"root", where}, {"why", "the run's work tree is gone"}});
-    trace.append("run.end", {{"exit_code", kExitInterrupted}, {"why", "interrupted; its work tree is gone"}});
+    trace.append(trace::event::kRecover,
+                 {{"run_seq", in.seq}, {"root", where}, {"why", "the run's work tree is gone"}});
+    trace.append(trace::event::kRunEnd,
+                 {{"exit_code", kExitInterrupted}, {"why", "interrupted; its work tree is gone"}});
     actions.push_back("an interrupted run in " + where + " (its folder is gone) marked ended");
     in.found = false;
   }
@@ -274,8 +271,9 @@ std::vector<std::string> recover(const std::string& root, trace::Trace& trace) {
     Json done = {{"run_seq", in.seq}, {"root", where}};
     const std::string target = restore_interrupted(repo, in, where, done, actions);
     complete_escalation(in, where, target, done, actions);
-    trace.append("recover", done);
-    trace.append("run.end", {{"exit_code", kExitInterrupted}, {"why", "interrupted; recovered by phoenix recover"}});
+    trace.append(trace::event::kRecover, done);
+    trace.append(trace::event::kRunEnd,
+                 {{"exit_code", kExitInterrupted}, {"why", "interrupted; recovered by phoenix recover"}});
     if (actions.empty()) actions.push_back("an interrupted run had changed nothing; marked it ended");
   }
   fill_empty_notes(root, actions);

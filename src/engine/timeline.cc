@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engine/state.h"
+#include "trace/events.h"
 #include "util/format.h"
 #include "util/term.h"
 #include "util/text.h"
@@ -53,9 +54,9 @@ std::string details(const util::Json& ev, bool full) {
 std::string timeline_line(const util::Json& ev, TimelineForm form, bool colour) {
   const std::string kind = ev.value("event", "");
   const bool run = form == TimelineForm::kRun;
-  if (kind == "explain" && run) return paint(colour, "2", "phoenix: explain: " + ev.value("text", ""));
-  if (kind == "blocked") return "phoenix: " + ev.value("text", "");
-  if (kind != "state") return "";
+  if (kind == trace::event::kExplain && run) return paint(colour, "2", "phoenix: explain: " + ev.value("text", ""));
+  if (kind == trace::event::kBlocked) return "phoenix: " + ev.value("text", "");
+  if (kind != trace::event::kState) return "";
   const std::string check = ev.value("check", "");
   const std::string state = ev.value("state", "");
   if (!run)

@@ -31,6 +31,22 @@ std::string index_file(git_repository* repo);
 lg2::StatusListPtr status_list(git_repository* repo, git_status_show_t show,
                                const std::vector<std::string>* paths = nullptr);
 
+// Limits a status to `paths` (exact paths; a folder covers all below it),
+// when given: what a TreeWatch saw written.
+struct Pathspec {
+  std::vector<char*> raw;
+  explicit Pathspec(const std::vector<std::string>* paths) {
+    if (paths)
+      for (const std::string& p : *paths) raw.push_back(const_cast<char*>(p.c_str()));
+  }
+  void apply(git_status_options& o, const std::vector<std::string>* paths) {
+    if (!paths) return;
+    o.pathspec.strings = raw.data();
+    o.pathspec.count = raw.size();
+    o.flags |= GIT_STATUS_OPT_DISABLE_PATHSPEC_MATCH;
+  }
+};
+
 // Tree to tree, renames detected; for_patch adds binary content.
 lg2::DiffPtr diff_trees(git_repository* repo, const git_tree* from, const git_tree* to, bool for_patch);
 // Every path a diff touches (old and new names), sorted, unique.

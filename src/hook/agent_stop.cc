@@ -18,6 +18,7 @@
 #include "gitx/repo.h"
 #include "hook/green.h"
 #include "layout/paths.h"
+#include "trace/events.h"
 #include "trace/trace.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -394,7 +395,7 @@ class Stop {
                  {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count()}};
     if (!why_.empty()) data["why"] = why_;
     try {
-      trace_->append("agent.stop", data);
+      trace_->append(trace::event::kAgentStop, data);
     } catch (const std::exception&) {
       // The trace is the record, not the verdict: the stop stands without it.
     }

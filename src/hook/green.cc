@@ -442,7 +442,7 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
     if (first) first->stop();
     if (util::interrupted_signal() == 0) return std::nullopt;  // another commit, a dirty tree, git could not say
     err += kInterruptedLine;  // Ctrl-C blocks the push: handing over would run the checks again
-    log_run(root, "phoenix-hook", remote, refs, "interrupted", {});
+    log_run(root, "phoenix-hook", remote, refs, RunOutcome::kInterrupted, {});
     return kExitInterrupted;
   }
   const InPlace ran = sense_until_red(selected, std::move(served), root, deadline, std::move(first));
@@ -459,10 +459,7 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   }
   if (code) {
     const bool green = *code == kExitOk;
-    log_run(root, "phoenix-hook", remote, refs,
-            green                       ? "allowed"
-            : *code == kExitInterrupted ? "interrupted"
-                                        : "blocked",
+    log_run(root, "phoenix-hook", remote, refs, run_outcome(*code),
             green ? std::vector<std::string>{git.st->head} : std::vector<std::string>{});
   }
   // Red on a clean HEAD: the full hook takes these results rather than

@@ -13,6 +13,7 @@
 #include "hook/owner.h"
 #include "layout/paths.h"
 #include "util/atomic_file.h"
+#include "util/error.h"
 #include "util/format.h"
 #include "util/json.h"
 #include "util/text.h"
@@ -57,27 +58,41 @@ std::string read_tail(const std::string& root, off_t bytes = kTailBytes, bool* w
 
 }  // namespace
 
+RunOutcome run_outcome(int exit_code) {
+  return exit_code == kExitOk            ? RunOutcome::kAllowed
+         : exit_code == kExitInterrupted ? RunOutcome::kInterrupted
+                                         : RunOutcome::kBlocked;
+}
+
+const char* run_outcome_name(RunOutcome o) {
+  switch (o) {
+    case RunOutcome::kAllowed: return "allowed";
+    case RunOutcome::kBlocked: return "blocked";
+    case RunOutcome::kInterrupted: return "interrupted";
+  }
+  return "?";
+}
+
 void log_run(const std::string& root, const std::string& by, const std::string& remote,
-             const std::vector<PushedRef>& refs, const std::string& outcome, const std::vector<std::string>& green) {
+             const std::vector<PushedRef>& refs, RunOutcome outcome, const std::vector<std::string>& green) {
   util::Json pushed = util::Json::array();
   for (const auto& r : refs)
     pushed.push_back({{"local_ref", r.local_ref},
                       {"local_sha", r.local_sha},
                       {"remote_ref", r.remote_ref},
                       {"remote_sha", r.remote_sha}});
-  const util::Json line{{"ts", util::now_iso8601()}, {"by", by},         {"remote", remote},
-                        {"refs", pushed},            {"outcome", outcome}, {"green", green}};
+  const util::Json line{{"ts", util::now_iso8601()},
+                        {"by", by},
+                        {"remote", remote},
+                        {"refs", pushed},
+                        {"outcome", run_outcome_name(outcome)},
+                        {"green", green}};
   const std::string text = line.dump(-1, ' ', false, util::Json::error_handler_t::replace) + "\n";
   const int fd = ::open(layout::hook_runs_file(root).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return;
   // One write of a short line with O_APPEND: lines from two hooks never
   // interleave.
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
+  util::write_all(fd, text);
   struct stat st {};
   const bool trim = ::fstat(fd, &st) == 0 && st.st_size > kTrimAtBytes;
   ::close(fd);
@@ -116,7 +131,8 @@ void add_line(RunLog& log, const util::Json& j) {
 // green path reads the log on every push).
 template <typename Pred>
 bool some_line(const std::string& text, const std::string& needle, Pred holds) {
-  for (size_t at = text.rfind(needle); at != std::string::npos; at = at == 0 ? std::string::npos : text.rfind(needle, at - 1)) {
+  for (size_t at = text.rfind(needle); at != std::string::npos;
+       at = at == 0 ? std::string::npos : text.rfind(needle, at - 1)) {
     const size_t b = text.rfind('\n', at);
     const size_t start = b == std::string::npos ? 0 : b + 1;
     const size_t end = std::min(text.find('\n', at), text.size());

@@ -17,12 +17,18 @@
 
 namespace phoenix::hook {
 
+// How a hook run ended: the push allowed (exit 0), interrupted (130) or
+// blocked (any other code); hook-runs.jsonl spells it run_outcome_name's word.
+enum class RunOutcome { kAllowed, kBlocked, kInterrupted };
+RunOutcome run_outcome(int exit_code);
+const char* run_outcome_name(RunOutcome o);
+
 // Appends {ts, by, remote, refs, outcome, green} to layout::hook_runs_file:
 // `by` "phoenix-hook" or "phoenix", `green` the commits whose every check
 // passed. Best effort: a line that cannot be written is not an error of the
 // push.
 void log_run(const std::string& root, const std::string& by, const std::string& remote,
-             const std::vector<PushedRef>& refs, const std::string& outcome, const std::vector<std::string>& green);
+             const std::vector<PushedRef>& refs, RunOutcome outcome, const std::vector<std::string>& green);
 
 // What the last lines of the log (its last 256 KiB) say.
 struct RunLog {

@@ -119,6 +119,7 @@ void require_writable(const gitx::Repo& repo) {
 std::string worktree_path(const gitx::Repo& repo, const std::string& name) {
   return trees_root(repo) + "/worktrees/" + name;
 }
+std::string worktree_git_name(const std::string& name) { return "phoenix-" + name; }
 std::string sandboxes_dir(const gitx::Repo& repo) { return trees_root(repo) + "/sandboxes"; }
 std::string setup_stamp(const gitx::Repo& repo, const std::string& tree_name) {
   return trees_root(repo) + "/setup/" + tree_name + ".json";

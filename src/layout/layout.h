@@ -45,6 +45,9 @@ namespace phoenix::layout {
 // when it cannot be created.
 std::string trees_root(const gitx::Repo& repo);
 std::string worktree_path(const gitx::Repo& repo, const std::string& name);
+// The name git knows one of Phoenix's trees by ("phoenix-<name>"), as
+// `git worktree list` shows it.
+std::string worktree_git_name(const std::string& name);
 std::string sandboxes_dir(const gitx::Repo& repo);
 std::string setup_stamp(const gitx::Repo& repo, const std::string& tree_name);
 std::string tree_lock(const gitx::Repo& repo, const std::string& tree_name);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "setup/guard.h"
+#include "trace/events.h"
 #include "util/error.h"
 #include "util/path.h"
 #include "util/subprocess.h"
@@ -66,7 +67,7 @@ std::vector<std::string> Loop::pinned_files(const Task* task, const std::vector<
 bool Loop::unpin(const PinnedFiles& pins) {
   std::vector<std::string> changed = pins.restore();
   if (changed.empty()) return false;
-  trace.append("loop.pinned", {{"iteration", iteration.load()}, {"files", changed}});
+  trace.append(trace::event::kLoopPinned, {{"iteration", iteration.load()}, {"files", changed}});
   say("the agent changed " + util::join_argv(changed) + ", which only the loop may change: put back");
   return true;
 }
@@ -143,7 +144,7 @@ Loop::AgentRun Loop::run_agent(const std::string& prompt, const Tree& t, const s
           {"duration_ms", r.duration_ms},
           {"cost_usd", a.cls.cost_usd ? Json(*a.cls.cost_usd) : Json(nullptr)},
           {"model_calls", a.cls.model_calls ? Json(*a.cls.model_calls) : Json(nullptr)}};
-  trace.append("loop.agent", ev);
+  trace.append(trace::event::kLoopAgent, ev);
   return a;
 }
 

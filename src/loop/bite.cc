@@ -4,6 +4,7 @@
 
 #include "engine/bite.h"
 #include "engine/incident.h"
+#include "trace/events.h"
 #include "util/format.h"
 
 namespace phoenix::loop::internal {
@@ -37,7 +38,7 @@ std::string Loop::tests_bite_why(const Tree& t, const std::string& base, const J
   ev["task"] = tj;
   ev["tree"] = t.name;
   ev["scratch"] = r.tree;
-  trace.append("loop.tests_bite", ev);
+  trace.append(trace::event::kLoopTestsBite, ev);
   switch (r.verdict) {
     case engine::Bite::kExempt: say("tests bite: exempt: " + r.why); return "";
     case engine::Bite::kBites: say("tests bite: " + r.why); return "";
@@ -108,10 +109,10 @@ Loop::Ending Loop::refused_attempt(const Task* task, const Json& tj, const std::
           {"budget", rec.budget},
           {"verdict", verdict_name(v)}};
   for (const auto& [k, val] : extra.items()) ev[k] = val;
-  trace.append("loop.attempt", ev);
+  trace.append(trace::event::kLoopAttempt, ev);
   task_state(self.id(), facts);
   repo->reset_hard(task_before, true, own_paths());
-  trace.append("loop.attempt_failed",
+  trace.append(trace::event::kLoopAttemptFailed,
                {{"iteration", iteration.load()}, {"task", tj}, {"attempts", rec.attempts}, {"why", last_failure}});
   if (v != Verdict::kGoOn) return give_up_task(self, tj, title, verdict_why(v, rec), false);
   if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "loop/shard.h"
+#include "trace/events.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/format.h"
@@ -60,10 +61,10 @@ Loop::Ending Loop::over_cap() {
   Caps::Verdict v = caps.before_iteration(iteration);
   if (!v.warning.empty()) {
     say(v.warning);
-    trace.append("loop.cap_warning", {{"warning", v.warning}, {"caps", caps_figures()}});
+    trace.append(trace::event::kLoopCapWarning, {{"warning", v.warning}, {"caps", caps_figures()}});
   }
   if (!v.stop) return std::nullopt;
-  trace.append("loop.cap", {{"cap", v.cap}, {"why", v.why}, {"caps", caps_figures()}});
+  trace.append(trace::event::kLoopCap, {{"cap", v.cap}, {"why", v.why}, {"caps", caps_figures()}});
   return finish(kExitRed, Phase::kStopped, "stopped: " + v.why);
 }
 
@@ -74,9 +75,9 @@ void Loop::skip_blocked(const std::vector<Task>& tasks) {
   for (int i : blocked) {
     skipped.insert(i);
     const Task& t = tasks[static_cast<size_t>(i)];
-    trace.append("loop.task_skipped", {{"iteration", iteration.load()},
-                                       {"task", {{"id", t.id()}, {"title", t.title}, {"index", t.index}}},
-                                       {"blocked_by", t.after}});
+    trace.append(trace::event::kLoopTaskSkipped, {{"iteration", iteration.load()},
+                                                  {"task", {{"id", t.id()}, {"title", t.title}, {"index", t.index}}},
+                                                  {"blocked_by", t.after}});
     say("skipping " + t.id() + " (" + t.title + "): it comes after a skipped task");
   }
   write_run_file();
@@ -93,7 +94,7 @@ Loop::Ending Loop::baseline() {
   if (m.interrupted || util::interrupted_signal()) return interrupted();
   if (!m.green) {
     std::string ids = util::join_argv(m.red);
-    trace.append("loop.baseline", {{"red", m.red}, {"mode", cfg.loop.baseline}});
+    trace.append(trace::event::kLoopBaseline, {{"red", m.red}, {"mode", cfg.loop.baseline}});
     say("baseline: red before any task: " + ids + " (loop.baseline = " + config::baseline_name(cfg.loop.baseline) +
         ")");
     if (cfg.loop.baseline == config::Baseline::kStop)
@@ -188,11 +189,11 @@ Loop::Ending Loop::wait_for_model(const AgentRun& a) {
   const long long until = util::now_ms() + wait;
   say("harness " + a.cls.detail + ": waiting " + std::to_string(std::max<long long>(1, (wait + 500) / 1000)) +
       " s (until " + util::local_hhmm(until) + ")");
-  trace.append("loop.wait", {{"status", agent::status_name(a.cls.status)},
-                             {"wait_ms", wait},
-                             {"waited_ms", model_wait.waited_ms},
-                             {"until", iso8601(until)},
-                             {"detail", a.cls.detail}});
+  trace.append(trace::event::kLoopWait, {{"status", agent::status_name(a.cls.status)},
+                                         {"wait_ms", wait},
+                                         {"waited_ms", model_wait.waited_ms},
+                                         {"until", iso8601(until)},
+                                         {"detail", a.cls.detail}});
   phase(Phase::kWaiting, [&](Json& s) {
     s["waiting_until"] = iso8601(until);
     s["waiting_for"] = kind;
@@ -213,7 +214,7 @@ Loop::Ending Loop::wait_for_model(const AgentRun& a) {
 Loop::Ending Loop::no_change(const AgentRun& a, const std::string& prompt, const Task* task, const Json& tj) {
   ++no_progress;
   const int on_task = task ? ++idle[task->id()] : no_progress;
-  trace.append("loop.no_change", {{"iteration", iteration.load()}, {"in_a_row", on_task}, {"task", tj}});
+  trace.append(trace::event::kLoopNoChange, {{"iteration", iteration.load()}, {"in_a_row", on_task}, {"task", tj}});
   if (prompt_mode() && promised(a.output, prompt)) {
     // The agent says it is done: only the checks can agree.
     Measure m = measure();

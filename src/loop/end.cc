@@ -2,6 +2,7 @@
 #include "loop/internal.h"
 
 #include "engine/incident.h"
+#include "trace/events.h"
 #include "util/error.h"
 #include "util/signals.h"
 
@@ -22,11 +23,11 @@ int Loop::finish(int code, Phase phase_in, const std::string& why_in) {
       }
     }
   }
-  trace.append("loop.end", {{"exit_code", code},
-                            {"phase", phase_name},
-                            {"why", why},
-                            {"iteration", iteration.load()},
-                            {"caps", caps_figures()}});
+  trace.append(trace::event::kLoopEnd, {{"exit_code", code},
+                                        {"phase", phase_name},
+                                        {"why", why},
+                                        {"iteration", iteration.load()},
+                                        {"caps", caps_figures()}});
   say(why);
   phase(phase_name, [&](Json& s) {
     s["exit_code"] = code;
@@ -67,7 +68,8 @@ Loop::Ending Loop::give_up_task(const Task& task, const Json& tj, const std::str
   if (!prompt_mode()) {
     skipped.insert(task.index);
     write_run_file();
-    trace.append("loop.task_skipped", {{"iteration", iteration.load()}, {"task", tj}, {"incident", x.incident}});
+    trace.append(trace::event::kLoopTaskSkipped,
+                 {{"iteration", iteration.load()}, {"task", tj}, {"incident", x.incident}});
   }
   say("escalated on " + title + ": " + why + "; see " + x.incident + "; skipping the task (loop.on_escalate = skip)");
   if (prompt_mode()) return finish(kExitEscalated, Phase::kEscalated, "escalated: see " + x.incident);
@@ -93,16 +95,16 @@ Loop::TaskEscalation Loop::escalate_task(const TaskRecord& rec, const Json& tj, 
     std::string last_ref;
     for (const auto& a : rec.history)
       if (!a.ref.empty()) last_ref = a.ref;
-    trace.append("rollback", {{"to", to}, {"abandoned_ref", last_ref}});
+    trace.append(trace::event::kRollback, {{"to", to}, {"abandoned_ref", last_ref}});
   }
   engine::set_incident_state(x.incident, "rolled back to " + to +
                                              " (the loop branch never held the attempts: they are kept under " +
                                              std::string(layout::kAttemptsPrefix) + wt_name + "/" + rec.id + "/)");
-  trace.append("loop.task_escalated", {{"iteration", iteration.load()},
-                                       {"task", tj},
-                                       {"why", why},
-                                       {"incident", x.incident},
-                                       {"attempts", rec.attempts}});
+  trace.append(trace::event::kLoopTaskEscalated, {{"iteration", iteration.load()},
+                                                  {"task", tj},
+                                                  {"why", why},
+                                                  {"incident", x.incident},
+                                                  {"attempts", rec.attempts}});
   escalated_note(x.incident, summary, own_tree);
   if (session_cap) x.end_why = session_cap_why() + "; see " + x.incident;
   else if (cfg.loop.on_escalate == config::OnEscalate::kStop) x.end_why = "escalated: " + why + "; see " + x.incident;
@@ -126,7 +128,7 @@ std::string Loop::task_incident(const TaskRecord& rec, const std::string& why, c
   inc.why_escalated = why;
   inc.not_rolled_back_why = "rollback to " + to + " in progress";
   std::string path = engine::write_incident(layout::incidents_dir(root), inc);
-  trace.append("incident", {{"path", path}, {"check", inc.check_id}, {"why", why}, {"task", rec.id}});
+  trace.append(trace::event::kIncident, {{"path", path}, {"check", inc.check_id}, {"why", why}, {"task", rec.id}});
   return path;
 }
 

@@ -6,6 +6,8 @@
 
 #include "engine/cycle.h"
 #include "engine/session.h"
+#include "layout/paths.h"
+#include "trace/events.h"
 #include "util/format.h"
 #include "util/path.h"
 #include "util/text.h"
@@ -32,7 +34,7 @@ Loop::HealOutcome Loop::heal(const Tree& t, const std::vector<std::string>& red,
   // the book counts it (a harness run of the task's budget, the path ended).
   std::vector<TaskAttempt> repeats;
   engine::RunResult r = engine::run_session(t.path, tc, so, trace, [&](const Json& ev) {
-    if (ev.value("event", "") != "state") return;
+    if (ev.value("event", "") != trace::event::kState) return;
     const std::optional<engine::State> st = engine::parse_state(ev.value("state", ""));
     if (task && st == engine::State::kRejected && ev.value("guard", "") == "repeat")
       repeats.push_back({0, ev.value("fixer", ""), "rejected (repeat): " + ev.value("why", ""), "", ""});
@@ -58,7 +60,7 @@ Loop::HealOutcome Loop::heal(const Tree& t, const std::vector<std::string>& red,
       if (rel.empty() || fs::path(rel).is_absolute() || rel.find("..") != std::string::npos ||
           !fs::is_regular_file(from))
         continue;
-      fs::path to = fs::path(root) / "incidents" / rel;
+      fs::path to = fs::path(layout::incidents_dir(root)) / rel;
       fs::create_directories(to.parent_path());
       util::write_file_atomic(to.string(), util::read_file(from.string()));
     }
@@ -67,7 +69,7 @@ Loop::HealOutcome Loop::heal(const Tree& t, const std::vector<std::string>& red,
     fs::remove(r.incident, ec);
     fs::remove(layout::escalated_flag(t.path), ec);
     h.incident = dest;
-    trace.append("loop.incident", {{"path", dest}, {"from", r.incident}});
+    trace.append(trace::event::kLoopIncident, {{"path", dest}, {"from", r.incident}});
   }
   return h;
 }

@@ -1,6 +1,7 @@
 // Loop: one iteration: the agent, the checks, the task landed or its red attempt healed (loop/internal.h).
 #include "loop/internal.h"
 
+#include "trace/events.h"
 #include "util/error.h"
 #include "util/format.h"
 #include "util/signals.h"
@@ -98,10 +99,10 @@ Loop::Ending Loop::landed_green(const Task* task, const Json& tj, const std::str
                                 trace::Trace::Batch& batch) {
   phase(Phase::kCommitting, {}, util::Sync::kAtomic);
   land(task, title, {}, "");
-  trace.append("loop.task_done", {{"iteration", iteration.load()},
-                                  {"task", tj},
-                                  {"head", repo->head_sha()},
-                                  {"attempts", book.state_of(task_id(task))["retry_count"]}});
+  trace.append(trace::event::kLoopTaskDone, {{"iteration", iteration.load()},
+                                             {"task", tj},
+                                             {"head", repo->head_sha()},
+                                             {"attempts", book.state_of(task_id(task))["retry_count"]}});
   batch.end();
   if (task) publish(*task);
   phase(Phase::kCommitting);
@@ -198,12 +199,12 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
       for (const auto& a : rec.history)
         if (!a.ref.empty()) refs.push_back(a.ref);
       land(task, title, refs, h.healed_by);
-      trace.append("loop.task_done", {{"iteration", iteration.load()},
-                                      {"task", tj},
-                                      {"head", repo->head_sha()},
-                                      {"healed", true},
-                                      {"fixer", h.healed_by},
-                                      {"attempts", rec.attempts}});
+      trace.append(trace::event::kLoopTaskDone, {{"iteration", iteration.load()},
+                                                 {"task", tj},
+                                                 {"head", repo->head_sha()},
+                                                 {"healed", true},
+                                                 {"fixer", h.healed_by},
+                                                 {"attempts", rec.attempts}});
       if (task) publish(*task);
       phase(Phase::kCommitting);
       return std::nullopt;
@@ -229,15 +230,15 @@ Loop::RedAttempt Loop::keep_red_attempt(const Measure& m, const Task& self, cons
   red.diff = repo->diff_patch(task_before, attempt);
   red.verdict = book.red_iteration(self, red.facts, ref, red.diff);
   ++session_retries;
-  trace.append("loop.attempt", {{"iteration", iteration.load()},
-                                {"task", tj},
-                                {"ref", ref},
-                                {"commit", attempt},
-                                {"signature", util::sha12(red.facts.signature)},
-                                {"red", m.red},
-                                {"attempts", rec.attempts},
-                                {"budget", rec.budget},
-                                {"verdict", verdict_name(red.verdict)}});
+  trace.append(trace::event::kLoopAttempt, {{"iteration", iteration.load()},
+                                            {"task", tj},
+                                            {"ref", ref},
+                                            {"commit", attempt},
+                                            {"signature", util::sha12(red.facts.signature)},
+                                            {"red", m.red},
+                                            {"attempts", rec.attempts},
+                                            {"budget", rec.budget},
+                                            {"verdict", verdict_name(red.verdict)}});
   task_state(self.id(), red.facts);
   return red;
 }
@@ -248,7 +249,7 @@ Loop::RedAttempt Loop::keep_red_attempt(const Measure& m, const Task& self, cons
 Loop::Ending Loop::attempt_failed(const Task& self, const Json& tj, const std::string& title) {
   const TaskRecord& rec = book.of(self);
   repo->reset_hard(task_before, true, own_paths());
-  trace.append("loop.attempt_failed",
+  trace.append(trace::event::kLoopAttemptFailed,
                {{"iteration", iteration.load()}, {"task", tj}, {"attempts", rec.attempts}, {"why", last_failure}});
   if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);
   if (book.after_heal(self) != Verdict::kGoOn)

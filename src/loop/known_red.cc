@@ -6,6 +6,7 @@
 
 #include "checks/check.h"
 #include "setup/guard.h"
+#include "trace/events.h"
 #include "util/text.h"
 
 namespace phoenix::loop::internal {
@@ -49,7 +50,7 @@ engine::Verdict Loop::judge(const checks::CheckSpec& c, const checks::SenseResul
     Json ev = v.to_json();
     ev["iteration"] = iteration.load();
     ev["tree"] = t.name;
-    trace.append("loop.verdict", ev);
+    trace.append(trace::event::kLoopVerdict, ev);
   }
   return v;
 }
@@ -67,7 +68,7 @@ void Loop::set_known_red(const Measure& m, const std::string& why) {
     known_red = red;
   }
   if (!red.empty()) {
-    trace.append("loop.known_red", {{"checks", known_red_json()}, {"why", why}});
+    trace.append(trace::event::kLoopKnownRed, {{"checks", known_red_json()}, {"why", why}});
     say("known red for the night (" + why + "): " + util::trim(known_red_text()));
   }
   state.update([&](Json& s) { s["known_red"] = known_red_json(); });
@@ -95,7 +96,7 @@ void Loop::credit_fixed(const Measure& m, const Json& tj) {
       }
     }
     changed = true;
-    trace.append("loop.also_fixed",
+    trace.append(trace::event::kLoopAlsoFixed,
                  {{"iteration", iteration.load()}, {"task", tj}, {"check", v.check}, {"tests", v.fixed}});
     say("also fixed by " + tj.value("id", std::string("the task")) + ": " + v.check + ": " + util::join_argv(v.fixed));
   }

@@ -9,6 +9,7 @@
 #include "layout/layout.h"
 #include "loop/internal.h"
 #include "loop/notify.h"
+#include "trace/events.h"
 #include "util/error.h"
 #include "util/format.h"
 #include "util/path.h"
@@ -179,7 +180,7 @@ int run_loop(const Options& options, const config::Config& cfg, trace::Trace& tr
         });
       } catch (const Error&) {}
       try {
-        l.trace.append("loop.end",
+        l.trace.append(trace::event::kLoopEnd,
                        {{"exit_code", e.exit_code()}, {"phase", engine::Phase::kFailed}, {"why", e.what()}});
       } catch (const Error&) {}
     }

@@ -10,6 +10,7 @@
 #include "engine/measure.h"
 #include "engine/signature.h"
 #include "setup/setup.h"
+#include "trace/events.h"
 #include "util/text.h"
 
 namespace phoenix::loop::internal {
@@ -24,7 +25,7 @@ setup::Result Loop::prepare_environment(const Tree& t) {
                                    [&](const config::SetupStep& step) { say("setup: " + util::join_argv(step.run)); });
   if (su.ran)
     trace.append(
-        "loop.setup",
+        trace::event::kLoopSetup,
         {{"iteration", iteration.load()}, {"ok", su.ok}, {"signal", su.signal}, {"duration_ms", su.duration_ms}});
   return su;
 }
@@ -73,7 +74,7 @@ Measure Loop::measure(const Tree& t) {
   }
   Json a = Json::array();
   for (const auto& r : m.results) a.push_back({{"id", r.id}, {"ok", r.ok}, {"signal", r.signal}});
-  trace.append("loop.measure",
+  trace.append(trace::event::kLoopMeasure,
                {{"iteration", iteration.load()}, {"head", t.repo->head_sha()}, {"tree", t.name}, {"checks", a}});
   return m;
 }

@@ -5,6 +5,7 @@
 
 #include "engine/cycle.h"
 #include "loop/shard.h"
+#include "trace/events.h"
 #include "util/signals.h"
 #include "util/text.h"
 
@@ -16,12 +17,12 @@ namespace phoenix::loop::internal {
 void Loop::publish(const Task& task) {
   if (!sharded()) return;
   Pushed p = publish_task(*main_repo, root, opt.remote, task, task_before, repo->head_sha(), tasks_rel, *opt.shard);
-  trace.append("loop.task_pushed", {{"task", task.id()},
-                                    {"branch", layout::task_branch(task.id())},
-                                    {"commit", p.commit},
-                                    {"remote", opt.remote},
-                                    {"ok", p.ok},
-                                    {"error", p.error}});
+  trace.append(trace::event::kLoopTaskPushed, {{"task", task.id()},
+                                               {"branch", layout::task_branch(task.id())},
+                                               {"commit", p.commit},
+                                               {"remote", opt.remote},
+                                               {"ok", p.ok},
+                                               {"error", p.error}});
   if (p.ok) {
     unpushed.erase(task.id());
     say("pushed " + layout::task_branch(task.id()) + " to " + opt.remote);
@@ -36,7 +37,7 @@ void Loop::publish(const Task& task) {
 void Loop::push_merged() {
   if (!merging()) return;
   Pushed p = push_branch(root, opt.merge_remote, branch);
-  trace.append("loop.branch_pushed",
+  trace.append(trace::event::kLoopBranchPushed,
                {{"branch", branch}, {"remote", opt.merge_remote}, {"ok", p.ok}, {"error", p.error}});
   merge_unpushed = p.ok ? "" : p.error;
   if (!p.ok) say("cannot push " + branch + " to " + opt.merge_remote + ": " + p.error);
@@ -52,7 +53,7 @@ void Loop::queue_fetched() {
   for (const auto& e : f.entries) {
     repo->write_ref(queue_ref(e.id), e.commit, "phoenix-loop: fetched from " + opt.merge_remote);
     queue.push_back(e);
-    trace.append("loop.queued", to_json(e));
+    trace.append(trace::event::kLoopQueued, to_json(e));
   }
   say("queued " + std::to_string(f.entries.size()) + " task branch(es) from " + opt.merge_remote);
   write_run_file();
@@ -87,14 +88,14 @@ Loop::Ending Loop::merge_next(size_t at) {
         if (task) util::write_file_atomic(wt + "/" + tasks_rel, tick_task(saved, *task, tasks_rel));
       },
       [&] { return measure(t); }, [&] { util::write_file_atomic(wt + "/" + tasks_rel, saved); });
-  trace.append("loop.merge", {{"task", e.id},
-                              {"result", kind_name(m.kind)},
-                              {"duration_ms", m.duration_ms},
-                              {"tip", m.tip},
-                              {"commit", m.commit},
-                              {"tries", e.tries},
-                              {"conflicts", m.conflicts},
-                              {"red", m.measure.red}});
+  trace.append(trace::event::kLoopMerge, {{"task", e.id},
+                                          {"result", kind_name(m.kind)},
+                                          {"duration_ms", m.duration_ms},
+                                          {"tip", m.tip},
+                                          {"commit", m.commit},
+                                          {"tries", e.tries},
+                                          {"conflicts", m.conflicts},
+                                          {"red", m.measure.red}});
   if (m.kind == MergeResult::Kind::kInterrupted || util::interrupted_signal())
     return after_workers([&] { return interrupted(); });
   if (m.kind == MergeResult::Kind::kSetupFailed) return after_workers([&] { return setup_stopped(m.measure); });
@@ -132,7 +133,7 @@ void Loop::merged(const QueueEntry& e) {
         done["fixer"] = a.who;
       }
   }
-  trace.append("loop.task_done", done);
+  trace.append(trace::event::kLoopTaskDone, done);
   say("merged " + e.id + ": " + e.title);
   push_merged();
 }

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "checks/http.h"
+#include "trace/events.h"
 #include "trace/trace.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -117,7 +118,7 @@ WebhookSecrets webhook_secrets(const config::Webhook& hook) {
     return std::string(v);
   };
   WebhookSecrets s;
-  bool telegram = hook.format == "telegram";
+  bool telegram = hook.format == config::WebhookFormat::kTelegram;
   if (!hook.token_env.empty())
     s.token = read(hook.token_env, "token_env", telegram ? "the Telegram bot token" : "the webhook's bearer token");
   if (telegram) s.chat = read(hook.chat_env, "chat_env", "the Telegram chat id");
@@ -131,7 +132,7 @@ WebhookRequest render_webhook(const config::Webhook& hook, const WebhookSecrets&
   std::string text;
   for (const auto& l : lines) text += (text.empty() ? "" : "\n") + l;
   const std::string json_type = "application/json";
-  if (hook.format == "ntfy") {
+  if (hook.format == config::WebhookFormat::kNtfy) {
     // Header values stay ASCII; the body carries the rest.
     std::string tags = e.kind == "escalated" ? "rotating_light"
                        : e.kind == "waiting" ? "hourglass"
@@ -142,13 +143,13 @@ WebhookRequest render_webhook(const config::Webhook& hook, const WebhookSecrets&
                  {"Tags", tags},
                  {"Priority", e.kind == "escalated" ? "high" : "default"}};
     r.body = text + "\n";
-  } else if (hook.format == "slack") {
+  } else if (hook.format == config::WebhookFormat::kSlack) {
     r.headers = {{"Content-Type", json_type}};
     r.body = Json{{"text", "*" + headline(e) + "*\n" + text}}.dump() + "\n";
-  } else if (hook.format == "discord") {
+  } else if (hook.format == config::WebhookFormat::kDiscord) {
     r.headers = {{"Content-Type", json_type}};
     r.body = Json{{"content", util::clip_utf8("**" + headline(e) + "**\n" + text, 2000)}}.dump() + "\n";
-  } else if (hook.format == "telegram") {
+  } else if (hook.format == config::WebhookFormat::kTelegram) {
     std::string base = hook.url;
     while (!base.empty() && base.back() == '/') base.pop_back();
     r.url = base + "/bot" + secrets.token + "/sendMessage";
@@ -158,7 +159,7 @@ WebhookRequest render_webhook(const config::Webhook& hook, const WebhookSecrets&
     r.headers = {{"Content-Type", json_type}};
     r.body = json_body(e).dump() + "\n";
   }
-  if (hook.format != "telegram" && !secrets.token.empty())
+  if (hook.format != config::WebhookFormat::kTelegram && !secrets.token.empty())
     r.headers.emplace_back("Authorization", "Bearer " + secrets.token);
   return r;
 }
@@ -257,7 +258,7 @@ NotifyEvent loop_event(const LoopNotice& n, const std::string& event, const std:
 
 void post_webhook(const config::Webhook& hook, const LoopNotice& n, const NotifyEvent& e) {
   Delivery d = deliver(hook, e, n.nap);
-  n.trace.append("loop.webhook",
+  n.trace.append(trace::event::kLoopWebhook,
                  {{"event", e.kind}, {"ok", d.ok}, {"attempts", d.attempts}, {"status", d.status}, {"error", d.error}});
   if (!d.ok)
     n.say("webhook " + checks::shown_url(hook.url) + ": not delivered after " + std::to_string(d.attempts) +
@@ -282,7 +283,7 @@ void notify_loop_event(const config::Loop& loop, const LoopNotice& n, const std:
   if (loop.webhook) post_webhook(*loop.webhook, n, loop_event(n, event, incident, summary));
   if (loop.notify.empty()) return;
   util::ProcessResult r = run_notify_command(loop.notify, n.root, event, incident, n.state_path);
-  n.trace.append("loop.notify", {{"event", event}, {"exit_code", r.exit_code}});
+  n.trace.append(trace::event::kLoopNotify, {{"event", event}, {"exit_code", r.exit_code}});
   if (r.exit_code != 0) n.say("notify command exited " + std::to_string(r.exit_code) + " (ignored)");
 }
 

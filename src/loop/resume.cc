@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include "engine/cycle.h"
+#include "trace/events.h"
 #include "util/error.h"
 #include "util/path.h"
 #include "util/text.h"
@@ -84,7 +85,7 @@ void Loop::drop_merged() {
       continue;
     }
     repo->delete_ref(queue_ref(it->id));
-    trace.append("loop.queue_dropped", {{"task", it->id}, {"why", "ticked on the branch already"}});
+    trace.append(trace::event::kLoopQueueDropped, {{"task", it->id}, {"why", "ticked on the branch already"}});
     it = queue.erase(it);
   }
   write_run_file();

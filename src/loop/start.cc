@@ -9,6 +9,7 @@
 #include "engine/cycle.h"
 #include "gitx/worktree.h"
 #include "loop/shard.h"
+#include "trace/events.h"
 #include "util/error.h"
 #include "util/path.h"
 #include "util/text.h"
@@ -143,14 +144,14 @@ void Loop::setup() {
     if (!last_incident.empty()) s["last_incident"] = last_incident;
   });
   write_run_file();
-  trace.append("loop.start", {{"branch", branch},
-                              {"worktree", wt},
-                              {"resume", opt.resume},
-                              {"mode", prompt_mode() ? "prompt" : "tasks"},
-                              {"source", src},
-                              {"max_iterations", max_iterations},
-                              {"shard", sharded() ? Json(opt.shard->text()) : Json(nullptr)},
-                              {"merge", merging() ? Json(opt.merge_remote) : Json(nullptr)}});
+  trace.append(trace::event::kLoopStart, {{"branch", branch},
+                                          {"worktree", wt},
+                                          {"resume", opt.resume},
+                                          {"mode", prompt_mode() ? "prompt" : "tasks"},
+                                          {"source", src},
+                                          {"max_iterations", max_iterations},
+                                          {"shard", sharded() ? Json(opt.shard->text()) : Json(nullptr)},
+                                          {"merge", merging() ? Json(opt.merge_remote) : Json(nullptr)}});
   say("working on branch " + branch + " in " + wt);
 }
 

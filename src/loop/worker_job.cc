@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "trace/events.h"
 #include "util/error.h"
 #include "util/format.h"
 #include "util/signals.h"
@@ -39,7 +40,7 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
     pool->set_phase(w, Phase::kWaiting);
     // The task goes back to the pool after one wait: a worker's waits are not counted in a row.
     const long long wait = engine::ModelWait{}.next(a.cls, static_cast<long long>(max_wait_s() * 1000));
-    trace.append("loop.wait",
+    trace.append(trace::event::kLoopWait,
                  {{"status", agent::status_name(a.cls.status)}, {"wait_ms", wait}, {"task", job.task.id()}});
     nap(wait);
     return ended(r, JobResult::End::kWait);

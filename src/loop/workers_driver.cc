@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "engine/incident.h"
+#include "trace/events.h"
 #include "util/error.h"
 #include "util/format.h"
 #include "util/path.h"
@@ -115,7 +116,8 @@ void Loop::assign() {
     TaskRecord& rec = book.of(t);
     Job job{t, tries[t.index] + 1, prompt_for(&t, tasks, failures[t.index]), ++rec.runs, rec.attempts, rec.signatures};
     say("iteration " + std::to_string(iteration) + ": " + t.title);
-    trace.append("loop.worker_start", {{"iteration", iteration.load()}, {"task", t.id()}, {"tries", job.tries}});
+    trace.append(trace::event::kLoopWorkerStart,
+                 {{"iteration", iteration.load()}, {"task", t.id()}, {"tries", job.tries}});
     pool->start(job, repo->head_sha());
     phase(Phase::kAgent);
   }
@@ -136,7 +138,7 @@ bool Loop::cap_reached() {
     v = caps.before_iteration(iteration);
   }
   if (!v.stop) return false;
-  trace.append("loop.cap", {{"cap", v.cap}, {"why", v.why}, {"caps", caps_figures()}});
+  trace.append(trace::event::kLoopCap, {{"cap", v.cap}, {"why", v.why}, {"caps", caps_figures()}});
   wind_down(kExitRed, Phase::kStopped, "stopped: " + v.why);
   return true;
 }
@@ -156,7 +158,7 @@ void Loop::on_job(const JobResult& r) {
   } else if (r.end == End::kNoChange) {
     // An idle task ends alone: its note, loop.on_escalate; the others go on.
     const int n = ++idle[t.id()];
-    trace.append("loop.no_change", {{"task", t.id()}, {"in_a_row", n}});
+    trace.append(trace::event::kLoopNoChange, {{"task", t.id()}, {"in_a_row", n}});
     if (n >= cfg.loop.no_progress_limit) {
       const Json tj = task_json(t.index, t.id(), t.title);
       const std::string why = idle_why(n);
@@ -188,7 +190,7 @@ void Loop::enqueue(const JobResult& r) {
   queue.push_back(e);
   write_run_file();
   publish_queue();
-  trace.append("loop.queued", to_json(e));
+  trace.append(trace::event::kLoopQueued, to_json(e));
 }
 
 // A worker's red attempt, not healed: in the task's book; the task goes
@@ -211,7 +213,7 @@ void Loop::worker_red(const JobResult& r) {
           {"budget", rec.budget},
           {"verdict", verdict_name(v)}};
   for (const auto& [k, val] : r.extra.items()) ev[k] = val;
-  trace.append("loop.attempt", ev);
+  trace.append(trace::event::kLoopAttempt, ev);
   failures[t.index] = r.why;
   const bool cap = session_retries >= cfg.session_cap;
   if (v == Verdict::kGoOn && !cap) return;  // another run, the failure fed back
@@ -228,7 +230,7 @@ Json Loop::task_json(int index, const std::string& id, const std::string& title)
 void Loop::skip(int index, const Json& tj, const std::string& incident, const std::string& why) {
   skipped.insert(index);
   write_run_file();
-  trace.append("loop.task_skipped",
+  trace.append(trace::event::kLoopTaskSkipped,
                {{"iteration", iteration.load()}, {"task", tj}, {"incident", incident}, {"why", why}});
   say("skipping " + tj.value("id", "") + ": " + why + (incident.empty() ? "" : "; see " + incident));
   if (escalations_in_row >= cfg.circuit_breaker)

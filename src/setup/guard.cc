@@ -12,6 +12,7 @@
 #include "gitx/guard.h"
 #include "gitx/repo.h"
 #include "layout/paths.h"
+#include "trace/events.h"
 #include "trace/trace.h"
 #include "util/error.h"
 #include "util/json.h"
@@ -224,7 +225,7 @@ void tell_put_back(const std::vector<std::string>& lines, trace::Trace* trace) {
     std::cerr << "phoenix: " << line << "\n";
     if (!trace) continue;
     try {
-      trace->append("guard.put_back", {{"line", line}});
+      trace->append(trace::event::kGuardPutBack, {{"line", line}});
     } catch (const Error& e) { std::cerr << "phoenix: warning: the trace was not written: " << e.what() << "\n"; }
   }
   std::cerr.flush();

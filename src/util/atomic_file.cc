@@ -16,15 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void write_all(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("cannot write " + path);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
+void write_or_throw(int fd, std::string_view data, const std::string& path) {
+  if (!write_all(fd, data)) throw_errno("cannot write " + path);
 }
 
 std::string random_suffix() {
@@ -36,6 +29,16 @@ std::string random_suffix() {
 }
 
 }  // namespace
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
 
 void fsync_dir(const std::string& dir) {
   int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -57,7 +60,7 @@ void write_file_atomic(const std::string& path, std::string_view content, unsign
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) throw_errno("cannot write " + path);
   try {
-    write_all(fd, content, path);
+    write_or_throw(fd, content, path);
     if (::fchmod(fd, mode) != 0) throw_errno("cannot chmod " + path);
     if (sync == Sync::kDurable && ::fsync(fd) != 0) throw_errno("cannot write " + path);
   } catch (...) {
@@ -81,7 +84,7 @@ void append_durable(const std::string& path, std::string_view line, Sync sync) {
   struct stat st;
   const off_t size_before = ::fstat(fd, &st) == 0 ? st.st_size : -1;
   try {
-    write_all(fd, line, path);
+    write_or_throw(fd, line, path);
     if (sync == Sync::kDurable && ::fdatasync(fd) != 0) throw_errno("cannot write " + path);
   } catch (...) {
     // A full disk can take half a line: cut it off again (best effort; a

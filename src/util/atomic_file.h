@@ -32,6 +32,10 @@ void write_file_atomic(const std::string& path, std::string_view content, unsign
 // for append-only logs (the trace), whose readers detect a torn last line.
 void append_durable(const std::string& path, std::string_view line, Sync sync = Sync::kDurable);
 
+// Writes all of `data` to `fd`, again after EINTR and short writes; false
+// on an error (errno says which) or when the descriptor takes no more.
+bool write_all(int fd, std::string_view data);
+
 // fdatasync of a file's content (what append_durable(kAtomic) left unsynced).
 void fsync_file(const std::string& path);
 

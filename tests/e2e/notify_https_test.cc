@@ -32,7 +32,7 @@ class NotifyHttps : public ::testing::Test {
   static config::Webhook hook(const std::string& url, const std::string& format = "ntfy") {
     config::Webhook w;
     w.url = url;
-    w.format = format;
+    w.format = config::parse_webhook_format(format, "format");
     w.attempts = 1;
     w.timeout_s = 10;
     return w;

@@ -42,7 +42,7 @@ TEST(Config, ParsesTheDesignExampleWithComments) {
   EXPECT_EQ(c.budgets.at("unit"), 4);
   EXPECT_EQ(c.budgets.at("e2e"), 5);  // defaults kept
   EXPECT_EQ(c.harness.preset, "claude");
-  EXPECT_EQ(c.hook.mode, "heal");
+  EXPECT_EQ(c.hook.mode, config::HookMode::kHeal);
   EXPECT_EQ(c.origin.at("budgets"), "phoenix.json");
   EXPECT_EQ(c.origin.at("fixers"), "default");
 }

@@ -190,8 +190,8 @@ TEST(HookShim, TheDirectTemplateNamesItsProgramAndWhereItCameFrom) {
   EXPECT_EQ(hook::shim_program_source(sh), "");
   EXPECT_EQ(hook::shim_interpreter("#!/usr/bin/phoenix-hook\necho not ours\n"), "");
   // A path the kernel would split or cut is refused, not written.
-  EXPECT_THROW(hook::render_direct_shim(tmpl, "/home/my repo/.git/hooks/pre-push.phoenix-hook", "/usr/bin/phoenix-hook"),
-               Error);
+  EXPECT_THROW(
+      hook::render_direct_shim(tmpl, "/home/my repo/.git/hooks/pre-push.phoenix-hook", "/usr/bin/phoenix-hook"), Error);
   EXPECT_THROW(hook::render_direct_shim(kTemplate, program, "/usr/bin/phoenix-hook"), Error);
 }
 
@@ -377,7 +377,7 @@ TEST(HookRuns, ARemoteEndIsUnexplainedOnlyWhenPushedFromHereUnmeasuredWhileThePh
             entry(b, c, 1100, "fetch origin: fast-forward"));
   // Nothing logged and no install noted: what went out is not Phoenix's.
   EXPECT_EQ(odd("origin", "refs/heads/main", b), 0u);
-  hook::log_run(tmp.path(), "phoenix-hook", "origin", ref("refs/heads/main", a, zero), "allowed", {a});
+  hook::log_run(tmp.path(), "phoenix-hook", "origin", ref("refs/heads/main", a, zero), hook::RunOutcome::kAllowed, {a});
   // The remote end is what was measured green: explained.
   EXPECT_EQ(odd("origin", "refs/heads/main", a), 0u);
   // Pushed from here on a ref the hook pushed before, never measured green.
@@ -391,7 +391,7 @@ TEST(HookRuns, ARemoteEndIsUnexplainedOnlyWhenPushedFromHereUnmeasuredWhileThePh
   EXPECT_EQ(odd("origin", "refs/heads/main", zero), 0u);
   EXPECT_EQ(odd("origin", "refs/tags/v1", b), 0u);
   // A blocked run measures nothing green; a torn last line is passed over.
-  hook::log_run(tmp.path(), "phoenix", "origin", ref("refs/heads/main", b, a), "blocked", {});
+  hook::log_run(tmp.path(), "phoenix", "origin", ref("refs/heads/main", b, a), hook::RunOutcome::kBlocked, {});
   write(tmp.path(), ".phoenix/hook-runs.jsonl", read(layout::hook_runs_file(tmp.path())) + "{\"green\":[\"" + b);
   EXPECT_EQ(odd("origin", "refs/heads/main", b), 1u);
   const hook::RunLog log = hook::read_runs(tmp.path());
@@ -434,7 +434,7 @@ TEST(HookRuns, ALogPastOneMebibyteIsCutToItsTailOfWholeLines) {
   fs::create_directories(tmp / ".phoenix");
   const std::string a(40, 'a'), zero(40, '0');
   const std::vector<hook::PushedRef> first{{"refs/heads/old", a, "refs/heads/old", zero}};
-  hook::log_run(tmp.path(), "phoenix-hook", "origin", first, "allowed", {a});
+  hook::log_run(tmp.path(), "phoenix-hook", "origin", first, hook::RunOutcome::kAllowed, {a});
   const std::string path = layout::hook_runs_file(tmp.path());
   std::string filler;
   for (int i = 0; filler.size() < 1024 * 1024; ++i)
@@ -442,7 +442,7 @@ TEST(HookRuns, ALogPastOneMebibyteIsCutToItsTailOfWholeLines) {
   write(tmp.path(), ".phoenix/hook-runs.jsonl", read(path) + filler);
   const std::string b(40, 'b');
   const std::vector<hook::PushedRef> last{{"refs/heads/main", b, "refs/heads/main", zero}};
-  hook::log_run(tmp.path(), "phoenix-hook", "origin", last, "allowed", {b});
+  hook::log_run(tmp.path(), "phoenix-hook", "origin", last, hook::RunOutcome::kAllowed, {b});
   const std::string text = read(path);
   EXPECT_LE(text.size(), 256u * 1024) << "cut to its tail";
   EXPECT_GT(text.size(), 200u * 1024);
@@ -453,7 +453,7 @@ TEST(HookRuns, ALogPastOneMebibyteIsCutToItsTailOfWholeLines) {
   EXPECT_TRUE(log.covers(b)) << "the newest line is kept";
   EXPECT_FALSE(log.covers(a)) << "the oldest is gone";
   // Below the mark, nothing is cut.
-  hook::log_run(tmp.path(), "phoenix-hook", "origin", last, "allowed", {b});
+  hook::log_run(tmp.path(), "phoenix-hook", "origin", last, hook::RunOutcome::kAllowed, {b});
   EXPECT_GT(read(path).size(), text.size());
   EXPECT_LT(read(path).size(), text.size() + 1024);
 }

@@ -275,7 +275,7 @@ TEST(InitRender, LoadsAndSaysWhatWasDetected) {
       EXPECT_EQ(c.checks[i].type, d.checks[i].type) << kind;
       EXPECT_EQ(c.checks[i].editable, (Argv{"src/**", "include/**"})) << kind;
     }
-    EXPECT_EQ(c.hook.mode, "verify") << kind;
+    EXPECT_EQ(c.hook.mode, config::HookMode::kVerify) << kind;
     EXPECT_NE(text.find("// Written by 'phoenix init'."), std::string::npos) << text;
     if (d.checks.empty()) {
       EXPECT_NE(text.find("// No test command was detected"), std::string::npos) << text;

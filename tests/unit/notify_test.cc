@@ -55,7 +55,7 @@ class Notify : public ::testing::Test {
   config::Webhook hook(const std::string& url, const std::string& format, int attempts = 3) {
     config::Webhook w;
     w.url = url;
-    w.format = format;
+    w.format = config::parse_webhook_format(format, "format");
     w.attempts = attempts;
     w.timeout_s = 5;
     return w;
@@ -77,7 +77,7 @@ TEST_F(Notify, EachFormatPostsItsBody) {
   test::ScopedEnv chat("PHX_TEST_TG_CHAT", "-100200300");
   for (const char* format : {"json", "ntfy", "slack", "discord", "telegram"}) {
     config::Webhook w = hook(server.url("/" + std::string(format)), format);
-    if (w.format == "telegram") w = telegram(server.url(""));
+    if (w.format == config::WebhookFormat::kTelegram) w = telegram(server.url(""));
     ASSERT_TRUE(deliver(w, escalation(note), noop).ok) << format;
   }
   auto req = server.requests();
@@ -193,7 +193,7 @@ TEST_F(Notify, ConfigTakesAWebhookObjectOverHttpOrHttps) {
   config::Config c = config::parse(
       R"({"loop": {"notify": {"url": "http://127.0.0.1:8080/phoenix", "format": "ntfy", "command": ["true"]}}})", "p");
   ASSERT_TRUE(c.loop.webhook);
-  EXPECT_EQ(c.loop.webhook->format, "ntfy");
+  EXPECT_EQ(c.loop.webhook->format, config::WebhookFormat::kNtfy);
   EXPECT_EQ(c.loop.notify, (std::vector<std::string>{"true"}));
   EXPECT_EQ(config::parse(R"({"loop": {"notify": ["notify-send", "x"]}})", "p").loop.notify.size(), 2u);
   c = config::parse(R"({"loop": {"notify": {"url": "https://ntfy.sh/x", "verify": true}}})", "p");

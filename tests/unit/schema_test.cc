@@ -43,7 +43,7 @@ TEST(Schema, DefaultsMatchTheParser) {
   EXPECT_EQ(s["properties"]["circuit_breaker"]["default"].get<int>(), c.circuit_breaker);
   EXPECT_EQ(s["properties"]["flaky_reruns"]["default"].get<int>(), c.flaky_reruns);
   EXPECT_EQ(s["properties"]["fixers"]["default"].get<std::vector<std::string>>(), c.fixers);
-  EXPECT_EQ(s["properties"]["hook"]["properties"]["mode"]["default"], c.hook.mode);
+  EXPECT_EQ(s["properties"]["hook"]["properties"]["mode"]["default"], config::hook_mode_name(c.hook.mode));
 }
 
 TEST(Schema, CheckKindsMatch) {
