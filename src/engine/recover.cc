@@ -158,7 +158,7 @@ void remove_stale_locks(const gitx::Repo& repo, std::vector<std::string>& action
 // The interrupted run's work tree back to its pre-run state, or its
 // verified heal commit kept. Nothing is lost: what the tree and HEAD hold
 // now stays reachable. Returns the commit the repository is left at.
-std::string restore_interrupted(gitx::Repo& repo, const Interrupted& in, const std::string& where, Json& done,
+std::string restore_interrupted(gitx::Repo& repo, const Interrupted& in, Json& done,
                                 std::vector<std::string>& actions) {
   const std::string head = repo.head_sha();
   const std::string stamp = util::compact_utc(true);
@@ -269,7 +269,7 @@ std::vector<std::string> recover(const std::string& root, trace::Trace& trace) {
     gitx::Repo repo = gitx::Repo::open(where);
     remove_stale_locks(repo, actions);
     Json done = {{"run_seq", in.seq}, {"root", where}};
-    const std::string target = restore_interrupted(repo, in, where, done, actions);
+    const std::string target = restore_interrupted(repo, in, done, actions);
     complete_escalation(in, where, target, done, actions);
     trace.append(trace::event::kRecover, done);
     trace.append(trace::event::kRunEnd,
