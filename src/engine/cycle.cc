@@ -14,6 +14,7 @@
 #include "gitx/repo.h"
 #include "layout/layout.h"
 #include "setup/guard.h"
+#include "trace/events.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/fault.h"
@@ -101,7 +102,7 @@ struct Engine::Impl {
   void state(const std::string& check, State st, Json detail = Json::object()) {
     Json ev = {{"event", "state"}, {"check", check}, {"state", st}, {"elapsed_ms", elapsed()}};
     for (auto it = detail.begin(); it != detail.end(); ++it) ev[it.key()] = it.value();
-    trace.append("state", ev);
+    trace.append(trace::event::kState, ev);
     if (on_event) on_event(ev);
   }
 
@@ -121,7 +122,7 @@ struct Engine::Impl {
       repo->write_ref(layout::pre_run_ref(*repo), cp, "phoenix: pre-run checkpoint");
     }
     repo->write_ref(layout::attempt_ref(*repo), cp, "phoenix: checkpoint before " + why);
-    trace.append("checkpoint", {{"commit", cp}, {"why", why}});
+    trace.append(trace::event::kCheckpoint, {{"commit", cp}, {"why", why}});
     PHOENIX_FAULT("after-checkpoint");
     return cp;
   }
@@ -136,7 +137,7 @@ struct Engine::Impl {
     } else {
       repo->restore_paths(checkpoint_commit, files);
     }
-    trace.append("restore", {{"to", checkpoint_commit}, {"files", files}});
+    trace.append(trace::event::kRestore, {{"to", checkpoint_commit}, {"files", files}});
   }
 
   checks::SenseResult measure(const checks::CheckSpec& c) {
@@ -179,7 +180,7 @@ struct Engine::Impl {
       }
       repo->restore_paths(pre_propose, paths);
     }
-    trace.append("restore",
+    trace.append(trace::event::kRestore,
                  {{"to", dirty0 ? pre_propose : head_before}, {"why", "the repository changed while a fixer ran"}});
   }
 
@@ -297,7 +298,7 @@ Verdict Engine::Impl::judge_red(const checks::CheckSpec& c, const checks::SenseR
   o.run = [&](const checks::CheckSpec& spec) { return checks.run(spec, root); };
   Verdict v = judge(c, r, o);
   if (v.reruns > 0 || !v.pre_existing.empty()) {
-    trace.append("verdict", v.to_json());
+    trace.append(trace::event::kVerdict, v.to_json());
     explain("verdict on " + c.id + ": " + std::to_string(v.new_failures.size()) + " new" +
             (v.let_by().empty() ? "" : "; let by: " + v.let_by()) +
             (v.reruns ? " (" + std::to_string(v.reruns) + " re-run" + (v.reruns > 1 ? "s" : "") + ")" : ""));
@@ -332,7 +333,7 @@ RunResult Engine::Impl::run() {
   if (selected.empty()) throw UsageError("no checks to run: phoenix.json has none (see 'phoenix init')");
 
   trace.append(
-      "run.start",
+      trace::event::kRunStart,
       {{"head", head0}, {"dirty", dirty0}, {"dry_run", opt.dry_run}, {"root", root}, {"checks", [&] {
                                                                                         Json a = Json::array();
                                                                                         for (auto& c : selected)
@@ -358,7 +359,7 @@ RunResult Engine::Impl::run() {
         o.state = State::kRed;
         result.issues.push_back(o);
       }
-    trace.append("run.end", {{"exit_code", kExitRed}, {"why", "dirty work tree"}});
+    trace.append(trace::event::kRunEnd, {{"exit_code", kExitRed}, {"why", "dirty work tree"}});
     result.exit_code = kExitRed;
     if (on_event)
       on_event(Json{{"event", "blocked"},
@@ -394,12 +395,12 @@ RunResult Engine::Impl::run() {
       (opt.only.empty() || selected.size() == cfg.checks.size())) {
     std::string head = repo->head_sha();
     repo->write_ref(known_good_ref, head, "phoenix: every check green");
-    trace.append("known-good", {{"commit", head}});
+    trace.append(trace::event::kKnownGood, {{"commit", head}});
     explain("known-good := " + util::sha12(head) + " (every check measured green, tree clean)");
   }
   if (auto kg = repo->read_ref(known_good_ref)) result.known_good = *kg;
   result.exit_code = exit_code;
-  trace.append("run.end", {{"exit_code", exit_code}});
+  trace.append(trace::event::kRunEnd, {{"exit_code", exit_code}});
   return result;
 }
 
@@ -596,17 +597,17 @@ fixers::Proposal Engine::Impl::propose(Heal& h, fixers::Fixer& fixer, std::strin
   if (p.model_calls) h.out.model_calls = h.out.model_calls.value_or(0) + *p.model_calls;
   if (p.cost_usd) h.out.cost_usd += *p.cost_usd;
   else if (p.model_calls.value_or(1) != 0) ++h.out.unknown_cost_runs;
-  trace.append("proposal", {{"check", h.check.id},
-                            {"fixer", p.fixer},
-                            {"status", fixers::status_name(p.status)},
-                            {"files", p.files},
-                            {"summary", p.summary},
-                            {"detail", p.detail},
-                            {"model_calls", p.model_calls ? Json(*p.model_calls) : Json(nullptr)},
-                            {"cost_usd", p.cost_usd ? Json(*p.cost_usd) : Json(nullptr)},
-                            {"check_runs", p.check_runs},
-                            {"selected_runs", p.selected_runs},
-                            {"duration_ms", p.duration_ms}});
+  trace.append(trace::event::kProposal, {{"check", h.check.id},
+                                         {"fixer", p.fixer},
+                                         {"status", fixers::status_name(p.status)},
+                                         {"files", p.files},
+                                         {"summary", p.summary},
+                                         {"detail", p.detail},
+                                         {"model_calls", p.model_calls ? Json(*p.model_calls) : Json(nullptr)},
+                                         {"cost_usd", p.cost_usd ? Json(*p.cost_usd) : Json(nullptr)},
+                                         {"check_runs", p.check_runs},
+                                         {"selected_runs", p.selected_runs},
+                                         {"duration_ms", p.duration_ms}});
   // A fixer that measured (bisect) says how: which runs asked the failing
   // tests alone and which the whole check.
   if (p.status == fixers::Status::kProposed && p.check_runs > 0) explain("fixer " + p.fixer + ": " + p.detail);
@@ -834,13 +835,13 @@ std::string Engine::Impl::still_fails_alone(Heal& h, const fixers::Proposal& p, 
   const checks::SenseResult r = measure(t->check);
   if (r.interrupted) throw Error("interrupted while verifying " + h.check.id, kExitInterrupted);
   const fixers::TestsAnswer answer = t->read(r);
-  trace.append("verify_selected", {{"check", h.check.id},
-                                   {"fixer", p.fixer},
-                                   {"tests", t->tests},
-                                   {"argv", t->check.argv},
-                                   {"answer", fixers::tests_answer_name(answer)},
-                                   {"signal", r.signal},
-                                   {"duration_ms", r.duration_ms}});
+  trace.append(trace::event::kVerifySelected, {{"check", h.check.id},
+                                               {"fixer", p.fixer},
+                                               {"tests", t->tests},
+                                               {"argv", t->check.argv},
+                                               {"answer", fixers::tests_answer_name(answer)},
+                                               {"signal", r.signal},
+                                               {"duration_ms", r.duration_ms}});
   explain("the failing tests alone (" + std::to_string(t->tests.size()) + ") after the proposal of " + p.fixer + ": " +
           fixers::tests_answer_name(answer) +
           (answer == fixers::TestsAnswer::kRed ? "; rejected without the whole check" : "; the whole check decides"));
@@ -870,7 +871,7 @@ std::string Engine::Impl::tests_do_not_bite(const Heal& h, const fixers::Proposa
   Json ev = r.to_json();
   ev["check"] = h.check.id;
   ev["fixer"] = p.fixer;
-  trace.append("tests_bite", ev);
+  trace.append(trace::event::kTestsBite, ev);
   if (r.verdict != Bite::kToothless) explain("tests bite: " + std::string(bite_name(r.verdict)) + ": " + r.why);
   return r.verdict == Bite::kToothless ? r.why : "";
 }
@@ -927,12 +928,12 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
     // No note on disk, no rollback. The trace may sit on the same full disk.
     const std::string why_not = std::string(e.what()) + "; not rolled back (no incident note)";
     try {
-      trace.append("incident.failed", {{"check", f.check.id}, {"why", why}, {"error", e.what()}});
+      trace.append(trace::event::kIncidentFailed, {{"check", f.check.id}, {"why", why}, {"error", e.what()}});
     } catch (const Error&) {}
     throw Error(why_not, e.exit_code());
   }
   result.incident = path;
-  trace.append("incident", {{"path", path}, {"check", f.check.id}, {"why", why}});
+  trace.append(trace::event::kIncident, {{"path", path}, {"check", f.check.id}, {"why", why}});
   state(f.check.id, State::kEscalated, {{"why", why}, {"incident", path}});
 
   // Rollback (invariant 11): keep what is abandoned under a ref, then go
@@ -961,7 +962,7 @@ void Engine::Impl::escalate(const fixers::Failure& f, const std::vector<Incident
   }
   set_incident_state(path, state_line);
   result.rolled_back_to = target;
-  trace.append("rollback", {{"to", target}, {"abandoned", head}});
+  trace.append(trace::event::kRollback, {{"to", target}, {"abandoned", head}});
   PHOENIX_FAULT_IO("escalated-flag", layout::escalated_flag(root));
   util::write_file_atomic(layout::escalated_flag(root), path + "\n");
 }

@@ -57,11 +57,11 @@ Interrupted find_interrupted(const std::string& trace_path) {
         continue;
       } else if (ev == trace::event::kRunEnd) {
         in = Interrupted{};
-      } else if (ev == "checkpoint" && in.checkpoint.empty()) {
+      } else if (ev == trace::event::kCheckpoint && in.checkpoint.empty()) {
         in.checkpoint = d.value("commit", "");
-      } else if (ev == "incident") {
+      } else if (ev == trace::event::kIncident) {
         in.incident = d.value("path", "");
-      } else if (ev == "rollback") {
+      } else if (ev == trace::event::kRollback) {
         in.rolled_back = true;
       }
     } catch (const Json::exception&) { continue; }

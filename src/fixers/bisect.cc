@@ -86,7 +86,8 @@ layout::TreeFamily bisect_trees() { return {"bisect", kMaxBisectTrees, bisect_tr
 }  // namespace
 
 BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path, const std::string& rev, size_t slot) {
-  const std::string name = slot == 0 ? std::string(kBisectWorktreeName) : "phoenix-" + bisect_tree_name(slot);
+  const std::string name =
+      slot == 0 ? std::string(kBisectWorktreeName) : layout::worktree_git_name(bisect_tree_name(slot));
   gitx::PersistentWorktree w = gitx::prepare_worktree(repo, name, path, rev, layout::state_prefixes());
   BisectWorktree out;
   out.path = std::move(w.path);

@@ -185,7 +185,7 @@ struct BisectWorktree {
 // registered at the path) is removed and created afresh — never trusted.
 // Throws phoenix::Error when it cannot (e.g. the worktree is locked).
 // `slot` > 0: the same for a parallel bisect's further worktree (git name
-// "phoenix-" + bisect_tree_name(slot)).
+// layout::worktree_git_name(bisect_tree_name(slot))).
 BisectWorktree prepare_bisect_worktree(gitx::Repo& repo, const std::string& path, const std::string& rev,
                                        size_t slot = 0);
 

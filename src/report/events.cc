@@ -1,5 +1,6 @@
 #include "report/events.h"
 
+#include "trace/events.h"
 #include "util/text.h"
 
 namespace phoenix::report {
@@ -30,7 +31,7 @@ std::vector<Event> read_events(const std::string& trace_text, long long since_ms
 long long last_loop_start(const std::vector<Event>& events) {
   long long last = 0;
   for (const auto& e : events)
-    if (e.event == "loop.start") last = e.t;
+    if (e.event == trace::event::kLoopStart) last = e.t;
   return last;
 }
 
@@ -38,8 +39,8 @@ long long loop_end_after(const std::vector<Event>& events, long long start_ms) {
   bool in = false;
   for (const auto& e : events) {
     if (e.t < start_ms) continue;
-    if (e.event == "loop.start") in = true;
-    else if (in && e.event == "loop.end") return e.t;
+    if (e.event == trace::event::kLoopStart) in = true;
+    else if (in && e.event == trace::event::kLoopEnd) return e.t;
   }
   return -1;
 }
@@ -48,9 +49,9 @@ std::optional<Spend> spend_of(const Event& e) {
   const Json& d = e.data;
   const bool costed = d.contains("cost_usd") && d["cost_usd"].is_number();
   const bool counted = d.contains("model_calls") && d["model_calls"].is_number_integer();
-  if (e.event == "loop.agent") {
+  if (e.event == trace::event::kLoopAgent) {
     if (d.value("status", "") == "unavailable") return std::nullopt;
-  } else if (e.event == "proposal") {
+  } else if (e.event == trace::event::kProposal) {
     // A fixer that asked no model (bisect, the journal) says 0 calls or none.
     const bool ran = costed || (d.contains("model_calls") && d["model_calls"].is_null()) ||
                      (counted && d["model_calls"].get<long long>() > 0);

@@ -9,6 +9,7 @@
 #include "engine/state.h"
 #include "report/events.h"
 #include "report/summary.h"
+#include "trace/events.h"
 #include "util/clock.h"
 #include "util/json.h"
 #include "util/text.h"
@@ -97,13 +98,14 @@ struct NightReader {
   bool verdicts(const Event& e) {
     const Json& d = e.data;
     const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
-    if (e.event == "loop.attempt_failed") {
+    if (e.event == trace::event::kLoopAttemptFailed) {
       failed_why[tj.value("id", std::string())] = str(d, "why");
-    } else if (e.event == "loop.verdict" || e.event == "verdict" || e.event == "hook.verdict") {
+    } else if (e.event == trace::event::kLoopVerdict || e.event == trace::event::kVerdict ||
+               e.event == trace::event::kHookVerdict) {
       verdict_event(d);
-    } else if (e.event == "loop.known_red") {
+    } else if (e.event == trace::event::kLoopKnownRed) {
       known_red_event(d);
-    } else if (e.event == "loop.also_fixed") {
+    } else if (e.event == trace::event::kLoopAlsoFixed) {
       std::string tests;
       if (d.contains("tests") && d["tests"].is_array())
         for (const auto& t : d["tests"])
@@ -153,45 +155,47 @@ struct NightReader {
     if (const std::optional<Spend> sp = spend_of(e)) spend(*sp);
     if (n.start_ms == 0) n.start_ms = e.t;
     n.end_ms = std::max(n.end_ms, e.t);
-    if (e.event == "loop.start") {
+    if (e.event == trace::event::kLoopStart) {
       n.loop = true;
       n.running = true;
       n.branch = str(d, "branch");
       n.tasks_file = str(d, "source");
-    } else if (e.event == "loop.end") {
+    } else if (e.event == trace::event::kLoopEnd) {
       n.running = false;
       n.end_phase = engine::parse_phase(str(d, "phase"));
       n.end_why = str(d, "why");
       if (d.contains("exit_code") && d["exit_code"].is_number_integer()) n.exit_code = d["exit_code"].get<int>();
-    } else if (e.event == "loop.baseline") {
+    } else if (e.event == trace::event::kLoopBaseline) {
       if (d.contains("red") && d["red"].is_array())
         for (const auto& r : d["red"])
           if (r.is_string()) n.baseline_red.push_back(r.get<std::string>());
-    } else if (e.event == "run.start" || e.event == "run.end") {
+    } else if (e.event == trace::event::kRunStart || e.event == trace::event::kRunEnd) {
       run(e);
-    } else if (e.event == "loop.agent") {
+    } else if (e.event == trace::event::kLoopAgent) {
       agent(e);
-    } else if (e.event == "loop.wait") {
+    } else if (e.event == trace::event::kLoopWait) {
       wait(e);
-    } else if (e.event == "loop.measure") {
+    } else if (e.event == trace::event::kLoopMeasure) {
       measure(e);
-    } else if (e.event == "proposal") {
+    } else if (e.event == trace::event::kProposal) {
       // its spend is read above
-    } else if (e.event == "state") {
+    } else if (e.event == trace::event::kState) {
       state(e);
-    } else if (e.event == "incident" || e.event == "loop.incident" || e.event == "rollback") {
+    } else if (e.event == trace::event::kIncident || e.event == trace::event::kLoopIncident ||
+               e.event == trace::event::kRollback) {
       escalation(e);
-    } else if (e.event == "known-good") {
+    } else if (e.event == trace::event::kKnownGood) {
       if (n.known_good.empty()) n.known_good = str(d, "commit");
-    } else if (e.event == "loop.task_done" || e.event == "loop.task_skipped" || e.event == "loop.task_escalated") {
+    } else if (e.event == trace::event::kLoopTaskDone || e.event == trace::event::kLoopTaskSkipped ||
+               e.event == trace::event::kLoopTaskEscalated) {
       task(e);
-    } else if (e.event == "agent.stop") {
+    } else if (e.event == trace::event::kAgentStop) {
       agent_stop(e);
-    } else if (e.event == "loop.attempt") {
+    } else if (e.event == trace::event::kLoopAttempt) {
       const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
       attempts[tj.value("id", std::string())] = d.value("attempts", 0);
       attempted[tj.value("id", std::string())] = tj;
-    } else if (e.event == "loop.tests_bite") {
+    } else if (e.event == trace::event::kLoopTestsBite) {
       const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
       const std::string id = tj.value("id", std::string());
       const std::string v = str(d, "verdict");
@@ -230,7 +234,7 @@ struct NightReader {
 
   // Outside a loop each run is a mark of its own (inside, the iterations are).
   void run(const Event& e) {
-    if (e.event == "run.start") {
+    if (e.event == trace::event::kRunStart) {
       if (!n.loop) {
         ++n.runs;
         run_start = e.t;
@@ -308,7 +312,7 @@ struct NightReader {
 
   void escalation(const Event& e) {
     const Json& d = e.data;
-    if (e.event == "incident") {
+    if (e.event == trace::event::kIncident) {
       Escalation x;
       x.at_ms = e.t;
       x.check = str(d, "check");
@@ -317,7 +321,7 @@ struct NightReader {
       x.incident = relative(x.incident_abs, facts.root);
       n.escalations.push_back(x);
       n.marks.push_back({"escalation", e.t, e.t, false, "escalated: " + x.check});
-    } else if (e.event == "loop.incident") {
+    } else if (e.event == trace::event::kLoopIncident) {
       // The loop copies the engine's note to the user's incidents/.
       for (auto& x : n.escalations)
         if (x.incident_abs == str(d, "from")) {
@@ -357,8 +361,8 @@ struct NightReader {
     t.attempts =
         d.contains("attempts") && d["attempts"].is_number_integer() ? d["attempts"].get<int>() : attempts[t.id];
     t.toothless = toothless[t.id];
-    if (e.event == "loop.task_done") t.tests_bite = bite[t.id];
-    if (e.event == "loop.task_done") {
+    if (e.event == trace::event::kLoopTaskDone) t.tests_bite = bite[t.id];
+    if (e.event == trace::event::kLoopTaskDone) {
       t.outcome = d.value("healed", false) ? "healed" : "done";
       t.healed_by = str(d, "fixer");
       // This version's loop folds a task's heals into the task's one commit
@@ -372,7 +376,7 @@ struct NightReader {
       if (!head.empty() && std::find(t.commits.begin(), t.commits.end(), head) == t.commits.end())
         t.commits.push_back(head);
     } else {
-      t.outcome = e.event == "loop.task_escalated" || !str(d, "incident").empty() ? "escalated" : "skipped";
+      t.outcome = e.event == trace::event::kLoopTaskEscalated || !str(d, "incident").empty() ? "escalated" : "skipped";
       t.incident = relative(str(d, "incident"), facts.root);
       for (auto& x : n.escalations)
         if (x.incident == t.incident || x.incident_abs == str(d, "incident")) x.task = t.title;
@@ -383,7 +387,7 @@ struct NightReader {
     auto same =
         std::find_if(n.tasks.begin(), n.tasks.end(), [&](const Task& o) { return !t.id.empty() && o.id == t.id; });
     if (same != n.tasks.end()) {
-      if (e.event == "loop.task_skipped" && same->outcome == "escalated") return;
+      if (e.event == trace::event::kLoopTaskSkipped && same->outcome == "escalated") return;
       t.start_ms = std::min(t.start_ms, same->start_ms);
       t.turns += same->turns;
       *same = t;

@@ -8,6 +8,7 @@
 #include "engine/state.h"
 #include "report/events.h"
 #include "report/night.h"
+#include "trace/events.h"
 
 namespace phoenix::report {
 
@@ -18,17 +19,22 @@ class Figures::Impl {
  public:
   void read(const Event& e) {
     const std::string& ev = e.event;
-    if (ev == "loop.start" || ev == "loop.end" || ev == "run.start" || ev == "run.end") busy(e);
-    else if (ev == "loop.task_done" || ev == "loop.task_skipped" || ev == "loop.task_escalated") task(e);
-    else if (ev == "loop.agent") ++iterations_;
-    else if (ev == "state") state(e);
-    else if (ev == "incident" || ev == "loop.incident") incident(e);
-    else if (ev == "rollback") rollback(e.data);
-    else if (ev == "loop.tests_bite") tests_bite(e.data);
-    else if (ev == "agent.stop") agent_stop(e);
-    else if (ev == "loop.verdict" || ev == "verdict" || ev == "hook.verdict") verdict(e.data);
-    else if (ev == "loop.known_red") known_red_ = e.data.value("checks", Json::object());
-    else if (ev == "loop.also_fixed")
+    if (ev == trace::event::kLoopStart || ev == trace::event::kLoopEnd || ev == trace::event::kRunStart ||
+        ev == trace::event::kRunEnd)
+      busy(e);
+    else if (ev == trace::event::kLoopTaskDone || ev == trace::event::kLoopTaskSkipped ||
+             ev == trace::event::kLoopTaskEscalated)
+      task(e);
+    else if (ev == trace::event::kLoopAgent) ++iterations_;
+    else if (ev == trace::event::kState) state(e);
+    else if (ev == trace::event::kIncident || ev == trace::event::kLoopIncident) incident(e);
+    else if (ev == trace::event::kRollback) rollback(e.data);
+    else if (ev == trace::event::kLoopTestsBite) tests_bite(e.data);
+    else if (ev == trace::event::kAgentStop) agent_stop(e);
+    else if (ev == trace::event::kLoopVerdict || ev == trace::event::kVerdict || ev == trace::event::kHookVerdict)
+      verdict(e.data);
+    else if (ev == trace::event::kLoopKnownRed) known_red_ = e.data.value("checks", Json::object());
+    else if (ev == trace::event::kLoopAlsoFixed)
       also_fixed_.push_back({{"task", e.data.value("task", Json())},
                              {"check", e.data.value("check", "")},
                              {"tests", e.data.value("tests", Json::array())}});
@@ -58,16 +64,16 @@ class Figures::Impl {
  private:
   // Busy time: each loop's, and each run's outside a loop.
   void busy(const Event& e) {
-    if (e.event == "loop.start") {
+    if (e.event == trace::event::kLoopStart) {
       ++loops_;
       loop_start_ = e.t;
-    } else if (e.event == "loop.end" && loop_start_ >= 0) {
+    } else if (e.event == trace::event::kLoopEnd && loop_start_ >= 0) {
       busy_ms_ += std::max(0LL, e.t - loop_start_);  // a wall clock stepped back
       loop_start_ = -1;
-    } else if (e.event == "run.start") {
+    } else if (e.event == trace::event::kRunStart) {
       ++runs_;
       run_start_ = e.t;
-    } else if (e.event == "run.end" && run_start_ >= 0) {
+    } else if (e.event == trace::event::kRunEnd && run_start_ >= 0) {
       if (loop_start_ < 0) busy_ms_ += std::max(0LL, e.t - run_start_);  // a loop's runs are inside its time
       run_start_ = -1;
     }
@@ -134,9 +140,10 @@ class Figures::Impl {
 
   void task(const Event& e) {
     const Json& d = e.data;
-    if (e.event == "loop.task_done" && d.value("healed", false) && d.contains("attempts") && !heal_list_.empty())
+    if (e.event == trace::event::kLoopTaskDone && d.value("healed", false) && d.contains("attempts") &&
+        !heal_list_.empty())
       heal_list_.back()["commit"] = d.value("head", "");  // the heal lands inside the task's one commit
-    if (e.event == "loop.task_done")
+    if (e.event == trace::event::kLoopTaskDone)
       put(done_, {{"task", d.value("task", Json())},
                   {"head", d.value("head", "")},
                   {"healed", d.value("healed", false)},
@@ -145,7 +152,7 @@ class Figures::Impl {
                   {"tests_bite", task_bite(d)},
                   {"refused_tests", toothless_of(d)},
                   {"at", e.ts}});
-    else if (e.event == "loop.task_escalated")
+    else if (e.event == trace::event::kLoopTaskEscalated)
       put(escalated_, {{"task", d.value("task", Json())},
                        {"incident", d.value("incident", "")},
                        {"why", d.value("why", "")},
@@ -182,7 +189,7 @@ class Figures::Impl {
   void incident(const Event& e) {
     const Json& d = e.data;
     // The loop copies the engine's note to the user's incidents/: list the copy.
-    if (e.event == "loop.incident") {
+    if (e.event == trace::event::kLoopIncident) {
       if (!incidents_.empty() && incidents_.back()["path"] == d.value("from", ""))
         incidents_.back()["path"] = d.value("path", "");
       return;

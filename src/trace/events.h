@@ -13,6 +13,7 @@ inline constexpr const char* kExplain = "explain";
 inline constexpr const char* kBlocked = "blocked";
 inline constexpr const char* kCheckpoint = "checkpoint";
 inline constexpr const char* kProposal = "proposal";
+inline constexpr const char* kVerifySelected = "verify_selected";
 inline constexpr const char* kVerdict = "verdict";
 inline constexpr const char* kTestsBite = "tests_bite";
 inline constexpr const char* kRestore = "restore";
