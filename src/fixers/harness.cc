@@ -282,7 +282,7 @@ struct RepoWatch {
     const std::string r = fs::weakly_canonical(repo_root, ec).string();
     const std::string base = fs::weakly_canonical(sandboxes, ec).string();
     if (util::starts_with(base, r + "/")) ignore.push_back(fs::relative(base, r).generic_string() + "/");
-    before = fingerprint();
+    if (!guard.confined()) before = fingerprint();
   }
 
   // Phoenix's own refs (layout::own_ref_prefixes) are left out, as the
@@ -303,8 +303,16 @@ struct RepoWatch {
   // What changed. git's config, hooks and refs are put back here (the
   // engine's restore puts back the work tree), and named first: they are
   // the worst of it, and once put back the fingerprint no longer sees them.
+  //
+  // Confined, the agent's writes outside its sandbox are in its layers,
+  // read back by the guard: a change the guard left as it is, and what
+  // the fingerprint sees of the real repository, are someone else's (the
+  // user's commit, another Phoenix run's heal) and void nothing.
   std::vector<std::string> changes() const {
-    std::vector<std::string> out = guard.restore("the agent");
+    std::vector<std::string> out;
+    for (std::string& l : guard.restore("the agent"))
+      if (!guard.confined() || !setup::left_as_it_is(l)) out.push_back(std::move(l));
+    if (guard.confined()) return out;
     try {
       std::vector<std::string> rest = sandbox::fingerprint_changes(before, fingerprint());
       out.insert(out.end(), rest.begin(), rest.end());

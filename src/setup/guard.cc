@@ -211,13 +211,17 @@ std::vector<std::string> Guard::restore(const std::string& who, trace::Trace* tr
     for (std::string& l : shared_->fingerprint.restore(who, confined_ != nullptr)) {
       // What is left as it is stays different from the fingerprint: said
       // once, not after every step.
-      const bool left = l.size() >= kLeft.size() && l.compare(l.size() - kLeft.size(), kLeft.size(), kLeft) == 0;
+      const bool left = left_as_it_is(l);
       if (left && !said_.insert(l.substr(0, l.find(" while "))).second) continue;
       lines.push_back(std::move(l));
     }
   }
   tell_put_back(lines, trace);
   return lines;
+}
+
+bool left_as_it_is(const std::string& line) {
+  return line.size() >= kLeft.size() && line.compare(line.size() - kLeft.size(), kLeft.size(), kLeft) == 0;
 }
 
 void tell_put_back(const std::vector<std::string>& lines, trace::Trace* trace) {

@@ -77,6 +77,11 @@ class Guard {
   mutable std::set<std::string> said_;
 };
 
+// True for a line of restore() about a change the guard left as it is:
+// made while the program ran, not by it (or, unconfined, by whom it cannot
+// tell). Such a change is never the program's to answer for.
+bool left_as_it_is(const std::string& line);
+
 // Says `lines` the guard's way (stderr, and the trace when given): for a
 // caller that holds lines from elsewhere (setup::Result::put_back).
 void tell_put_back(const std::vector<std::string>& lines, trace::Trace* trace);

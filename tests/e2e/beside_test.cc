@@ -186,6 +186,46 @@ TEST_F(Beside, AFeatureCommitInAnotherWorktreeWhileBisectsSetupRunsStays) {
   EXPECT_EQ(r.out.find("put back"), std::string::npos) << r.out;
 }
 
+// A harness heal of `phoenix run` in the user's checkout while they commit
+// on feature in their second worktree and tag it: the heal goes through
+// (their commit voids nothing: the agent was confined to its sandbox, so
+// the move is theirs), their commit and tag stay, the move is said once.
+TEST_F(Beside, ACommitInAnotherWorktreeWhileTheHarnessWorksVoidsNothing) {
+  if (!can_confine()) GTEST_SKIP() << "not confined here: " << util::overlay_unavailable_reason();
+  const std::string repo = init_repo(tmp / "repo");
+  write(repo, ".gitignore", ".phoenix/\nincidents/\n");
+  write(repo, "src.txt", "fine\n");
+  const std::string agent = "touch '" + marks + "/agent.started'; i=0; while [ ! -e '" + marks +
+                            "/agent.go' ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i+1)); done; echo fine > src.txt";
+  Json cfg = {{"checks", Json::array({broken_check("nobreak", "src.txt", true)})},
+              {"fixers", {"harness"}},
+              {"harness", {{"command", {"sh", "-c", agent}}, {"timeout_s", 90}}}};
+  write(repo, "phoenix.json", cfg.dump(2));
+  commit_all(repo, "initial");
+  ASSERT_EQ(run_phoenix(repo, {"run"}).code, 0);  // known-good
+  const std::string second = tmp / "second";
+  git(repo, {"worktree", "add", "-q", "-b", "feature", second});
+  write(repo, "src.txt", "BROKEN\n");
+  commit_all(repo, "break it");
+  std::string theirs;
+  auto join = meanwhile("agent", [&] {
+    theirs = commit_new_file(second, "feature.txt");
+    git(second, {"tag", "v1"});
+  });
+  CliRun r = run_phoenix(repo, {"run", "--fixer", "harness"});
+  join();
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("HEALED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("wrote outside its sandbox"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("aborted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("refs/heads/feature moved from"), std::string::npos) << "said once: " << r.out;
+  EXPECT_EQ(rev_parse(repo, "feature"), theirs) << r.out;
+  EXPECT_EQ(rev_parse(repo, "v1"), theirs) << r.out;
+  EXPECT_EQ(read(repo + "/src.txt"), "fine\n");
+  EXPECT_EQ(porcelain(second), "");
+  EXPECT_EQ(porcelain(repo), "");
+}
+
 // The loop's agent, told nothing of it, finds the user's checkout through
 // git and writes into it and into their other worktree; its own work is
 // right. Both checkouts stay untouched, the attempt fails saying where it
