@@ -42,16 +42,8 @@ class HookVerdicts : public ::testing::Test {
           "import os, socket, sys, pytest\n"
           "sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\n"
           "import calc\n"
-          "def test_mul():\n    assert calc.mul(3, 4) == 12\n"
-          "def test_flaky_every_third_run():\n"
-          "    path = '" +
-              tmp / "flake-counter" +
-              "'\n"
-              "    n = int(open(path).read()) + 1 if os.path.exists(path) else 1\n"
-              "    open(path, 'w').write(str(n))\n"
-              "    assert n % 3 != 0, f'timing limit exceeded on run {n}'\n"
-              "def test_fetch_needs_network():\n"
-              "    socket.create_connection(('192.0.2.1', 80), timeout=0.3)\n"
+          "def test_mul():\n    assert calc.mul(3, 4) == 12\n" +
+              pytest_flaky_every_third_run("'" + tmp / "flake-counter" + "'") + pytest_needs_network() +
               "@pytest.mark.parametrize('word', ['a b', 'c d'])\n"
               "def test_words(word):\n    assert ' ' in word\n");
     Json cfg = {{"checks", Json::array({{{"id", "unit"},

@@ -75,6 +75,26 @@ inline std::string python_with_pytest() {
   return "";
 }
 
+// The pytest tests of the verdict suites (real suites are never all
+// green): one that fails every third run of itself, its count kept in the
+// file the Python expression `counter_path` names (outside the trees, so
+// every tree counts together); one that needs the network (192.0.2.1,
+// which no route reaches: red here as everywhere). The test file imports
+// os and socket.
+inline std::string pytest_flaky_every_third_run(const std::string& counter_path) {
+  return "def test_flaky_every_third_run():\n"
+         "    path = " +
+         counter_path +
+         "\n"
+         "    n = int(open(path).read()) + 1 if os.path.exists(path) else 1\n"
+         "    open(path, 'w').write(str(n))\n"
+         "    assert n % 3 != 0, f'timing limit exceeded on run {n}'\n";
+}
+inline std::string pytest_needs_network() {
+  return "def test_fetch_needs_network():\n"
+         "    socket.create_connection(('192.0.2.1', 80), timeout=0.3)\n";
+}
+
 // The value of $PATH with `dir` in front.
 inline std::string path_with(const std::string& dir) {
   const char* p = std::getenv("PATH");

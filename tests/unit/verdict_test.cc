@@ -42,16 +42,11 @@ void write_pytest_project(const std::string& dir) {
               "sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))\n"
               "import calc\n"
               "HERE = os.path.dirname(os.path.dirname(__file__))\n"
-              "def test_mul():\n    assert calc.mul(3, 4) == 12\n"
-              "def test_flaky_every_third_run():\n"
-              "    path = os.path.join(HERE, 'counter.txt')\n"
-              "    n = int(open(path).read()) + 1 if os.path.exists(path) else 1\n"
-              "    open(path, 'w').write(str(n))\n"
-              "    assert n % 3 != 0, f'timing limit exceeded on run {n}'\n"
-              "def test_fetch_needs_network():\n"
-              "    socket.create_connection(('192.0.2.1', 80), timeout=0.3)\n"
-              "@pytest.mark.parametrize('word', ['a b', 'c'])\n"
-              "def test_words(word):\n    assert word\n");
+              "def test_mul():\n    assert calc.mul(3, 4) == 12\n" +
+                  test::pytest_flaky_every_third_run("os.path.join(HERE, 'counter.txt')") +
+                  test::pytest_needs_network() +
+                  "@pytest.mark.parametrize('word', ['a b', 'c'])\n"
+                  "def test_words(word):\n    assert word\n");
 }
 
 class PytestVerdict : public ::testing::Test {
