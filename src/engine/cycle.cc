@@ -317,7 +317,8 @@ Verdict Engine::Impl::judge_red(const checks::CheckSpec& c, const checks::SenseR
 RunResult Engine::Impl::run() {
   RunResult result;
   layout::ensure_state_dir(root);
-  util::FileLock lock(layout::lock_file(root), 0, "this repository");
+  std::shared_ptr<util::FileLock> lock =
+      opt.lock ? opt.lock : std::make_shared<util::FileLock>(layout::lock_file(root), 0, "this repository");
   gitx::set_lock_wait_s(cfg.git_lock_wait_s);
   repo.emplace(gitx::Repo::open(root));
   head0 = repo->head_sha();
@@ -431,7 +432,7 @@ struct Engine::Impl::Applied {
 };
 
 IssueOutcome Engine::Impl::heal(const checks::CheckSpec& check, const checks::SenseResult& red, RunResult& result) {
-  Heal h{check, red, {}, describe_failure(check, red), 3, {}, {}, {}, {}, 0, 0, 0, std::nullopt};
+  Heal h{check, red, {}, describe_failure(check, red), 3, {}, {}, {}, {}, 0, {}, std::nullopt};
   // Invariant 14: a heal, its budget and its signature are only ever
   // spent on a failure the change brought.
   for (size_t k = 0; k < selected.size(); ++k)

@@ -27,6 +27,7 @@
 #include "gitx/author.h"
 #include "trace/trace.h"
 #include "util/json.h"
+#include "util/lock.h"
 
 namespace phoenix::engine {
 
@@ -113,6 +114,10 @@ struct RunOptions {
   // Their verdicts, where the caller judged them (engine/verdict.h): taken
   // with them, so no test is run again twice.
   std::vector<Verdict> measured_verdicts;
+  // The repository lock, when the caller already holds it (the pre-push
+  // hook): the run keeps it instead of taking it again, so no other run
+  // slips in between the caller's measurement and the heal.
+  std::shared_ptr<util::FileLock> lock;
 
   // The measurement store (engine/measure.h): DETECTED on a clean tree is
   // answered from it when it holds the check's record, and records a green

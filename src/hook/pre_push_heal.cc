@@ -90,11 +90,10 @@ void PrePush::judged_for_heal(engine::RunOptions& run) const {
   run.reference_name = "the remote's tip";
 }
 
-// Heals the checked-out commit with the repository's own session. The
-// engine takes the repository lock itself (flock is per open file, so
-// holding ours would lock it out): ours goes first.
+// Heals the checked-out commit with the repository's own session, which
+// is handed this run's lock: no other run takes the repository between
+// the measurement and the heal.
 int PrePush::heal_head(int code) {
-  lock_.reset();
   tree_.reset();  // measured: another checkout's hook may have it
   config::Config session_cfg = cfg_;
   double left = std::max(1.0, deadline_->left_s());
@@ -109,6 +108,7 @@ int PrePush::heal_head(int code) {
   so.run.measured = head_results_;
   so.run.measured_head = head_;
   so.run.measured_by = "hook";
+  so.run.lock = std::move(lock_);
   so.run.no_cache = opt_.no_cache;
   so.run.tests_must_bite = false;  // a push waits: only checks that ask for it
   judged_for_heal(so.run);

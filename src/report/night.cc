@@ -433,7 +433,7 @@ struct NightReader {
     // Every task with attempts that neither landed nor was given up on is
     // open: its next attempt never came (the night ended first).
     for (const auto& [id, tj] : attempted) {
-      if (id.empty() || std::any_of(n.tasks.begin(), n.tasks.end(), [&](const Task& t) { return t.id == id; }))
+      if (id.empty() || std::any_of(n.tasks.begin(), n.tasks.end(), [&id = id](const Task& t) { return t.id == id; }))
         continue;
       Task t;
       t.id = id;
