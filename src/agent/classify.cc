@@ -87,6 +87,64 @@ std::string last_lines(std::string_view output, std::string_view prompt, size_t 
   return out;
 }
 
+// Quota, rate limit, unreachable: read when the run failed, changed
+// nothing or was stopped at its timeout (a CLI that retries a 429 or a
+// refused connection inside itself until then was never working), and
+// never when its JSON says all went well. True when `c` is decided.
+bool hit_a_limit(Classification& c, const RunFacts& f, const AgentReport& rep, const std::string& discarded,
+                 long long now_ms) {
+  const bool said_ok = rep.is_error.has_value() && !*rep.is_error;
+  const bool failed = f.exit_code != 0 || rep.is_error.value_or(false) || f.timed_out;
+  if (said_ok || !(failed || f.changed_files == 0)) return false;
+  LimitHit hit = find_limit(f.output, rep, f.prompt, now_ms);
+  if (hit.kind != LimitKind::kNone) c.first_error = hit.line;
+  if (hit.kind == LimitKind::kQuota) {
+    c.status = Status::kQuota;
+    c.retry_after_ms = hit.retry_after_ms.value_or(0);
+    c.detail = "quota: " + hit.line + discarded;
+    return true;
+  }
+  if (hit.kind != LimitKind::kRateLimit && hit.kind != LimitKind::kUnreachable) return false;
+  c.status = hit.kind == LimitKind::kRateLimit ? Status::kRateLimited : Status::kUnreachable;
+  c.retry_after_ms = hit.retry_after_ms.value_or(0);
+  c.retry_after_from_cli = hit.retry_after_ms.has_value();
+  // A model that could not be reached answered nothing, whatever turn
+  // count the CLI gives its failed run.
+  if (hit.kind == LimitKind::kUnreachable) c.model_calls = 0;
+  c.detail = std::string(hit.kind == LimitKind::kRateLimit ? "rate limit: " : "unreachable: ") + hit.line +
+             (f.timed_out ? " (until its timeout)" : "") + discarded;
+  return true;
+}
+
+// A run that ended by itself without changing anything: crashed, said an
+// error, or simply did nothing.
+void ended_with_nothing(Classification& c, const RunFacts& f, const AgentReport& rep) {
+  const std::string& prog = f.program;
+  // A crash keeps the first error line and the last lines: the cause is
+  // often printed first ("unexpected argument"), a hint last ("--help").
+  auto what_it_said = [&]() {
+    std::string first = c.first_error;
+    if (first.empty() && !rep.message.empty()) first = rep.message;
+    std::string tail = last_lines(f.output, f.prompt, kCrashTailLines, kCrashTailBytes);
+    std::string out = first;
+    if (!tail.empty() && tail != first) out += (out.empty() ? "" : "; last lines: ") + tail;
+    return out.empty() ? std::string() : ": " + out;
+  };
+  if (f.term_signal) {
+    c.status = Status::kCrashed;
+    c.detail = prog + " was killed by " + signal_name(f.term_signal) + " without changing anything" + what_it_said();
+  } else if (f.exit_code != 0) {
+    c.status = Status::kCrashed;
+    c.detail = prog + " exited " + std::to_string(f.exit_code) + " without changing anything" + what_it_said();
+  } else if (rep.is_error.value_or(false)) {
+    c.status = Status::kCrashed;
+    c.detail = prog + " reported an error and changed nothing" + (rep.message.empty() ? "" : ": " + rep.message);
+  } else {
+    c.status = Status::kNothing;
+    c.detail = "the agent changed nothing";
+  }
+}
+
 }  // namespace
 
 Classification classify_run(const RunFacts& f, long long now_ms) {
@@ -117,34 +175,7 @@ Classification classify_run(const RunFacts& f, long long now_ms) {
   }
   c.first_error =
       rep.error_texts.empty() ? first_error_line(f.output, f.prompt) : one_line(rep.error_texts.front(), 300);
-
-  // Quota, rate limit, unreachable: read when the run failed, changed
-  // nothing or was stopped at its timeout (a CLI that retries a 429 or a
-  // refused connection inside itself until then was never working), and
-  // never when its JSON says all went well.
-  const bool said_ok = rep.is_error.has_value() && !*rep.is_error;
-  const bool failed = f.exit_code != 0 || rep.is_error.value_or(false) || f.timed_out;
-  if (!said_ok && (failed || !changed)) {
-    LimitHit hit = find_limit(f.output, rep, f.prompt, now_ms);
-    if (hit.kind != LimitKind::kNone) c.first_error = hit.line;
-    if (hit.kind == LimitKind::kQuota) {
-      c.status = Status::kQuota;
-      c.retry_after_ms = hit.retry_after_ms.value_or(0);
-      c.detail = "quota: " + hit.line + discarded;
-      return c;
-    }
-    if (hit.kind == LimitKind::kRateLimit || hit.kind == LimitKind::kUnreachable) {
-      c.status = hit.kind == LimitKind::kRateLimit ? Status::kRateLimited : Status::kUnreachable;
-      c.retry_after_ms = hit.retry_after_ms.value_or(0);
-      c.retry_after_from_cli = hit.retry_after_ms.has_value();
-      // A model that could not be reached answered nothing, whatever turn
-      // count the CLI gives its failed run.
-      if (hit.kind == LimitKind::kUnreachable) c.model_calls = 0;
-      c.detail = std::string(hit.kind == LimitKind::kRateLimit ? "rate limit: " : "unreachable: ") + hit.line +
-                 (f.timed_out ? " (until its timeout)" : "") + discarded;
-      return c;
-    }
-  }
+  if (hit_a_limit(c, f, rep, discarded, now_ms)) return c;
   if (f.timed_out) {
     c.status = Status::kTimeout;
     char secs[32];
@@ -159,33 +190,7 @@ Classification classify_run(const RunFacts& f, long long now_ms) {
     else if (f.exit_code != 0) c.detail += "; " + prog + " exited " + std::to_string(f.exit_code);
     return c;
   }
-  // A crash keeps the first error line and the last lines: the cause is
-  // often printed first ("unexpected argument"), a hint last ("--help").
-  auto what_it_said = [&]() {
-    std::string first = c.first_error;
-    if (first.empty() && !rep.message.empty()) first = rep.message;
-    std::string tail = last_lines(f.output, f.prompt, kCrashTailLines, kCrashTailBytes);
-    std::string out = first;
-    if (!tail.empty() && tail != first) out += (out.empty() ? "" : "; last lines: ") + tail;
-    return out.empty() ? std::string() : ": " + out;
-  };
-  if (f.term_signal) {
-    c.status = Status::kCrashed;
-    c.detail = prog + " was killed by " + signal_name(f.term_signal) + " without changing anything" + what_it_said();
-    return c;
-  }
-  if (f.exit_code != 0) {
-    c.status = Status::kCrashed;
-    c.detail = prog + " exited " + std::to_string(f.exit_code) + " without changing anything" + what_it_said();
-    return c;
-  }
-  if (rep.is_error.value_or(false)) {
-    c.status = Status::kCrashed;
-    c.detail = prog + " reported an error and changed nothing" + (rep.message.empty() ? "" : ": " + rep.message);
-    return c;
-  }
-  c.status = Status::kNothing;
-  c.detail = "the agent changed nothing";
+  ended_with_nothing(c, f, rep);
   return c;
 }
 

@@ -261,6 +261,97 @@ namespace phoenix::checks {
 
 std::string contract_path(const CheckSpec& spec) { return layout::contract_file(spec.id); }
 
+namespace {
+
+// The answer the check got, as the evidence names it.
+struct Answer {
+  HttpResponse res;
+  util::Json body;
+  bool is_json = false;
+  std::string request_line;
+
+  Answer(const CheckSpec& c, HttpResponse r) : res(std::move(r)) {
+    body = util::Json::parse(res.body, nullptr, false);
+    is_json = !body.is_discarded();
+    request_line = c.method + " " + c.url + " -> " + std::to_string(res.status) +
+                   (res.content_type.empty() ? "" : " (" + res.content_type + ")") + ", " +
+                   std::to_string(res.body.size()) + " bytes";
+  }
+
+  std::string body_head() const {
+    std::string h = util::to_valid_utf8(util::utf8_head(res.body, 1024));
+    return "--- body (first " + std::to_string(std::min<size_t>(1024, res.body.size())) + " bytes) ---\n" + h +
+           (h.empty() || h.back() == '\n' ? "" : "\n");
+  }
+};
+
+// No contract in the work tree: record the first answer's shape, unless
+// the contract was deleted, the check never records, or the answer is no
+// 2xx JSON body.
+SenseResult record_contract(const CheckSpec& c, const std::string& root, const std::string& rel, const Answer& a) {
+  SenseResult r;
+  const std::string abs = root + "/" + rel;
+  std::string where;
+  Missing m = missing_recording(c, root, rel, &where);
+  if (m == Missing::kDeleted) {
+    r.signal = "contract deleted: " + rel;
+    r.evidence = rel + " is in git (" + where + ") but missing from the work tree: restore it (git checkout -- " + rel +
+                 "), or commit a new contract to approve a new shape.\n" + a.request_line + "\n";
+    return r;
+  }
+  if (m == Missing::kRecordNever) {
+    r.signal = "no contract: " + rel;
+    r.evidence = rel + " does not exist and the check says \"record\": \"never\".\n" + a.request_line + "\n";
+    return r;
+  }
+  if (a.res.status < 200 || a.res.status > 299 || !a.is_json) {
+    r.signal = !a.is_json ? "drift: body is not JSON" : "status " + std::to_string(a.res.status);
+    r.evidence = "not recording " + rel + ": the first response must be a 2xx JSON body.\n" + a.request_line + "\n" +
+                 a.body_head();
+    return r;
+  }
+  contract::Contract k;
+  k.method = c.method;
+  k.url = c.url;
+  k.status = a.res.status;
+  k.shape = contract::infer(a.body);
+  std::filesystem::create_directories(std::filesystem::path(abs).parent_path());
+  util::write_file_atomic(abs, contract::to_json(k).dump(2) + "\n");
+  r.ok = true;
+  r.signal = "recorded " + rel + " (" + std::to_string(k.shape.size()) + " paths)";
+  r.evidence = a.request_line + "\nrecorded its shape to " + rel + " (commit it to approve it)\n";
+  return r;
+}
+
+// The answer held against the recorded contract.
+SenseResult hold_to_contract(const CheckSpec& c, const std::string& root, const std::string& rel, const Answer& a) {
+  SenseResult r;
+  contract::Contract k = contract::from_json(util::parse_json(util::read_file(root + "/" + rel), rel), rel);
+  std::vector<contract::Drift> drifts;
+  contract::Shape actual;
+  if (a.res.status != k.status)
+    drifts.push_back({"status-changed", "", std::to_string(k.status), std::to_string(a.res.status)});
+  if (!a.is_json) {
+    drifts.push_back({"body-not-json", "", "JSON", a.res.content_type.empty() ? "not JSON" : a.res.content_type});
+  } else {
+    actual = contract::infer(a.body);
+    for (auto& d : contract::diff(k.shape, actual, c.strict)) drifts.push_back(d);
+  }
+  std::stable_sort(drifts.begin(), drifts.end(), [](const contract::Drift& x, const contract::Drift& y) {
+    return std::tie(x.path, x.kind) < std::tie(y.path, y.kind);
+  });
+  r.ok = drifts.empty();
+  r.signal = r.ok ? "contract holds (" + std::to_string(k.shape.size()) + " paths)" : contract::signal(drifts);
+  r.evidence = a.request_line + "\ncontract " + rel + (c.strict ? " (strict)" : "") + "\n";
+  if (!r.ok) {
+    r.evidence += contract::explain(drifts, k.shape, actual);
+    if (!a.is_json || a.res.status != k.status) r.evidence += a.body_head();
+  }
+  return r;
+}
+
+}  // namespace
+
 SenseResult sense_contract(const CheckSpec& c, const std::string& root) {
   SenseResult r;
   std::unique_ptr<Server> server;
@@ -283,75 +374,10 @@ SenseResult sense_contract(const CheckSpec& c, const std::string& root) {
     return r;
   }
   if (server) server->stop();
-
-  util::Json body = util::Json::parse(res.body, nullptr, false);
-  bool is_json = !body.is_discarded();
-  std::string request_line = c.method + " " + c.url + " -> " + std::to_string(res.status) +
-                             (res.content_type.empty() ? "" : " (" + res.content_type + ")") + ", " +
-                             std::to_string(res.body.size()) + " bytes";
-  auto body_head = [&] {
-    std::string h = util::to_valid_utf8(util::utf8_head(res.body, 1024));
-    return "--- body (first " + std::to_string(std::min<size_t>(1024, res.body.size())) + " bytes) ---\n" + h +
-           (h.empty() || h.back() == '\n' ? "" : "\n");
-  };
-
+  const Answer a(c, std::move(res));
   const std::string rel = contract_path(c);
-  const std::string abs = root + "/" + rel;
-  if (!util::path_exists(abs)) {
-    std::string where;
-    Missing m = missing_recording(c, root, rel, &where);
-    if (m == Missing::kDeleted) {
-      r.signal = "contract deleted: " + rel;
-      r.evidence = rel + " is in git (" + where + ") but missing from the work tree: restore it (git checkout -- " +
-                   rel + "), or commit a new contract to approve a new shape.\n" + request_line + "\n";
-      return r;
-    }
-    if (m == Missing::kRecordNever) {
-      r.signal = "no contract: " + rel;
-      r.evidence = rel + " does not exist and the check says \"record\": \"never\".\n" + request_line + "\n";
-      return r;
-    }
-    if (res.status < 200 || res.status > 299 || !is_json) {
-      r.signal = !is_json ? "drift: body is not JSON" : "status " + std::to_string(res.status);
-      r.evidence = "not recording " + rel + ": the first response must be a 2xx JSON body.\n" + request_line + "\n" +
-                   body_head();
-      return r;
-    }
-    contract::Contract k;
-    k.method = c.method;
-    k.url = c.url;
-    k.status = res.status;
-    k.shape = contract::infer(body);
-    std::filesystem::create_directories(std::filesystem::path(abs).parent_path());
-    util::write_file_atomic(abs, contract::to_json(k).dump(2) + "\n");
-    r.ok = true;
-    r.signal = "recorded " + rel + " (" + std::to_string(k.shape.size()) + " paths)";
-    r.evidence = request_line + "\nrecorded its shape to " + rel + " (commit it to approve it)\n";
-    return r;
-  }
-
-  contract::Contract k = contract::from_json(util::parse_json(util::read_file(abs), rel), rel);
-  std::vector<contract::Drift> drifts;
-  contract::Shape actual;
-  if (res.status != k.status)
-    drifts.push_back({"status-changed", "", std::to_string(k.status), std::to_string(res.status)});
-  if (!is_json) {
-    drifts.push_back({"body-not-json", "", "JSON", res.content_type.empty() ? "not JSON" : res.content_type});
-  } else {
-    actual = contract::infer(body);
-    for (auto& d : contract::diff(k.shape, actual, c.strict)) drifts.push_back(d);
-  }
-  std::stable_sort(drifts.begin(), drifts.end(), [](const contract::Drift& a, const contract::Drift& b) {
-    return std::tie(a.path, a.kind) < std::tie(b.path, b.kind);
-  });
-  r.ok = drifts.empty();
-  r.signal = r.ok ? "contract holds (" + std::to_string(k.shape.size()) + " paths)" : contract::signal(drifts);
-  r.evidence = request_line + "\ncontract " + rel + (c.strict ? " (strict)" : "") + "\n";
-  if (!r.ok) {
-    r.evidence += contract::explain(drifts, k.shape, actual);
-    if (!is_json || res.status != k.status) r.evidence += body_head();
-  }
-  return r;
+  if (!util::path_exists(root + "/" + rel)) return record_contract(c, root, rel, a);
+  return hold_to_contract(c, root, rel, a);
 }
 
 }  // namespace phoenix::checks

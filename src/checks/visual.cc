@@ -104,6 +104,66 @@ bool take_picture(const CheckSpec& c, const std::string& root, std::string& byte
   return true;
 }
 
+// No baseline in the work tree: record the picture, unless the baseline
+// was deleted or the check never records.
+SenseResult record_baseline(const CheckSpec& c, const std::string& root, const std::string& rel,
+                            const std::string& bytes, const std::string& source, const image::Image& actual) {
+  SenseResult r;
+  std::string where;
+  Missing m = missing_recording(c, root, rel, &where);
+  if (m == Missing::kDeleted) {
+    r.signal = "baseline deleted: " + rel;
+    r.evidence = rel + " is in git (" + where + ") but missing from the work tree: restore it (git checkout -- " + rel +
+                 "), or commit a new picture there to approve it.\n";
+    r.artifacts.push_back({"actual.png", bytes});
+    return r;
+  }
+  if (m == Missing::kRecordNever) {
+    r.signal = "no baseline: " + rel;
+    r.evidence = rel + " does not exist and the check says \"record\": \"never\".\n";
+    r.artifacts.push_back({"actual.png", bytes});
+    return r;
+  }
+  const std::string abs = root + "/" + rel;
+  fs::create_directories(fs::path(abs).parent_path());
+  util::write_file_atomic(abs, bytes);
+  r.ok = true;
+  r.signal = "recorded " + rel + " (" + size_of(actual) + ")";
+  r.evidence = "recorded the picture from " + source + " as " + rel + " (commit it to approve it)\n";
+  return r;
+}
+
+// The picture held against its baseline, with the three pictures beside
+// the incident when they differ.
+void compare_to_baseline(SenseResult& r, const CheckSpec& c, const std::string& rel, const image::Image& expected,
+                         const std::string& baseline_bytes, const image::Image& actual, const std::string& bytes,
+                         const std::string& source) {
+  image::CompareOptions opt;
+  opt.tolerance = c.tolerance;
+  opt.detect_aa = c.ignore_anti_aliasing;
+  image::CompareResult cmp = image::compare(expected, actual, opt, true);
+  r.ok = !cmp.size_mismatch && cmp.ratio <= c.max_ratio;
+  char pct[64];
+  std::snprintf(pct, sizeof pct, "%.2f%%", cmp.ratio * 100);
+  if (cmp.size_mismatch) r.signal = "size changed: " + size_of(expected) + " → " + size_of(actual);
+  else
+    r.signal = std::string(r.ok ? "pixels match: " : "pixels differ: ") + pct + " (" + std::to_string(cmp.differing) +
+               " of " + std::to_string(cmp.total) + ")";
+  char limits[128];
+  std::snprintf(limits, sizeof limits, "tolerance %g, max_ratio %g, anti-aliasing %s", c.tolerance, c.max_ratio,
+                c.ignore_anti_aliasing ? "ignored" : "counted");
+  r.evidence = "baseline " + rel + " (" + size_of(expected) + ") vs " + source + " (" + size_of(actual) + ")\n" +
+               limits + "\ndiffering pixels: " + std::to_string(cmp.differing) + " of " + std::to_string(cmp.total) +
+               " (" + pct + ")\n";
+  if (!r.ok) {
+    r.artifacts.push_back({"expected.png", baseline_bytes});
+    r.artifacts.push_back({"actual.png", bytes});
+    if (!cmp.diff.rgba.empty()) r.artifacts.push_back({"diff.png", image::encode_png(cmp.diff)});
+    r.evidence += "pictures: expected.png, actual.png" + std::string(cmp.diff.rgba.empty() ? "" : ", diff.png") +
+                  " (beside the incident note)\n";
+  }
+}
+
 }  // namespace
 
 std::string baseline_path(const CheckSpec& spec) { return layout::baseline_file(spec.id); }
@@ -137,30 +197,7 @@ SenseResult sense_visual(const CheckSpec& c, const std::string& root) {
     r.evidence = std::string(e.what()) + "\n(" + std::to_string(bytes.size()) + " bytes from " + source + ")\n";
     return r;  // `baseline`'s destructor waits for its thread
   }
-
-  if (!baseline.valid()) {
-    std::string where;
-    Missing m = missing_recording(c, root, rel, &where);
-    if (m == Missing::kDeleted) {
-      r.signal = "baseline deleted: " + rel;
-      r.evidence = rel + " is in git (" + where + ") but missing from the work tree: restore it (git checkout -- " +
-                   rel + "), or commit a new picture there to approve it.\n";
-      r.artifacts.push_back({"actual.png", bytes});
-      return r;
-    }
-    if (m == Missing::kRecordNever) {
-      r.signal = "no baseline: " + rel;
-      r.evidence = rel + " does not exist and the check says \"record\": \"never\".\n";
-      r.artifacts.push_back({"actual.png", bytes});
-      return r;
-    }
-    fs::create_directories(fs::path(abs).parent_path());
-    util::write_file_atomic(abs, bytes);
-    r.ok = true;
-    r.signal = "recorded " + rel + " (" + size_of(actual) + ")";
-    r.evidence = "recorded the picture from " + source + " as " + rel + " (commit it to approve it)\n";
-    return r;
-  }
+  if (!baseline.valid()) return record_baseline(c, root, rel, bytes, source, actual);
 
   image::Image expected;
   try {
@@ -170,30 +207,7 @@ SenseResult sense_visual(const CheckSpec& c, const std::string& root) {
     r.evidence = std::string(e.what()) + "\n";
     return r;
   }
-  image::CompareOptions opt;
-  opt.tolerance = c.tolerance;
-  opt.detect_aa = c.ignore_anti_aliasing;
-  image::CompareResult cmp = image::compare(expected, actual, opt, true);
-  r.ok = !cmp.size_mismatch && cmp.ratio <= c.max_ratio;
-  char pct[64];
-  std::snprintf(pct, sizeof pct, "%.2f%%", cmp.ratio * 100);
-  if (cmp.size_mismatch) r.signal = "size changed: " + size_of(expected) + " → " + size_of(actual);
-  else
-    r.signal = std::string(r.ok ? "pixels match: " : "pixels differ: ") + pct + " (" + std::to_string(cmp.differing) +
-               " of " + std::to_string(cmp.total) + ")";
-  char limits[128];
-  std::snprintf(limits, sizeof limits, "tolerance %g, max_ratio %g, anti-aliasing %s", c.tolerance, c.max_ratio,
-                c.ignore_anti_aliasing ? "ignored" : "counted");
-  r.evidence = "baseline " + rel + " (" + size_of(expected) + ") vs " + source + " (" + size_of(actual) + ")\n" +
-               limits + "\ndiffering pixels: " + std::to_string(cmp.differing) + " of " + std::to_string(cmp.total) +
-               " (" + pct + ")\n";
-  if (!r.ok) {
-    r.artifacts.push_back({"expected.png", baseline_bytes});
-    r.artifacts.push_back({"actual.png", bytes});
-    if (!cmp.diff.rgba.empty()) r.artifacts.push_back({"diff.png", image::encode_png(cmp.diff)});
-    r.evidence += "pictures: expected.png, actual.png" + std::string(cmp.diff.rgba.empty() ? "" : ", diff.png") +
-                  " (beside the incident note)\n";
-  }
+  compare_to_baseline(r, c, rel, expected, baseline_bytes, actual, bytes, source);
   return r;
 }
 

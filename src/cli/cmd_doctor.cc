@@ -95,64 +95,46 @@ void check_git(Report& r) {
   r.add("libgit2", Status::kOk, "libgit2 " + v, {{"version", v}});
 }
 
-// The pre-push hook: installed, and pointing at a binary that exists.
-void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
-  std::string hooks_dir = repo.hooks_dir();
-  std::string hook = hooks_dir + "/pre-push";
+// A hook manager (lefthook, husky, …) runs the hooks: wired to Phoenix or not.
+bool hook_by_manager(Report& r, const gitx::Repo& repo, json& data, Status missing_status) {
+  auto m = hook::detect_manager(repo.workdir(), repo.config_get("core.hooksPath"), "phoenix");
+  if (!m) return false;
+  data["manager"] = m->name;
+  data["config"] = m->config;
+  const bool wired = m->calls_phoenix;
+  data["installed"] = wired;
+  if (wired) r.add("hook", Status::kOk, m->name + " runs 'phoenix hook run pre-push' (" + m->config + ")", data);
+  else
+    r.add("hook", missing_status,
+          m->name + " manages the hooks and " + m->config + " does not call Phoenix; see 'phoenix hook install'", data);
+  return true;
+}
+
+// core.hooksPath names a folder whose pre-push does not call Phoenix
+// (something set it: a project's `prepare` script, an agent): whatever
+// was installed before, git no longer runs it.
+void hooks_path_elsewhere(Report& r, const gitx::Repo& repo, const hook::HookOwner& owner, json& data, bool wanted) {
+  const std::string hooks_dir = repo.hooks_dir();
   std::error_code ec;
-  json data{{"hooks_dir", hooks_dir}, {"hook", hook}};
-  const Status missing_status = wanted ? Status::kFail : Status::kWarn;
-  if (auto m = hook::detect_manager(repo.workdir(), repo.config_get("core.hooksPath"), "phoenix")) {
-    data["manager"] = m->name;
-    data["config"] = m->config;
-    const bool wired = m->calls_phoenix;
-    data["installed"] = wired;
-    if (wired) r.add("hook", Status::kOk, m->name + " runs 'phoenix hook run pre-push' (" + m->config + ")", data);
-    else
-      r.add("hook", missing_status,
-            m->name + " manages the hooks and " + m->config + " does not call Phoenix; see 'phoenix hook install'",
-            data);
-    return;
-  }
-  // core.hooksPath names a folder whose pre-push does not call Phoenix
-  // (something set it: a project's `prepare` script, an agent): whatever
-  // was installed before, git no longer runs it.
-  const std::optional<std::string> hooks_path = repo.config_get("core.hooksPath");
-  const hook::HookOwner owner = hook::hook_owner(repo.workdir(), hooks_dir, hooks_path);
-  data["calls_phoenix"] = owner.calls_phoenix;
-  if (owner.from_config && !owner.calls_phoenix) {
-    const std::string ours = repo.common_dir() + "/hooks/pre-push";
-    const bool shim_left = fs::is_regular_file(ours, ec) && hook::is_shim(util::read_file(ours));
-    // Pointing into a tree of Phoenix's own: set by a program run there
-    // before Phoenix put such changes back (a setup step's `prepare`).
-    const std::string trees = layout::trees_root(repo);
-    const bool into_our_trees = util::starts_with(hooks_dir, trees + "/");
-    data["installed"] = false;
-    data["into_phoenix_trees"] = into_our_trees;
-    r.add("hook", shim_left || wanted || into_our_trees ? Status::kFail : Status::kWarn,
-          owner.warning + (shim_left ? "; Phoenix's hook " + ours + " is no longer run" : "") +
-              (into_our_trees ? "; " + hooks_dir + " is inside a tree of Phoenix's (" + trees +
-                                    "): a program run there set core.hooksPath, so unset it"
-                              : ""),
-          data);
-    return;
-  }
-  if (!fs::exists(fs::symlink_status(hook, ec))) {
-    data["installed"] = false;
-    r.add("hook", missing_status, "not installed in " + hooks_dir + " (run 'phoenix hook install')", data);
-    return;
-  }
-  std::string content = util::read_file(hook);
-  if (!hook::is_shim(content) && owner.calls_phoenix) {
-    data["installed"] = true;
-    r.add("hook", Status::kOk, owner.how + " (in " + hooks_dir + ")", data);
-    return;
-  }
-  if (!hook::is_shim(content)) {
-    data["installed"] = false;
-    r.add("hook", missing_status, hook + " is not Phoenix's ('phoenix hook install' chains it)", data);
-    return;
-  }
+  const std::string ours = repo.common_dir() + "/hooks/pre-push";
+  const bool shim_left = fs::is_regular_file(ours, ec) && hook::is_shim(util::read_file(ours));
+  // Pointing into a tree of Phoenix's own: set by a program run there
+  // before Phoenix put such changes back (a setup step's `prepare`).
+  const std::string trees = layout::trees_root(repo);
+  const bool into_our_trees = util::starts_with(hooks_dir, trees + "/");
+  data["installed"] = false;
+  data["into_phoenix_trees"] = into_our_trees;
+  r.add("hook", shim_left || wanted || into_our_trees ? Status::kFail : Status::kWarn,
+        owner.warning + (shim_left ? "; Phoenix's hook " + ours + " is no longer run" : "") +
+            (into_our_trees ? "; " + hooks_dir + " is inside a tree of Phoenix's (" + trees +
+                                  "): a program run there set core.hooksPath, so unset it"
+                            : ""),
+        data);
+}
+
+// Phoenix's own shim: the binary and the program it starts still there
+// and current.
+void check_shim(Report& r, const std::string& hooks_dir, const std::string& content, json& data) {
   std::string bin = hook::shim_binary(content);
   const std::string program = hook::shim_interpreter(content);
   const std::string source = hook::shim_program_source(content);
@@ -195,6 +177,37 @@ void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
         "installed in " + hooks_dir + ", runs " +
             (program.empty() ? bin : program + " (a copy of " + source + ", no shell), then " + bin),
         data);
+}
+
+// The pre-push hook: installed, and pointing at a binary that exists.
+void check_hook(Report& r, const gitx::Repo& repo, bool wanted) {
+  std::string hooks_dir = repo.hooks_dir();
+  std::string hook = hooks_dir + "/pre-push";
+  std::error_code ec;
+  json data{{"hooks_dir", hooks_dir}, {"hook", hook}};
+  const Status missing_status = wanted ? Status::kFail : Status::kWarn;
+  if (hook_by_manager(r, repo, data, missing_status)) return;
+  const std::optional<std::string> hooks_path = repo.config_get("core.hooksPath");
+  const hook::HookOwner owner = hook::hook_owner(repo.workdir(), hooks_dir, hooks_path);
+  data["calls_phoenix"] = owner.calls_phoenix;
+  if (owner.from_config && !owner.calls_phoenix) return hooks_path_elsewhere(r, repo, owner, data, wanted);
+  if (!fs::exists(fs::symlink_status(hook, ec))) {
+    data["installed"] = false;
+    r.add("hook", missing_status, "not installed in " + hooks_dir + " (run 'phoenix hook install')", data);
+    return;
+  }
+  std::string content = util::read_file(hook);
+  if (!hook::is_shim(content) && owner.calls_phoenix) {
+    data["installed"] = true;
+    r.add("hook", Status::kOk, owner.how + " (in " + hooks_dir + ")", data);
+    return;
+  }
+  if (!hook::is_shim(content)) {
+    data["installed"] = false;
+    r.add("hook", missing_status, hook + " is not Phoenix's ('phoenix hook install' chains it)", data);
+    return;
+  }
+  check_shim(r, hooks_dir, content, data);
 }
 
 // Phoenix as an agent CLI's stop hook (hook/agent_config.h): where it is

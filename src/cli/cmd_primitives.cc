@@ -122,6 +122,90 @@ checks::CheckSpec recheck_for(const Parsed& p, const config::Config& cfg, const 
   throw UsageError("heal: --recheck is required (snapshot " + snap_id + " does not record its check)");
 }
 
+// heal --strategy rollback: restore a snapshot, then its check decides.
+int heal_by_rollback(Parsed& p, const config::Config& cfg, json& out) {
+  if (!p.vm.count("snap")) throw UsageError("heal: --strategy rollback needs --snap ID");
+  std::string id = p.vm["snap"].as<std::string>();
+  std::string snaps = layout::snapshots_dir(p.ctx.root);
+  snapshot::Snapshot s = snapshot::load(snaps, id);  // unknown id: UsageError naming the known ones
+  checks::CheckSpec recheck = recheck_for(p, cfg, id);
+  snapshot::restore(p.ctx.root, snaps, id);
+  checks::SenseResult r = checks::sense(recheck, p.ctx.root);
+  trace_sense(p.ctx, recheck, r);
+  p.ctx.trace().append(trace::event::kHeal, {{"strategy", "rollback"},
+                                             {"snap_id", id},
+                                             {"path", s.path},
+                                             {"recheck", recheck.id},
+                                             {"healed", r.ok},
+                                             {"signal", r.signal}});
+  out["snap_id"] = id;
+  out["path"] = s.path;
+  out["healed"] = r.ok;
+  out["recheck"] = r.to_json();
+  if (p.ctx.json) print_json(p.ctx, out);
+  else {
+    std::cout << "restored " << s.path << " from " << id << "\n";
+    print_sense(p.ctx, r);
+    std::cout << (r.ok ? green(p.ctx, "healed") : red(p.ctx, "not healed")) << ": recheck " << recheck.id << " "
+              << (r.ok ? "passes" : "is still red") << "\n";
+  }
+  return r.ok ? kExitOk : (r.interrupted ? kExitInterrupted : kExitRed);
+}
+
+// What heal --strategy retry re-runs: --target's command or --check's check.
+checks::CheckSpec retry_target(Parsed& p, const config::Config& cfg) {
+  if (p.vm.count("target") && p.vm.count("check")) throw UsageError("heal: give --target or --check, not both");
+  if (p.vm.count("target")) {
+    std::string t = util::trim(p.vm["target"].as<std::string>());
+    util::Json target = !t.empty() && t[0] == '[' ? util::parse_json(t, "--target") : util::Json(t);
+    return checks::parse_check({{"kind", "command_exit"}, {"id", "retry"}, {"target", target}}, "--target", false);
+  }
+  if (p.vm.count("check")) return resolve_check(cfg, p.vm["check"].as<std::string>());
+  throw UsageError("heal: --strategy retry needs --target CMD or --check ID");
+}
+
+// heal --strategy retry: run it again with backoff, then --recheck decides.
+int heal_by_retry(Parsed& p, const config::Config& cfg, json& out) {
+  checks::CheckSpec spec = retry_target(p, cfg);
+  int attempts = p.vm["attempts"].as<int>();
+  if (attempts < 1 || attempts > engine::kMaxRetryAttempts)
+    throw UsageError("heal: --attempts " + std::to_string(attempts) + " is outside 1-" +
+                     std::to_string(engine::kMaxRetryAttempts));
+  long long backoff = p.vm["backoff-ms"].as<long long>();
+  if (backoff < 0) throw UsageError("heal: --backoff-ms must be >= 0");
+  engine::RetryResult rr = engine::retry_check(spec, p.ctx.root, attempts, backoff);
+  for (const auto& run : rr.runs) trace_sense(p.ctx, spec, run);
+  bool healed = rr.healed;
+  json recheck_json = nullptr;
+  if (healed && p.vm.count("recheck")) {
+    checks::CheckSpec recheck = resolve_check(cfg, p.vm["recheck"].as<std::string>());
+    checks::SenseResult r = checks::sense(recheck, p.ctx.root);
+    trace_sense(p.ctx, recheck, r);
+    healed = r.ok;
+    recheck_json = r.to_json();
+  }
+  p.ctx.trace().append(trace::event::kHeal, {{"strategy", "retry"},
+                                             {"check", spec.id},
+                                             {"attempts", rr.attempts},
+                                             {"delays_ms", rr.delays_ms},
+                                             {"healed", healed}});
+  out["healed"] = healed;
+  out["attempts"] = rr.attempts;
+  out["delays_ms"] = rr.delays_ms;
+  json runs = json::array();
+  for (const auto& r : rr.runs) runs.push_back(r.to_json());
+  out["runs"] = runs;
+  out["recheck"] = recheck_json;
+  if (p.ctx.json) print_json(p.ctx, out);
+  else {
+    for (const auto& r : rr.runs) print_sense(p.ctx, r);
+    std::cout << (healed ? green(p.ctx, "healed") : red(p.ctx, "not healed")) << " after " << rr.attempts
+              << (rr.attempts == 1 ? " attempt" : " attempts") << "\n";
+  }
+  if (!healed && !rr.runs.empty() && rr.runs.back().interrupted) return kExitInterrupted;
+  return healed ? kExitOk : kExitRed;
+}
+
 }  // namespace
 
 int cmd_heal(const std::vector<std::string>& args) {
@@ -141,84 +225,8 @@ int cmd_heal(const std::vector<std::string>& args) {
   config::Config cfg = config::load(p.ctx.root, false);
   if (p.ctx.in_repo) layout::require_writable(gitx::Repo::open(p.ctx.root));
   json out = {{"strategy", strategy}, {"healed", false}};
-  if (strategy == "rollback") {
-    if (!p.vm.count("snap")) throw UsageError("heal: --strategy rollback needs --snap ID");
-    std::string id = p.vm["snap"].as<std::string>();
-    std::string snaps = layout::snapshots_dir(p.ctx.root);
-    snapshot::Snapshot s = snapshot::load(snaps, id);  // unknown id: UsageError naming the known ones
-    checks::CheckSpec recheck = recheck_for(p, cfg, id);
-    snapshot::restore(p.ctx.root, snaps, id);
-    checks::SenseResult r = checks::sense(recheck, p.ctx.root);
-    trace_sense(p.ctx, recheck, r);
-    p.ctx.trace().append(trace::event::kHeal, {{"strategy", "rollback"},
-                                               {"snap_id", id},
-                                               {"path", s.path},
-                                               {"recheck", recheck.id},
-                                               {"healed", r.ok},
-                                               {"signal", r.signal}});
-    out["snap_id"] = id;
-    out["path"] = s.path;
-    out["healed"] = r.ok;
-    out["recheck"] = r.to_json();
-    if (p.ctx.json) print_json(p.ctx, out);
-    else {
-      std::cout << "restored " << s.path << " from " << id << "\n";
-      print_sense(p.ctx, r);
-      std::cout << (r.ok ? green(p.ctx, "healed") : red(p.ctx, "not healed")) << ": recheck " << recheck.id << " "
-                << (r.ok ? "passes" : "is still red") << "\n";
-    }
-    return r.ok ? kExitOk : (r.interrupted ? kExitInterrupted : kExitRed);
-  }
-  if (strategy == "retry") {
-    checks::CheckSpec spec;
-    if (p.vm.count("target") && p.vm.count("check")) throw UsageError("heal: give --target or --check, not both");
-    if (p.vm.count("target")) {
-      std::string t = util::trim(p.vm["target"].as<std::string>());
-      util::Json target = !t.empty() && t[0] == '[' ? util::parse_json(t, "--target") : util::Json(t);
-      spec = checks::parse_check({{"kind", "command_exit"}, {"id", "retry"}, {"target", target}}, "--target", false);
-    } else if (p.vm.count("check")) {
-      spec = resolve_check(cfg, p.vm["check"].as<std::string>());
-    } else {
-      throw UsageError("heal: --strategy retry needs --target CMD or --check ID");
-    }
-    int attempts = p.vm["attempts"].as<int>();
-    if (attempts < 1 || attempts > engine::kMaxRetryAttempts)
-      throw UsageError("heal: --attempts " + std::to_string(attempts) + " is outside 1-" +
-                       std::to_string(engine::kMaxRetryAttempts));
-    long long backoff = p.vm["backoff-ms"].as<long long>();
-    if (backoff < 0) throw UsageError("heal: --backoff-ms must be >= 0");
-    engine::RetryResult rr = engine::retry_check(spec, p.ctx.root, attempts, backoff);
-    for (const auto& run : rr.runs) trace_sense(p.ctx, spec, run);
-    bool healed = rr.healed;
-    json recheck_json = nullptr;
-    if (healed && p.vm.count("recheck")) {
-      checks::CheckSpec recheck = resolve_check(cfg, p.vm["recheck"].as<std::string>());
-      checks::SenseResult r = checks::sense(recheck, p.ctx.root);
-      trace_sense(p.ctx, recheck, r);
-      healed = r.ok;
-      recheck_json = r.to_json();
-    }
-    p.ctx.trace().append(trace::event::kHeal, {{"strategy", "retry"},
-                                               {"check", spec.id},
-                                               {"attempts", rr.attempts},
-                                               {"delays_ms", rr.delays_ms},
-                                               {"healed", healed}});
-    out["healed"] = healed;
-    out["attempts"] = rr.attempts;
-    out["delays_ms"] = rr.delays_ms;
-    json runs = json::array();
-    for (const auto& r : rr.runs) runs.push_back(r.to_json());
-    out["runs"] = runs;
-    out["recheck"] = recheck_json;
-    if (p.ctx.json) print_json(p.ctx, out);
-    else {
-      for (const auto& r : rr.runs) print_sense(p.ctx, r);
-      std::cout << (healed ? green(p.ctx, "healed") : red(p.ctx, "not healed")) << " after " << rr.attempts
-                << (rr.attempts == 1 ? " attempt" : " attempts") << "\n";
-    }
-    if (!healed && !rr.runs.empty() && rr.runs.back().interrupted) return kExitInterrupted;
-    return healed ? kExitOk : kExitRed;
-  }
+  if (strategy == "rollback") return heal_by_rollback(p, cfg, out);
+  if (strategy == "retry") return heal_by_retry(p, cfg, out);
   throw UsageError("heal: unknown strategy '" + strategy + "' (rollback or retry)");
 }
 

@@ -50,24 +50,8 @@ std::vector<std::string> split_ids(const std::vector<std::string>& raw) {
   return out;
 }
 
-}  // namespace
-
-int cmd_run(const std::vector<std::string>& args) {
-  po::options_description desc("run options");
-  desc.add_options()("dry-run", "stop at PROPOSED: write nothing to the repository, spend nothing on a model")(
-      "only", po::value<std::vector<std::string>>()->composing(),
-      "run only these check ids (comma-separated, repeatable)")(
-      "fixer", po::value<std::string>(), "fixers to use, in order (journal,bisect,harness,noop)")(
-      "allow-dirty", "heal even though the work tree has uncommitted changes (they are left alone)")(
-      "rollback", po::value<std::string>(), "on escalation roll back to 'known-good' instead of the pre-run state")(
-      "no-journal", "do not replay remembered fixes (full price)")(
-      "no-cache", "measure every check fresh, never from the measurement store (also PHOENIX_NO_CACHE=1)")(
-      "explain", "say why each decision was taken (budget, guard, signature)")("debug,d", po::value<std::string>(),
-                                                                               "'-d explain' is the same as --explain");
-  Parsed p;
-  if (!parse_command("run", desc, args, p, false)) return kExitOk;
-  config::Config cfg = config::load(p.ctx.root, true);
-  if (!p.ctx.in_repo) throw UsageError("run: " + p.ctx.root + " is not inside a git repository");
+// The engine's options from the command line.
+engine::RunOptions run_options(Parsed& p, const config::Config& cfg) {
   engine::RunOptions opt;
   opt.dry_run = p.vm.count("dry-run") > 0;
   opt.allow_dirty = p.vm.count("allow-dirty") > 0;
@@ -94,17 +78,11 @@ int cmd_run(const std::vector<std::string>& args) {
                          (near.empty() ? "" : " (did you mean '" + near + "'?)"));
       }
   }
-  engine::SessionOptions so;
-  so.run = opt;
-  if (p.vm.count("fixer")) so.fixers = fixers::parse_fixer_list(p.vm["fixer"].as<std::string>());
-  so.no_journal = p.vm.count("no-journal") > 0;
-  Context& ctx = p.ctx;
-  layout::require_writable(gitx::Repo::open(ctx.root));
-  engine::RunResult r = engine::run_session(ctx.root, cfg, so, ctx.trace(), [&](const json& ev) {
-    if (ctx.json) std::cout << ev.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
-    const std::string line = engine::timeline_line(ev, engine::TimelineForm::kRun, ctx.color_err);
-    if (!line.empty()) std::cerr << line << "\n";
-  });
+  return opt;
+}
+
+// The run's end: a summary object (--json) or a line per issue.
+int print_result(const Context& ctx, const engine::RunResult& r, bool dry_run) {
   json summary = {{"event", "summary"},
                   {"exit_code", r.exit_code},
                   {"known_good", r.known_good},
@@ -118,32 +96,65 @@ int cmd_run(const std::vector<std::string>& args) {
                       {"commit", i.fix_commit},
                       {"signature", i.issue_signature},
                       {"model_calls", i.model_calls ? json(*i.model_calls) : json(nullptr)}});
-    if (opt.dry_run && i.state == engine::State::kProposed && !ctx.json)
+    if (dry_run && i.state == engine::State::kProposed && !ctx.json)
       std::cout << "proposed by " << i.fixer << " for " << i.check << " (not applied: --dry-run):\n" << i.patch;
   }
   summary["issues"] = issues;
   if (!r.model_unusable.empty()) summary["model_unusable"] = r.model_unusable;
-  if (ctx.json) std::cout << summary.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
-  else {
-    if (r.issues.empty())
-      std::cerr << "phoenix: every check is green"
-                << (r.known_good.empty() ? "" : "; known-good " + util::sha12(r.known_good)) << "\n";
-    // The model could not be used: one line with the cause.
-    if (!r.model_unusable.empty()) {
-      std::cerr << "phoenix: " << r.model_unusable << "\n";
-      return r.exit_code;
-    }
-    for (const auto& i : r.issues) {
-      std::string line = i.check + ": " + engine::state_name(i.state);
-      if (i.state == engine::State::kHealed)
-        line +=
-            " by " + i.fixer + (i.fix_commit.empty() ? " (fix left uncommitted)" : " in " + util::sha12(i.fix_commit));
-      if (i.state == engine::State::kEscalated)
-        line += " — see " + r.incident + " (rolled back to " + util::sha12(r.rolled_back_to) + ")";
-      std::cerr << "phoenix: " << line << "\n";
-    }
+  if (ctx.json) {
+    std::cout << summary.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    return r.exit_code;
+  }
+  if (r.issues.empty())
+    std::cerr << "phoenix: every check is green"
+              << (r.known_good.empty() ? "" : "; known-good " + util::sha12(r.known_good)) << "\n";
+  // The model could not be used: one line with the cause.
+  if (!r.model_unusable.empty()) {
+    std::cerr << "phoenix: " << r.model_unusable << "\n";
+    return r.exit_code;
+  }
+  for (const auto& i : r.issues) {
+    std::string line = i.check + ": " + engine::state_name(i.state);
+    if (i.state == engine::State::kHealed)
+      line +=
+          " by " + i.fixer + (i.fix_commit.empty() ? " (fix left uncommitted)" : " in " + util::sha12(i.fix_commit));
+    if (i.state == engine::State::kEscalated)
+      line += " — see " + r.incident + " (rolled back to " + util::sha12(r.rolled_back_to) + ")";
+    std::cerr << "phoenix: " << line << "\n";
   }
   return r.exit_code;
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& args) {
+  po::options_description desc("run options");
+  desc.add_options()("dry-run", "stop at PROPOSED: write nothing to the repository, spend nothing on a model")(
+      "only", po::value<std::vector<std::string>>()->composing(),
+      "run only these check ids (comma-separated, repeatable)")(
+      "fixer", po::value<std::string>(), "fixers to use, in order (journal,bisect,harness,noop)")(
+      "allow-dirty", "heal even though the work tree has uncommitted changes (they are left alone)")(
+      "rollback", po::value<std::string>(), "on escalation roll back to 'known-good' instead of the pre-run state")(
+      "no-journal", "do not replay remembered fixes (full price)")(
+      "no-cache", "measure every check fresh, never from the measurement store (also PHOENIX_NO_CACHE=1)")(
+      "explain", "say why each decision was taken (budget, guard, signature)")("debug,d", po::value<std::string>(),
+                                                                               "'-d explain' is the same as --explain");
+  Parsed p;
+  if (!parse_command("run", desc, args, p, false)) return kExitOk;
+  config::Config cfg = config::load(p.ctx.root, true);
+  if (!p.ctx.in_repo) throw UsageError("run: " + p.ctx.root + " is not inside a git repository");
+  engine::SessionOptions so;
+  so.run = run_options(p, cfg);
+  if (p.vm.count("fixer")) so.fixers = fixers::parse_fixer_list(p.vm["fixer"].as<std::string>());
+  so.no_journal = p.vm.count("no-journal") > 0;
+  Context& ctx = p.ctx;
+  layout::require_writable(gitx::Repo::open(ctx.root));
+  engine::RunResult r = engine::run_session(ctx.root, cfg, so, ctx.trace(), [&](const json& ev) {
+    if (ctx.json) std::cout << ev.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
+    const std::string line = engine::timeline_line(ev, engine::TimelineForm::kRun, ctx.color_err);
+    if (!line.empty()) std::cerr << line << "\n";
+  });
+  return print_result(ctx, r, so.run.dry_run);
 }
 
 }  // namespace phoenix::cli

@@ -375,6 +375,20 @@ std::string record_run(Proposal& p, const util::ProcessResult& r, const Invocati
   return strays;
 }
 
+// The agent's command line: phoenix.json's command, else its preset's.
+const std::vector<std::string>* harness_argv(const config::Harness& h) {
+  const agent::HarnessPreset* preset = h.preset.empty() ? nullptr : agent::find_preset(h.preset);
+  return !h.command.empty() ? &h.command : preset ? &preset->argv : nullptr;
+}
+
+// Not installed: said before the repository is copied for nothing. A path
+// with '/' is resolved in the sandbox, so only the run can tell.
+bool not_on_path(const config::Harness& h, const std::vector<std::string>& argv) {
+  if (argv[0].find('/') != std::string::npos) return false;
+  auto path_it = h.env.find("PATH");
+  return util::find_executable(argv[0], path_it != h.env.end() ? path_it->second : "").empty();
+}
+
 }  // namespace
 
 Proposal HarnessFixer::propose(const Request& request) {
@@ -393,21 +407,14 @@ Proposal HarnessFixer::propose(const Request& request) {
 
   if (!request.config) return done(Status::kUnavailable, "no configuration was given", "harness: not configured");
   const config::Harness& h = request.config->harness;
-  const agent::HarnessPreset* preset = h.preset.empty() ? nullptr : agent::find_preset(h.preset);
-  const std::vector<std::string>* base_argv = !h.command.empty() ? &h.command : preset ? &preset->argv : nullptr;
+  const std::vector<std::string>* base_argv = harness_argv(h);
   if (!base_argv || base_argv->empty())
     return done(Status::kUnavailable, "no harness configured: set \"harness\" in phoenix.json to a preset or a command",
                 "harness: not configured");
   const std::string program = agent::program_name(*base_argv);
-
-  // Not installed: say so before copying the repository for nothing. A path
-  // with '/' is resolved in the sandbox, so only the run can tell.
-  if ((*base_argv)[0].find('/') == std::string::npos) {
-    auto path_it = h.env.find("PATH");
-    if (util::find_executable((*base_argv)[0], path_it != h.env.end() ? path_it->second : "").empty())
-      return done(Status::kUnavailable, program + " is not installed (not found on PATH)",
-                  "harness: " + program + " not found");
-  }
+  if (not_on_path(h, *base_argv))
+    return done(Status::kUnavailable, program + " is not installed (not found on PATH)",
+                "harness: " + program + " not found");
 
   const std::string prompt = agent::render_prompt(load_prompt_template(request), prompt_values(request));
   // Sandboxes live outside the work tree (layout/layout.h), where no test
