@@ -180,7 +180,20 @@ const checks::SenseResult* Measured::find(const std::string& id) const {
   return nullptr;
 }
 
-namespace {}  // namespace
+void hand_lock(std::unique_ptr<util::FileLock> lock) {
+  if (!lock) return;
+  ::setenv(kLockEnv, std::to_string(lock->keep_across_exec()).c_str(), 1);
+}
+
+std::unique_ptr<util::FileLock> take_handed_lock(const std::string& root) {
+  const char* named = std::getenv(kLockEnv);
+  const std::string fd = named ? named : "";
+  ::unsetenv(kLockEnv);  // the checks run from here on do not inherit it
+  if (!fd.empty() && fd.size() < 10 && fd.find_first_not_of("0123456789") == std::string::npos)
+    if (std::unique_ptr<util::FileLock> lock = util::FileLock::adopt(layout::lock_file(root), std::stoi(fd)))
+      return lock;
+  return nullptr;
+}
 
 void hand_measured(const std::string& root, const Measured& m) {
   util::Json results = util::Json::array();
@@ -396,6 +409,16 @@ std::optional<int> conclude(const HeadWatch& git, const InPlace& ran, double tim
 
 }  // namespace
 
+namespace {
+
+// Every way to the full hook: the lock goes with the exec that follows.
+std::nullopt_t handing(std::unique_ptr<util::FileLock> lock) {
+  hand_lock(std::move(lock));
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::string& root, const std::string& remote,
                              std::string& err) {
   const auto start = std::chrono::steady_clock::now();
@@ -423,7 +446,7 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
     lock = lock_repository(root);
   } catch (const Error&) { return std::nullopt; }
   // A remote end no earlier run explains: the full hook asks git about it.
-  if (!unexplained_remote_ends(root, remote, refs).empty()) return std::nullopt;
+  if (!unexplained_remote_ends(root, remote, refs).empty()) return handing(std::move(lock));
 
   // The first check the store does not answer runs beside git; its result
   // counts only once git has said yes, and it is stopped when git says no.
@@ -440,14 +463,15 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   git.judge(refs, root, *status);
   if (!git.green) {
     if (first) first->stop();
-    if (util::interrupted_signal() == 0) return std::nullopt;  // another commit, a dirty tree, git could not say
-    err += kInterruptedLine;  // Ctrl-C blocks the push: handing over would run the checks again
+    if (util::interrupted_signal() == 0)
+      return handing(std::move(lock));  // another commit, a dirty tree, git could not say
+    err += kInterruptedLine;            // Ctrl-C blocks the push: handing over would run the checks again
     log_run(root, "phoenix-hook", remote, refs, RunOutcome::kInterrupted, {});
     return kExitInterrupted;
   }
   const InPlace ran = sense_until_red(selected, std::move(served), root, deadline, std::move(first));
   // The store's answers hold for the tree git status judged, and only then.
-  if (!store.head.empty() && git.st->head != store.head) return std::nullopt;
+  if (!store.head.empty() && git.st->head != store.head) return handing(std::move(lock));
   const std::optional<int> code = conclude(git, ran, cfg.hook.timeout_s, err);
   if (code == kExitOk) {
     for (size_t i = 0; i < ran.results.size(); ++i)
@@ -467,6 +491,7 @@ std::optional<int> run_green(const std::vector<PushedRef>& refs, const std::stri
   if (!code && !ran.results.empty() && !ran.results.back().ok) hand_measured(root, Measured{git.st->head, ran.results});
   // What the full hook says last, said here too when this is the verdict.
   if (code && git.owner && !git.owner->calls_phoenix) err += "phoenix: warning: " + git.owner->warning + "\n";
+  if (!code) hand_lock(std::move(lock));
   return code;
 }
 

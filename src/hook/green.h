@@ -99,7 +99,7 @@ void print_interrupted(std::ostream& err);
 // before it execs `phoenix hook run pre-push`, which keeps its pid.
 inline constexpr const char* kMeasuredEnv = "PHOENIX_HOOK_MEASURED";
 struct Measured {
-  std::string commit;                         // the clean HEAD measured in place
+  std::string commit;                        // the clean HEAD measured in place
   std::vector<checks::SenseResult> results;  // in the order run
   const checks::SenseResult* find(const std::string& id) const;
 };
@@ -111,6 +111,17 @@ void hand_measured(const std::string& root, const Measured& m);
 // process (the pid exec kept) and reads whole. The caller still trusts it
 // only for its commit, as HEAD, on a clean tree.
 std::optional<Measured> take_measured();
+
+// The repository lock goes with the exec too: phoenix-hook keeps its
+// descriptor open across it and names it in PHOENIX_HOOK_LOCK_FD, and the
+// full hook adopts it, so no other run takes the repository between the
+// two (and the full hook hands it on to a heal: engine::RunOptions::lock).
+inline constexpr const char* kLockEnv = "PHOENIX_HOOK_LOCK_FD";
+void hand_lock(std::unique_ptr<util::FileLock> lock);
+// The lock handed to this process, when the variable names a descriptor
+// that holds the lock of `root`; nullptr otherwise. The variable is unset
+// either way, and the descriptor is closed on exec again.
+std::unique_ptr<util::FileLock> take_handed_lock(const std::string& root);
 
 // ---------------------------------------------------------------------------
 // The thin binary's whole run.

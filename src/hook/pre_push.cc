@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 
 int PrePush::run() {
   handed_ = take_measured();
+  lock_ = take_handed_lock(opt_.root);  // phoenix-hook's, kept across its exec
   if (auto code = load_config()) return *code;
   if (auto code = take_lock()) return *code;
   forget_git_location_env();
@@ -81,7 +82,7 @@ std::optional<int> PrePush::load_config() {
 std::optional<int> PrePush::take_lock() {
   layout::ensure_state_dir(opt_.root);
   try {
-    lock_ = lock_repository(opt_.root);
+    if (!lock_) lock_ = lock_repository(opt_.root);
   } catch (const Error&) {
     long pid = util::FileLock::holder_pid(layout::lock_file(opt_.root));
     if (pid <= 0) throw;  // not a holder: the lock file itself is the problem, and the error says why

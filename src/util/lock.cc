@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -120,6 +121,29 @@ FileLock::~FileLock() {
     ::flock(fd_, LOCK_UN);
     ::close(fd_);
   }
+}
+
+int FileLock::keep_across_exec() {
+  const int fd = fd_;
+  if (fd >= 0) ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) & ~FD_CLOEXEC);
+  fd_ = -1;
+  return fd;
+}
+
+std::unique_ptr<FileLock> FileLock::adopt(const std::string& path, int fd) {
+  struct stat held {
+  }, named{};
+  if (fd < 0 || ::fstat(fd, &held) != 0 || ::stat(path.c_str(), &named) != 0) return nullptr;
+  if (held.st_dev != named.st_dev || held.st_ino != named.st_ino) return nullptr;
+  // flock on the open file that already holds it succeeds at once; on
+  // one that does not (another holder), it fails: not ours to adopt.
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return nullptr;
+  ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
+  std::unique_ptr<FileLock> lock(new FileLock());
+  lock->path_ = path;
+  lock->fd_ = fd;
+  lock->write_record(std::to_string(::getpid()));
+  return lock;
 }
 
 std::string FileLock::open_by(const std::string& path) {

@@ -46,12 +46,22 @@ class FileLock {
   // for a lock file that holds no pid (git's index.lock).
   static std::string open_by(const std::string& path);
 
+  // Handing the lock to the program this process is about to exec: the
+  // descriptor loses close-on-exec and this object lets go of it without
+  // unlocking. Returns the descriptor.
+  int keep_across_exec();
+  // The lock held on `fd`, a descriptor kept across exec by
+  // keep_across_exec(), when it is open on `path` and this process holds
+  // its flock; nullptr otherwise (`fd` is then left as it is).
+  static std::unique_ptr<FileLock> adopt(const std::string& path, int fd);
+
  private:
   static std::string pid_with_command(long pid);  // "pid 123 (its command line)"
-  static constexpr size_t kRecordSize = 21;  // a 64-bit pid, padded, and a newline
-  explicit FileLock(const std::string& path);  // opens (creates) the file; takes nothing
-  bool acquire(int wait_ms);                   // false when still held at the end of the wait
-  void claim();                                // reads what a stale holder left, then records our pid
+  static constexpr size_t kRecordSize = 21;       // a 64-bit pid, padded, and a newline
+  FileLock() = default;                           // adopt()'s
+  explicit FileLock(const std::string& path);     // opens (creates) the file; takes nothing
+  bool acquire(int wait_ms);                      // false when still held at the end of the wait
+  void claim();                                   // reads what a stale holder left, then records our pid
   void write_record(const std::string& pid) const;
   int fd_ = -1;
   std::string path_;

@@ -1,11 +1,13 @@
 // util/text's cuts at a UTF-8 character boundary, and util/lock's take-over
 // of a lock that a dead holder (or something else) left behind.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "test_util.h"
@@ -160,6 +162,54 @@ TEST(FileLockTakeOver, AHeldLockIsNotTakenAndItsHolderIsNamed) {
   const std::string who = FileLock::holder(path);
   EXPECT_EQ(who.rfind("pid " + std::to_string(::getpid()) + " (", 0), 0u) << who;
   EXPECT_NE(who.find("phoenix_tests"), std::string::npos) << who;
+}
+
+// phoenix-hook hands the repository lock to the full hook it execs: the
+// descriptor kept across exec still holds it in the program exec'd.
+TEST(FileLockHandOver, ALockKeptAcrossExecIsHeldByTheProgramExecd) {
+  test::ScopedTempDir tmp;
+  const std::string path = tmp / "repo.lock";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::dup2(ready[1], 1);
+    FileLock lock(path, 0, "the test's lock");
+    lock.keep_across_exec();
+    ::execl("/bin/sh", "sh", "-c", "echo ready; exec sleep 30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(ready[1]);
+  char buf[8] = {};
+  ASSERT_GT(::read(ready[0], buf, sizeof buf), 0);
+  ::close(ready[0]);
+  EXPECT_EQ(FileLock::try_take(path), nullptr) << "the program exec'd holds it";
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_NE(FileLock::try_take(path), nullptr) << "free once it ends";
+}
+
+TEST(FileLockHandOver, AdoptTakesOnlyADescriptorThatHoldsThatLock) {
+  test::ScopedTempDir tmp;
+  const std::string path = tmp / "repo.lock";
+  auto kept = std::make_unique<FileLock>(path, 0, "the test's lock");
+  const int fd = kept->keep_across_exec();
+  kept.reset();  // lets go of the descriptor without unlocking
+  EXPECT_EQ(FileLock::try_take(path), nullptr);
+  // A descriptor on another file, or one that is not open, is not adopted.
+  write_file_atomic(tmp / "other", "x");
+  const int other = ::open((tmp / "other").c_str(), O_RDONLY | O_CLOEXEC);
+  EXPECT_EQ(FileLock::adopt(path, other), nullptr);
+  ::close(other);
+  EXPECT_EQ(FileLock::adopt(path, 987), nullptr);
+  std::unique_ptr<FileLock> adopted = FileLock::adopt(path, fd);
+  ASSERT_NE(adopted, nullptr);
+  EXPECT_EQ(FileLock::holder_pid(path), ::getpid());
+  EXPECT_EQ(FileLock::try_take(path), nullptr);
+  adopted.reset();
+  EXPECT_NE(FileLock::try_take(path), nullptr);
 }
 
 }  // namespace
