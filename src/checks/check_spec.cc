@@ -16,8 +16,8 @@ namespace phoenix::checks {
 using util::Json;
 
 const std::vector<std::string>& failure_types() {
-  static const std::vector<std::string> types{"unit",   "e2e",    "build",    "lint",  "migration",
-                                              "deploy", "visual", "contract", "health"};
+  static const std::vector<std::string> types{"unit",   "e2e",    "build",    "lint",     "migration",
+                                              "deploy", "visual", "contract", kHealthType};
   return types;
 }
 

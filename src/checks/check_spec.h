@@ -30,6 +30,9 @@ struct ServerSpec {
 
 // Failure types pick the retry budget and what healing may do.
 const std::vector<std::string>& failure_types();
+// The failure type that is never patched: a red health check is rolled
+// back at once (CheckSpec::is_health).
+inline constexpr const char kHealthType[] = "health";
 
 // What a check measures: its "kind" in phoenix.json.
 enum class Kind { kCommandExit, kFileSha256, kRegexInFile, kContract, kVisual };
@@ -68,6 +71,7 @@ struct CheckSpec {
   std::string id;
   Kind kind = Kind::kCommandExit;
   std::string type;  // failure type
+  bool is_health() const { return type == kHealthType; }
   // command_exit
   std::vector<std::string> argv;
   int expect_exit = 0;

@@ -7,17 +7,13 @@
 
 namespace phoenix::engine {
 
-namespace {
-constexpr const char* kJournalFixer = "journal";
-}
-
 JournalSink::JournalSink(journal::Journal& journal, WarnFn warn) : journal_(journal), warn_(std::move(warn)) {
   if (!warn_) warn_ = [](const std::string& line) { std::cerr << "phoenix: warning: " << line << "\n"; };
 }
 
 void JournalSink::healed(const fixers::Failure& failure, const fixers::Proposal& proposal, long long verify_ms) {
   try {
-    if (proposal.fixer == kJournalFixer) {
+    if (proposal.from_journal()) {
       if (!journal_.record_replay(failure.issue_signature, journal::patch_hash(proposal.patch)))
         warn_("journal: the replayed fix for " + util::sha12(failure.issue_signature) +
               " was forgotten meanwhile; its replay is not counted");

@@ -2,7 +2,7 @@
 // docs/measured.md): every place Phoenix measures a check — `phoenix
 // sense`, DETECTED in `phoenix run` and the hook, the loop's measurements —
 // goes through a StoreUse of the tree it measures. A heal's verification
-// never does: HEALED is decided by a fresh run (engine/cycle.cc).
+// never does: HEALED is decided by a fresh run (engine/cycle_verify.cc).
 #pragma once
 
 #include <functional>

@@ -1,5 +1,5 @@
 // Waiting on a rate-limited or unreachable model, the same way in the
-// engine's heal (engine/cycle.cc) and in the loop's agent runs (loop/): a
+// engine's heal (engine/cycle_propose.cc) and in the loop's agent runs (loop/): a
 // refused run is not a failed attempt; the waits in a row are counted
 // against a budget (harness.max_wait_s, or what the caller allows), and
 // when it is spent the one line says for how long the model stayed away.

@@ -20,8 +20,8 @@ RunResult run_session(const std::string& root, const config::Config& cfg, Sessio
     // A dry run spends nothing on a model: the harness never runs.
     names.erase(std::remove(names.begin(), names.end(), "harness"), names.end());
   }
-  bool use_journal = std::find(names.begin(), names.end(), "journal") != names.end() && !options.no_journal;
-  if (!use_journal) names.erase(std::remove(names.begin(), names.end(), "journal"), names.end());
+  bool use_journal = std::find(names.begin(), names.end(), fixers::kJournal) != names.end() && !options.no_journal;
+  if (!use_journal) names.erase(std::remove(names.begin(), names.end(), fixers::kJournal), names.end());
   if (names.empty()) names.push_back("noop");
 
   // The journal records every verified outcome, whichever fixers run (a
@@ -39,7 +39,7 @@ RunResult run_session(const std::string& root, const config::Config& cfg, Sessio
   }
   std::vector<std::unique_ptr<fixers::Fixer>> fx;
   for (const auto& n : names) {
-    if (n == "journal") {
+    if (n == fixers::kJournal) {
       fx.push_back(std::make_unique<fixers::JournalFixer>(*jr));
     } else {
       for (auto& f : fixers::make_fixers({n})) fx.push_back(std::move(f));

@@ -11,7 +11,7 @@ namespace phoenix::fixers {
 namespace {
 
 const std::vector<std::string>& fixer_names() {
-  static const std::vector<std::string> n{"journal", "bisect", "harness", "noop"};
+  static const std::vector<std::string> n{kJournal, "bisect", "harness", "noop"};
   return n;
 }
 
@@ -46,8 +46,8 @@ std::vector<std::unique_ptr<Fixer>> make_fixers(const std::vector<std::string>& 
     if (n == "bisect") out.push_back(std::make_unique<BisectFixer>());
     else if (n == "harness") out.push_back(std::make_unique<HarnessFixer>());
     else if (n == "noop") out.push_back(std::make_unique<NoopFixer>());
-    else if (n == "journal") continue;  // the journal fixer is added by the caller that owns the journal
-    else parse_fixer_list(n);           // throws the usage error
+    else if (n == kJournal) continue;  // the journal fixer is added by the caller that owns the journal
+    else parse_fixer_list(n);          // throws the usage error
   }
   return out;
 }

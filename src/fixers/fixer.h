@@ -72,6 +72,10 @@ struct Request {
   bool explain = false;
 };
 
+// The journal fixer's name (journal_fixer.h): what Proposal.fixer says of
+// a replayed fix.
+inline constexpr const char kJournal[] = "journal";
+
 // The outcome of one proposal (agent/agent.h: the harness's classes of run).
 using Status = agent::Status;
 using agent::status_name;
@@ -100,6 +104,9 @@ struct Proposal {
   std::string first_error;       // the CLI's first error line, for a one-line cause
   int exit_code = 0;
   std::string detail;  // why: "rate limit: 429 Too Many Requests", "culprit 1a2b3c4 ..."
+
+  // A replay of a fix the journal stored, not a fix of this run.
+  bool from_journal() const { return fixer == kJournal; }
 };
 
 class Fixer {

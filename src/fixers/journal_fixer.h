@@ -31,7 +31,7 @@ namespace phoenix::fixers {
 class JournalFixer : public Fixer {
  public:
   explicit JournalFixer(journal::Journal& journal) : journal_(journal) {}
-  std::string name() const override { return "journal"; }
+  std::string name() const override { return kJournal; }
   Proposal propose(const Request& request) override;
 
  private:

@@ -5,7 +5,7 @@
 
 namespace phoenix::trace::event {
 
-// One `phoenix run` (engine/cycle.cc, engine/recover.cc); its events also reach
+// One `phoenix run` (engine/cycle*.cc, engine/recover.cc); its events also reach
 // the timeline (engine/timeline.cc) as {"event": ...}.
 inline constexpr const char* kRunStart = "run.start";
 inline constexpr const char* kState = "state";
