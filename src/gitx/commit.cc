@@ -10,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gitx/internal.h"
-#include "gitx/libgit2.h"
+#include "gitx/names.h"
 #include "gitx/prefix.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -23,13 +22,6 @@ namespace phoenix::gitx {
 namespace fs = std::filesystem;
 
 namespace {
-
-using lg2::check;
-using lg2::ensure_init;
-using lg2::fresh_index;
-using lg2::oid_hex;
-using namespace lg2;  // the owner types
-using namespace internal;
 
 struct SkipUntracked {
   git_index* index;

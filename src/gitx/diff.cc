@@ -8,8 +8,7 @@
 #include <memory>
 #include <string_view>
 
-#include "gitx/internal.h"
-#include "gitx/libgit2.h"
+#include "gitx/names.h"
 #include "util/error.h"
 #include "util/fault.h"
 #include "util/text.h"
@@ -17,12 +16,6 @@
 namespace phoenix::gitx {
 namespace {
 
-using lg2::check;
-using lg2::ensure_init;
-using lg2::fresh_index;
-using lg2::last_error_message;
-using namespace lg2;  // the owner types
-using namespace internal;
 using util::starts_with;
 
 // After files were written behind the index's back (a patch applied to the

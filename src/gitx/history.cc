@@ -9,23 +9,11 @@
 #include <vector>
 
 #include "gitx/author.h"
-#include "gitx/internal.h"
-#include "gitx/libgit2.h"
+#include "gitx/names.h"
 #include "util/error.h"
 #include "util/text.h"
 
 namespace phoenix::gitx {
-
-namespace {
-
-using lg2::check;
-using lg2::ensure_init;
-using lg2::fresh_index;
-using lg2::oid_hex;
-using namespace lg2;  // the owner types
-using namespace internal;
-
-}  // namespace
 
 // ---------------------------------------------------------------------------
 // History.
