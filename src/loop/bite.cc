@@ -17,8 +17,7 @@ namespace phoenix::loop::internal {
 std::string Loop::tests_bite_why(const Tree& t, const std::string& base, const Json& tj) {
   engine::BiteRequest req;
   req.base = base;
-  req.change = t.repo->snapshot_workdir("phoenix-loop: the change under way", gitx::kPhoenixAuthor.name,
-                                        gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+  req.change = t.repo->snapshot_workdir("phoenix-loop: the change under way", true, layout::state_prefixes());
   req.own = own_paths();
   req.default_on = true;
   req.skip = ignored;
@@ -92,8 +91,7 @@ Loop::Ending Loop::refused_attempt(const Task* task, const Json& tj, const std::
   TaskRecord& rec = book.of(self);
   const std::string attempt = repo->is_clean(own_paths())
                                   ? repo->head_sha()
-                                  : repo->commit_all("phoenix-loop: attempt: " + title, gitx::kPhoenixAuthor.name,
-                                                     gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+                                  : repo->commit_all("phoenix-loop: attempt: " + title, true, layout::state_prefixes());
   const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
   repo->write_ref(ref, attempt, ref_message);
   Verdict v = book.red_iteration(self, facts, ref, repo->diff_patch(task_before, attempt));

@@ -21,7 +21,6 @@
 #include "engine/model_wait.h"
 #include "engine/phase.h"
 #include "engine/state.h"
-#include "gitx/author.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
 #include "loop/acceptance.h"

@@ -133,12 +133,11 @@ void Loop::land(const Task* task, const std::string& title, const std::vector<st
   std::string msg = "phoenix-loop: " + title + "\n\nPhoenix-Task: " + task_id(task) + "\n";
   for (const std::string& ref : attempts) msg += "Phoenix-Attempt: " + ref + "\n";
   if (!healed_by.empty()) msg += "Phoenix-Healed-By: " + healed_by + "\n";
-  std::string tip =
-      repo->commit_all(msg, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+  std::string tip = repo->commit_all(msg, true, layout::state_prefixes());
   if (!attempts.empty() && repo->rev_list(task_before, tip).size() > 1) {
     // The attempt and its heal, as one commit on the task's start: the
     // branch's first-parent history stays one green commit per task.
-    std::string one = repo->squash(task_before, tip, {}, msg, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email);
+    std::string one = repo->squash(task_before, tip, {}, msg);
     repo->reset_hard(one, false, own_paths());
   }
   sync_branch("task done");
@@ -221,8 +220,7 @@ Loop::Ending Loop::on_red(const Measure& m, const Task* task, const Json& tj, co
 // trace and loop-state.json.
 Loop::RedAttempt Loop::keep_red_attempt(const Measure& m, const Task& self, const Json& tj, const std::string& title) {
   TaskRecord& rec = book.of(self);
-  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, gitx::kPhoenixAuthor.name,
-                                               gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+  const std::string attempt = repo->commit_all("phoenix-loop: attempt: " + title, true, layout::state_prefixes());
   const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
   repo->write_ref(ref, attempt, "phoenix-loop: a red attempt");
   RedAttempt red;
