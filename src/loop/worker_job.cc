@@ -56,8 +56,7 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
   pool->set_phase(w, Phase::kCommitting);
   if (m.green) {
     // Green, but the task's new tests must also fail without its code (loop/bite.cc).
-    if (std::string why = tests_bite_why(t, r.base, task_json(job.task.index, job.task.id(), job.task.title));
-        !why.empty())
+    if (std::string why = tests_bite_why(t, r.base, task_ref(job.task)); !why.empty())
       return refused_in_worker(r, t, toothless_facts(why), "your tests pass without your change: " + why,
                                "phoenix-loop: tests that do not bite", {{"tests_bite", false}});
     r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, true, layout::state_prefixes());
