@@ -98,7 +98,7 @@ int journal_replay(long n) {
     { std::ofstream(root + "/.gitignore") << ".phoenix/\n"; }
     { std::ofstream(root + "/value.txt") << "good\n"; }
     gitx::Repo repo = gitx::Repo::open(root);
-    repo.commit_all("start", "bench", "bench@localhost", true, layout::state_prefixes());
+    repo.commit_all("start", true, layout::state_prefixes());
     const std::string jpath = root + "/.phoenix/journal.sqlite";
     const std::string sig = engine::issue_signature("value", "FAIL: value_test (value is not good)\n");
     const std::string fix = value_patch("bad", "good");
@@ -144,7 +144,7 @@ int journal_replay(long n) {
     std::vector<double> engine_us;
     for (int r = 0; r < rounds; ++r) {
       { std::ofstream(root + "/value.txt") << "bad\n"; }
-      repo.commit_all("break it", "bench", "bench@localhost", false, layout::state_prefixes());
+      repo.commit_all("break it", false, layout::state_prefixes());
       ValueCheck check;
       auto t0 = Clock::now();
       journal::Journal j = journal::Journal::open(jpath);

@@ -9,7 +9,6 @@
 #include "checks/check.h"
 #include "engine/guards.h"
 #include "engine/test_runners.h"
-#include "gitx/author.h"
 #include "gitx/repo.h"
 #include "gitx/worktree.h"
 #include "layout/layout.h"
@@ -225,8 +224,7 @@ BiteResult tests_bite(gitx::Repo& repo, const config::Config& cfg, const BiteReq
     // The change's tree with its code (and Phoenix's paths) as before it.
     std::vector<std::string> back = s.code;
     back.insert(back.end(), s.own.begin(), s.own.end());
-    const std::string scratch = repo.squash(req.base, req.change, back, "phoenix: the change's tests without its code",
-                                            gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email);
+    const std::string scratch = repo.squash(req.base, req.change, back, "phoenix: the change's tests without its code");
     layout::HeldTree held = take_scratch_tree(repo, req, say);
     out.tree = held.name;
     const std::string path = layout::worktree_path(repo, held.name);

@@ -8,7 +8,6 @@
 
 #include "engine/cycle.h"
 #include "engine/incident.h"
-#include "gitx/author.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
 #include "trace/events.h"
@@ -172,8 +171,7 @@ std::string restore_interrupted(gitx::Repo& repo, const Interrupted& in, Json& d
   std::vector<std::string> changed = changed_since(repo, in.checkpoint);
   if (head == in.head0 && changed.empty()) return in.head0;
   if (!changed.empty()) {
-    std::string wip = repo.snapshot_workdir("phoenix: work tree of an interrupted run", gitx::kPhoenixAuthor.name,
-                                            gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+    std::string wip = repo.snapshot_workdir("phoenix: work tree of an interrupted run", true, layout::state_prefixes());
     repo.write_ref(std::string(layout::kAbandonedPrefix) + stamp + "-recover", wip,
                    "phoenix recover: interrupted run's work tree");
     done["abandoned_worktree"] = wip;

@@ -17,8 +17,7 @@
 #include <set>
 #include <system_error>
 
-#include "gitx/internal.h"
-#include "gitx/libgit2.h"
+#include "gitx/names.h"
 #include "gitx/prefix.h"
 #include "gitx/stat_sweep.h"
 #include "util/error.h"
@@ -30,10 +29,6 @@ namespace phoenix::gitx {
 
 namespace {
 
-using lg2::check;
-using lg2::fresh_index;
-using namespace lg2;  // the owner types
-using namespace internal;
 using util::starts_with;
 
 // Appends the path of every file under `tree` ("dir/" + its path), for a

@@ -10,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gitx/internal.h"
-#include "gitx/libgit2.h"
+#include "gitx/names.h"
 #include "gitx/prefix.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -23,13 +22,6 @@ namespace phoenix::gitx {
 namespace fs = std::filesystem;
 
 namespace {
-
-using lg2::check;
-using lg2::ensure_init;
-using lg2::fresh_index;
-using lg2::oid_hex;
-using namespace lg2;  // the owner types
-using namespace internal;
 
 struct SkipUntracked {
   git_index* index;
@@ -105,13 +97,11 @@ git_oid stage_workdir(git_repository* repo, git_index* index, bool include_untra
 }
 
 std::string create_commit(git_repository* repo, const char* update_ref, const git_oid& tree_id,
-                          const std::string& message, const std::string& name, const std::string& email) {
+                          const std::string& message, const Author& author) {
   Buf msg;
   check(git_message_prettify(&msg.b, message.c_str(), /*strip_comments=*/0, '#'), "clean message");
   if (msg.str().empty()) throw Error("empty commit message");
-  git_signature* sig_raw = nullptr;
-  check(git_signature_now(&sig_raw, name.c_str(), email.c_str()), "author signature");
-  SignaturePtr sig(sig_raw);
+  SignaturePtr sig = signature_now(author);
   git_tree* tree_raw = nullptr;
   check(git_tree_lookup(&tree_raw, repo, &tree_id), "read tree");
   TreePtr tree(tree_raw);
@@ -129,17 +119,14 @@ std::string create_commit(git_repository* repo, const char* update_ref, const gi
 // ---------------------------------------------------------------------------
 // Commits (reset and checkout: checkout.cc).
 
-std::string Repo::commit_all(const std::string& message, const std::string& author_name,
-                             const std::string& author_email, bool include_untracked,
+std::string Repo::commit_all(const std::string& message, bool include_untracked,
                              const std::vector<std::string>& skip_untracked) {
   std::string out;
-  with_lock_wait(index_locks(), false,
-                 [&] { out = commit_all_now(message, author_name, author_email, include_untracked, skip_untracked); });
+  with_lock_wait(index_locks(), false, [&] { out = commit_all_now(message, include_untracked, skip_untracked); });
   return out;
 }
 
-std::string Repo::commit_all_now(const std::string& message, const std::string& author_name,
-                                 const std::string& author_email, bool include_untracked,
+std::string Repo::commit_all_now(const std::string& message, bool include_untracked,
                                  const std::vector<std::string>& skip_untracked) {
   IndexPtr index = fresh_index(raw(), !watch_);
   try {
@@ -149,7 +136,7 @@ std::string Repo::commit_all_now(const std::string& message, const std::string& 
                                  watch_ ? &left : nullptr);
     // "HEAD" moves the current branch, creates an unborn one, or moves a
     // detached HEAD: exactly git commit's behaviour in all three states.
-    std::string sha = create_commit(raw(), "HEAD", tree, message, author_name, author_email);
+    std::string sha = create_commit(raw(), "HEAD", tree, message, kPhoenixAuthor);
     check(git_index_write(index.get()), "write index");
     // The tree is HEAD's now, but for the untracked files left out.
     watch_clean(left);
@@ -161,16 +148,22 @@ std::string Repo::commit_all_now(const std::string& message, const std::string& 
   }
 }
 
+std::string Repo::commit_tracked_and(const std::vector<std::string>& paths, const std::string& message) {
+  std::string out;
+  with_lock_wait(index_locks(), false, [&] { out = commit_tracked_and_now(paths, message, kPhoenixAuthor); });
+  return out;
+}
+
 std::string Repo::commit_tracked_and(const std::vector<std::string>& paths, const std::string& message,
                                      const std::string& author_name, const std::string& author_email) {
   std::string out;
-  with_lock_wait(index_locks(), false,
-                 [&] { out = commit_tracked_and_now(paths, message, author_name, author_email); });
+  const Author author{author_name.c_str(), author_email.c_str()};
+  with_lock_wait(index_locks(), false, [&] { out = commit_tracked_and_now(paths, message, author); });
   return out;
 }
 
 std::string Repo::commit_tracked_and_now(const std::vector<std::string>& paths, const std::string& message,
-                                         const std::string& author_name, const std::string& author_email) {
+                                         const Author& author) {
   IndexPtr index = fresh_index(raw());
   try {
     check(git_index_update_all(index.get(), nullptr, nullptr, nullptr), "stage tracked changes");
@@ -184,7 +177,7 @@ std::string Repo::commit_tracked_and_now(const std::vector<std::string>& paths, 
     }
     git_oid tree;
     check(git_index_write_tree(&tree, index.get()), "write tree");
-    std::string sha = create_commit(raw(), "HEAD", tree, message, author_name, author_email);
+    std::string sha = create_commit(raw(), "HEAD", tree, message, author);
     check(git_index_write(index.get()), "write index");
     record_checkout(raw());
     return sha;
@@ -194,16 +187,27 @@ std::string Repo::commit_tracked_and_now(const std::vector<std::string>& paths, 
   }
 }
 
+std::string Repo::snapshot_workdir(const std::string& message, bool include_untracked,
+                                   const std::vector<std::string>& skip_untracked) {
+  return snapshot_workdir_by(message, kPhoenixAuthor, include_untracked, skip_untracked);
+}
+
 std::string Repo::snapshot_workdir(const std::string& message, const std::string& author_name,
                                    const std::string& author_email, bool include_untracked,
                                    const std::vector<std::string>& skip_untracked) {
+  return snapshot_workdir_by(message, Author{author_name.c_str(), author_email.c_str()}, include_untracked,
+                             skip_untracked);
+}
+
+std::string Repo::snapshot_workdir_by(const std::string& message, const Author& author, bool include_untracked,
+                                      const std::vector<std::string>& skip_untracked) {
   IndexPtr index = fresh_index(raw());
   std::string sha;
   try {
     std::optional<std::vector<std::string>> paths = watched_paths();
     git_oid tree =
         stage_workdir(raw(), index.get(), include_untracked, skip_untracked, paths ? &*paths : nullptr, nullptr);
-    sha = create_commit(raw(), nullptr, tree, message, author_name, author_email);
+    sha = create_commit(raw(), nullptr, tree, message, author);
   } catch (...) {
     git_index_read(index.get(), 1);
     throw;

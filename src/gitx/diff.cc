@@ -8,8 +8,7 @@
 #include <memory>
 #include <string_view>
 
-#include "gitx/internal.h"
-#include "gitx/libgit2.h"
+#include "gitx/names.h"
 #include "util/error.h"
 #include "util/fault.h"
 #include "util/text.h"
@@ -17,12 +16,6 @@
 namespace phoenix::gitx {
 namespace {
 
-using lg2::check;
-using lg2::ensure_init;
-using lg2::fresh_index;
-using lg2::last_error_message;
-using namespace lg2;  // the owner types
-using namespace internal;
 using util::starts_with;
 
 // After files were written behind the index's back (a patch applied to the
@@ -262,14 +255,12 @@ std::vector<std::string> conflicted_paths(git_index* index) {
 }
 
 // A commit of `tree` with the one parent `parent`; author = committer =
-// name <email>, now. No ref moves. Returns its sha.
-std::string commit_on(git_repository* repo, const git_tree* tree, const git_commit* parent, const std::string& message,
-                      const std::string& author_name, const std::string& author_email) {
+// Phoenix, now. No ref moves. Returns its sha.
+std::string commit_on(git_repository* repo, const git_tree* tree, const git_commit* parent,
+                      const std::string& message) {
   Buf msg;
   check(git_message_prettify(&msg.b, message.c_str(), /*strip_comments=*/0, '#'), "clean message");
-  git_signature* sig_raw = nullptr;
-  check(git_signature_now(&sig_raw, author_name.c_str(), author_email.c_str()), "author signature");
-  SignaturePtr sig(sig_raw);
+  SignaturePtr sig = signature_now();
   const git_commit* parents[] = {parent};
   git_oid id;
   check(git_commit_create(&id, repo, nullptr, sig.get(), sig.get(), nullptr, msg.b.ptr, tree, 1, parents),
@@ -305,8 +296,7 @@ std::string Repo::revert_patch(const std::string& rev) const {
 }
 
 std::string Repo::merge_onto(const std::string& base, const std::string& ours, const std::string& theirs,
-                             const std::string& message, const std::string& author_name,
-                             const std::string& author_email, std::vector<std::string>* conflicts) const {
+                             const std::string& message, std::vector<std::string>* conflicts) const {
   TreePtr ancestor = tree_or_empty(raw(), base);
   CommitPtr our_commit = lookup_commit(raw(), ours);
   TreePtr our_tree = commit_tree(our_commit.get());
@@ -326,12 +316,11 @@ std::string Repo::merge_onto(const std::string& base, const std::string& ours, c
   git_tree* t = nullptr;
   check(git_tree_lookup(&t, raw(), &tree_id), "read merged tree");
   TreePtr merged(t);
-  return commit_on(raw(), merged.get(), our_commit.get(), message, author_name, author_email);
+  return commit_on(raw(), merged.get(), our_commit.get(), message);
 }
 
 std::string Repo::squash(const std::string& parent, const std::string& tip,
-                         const std::vector<std::string>& as_in_parent, const std::string& message,
-                         const std::string& author_name, const std::string& author_email) const {
+                         const std::vector<std::string>& as_in_parent, const std::string& message) const {
   CommitPtr parent_commit = lookup_commit(raw(), parent);
   TreePtr parent_tree = commit_tree(parent_commit.get());
   TreePtr tip_tree = tree_or_empty(raw(), tip);
@@ -360,7 +349,7 @@ std::string Repo::squash(const std::string& parent, const std::string& tip,
   git_tree* t = nullptr;
   check(git_tree_lookup(&t, raw(), &tree_id), "read squashed tree");
   TreePtr tree(t);
-  return commit_on(raw(), tree.get(), parent_commit.get(), message, author_name, author_email);
+  return commit_on(raw(), tree.get(), parent_commit.get(), message);
 }
 
 }  // namespace phoenix::gitx

@@ -8,24 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "gitx/author.h"
-#include "gitx/internal.h"
-#include "gitx/libgit2.h"
+#include "gitx/names.h"
 #include "util/error.h"
 #include "util/text.h"
 
 namespace phoenix::gitx {
-
-namespace {
-
-using lg2::check;
-using lg2::ensure_init;
-using lg2::fresh_index;
-using lg2::oid_hex;
-using namespace lg2;  // the owner types
-using namespace internal;
-
-}  // namespace
 
 // ---------------------------------------------------------------------------
 // History.
@@ -122,9 +109,7 @@ std::string Repo::write_blob_commit(const std::string& ref, const std::string& f
     owned.push_back(lookup_commit(raw(), p));
     parent_ptrs.push_back(owned.back().get());
   }
-  git_signature* sig_raw = nullptr;
-  check(git_signature_now(&sig_raw, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email), "author signature");
-  SignaturePtr sig(sig_raw);
+  SignaturePtr sig = signature_now();
   Buf msg;
   check(git_message_prettify(&msg.b, message.c_str(), /*strip_comments=*/0, '#'), "clean message");
   if (msg.str().empty()) throw Error("empty commit message");

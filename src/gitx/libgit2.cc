@@ -99,6 +99,12 @@ std::string oid_hex(const git_oid& oid) {
   return hex;
 }
 
+SignaturePtr signature_now(const Author& author) {
+  git_signature* raw = nullptr;
+  check(git_signature_now(&raw, author.name, author.email), "author signature");
+  return SignaturePtr(raw);
+}
+
 IndexPtr fresh_index(git_repository* repo, bool reread) {
   git_index* raw = nullptr;
   check(git_repository_index(&raw, repo), "open index");

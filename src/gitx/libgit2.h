@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gitx/author.h"
 #include "util/error.h"
 
 namespace phoenix::gitx::lg2 {
@@ -91,6 +92,10 @@ struct StrArray {
 
 // 40 lowercase hex digits.
 std::string oid_hex(const git_oid& oid);
+
+// `author` as a commit's author and committer, now: Phoenix
+// (gitx/author.h) unless a caller names another.
+SignaturePtr signature_now(const Author& author = kPhoenixAuthor);
 
 // The repository's index, freshly read: another process (git, an agent)
 // may have rewritten it since we last looked, and libgit2 caches it.

@@ -8,8 +8,7 @@
 #include <system_error>
 #include <utility>
 
-#include "gitx/internal.h"
-#include "gitx/libgit2.h"
+#include "gitx/names.h"
 #include "gitx/watch.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -23,8 +22,6 @@ namespace phoenix::gitx {
 // Helpers shared with checkout.cc, diff.cc and worktree.cc (internal.h).
 
 namespace internal {
-
-using namespace lg2;  // the owner types, check()
 
 std::string strip_trailing_slash(const char* p) {
   std::string s = p ? p : "";
@@ -90,12 +87,6 @@ StatusListPtr status_list(git_repository* repo, git_status_show_t show, const st
 
 namespace {
 
-using lg2::check;
-using lg2::ensure_init;
-using lg2::fresh_index;
-using lg2::oid_hex;
-using namespace lg2;  // the owner types
-using namespace internal;
 using util::starts_with;
 
 }  // namespace

@@ -33,6 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "gitx/author.h"
+
 struct git_repository;
 
 namespace phoenix::gitx {
@@ -169,22 +171,28 @@ class Repo {
   // --- commits -----------------------------------------------------------
   // `git add -u` (plus `git add -A` for untracked files when asked, minus
   // untracked files under `skip_untracked`: see is_clean() for how a prefix
-  // matches), then commit on HEAD as author = committer = name <email>, now; returns the
+  // matches), then commit on HEAD as author = committer = Phoenix (gitx/author.h), now; returns the
   // new sha. Works on an unborn branch (root commit) and on a detached HEAD
   // (HEAD itself moves). Always creates a commit, even an empty one: ask
   // is_clean() first for "only if something changed". The message is
   // cleaned like `git commit --cleanup=whitespace`; an empty one throws.
-  std::string commit_all(const std::string& message, const std::string& author_name, const std::string& author_email,
-                         bool include_untracked, const std::vector<std::string>& skip_untracked);
+  std::string commit_all(const std::string& message, bool include_untracked,
+                         const std::vector<std::string>& skip_untracked);
   // `git add -u`, then `git add -- PATHS` (a path gone from the work tree
   // is removed from the index), then commit as commit_all(): other
   // untracked files stay out of the commit. What a heal commits on a tree
   // that holds the user's own untracked files.
+  std::string commit_tracked_and(const std::vector<std::string>& paths, const std::string& message);
+  // The same, by the author given (engine::RunOptions' author_name and
+  // author_email, which are Phoenix's unless a caller says otherwise).
   std::string commit_tracked_and(const std::vector<std::string>& paths, const std::string& message,
                                  const std::string& author_name, const std::string& author_email);
   // The same commit (parent HEAD, none when unborn) but like
   // `git stash create`: no ref moves and the index on disk is untouched.
   // A checkpoint of the work tree that never rewrites the user's branch.
+  std::string snapshot_workdir(const std::string& message, bool include_untracked,
+                               const std::vector<std::string>& skip_untracked);
+  // The same, by the author given (engine::RunOptions').
   std::string snapshot_workdir(const std::string& message, const std::string& author_name,
                                const std::string& author_email, bool include_untracked,
                                const std::vector<std::string>& skip_untracked);
@@ -267,19 +275,18 @@ class Repo {
   // Puts the change `base`..`theirs` on top of commit `ours` (what a
   // squashing `git rebase --onto ours base theirs` does): a three-way merge
   // of the three trees in memory. Clean: a new commit holding the merged
-  // tree, parent `ours`, author = committer = name <email>, now, is written
+  // tree, parent `ours`, author = committer = Phoenix, now, is written
   // (no ref, index or work tree changes) and its sha returned. Conflicted:
   // "" and the conflicting paths (sorted) in *conflicts.
   std::string merge_onto(const std::string& base, const std::string& ours, const std::string& theirs,
-                         const std::string& message, const std::string& author_name, const std::string& author_email,
-                         std::vector<std::string>* conflicts) const;
+                         const std::string& message, std::vector<std::string>* conflicts) const;
   // A commit whose parent is `parent` and whose tree is `tip`'s, except the
   // paths in `as_in_parent`, which are as they are in `parent` (absent
   // there: absent). What `tip` changed since `parent`, as one commit,
-  // without those paths. Author = committer = name <email>, now. No ref,
+  // without those paths. Author = committer = Phoenix, now. No ref,
   // index or work tree changes; returns its sha.
   std::string squash(const std::string& parent, const std::string& tip, const std::vector<std::string>& as_in_parent,
-                     const std::string& message, const std::string& author_name, const std::string& author_email) const;
+                     const std::string& message) const;
 
   // --- worktrees ---------------------------------------------------------
   // `git worktree add --detach PATH REV` under `name`. `path` must not
@@ -321,11 +328,12 @@ class Repo {
   git_repository* raw() const { return repo_.get(); }
   // The lock files a write to the index or HEAD takes (lg2::with_lock_wait).
   std::vector<std::string> index_locks() const;
-  std::string commit_all_now(const std::string& message, const std::string& author_name,
-                             const std::string& author_email, bool include_untracked,
+  std::string commit_all_now(const std::string& message, bool include_untracked,
                              const std::vector<std::string>& skip_untracked);
   std::string commit_tracked_and_now(const std::vector<std::string>& paths, const std::string& message,
-                                     const std::string& author_name, const std::string& author_email);
+                                     const Author& author);
+  std::string snapshot_workdir_by(const std::string& message, const Author& author, bool include_untracked,
+                                  const std::vector<std::string>& skip_untracked);
 
   // The paths a status must look at: nullopt for all of them.
   std::optional<std::vector<std::string>> watched_paths() const;

@@ -8,8 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "gitx/internal.h"
-#include "gitx/libgit2.h"
+#include "gitx/names.h"
 #include "gitx/prefix.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -20,13 +19,6 @@
 namespace phoenix::gitx {
 
 namespace {
-
-using lg2::check;
-using lg2::ensure_init;
-using lg2::fresh_index;
-using lg2::oid_hex;
-using namespace lg2;  // the owner types
-using namespace internal;
 
 // What HEAD and the index are now, for a TreeWatch.
 TreeWatch::Stamp stamp_of(git_repository* repo) {

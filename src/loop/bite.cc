@@ -14,11 +14,10 @@ namespace phoenix::loop::internal {
 // rule does not apply (no tests, tests only, or tests_must_bite false);
 // else why not, in words. Traced as loop.tests_bite; an exempt change is
 // said on stderr.
-std::string Loop::tests_bite_why(const Tree& t, const std::string& base, const Json& tj) {
+std::string Loop::tests_bite_why(const Tree& t, const std::string& base, const TaskRef& task) {
   engine::BiteRequest req;
   req.base = base;
-  req.change = t.repo->snapshot_workdir("phoenix-loop: the change under way", gitx::kPhoenixAuthor.name,
-                                        gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+  req.change = t.repo->snapshot_workdir("phoenix-loop: the change under way", true, layout::state_prefixes());
   req.own = own_paths();
   req.default_on = true;
   req.skip = ignored;
@@ -35,7 +34,7 @@ std::string Loop::tests_bite_why(const Tree& t, const std::string& base, const J
   if (r.verdict == engine::Bite::kNoTests) return "";
   Json ev = r.to_json();
   ev["iteration"] = iteration.load();
-  ev["task"] = tj;
+  ev["task"] = task.json;
   ev["tree"] = t.name;
   ev["scratch"] = r.tree;
   trace.append(trace::event::kLoopTestsBite, ev);
@@ -72,9 +71,8 @@ RedFacts Loop::toothless_facts(const std::string& why) const {
 // heal: a heal may not write tests); the worktree goes back to the task's
 // start and the next iteration is told why ("your tests pass without your
 // change: ...").
-Loop::Ending Loop::toothless_attempt(const Task* task, const Json& tj, const std::string& title,
-                                     const std::string& why) {
-  return refused_attempt(task, tj, title, toothless_facts(why),
+Loop::Ending Loop::toothless_attempt(const TaskRef& t, const std::string& why) {
+  return refused_attempt(t, toothless_facts(why),
                          "your tests pass without your change: " + why +
                              "\n  a test that cannot fail does not show the task is done: write one that fails on "
                              "the code as it was and passes with your change",
@@ -85,22 +83,21 @@ Loop::Ending Loop::toothless_attempt(const Task* task, const Json& tj, const std
 // bite; the agent wrote outside its tree): kept under its ref like a red
 // one, counted against the task's budget and the session cap, the worktree
 // put back to the task's start, and `told` shown to the next iteration.
-Loop::Ending Loop::refused_attempt(const Task* task, const Json& tj, const std::string& title, const RedFacts& facts,
-                                   const std::string& told, const std::string& ref_message, const Json& extra) {
+Loop::Ending Loop::refused_attempt(const TaskRef& t, const RedFacts& facts, const std::string& told,
+                                   const std::string& ref_message, const Json& extra) {
   last_failure = told;
-  const Task self = task ? *task : prompt_task();
+  const Task& self = t.task;
   TaskRecord& rec = book.of(self);
-  const std::string attempt = repo->is_clean(own_paths())
-                                  ? repo->head_sha()
-                                  : repo->commit_all("phoenix-loop: attempt: " + title, gitx::kPhoenixAuthor.name,
-                                                     gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+  const std::string attempt = repo->is_clean(own_paths()) ? repo->head_sha()
+                                                          : repo->commit_all("phoenix-loop: attempt: " + t.title, true,
+                                                                             layout::state_prefixes());
   const std::string ref = attempt_ref(wt_name, self.id(), ++rec.runs);
   repo->write_ref(ref, attempt, ref_message);
   Verdict v = book.red_iteration(self, facts, ref, repo->diff_patch(task_before, attempt));
   ++session_retries;
   no_progress = 0;
   Json ev{{"iteration", iteration.load()},
-          {"task", tj},
+          {"task", t.json},
           {"ref", ref},
           {"commit", attempt},
           {"signature", util::sha12(facts.signature)},
@@ -113,9 +110,9 @@ Loop::Ending Loop::refused_attempt(const Task* task, const Json& tj, const std::
   task_state(self.id(), facts);
   repo->reset_hard(task_before, true, own_paths());
   trace.append(trace::event::kLoopAttemptFailed,
-               {{"iteration", iteration.load()}, {"task", tj}, {"attempts", rec.attempts}, {"why", last_failure}});
-  if (v != Verdict::kGoOn) return give_up_task(self, tj, title, verdict_why(v, rec), false);
-  if (session_retries >= cfg.session_cap) return give_up_task(self, tj, title, session_cap_why(), true);
+               {{"iteration", iteration.load()}, {"task", t.json}, {"attempts", rec.attempts}, {"why", last_failure}});
+  if (v != Verdict::kGoOn) return give_up_task(t, verdict_why(v, rec), false);
+  if (session_retries >= cfg.session_cap) return give_up_task(t, session_cap_why(), true);
   return std::nullopt;
 }
 

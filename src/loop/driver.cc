@@ -211,10 +211,10 @@ Loop::Ending Loop::wait_for_model(const AgentRun& a) {
 // The agent changed nothing. In prompt mode the run stops after
 // no_progress_limit such runs in a row; a task is given up on alone after
 // that many on it (its note, loop.on_escalate), and the night goes on.
-Loop::Ending Loop::no_change(const AgentRun& a, const std::string& prompt, const Task* task, const Json& tj) {
+Loop::Ending Loop::no_change(const AgentRun& a, const std::string& prompt, const TaskRef& t) {
   ++no_progress;
-  const int on_task = task ? ++idle[task->id()] : no_progress;
-  trace.append(trace::event::kLoopNoChange, {{"iteration", iteration.load()}, {"in_a_row", on_task}, {"task", tj}});
+  const int on_task = t.prompt ? no_progress : ++idle[t.id()];
+  trace.append(trace::event::kLoopNoChange, {{"iteration", iteration.load()}, {"in_a_row", on_task}, {"task", t.json}});
   if (prompt_mode() && promised(a.output, prompt)) {
     // The agent says it is done: only the checks can agree.
     Measure m = measure();
@@ -226,11 +226,11 @@ Loop::Ending Loop::no_change(const AgentRun& a, const std::string& prompt, const
     }
     last_failure = "you said COMPLETE but these checks are red: " + util::join_argv(m.red);
   }
-  if (task && on_task >= cfg.loop.no_progress_limit) {
-    book.of(*task);  // a task given up on has its record, attempts or not
-    return give_up_task(*task, tj, task->title, idle_why(on_task), false);
+  if (!t.prompt && on_task >= cfg.loop.no_progress_limit) {
+    book.of(t.task);  // a task given up on has its record, attempts or not
+    return give_up_task(t, idle_why(on_task), false);
   }
-  if (!task && no_progress >= cfg.loop.no_progress_limit)
+  if (t.prompt && no_progress >= cfg.loop.no_progress_limit)
     return finish(kExitRed, Phase::kStopped,
                   "stopped: " + std::to_string(no_progress) + " iterations in a row changed nothing");
   return std::nullopt;

@@ -59,19 +59,17 @@ std::string Loop::session_cap_why() const {
 // The task's path ends: its note (every attempt on it, the agent's own
 // diff), fsynced, then the worktree back at known-good, then
 // loop.on_escalate (or exit 2 when the session cap was reached).
-Loop::Ending Loop::give_up_task(const Task& task, const Json& tj, const std::string& title, const std::string& why,
-                                bool session_cap) {
+Loop::Ending Loop::give_up_task(const TaskRef& t, const std::string& why, bool session_cap) {
   const std::string kg = repo->read_ref(kg_ref).value_or(task_before);
-  const TaskEscalation x =
-      escalate_task(*book.find(task.id()), tj, why, kg, true, session_cap, "escalated on " + title + ": " + why);
+  const TaskEscalation x = escalate_task(t, why, kg, true, session_cap, "escalated on " + t.title + ": " + why);
   if (!x.end_why.empty()) return finish(kExitEscalated, Phase::kEscalated, x.end_why);
   if (!prompt_mode()) {
-    skipped.insert(task.index);
+    skipped.insert(t.task.index);
     write_run_file();
     trace.append(trace::event::kLoopTaskSkipped,
-                 {{"iteration", iteration.load()}, {"task", tj}, {"incident", x.incident}});
+                 {{"iteration", iteration.load()}, {"task", t.json}, {"incident", x.incident}});
   }
-  say("escalated on " + title + ": " + why + "; see " + x.incident + "; skipping the task (loop.on_escalate = skip)");
+  say("escalated on " + t.title + ": " + why + "; see " + x.incident + "; skipping the task (loop.on_escalate = skip)");
   if (prompt_mode()) return finish(kExitEscalated, Phase::kEscalated, "escalated: see " + x.incident);
   if (escalations_in_row >= cfg.circuit_breaker)
     return finish(kExitEscalated, Phase::kEscalated,
@@ -85,9 +83,9 @@ Loop::Ending Loop::give_up_task(const Task& task, const Json& tj, const std::str
 // loop.task_escalated, then escalated_note. The run ends (x.end_why) at
 // the session cap or with loop.on_escalate = stop; otherwise the caller
 // skips the task.
-Loop::TaskEscalation Loop::escalate_task(const TaskRecord& rec, const Json& tj, const std::string& why,
-                                         const std::string& to, bool own_tree, bool session_cap,
-                                         const std::string& summary) {
+Loop::TaskEscalation Loop::escalate_task(const TaskRef& t, const std::string& why, const std::string& to, bool own_tree,
+                                         bool session_cap, const std::string& summary) {
+  const TaskRecord& rec = book.of(t.task);
   TaskEscalation x;
   x.incident = task_incident(rec, why, to);
   if (own_tree) {
@@ -101,7 +99,7 @@ Loop::TaskEscalation Loop::escalate_task(const TaskRecord& rec, const Json& tj, 
                                              " (the loop branch never held the attempts: they are kept under " +
                                              std::string(layout::kAttemptsPrefix) + wt_name + "/" + rec.id + "/)");
   trace.append(trace::event::kLoopTaskEscalated, {{"iteration", iteration.load()},
-                                                  {"task", tj},
+                                                  {"task", t.json},
                                                   {"why", why},
                                                   {"incident", x.incident},
                                                   {"attempts", rec.attempts}});

@@ -21,7 +21,6 @@
 #include "engine/model_wait.h"
 #include "engine/phase.h"
 #include "engine/state.h"
-#include "gitx/author.h"
 #include "gitx/repo.h"
 #include "layout/layout.h"
 #include "loop/acceptance.h"
@@ -54,6 +53,20 @@ using util::Json;
 inline constexpr const char* kPromise = "<promise>COMPLETE</promise>";
 // The most of one check's evidence the next iteration's prompt shows.
 inline constexpr size_t kPromptEvidenceBytes = 4000;
+
+// One task as the loop's steps pass it along: the task itself (in prompt
+// mode the pseudo-task "prompt", Loop::prompt_task), how the trace and
+// loop-state.json name it ({"id", "title", "index"}, with "total" in an
+// iteration's), and its title in messages and commit subjects ("iteration
+// N" in prompt mode).
+struct TaskRef {
+  Task task;
+  bool prompt = false;  // prompt mode: no tasks file to tick, no task to publish or skip
+  Json json;
+  std::string title;
+
+  std::string id() const { return task.id(); }
+};
 
 struct Loop {
   const Options& opt;
@@ -172,8 +185,6 @@ struct Loop {
   // What a step decided: an exit code ends the loop; nothing goes on.
   using Ending = std::optional<int>;
 
-  std::string task_id(const Task* task) const { return task ? task->id() : std::string("prompt"); }
-
   // --workers N
   //
   // The loop's thread hands open tasks to the worker pool (loop/workers.h),
@@ -233,7 +244,7 @@ struct Loop {
   engine::Verdict judge(const checks::CheckSpec& c, const checks::SenseResult& r, const Tree& t,
                         const std::string& tree_id);
   void set_known_red(const Measure& m, const std::string& why);
-  void credit_fixed(const Measure& m, const Json& tj);
+  void credit_fixed(const Measure& m, const TaskRef& task);
   Json known_red_json() const;
   std::string known_red_text() const;
   void restore_known_red(const Json& run);
@@ -270,39 +281,37 @@ struct Loop {
   static std::string cause_of(const AgentRun& a);
   static std::string quota_line(const AgentRun& a);
   Ending wait_for_model(const AgentRun& a);
-  Ending no_change(const AgentRun& a, const std::string& prompt, const Task* task, const Json& tj);
+  Ending no_change(const AgentRun& a, const std::string& prompt, const TaskRef& t);
   static std::string idle_why(int runs);
 
   // --- iteration.cc: one iteration: the agent, the checks, the task landed or its red attempt healed
   Ending iterate(const Task* task, const std::vector<Task>& tasks);
+  TaskRef iteration_task(const Task* task, const std::vector<Task>& tasks) const;
   Task prompt_task() const;
-  void land(const Task* task, const std::string& title, const std::vector<std::string>& attempts,
-            const std::string& healed_by);
-  void agent_phase(const Task* task, const Json& tj);
-  Ending landed_green(const Task* task, const Json& tj, const std::string& title, bool promised_done,
-                      trace::Trace::Batch& batch);
-  Ending on_red(const Measure& m, const Task* task, const Json& tj, const std::string& title);
+  void land(const TaskRef& t, const std::vector<std::string>& attempts, const std::string& healed_by);
+  void agent_phase(const TaskRef& t);
+  Ending landed_green(const TaskRef& t, bool promised_done, trace::Trace::Batch& batch);
+  Ending on_red(const Measure& m, const TaskRef& t);
   struct RedAttempt {
     RedFacts facts;
     std::string diff;
     Verdict verdict = Verdict::kGoOn;
   };
-  RedAttempt keep_red_attempt(const Measure& m, const Task& self, const Json& tj, const std::string& title);
-  Ending attempt_failed(const Task& self, const Json& tj, const std::string& title);
+  RedAttempt keep_red_attempt(const Measure& m, const TaskRef& t);
+  Ending attempt_failed(const TaskRef& t);
   void task_state(const std::string& id, const RedFacts& facts);
 
   // --- bite.cc: tests that bite: a task's new tests measured without its code (engine/bite.h)
-  std::string tests_bite_why(const Tree& t, const std::string& base, const Json& tj);
+  std::string tests_bite_why(const Tree& t, const std::string& base, const TaskRef& task);
   RedFacts toothless_facts(const std::string& why) const;
-  Ending toothless_attempt(const Task* task, const Json& tj, const std::string& title, const std::string& why);
-  Ending refused_attempt(const Task* task, const Json& tj, const std::string& title, const RedFacts& facts,
-                         const std::string& told, const std::string& ref_message, const Json& extra);
+  Ending toothless_attempt(const TaskRef& t, const std::string& why);
+  Ending refused_attempt(const TaskRef& t, const RedFacts& facts, const std::string& told,
+                         const std::string& ref_message, const Json& extra);
 
   // --- own_tree.cc: an agent writes only its own tree (setup/guard.h)
   RedFacts elsewhere_facts(const std::vector<std::string>& lines) const;
   static std::string elsewhere_told(const std::vector<std::string>& lines);
-  Ending wrote_elsewhere_attempt(const Task* task, const Json& tj, const std::string& title,
-                                 const std::vector<std::string>& lines);
+  Ending wrote_elsewhere_attempt(const TaskRef& t, const std::vector<std::string>& lines);
   // A worker's attempt refused whatever its checks say (tests that do not
   // bite, writes outside its tree): counted by the loop's thread like a red one.
   JobResult refused_in_worker(JobResult& r, const Tree& t, const RedFacts& facts, const std::string& why,
@@ -313,15 +322,14 @@ struct Loop {
   int setup_stopped(const Measure& m);
   int interrupted();
   std::string session_cap_why() const;
-  Ending give_up_task(const Task& task, const Json& tj, const std::string& title, const std::string& why,
-                      bool session_cap);
+  Ending give_up_task(const TaskRef& t, const std::string& why, bool session_cap);
   // A task given up on: its note, and why the run ends ("": the task is skipped).
   struct TaskEscalation {
     std::string incident;
     std::string end_why;
   };
-  TaskEscalation escalate_task(const TaskRecord& rec, const Json& tj, const std::string& why, const std::string& to,
-                               bool own_tree, bool session_cap, const std::string& summary);
+  TaskEscalation escalate_task(const TaskRef& t, const std::string& why, const std::string& to, bool own_tree,
+                               bool session_cap, const std::string& summary);
   std::string task_incident(const TaskRecord& rec, const std::string& why, const std::string& to);
   void escalated_note(const std::string& incident, const std::string& summary = "", bool in_phase = false);
 
@@ -339,8 +347,9 @@ struct Loop {
   void on_job(const JobResult& r);
   void enqueue(const JobResult& r);
   void worker_red(const JobResult& r);
-  static Json task_json(int index, const std::string& id, const std::string& title);
-  void skip(int index, const Json& tj, const std::string& incident, const std::string& why);
+  static TaskRef task_ref(const Task& t);
+  static TaskRef task_ref(const QueueEntry& e);
+  void skip(const TaskRef& t, const std::string& incident, const std::string& why);
 
   // --- worker_job.cc: one task on a worker's thread, in its own tree
   JobResult work(WorkerPool::Worker& w, const Job& job);

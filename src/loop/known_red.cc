@@ -77,7 +77,7 @@ void Loop::set_known_red(const Measure& m, const std::string& why) {
 
 // A task landed with `m`: the known red tests it made pass are credited
 // ("also fixed") and leave the known red.
-void Loop::credit_fixed(const Measure& m, const Json& tj) {
+void Loop::credit_fixed(const Measure& m, const TaskRef& task) {
   bool changed = false;
   for (const engine::Verdict& v : m.verdicts) {
     if (v.fixed.empty()) continue;
@@ -97,8 +97,8 @@ void Loop::credit_fixed(const Measure& m, const Json& tj) {
     }
     changed = true;
     trace.append(trace::event::kLoopAlsoFixed,
-                 {{"iteration", iteration.load()}, {"task", tj}, {"check", v.check}, {"tests", v.fixed}});
-    say("also fixed by " + tj.value("id", std::string("the task")) + ": " + v.check + ": " + util::join_argv(v.fixed));
+                 {{"iteration", iteration.load()}, {"task", task.json}, {"check", v.check}, {"tests", v.fixed}});
+    say("also fixed by " + task.id() + ": " + v.check + ": " + util::join_argv(v.fixed));
   }
   if (!changed) return;
   state.update([&](Json& s) { s["known_red"] = known_red_json(); });

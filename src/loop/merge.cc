@@ -102,7 +102,7 @@ Loop::Ending Loop::merge_next(size_t at) {
   queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(at));
   if (m.kind == MergeResult::Kind::kMerged) {
     merged(e);
-    credit_fixed(m.measure, Json{{"id", e.id}, {"title", e.title}, {"index", e.index}});
+    credit_fixed(m.measure, task_ref(e));
   } else {
     not_merged(e, m);
   }
@@ -158,8 +158,7 @@ void Loop::not_merged(const QueueEntry& e, const MergeResult& m) {
   }
   std::string incident = merge_incident(layout::incidents_dir(root), *repo, e, m, kept);
   escalated_note(incident);
-  skip(e.index, task_json(e.index, e.id, e.title), incident,
-       std::string(kind_name(m.kind)) + " after " + std::to_string(e.tries) + " tries");
+  skip(task_ref(e), incident, std::string(kind_name(m.kind)) + " after " + std::to_string(e.tries) + " tries");
 }
 
 }  // namespace phoenix::loop::internal

@@ -33,10 +33,9 @@ std::string Loop::elsewhere_told(const std::vector<std::string>& lines) {
   return told;
 }
 
-Loop::Ending Loop::wrote_elsewhere_attempt(const Task* task, const Json& tj, const std::string& title,
-                                           const std::vector<std::string>& lines) {
-  return refused_attempt(task, tj, title, elsewhere_facts(lines), elsewhere_told(lines),
-                         "phoenix-loop: wrote outside its tree", {{"wrote_elsewhere", lines}});
+Loop::Ending Loop::wrote_elsewhere_attempt(const TaskRef& t, const std::vector<std::string>& lines) {
+  return refused_attempt(t, elsewhere_facts(lines), elsewhere_told(lines), "phoenix-loop: wrote outside its tree",
+                         {{"wrote_elsewhere", lines}});
 }
 
 }  // namespace phoenix::loop::internal

@@ -3,7 +3,6 @@
 #include <chrono>
 
 #include "engine/incident.h"
-#include "gitx/author.h"
 #include "layout/layout.h"
 #include "layout/paths.h"
 #include "util/error.h"
@@ -71,10 +70,8 @@ MergeResult merge_entry(Tree& tree, const QueueEntry& entry, const std::vector<s
   gitx::Repo& repo = *tree.repo;
   MergeResult r;
   r.tip = repo.head_sha();
-  const std::string message =
-      "phoenix-loop: " + entry.title + (entry.trailers.empty() ? "" : "\n\n" + entry.trailers);
-  std::string merged = repo.merge_onto(entry.base, r.tip, entry.commit, message, gitx::kPhoenixAuthor.name,
-                                       gitx::kPhoenixAuthor.email, &r.conflicts);
+  const std::string message = "phoenix-loop: " + entry.title + (entry.trailers.empty() ? "" : "\n\n" + entry.trailers);
+  std::string merged = repo.merge_onto(entry.base, r.tip, entry.commit, message, &r.conflicts);
   if (merged.empty()) {
     r.kind = MergeResult::Kind::kConflict;
     r.duration_ms = since_ms(t0);
@@ -88,8 +85,7 @@ MergeResult merge_entry(Tree& tree, const QueueEntry& entry, const std::vector<s
   tick();
   r.measure = measure();
   if (r.measure.green && !r.measure.interrupted && r.measure.setup_failed.empty()) {
-    r.commit =
-        repo.commit_all(message, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+    r.commit = repo.commit_all(message, true, layout::state_prefixes());
     r.kind = MergeResult::Kind::kMerged;
   } else {
     r.kind = r.measure.interrupted             ? MergeResult::Kind::kInterrupted

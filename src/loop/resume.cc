@@ -65,8 +65,8 @@ void Loop::resume_workers(gitx::Repo& main, const Json& prev) {
     try {
       gitx::Repo t = gitx::Repo::open(path);
       if (t.is_clean(layout::keep_prefixes())) continue;
-      std::string wip = t.snapshot_workdir("phoenix-loop: left by an interrupted worker", gitx::kPhoenixAuthor.name,
-                                           gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+      std::string wip =
+          t.snapshot_workdir("phoenix-loop: left by an interrupted worker", true, layout::state_prefixes());
       main.write_ref(std::string(layout::kAbandonedPrefix) + "loop-worker-" + std::to_string(util::now_ms()), wip,
                      "phoenix-loop: resume");
     } catch (const Error& e) { say("resume: cannot keep what a worker left in " + path + ": " + e.what()); }

@@ -3,7 +3,6 @@
 #include <map>
 #include <numeric>
 
-#include "gitx/author.h"
 #include "gitx/remote.h"
 #include "layout/layout.h"
 #include "util/error.h"
@@ -102,8 +101,7 @@ Pushed publish_task(gitx::Repo& repo, const std::string& root, const std::string
   const std::string branch = layout::task_branch(task.id());
   p.commit = repo.squash(
       before, after, {tasks_rel},
-      "phoenix-loop: " + task.title + "\n\nPhoenix-Task: " + task.id() + "\nPhoenix-Shard: " + shard.text() + "\n",
-      gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email);
+      "phoenix-loop: " + task.title + "\n\nPhoenix-Task: " + task.id() + "\nPhoenix-Shard: " + shard.text() + "\n");
   repo.write_ref("refs/heads/" + branch, p.commit, "phoenix-loop: task done in shard " + shard.text());
   push(root, remote, "+" + p.commit + ":refs/heads/" + branch, p);
   return p;

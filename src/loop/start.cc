@@ -75,8 +75,7 @@ void Loop::take_tree(gitx::Repo& main, const Json& prev, const std::string& star
     // Resume after a crash: whatever the dead iteration left is kept, then dropped.
     if (!repo->is_clean(own_paths())) {
       std::string wip =
-          repo->snapshot_workdir("phoenix-loop: left by an interrupted iteration", gitx::kPhoenixAuthor.name,
-                                 gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+          repo->snapshot_workdir("phoenix-loop: left by an interrupted iteration", true, layout::state_prefixes());
       repo->write_ref(std::string(layout::kAbandonedPrefix) + "loop-" + std::to_string(util::now_ms()), wip,
                       "phoenix-loop: resume");
     }

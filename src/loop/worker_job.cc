@@ -56,18 +56,16 @@ JobResult Loop::work(WorkerPool::Worker& w, const Job& job) {
   pool->set_phase(w, Phase::kCommitting);
   if (m.green) {
     // Green, but the task's new tests must also fail without its code (loop/bite.cc).
-    if (std::string why = tests_bite_why(t, r.base, task_json(job.task.index, job.task.id(), job.task.title));
-        !why.empty())
+    if (std::string why = tests_bite_why(t, r.base, task_ref(job.task)); !why.empty())
       return refused_in_worker(r, t, toothless_facts(why), "your tests pass without your change: " + why,
                                "phoenix-loop: tests that do not bite", {{"tests_bite", false}});
-    r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, gitx::kPhoenixAuthor.name,
-                                  gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+    r.commit = t.repo->commit_all("phoenix-loop: " + job.task.title, true, layout::state_prefixes());
     return ended(r, JobResult::End::kQueued);
   }
   // Red: the attempt is kept under its ref and healed in the worker's
   // own tree, within what is left of the task's budget.
-  const std::string attempt = t.repo->commit_all("phoenix-loop: attempt: " + job.task.title, gitx::kPhoenixAuthor.name,
-                                                 gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+  const std::string attempt =
+      t.repo->commit_all("phoenix-loop: attempt: " + job.task.title, true, layout::state_prefixes());
   r.attempt_ref = attempt_ref(wt_name, job.task.id(), job.run);
   t.repo->write_ref(r.attempt_ref, attempt, "phoenix-loop: a red attempt");
   r.red = red_facts(m, task_checks);
@@ -113,8 +111,7 @@ JobResult Loop::refused_in_worker(JobResult& r, const Tree& t, const RedFacts& f
   const std::string attempt =
       t.repo->is_clean(own_paths())
           ? t.repo->head_sha()
-          : t.repo->commit_all("phoenix-loop: attempt: " + r.job.task.title, gitx::kPhoenixAuthor.name,
-                               gitx::kPhoenixAuthor.email, true, layout::state_prefixes());
+          : t.repo->commit_all("phoenix-loop: attempt: " + r.job.task.title, true, layout::state_prefixes());
   r.attempt_ref = attempt_ref(wt_name, r.job.task.id(), r.job.run);
   t.repo->write_ref(r.attempt_ref, attempt, ref_message);
   r.red = facts;

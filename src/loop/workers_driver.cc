@@ -76,8 +76,7 @@ void Loop::drop_blocked() {
     std::vector<std::string> waits;
     if (static_cast<size_t>(e.index) < tasks.size())
       for (const auto& a : tasks[static_cast<size_t>(e.index)].after) waits.push_back(a);
-    skip(e.index, task_json(e.index, e.id, e.title), "",
-         "comes after " + util::join_argv(waits) + ", which will not be merged");
+    skip(task_ref(e), "", "comes after " + util::join_argv(waits) + ", which will not be merged");
   }
   queue.clear();
   write_run_file();
@@ -160,11 +159,11 @@ void Loop::on_job(const JobResult& r) {
     const int n = ++idle[t.id()];
     trace.append(trace::event::kLoopNoChange, {{"task", t.id()}, {"in_a_row", n}});
     if (n >= cfg.loop.no_progress_limit) {
-      const Json tj = task_json(t.index, t.id(), t.title);
+      const TaskRef ref = task_ref(t);
       const std::string why = idle_why(n);
-      const TaskEscalation x = escalate_task(book.of(t), tj, why, repo->head_sha(), false, false, "");
+      const TaskEscalation x = escalate_task(ref, why, repo->head_sha(), false, false, "");
       if (!x.end_why.empty()) return wind_down(kExitEscalated, Phase::kEscalated, x.end_why);
-      skip(t.index, tj, x.incident, why);
+      skip(ref, x.incident, why);
     }
   } else if (r.end == End::kRed) {
     worker_red(r);
@@ -203,9 +202,9 @@ void Loop::worker_red(const JobResult& r) {
   book.heal_spent(t, r.tried, "");
   if (v == Verdict::kGoOn) v = book.after_heal(t);
   const TaskRecord& rec = *book.find(t.id());
-  const Json tj = task_json(t.index, t.id(), t.title);
+  const TaskRef ref = task_ref(t);
   Json ev{{"iteration", iteration.load()},
-          {"task", tj},
+          {"task", ref.json},
           {"ref", r.attempt_ref},
           {"signature", util::sha12(r.red.signature)},
           {"red", r.red.red},
@@ -218,21 +217,35 @@ void Loop::worker_red(const JobResult& r) {
   const bool cap = session_retries >= cfg.session_cap;
   if (v == Verdict::kGoOn && !cap) return;  // another run, the failure fed back
   const std::string why = cap ? session_cap_why() : verdict_why(v, rec);
-  const TaskEscalation x = escalate_task(rec, tj, why, repo->head_sha(), false, cap, "");
+  const TaskEscalation x = escalate_task(ref, why, repo->head_sha(), false, cap, "");
   if (!x.end_why.empty()) return wind_down(kExitEscalated, Phase::kEscalated, x.end_why);
-  skip(t.index, tj, x.incident, why);
+  skip(ref, x.incident, why);
 }
 
-Json Loop::task_json(int index, const std::string& id, const std::string& title) {
-  return Json{{"id", id}, {"title", title}, {"index", index}};
+// A task of the tasks file as a worker's run or the queue passes it.
+TaskRef Loop::task_ref(const Task& t) {
+  TaskRef r;
+  r.task = t;
+  r.json = Json{{"id", t.id()}, {"title", t.title}, {"index", t.index}};
+  r.title = t.title;
+  return r;
 }
 
-void Loop::skip(int index, const Json& tj, const std::string& incident, const std::string& why) {
-  skipped.insert(index);
+// A queued task, by what its entry keeps of it (its index, id and title).
+TaskRef Loop::task_ref(const QueueEntry& e) {
+  Task t;
+  t.index = e.index;
+  t.name = e.id;
+  t.title = e.title;
+  return task_ref(t);
+}
+
+void Loop::skip(const TaskRef& t, const std::string& incident, const std::string& why) {
+  skipped.insert(t.task.index);
   write_run_file();
   trace.append(trace::event::kLoopTaskSkipped,
-               {{"iteration", iteration.load()}, {"task", tj}, {"incident", incident}, {"why", why}});
-  say("skipping " + tj.value("id", "") + ": " + why + (incident.empty() ? "" : "; see " + incident));
+               {{"iteration", iteration.load()}, {"task", t.json}, {"incident", incident}, {"why", why}});
+  say("skipping " + t.id() + ": " + why + (incident.empty() ? "" : "; see " + incident));
   if (escalations_in_row >= cfg.circuit_breaker)
     wind_down(kExitEscalated, Phase::kEscalated,
               "circuit breaker: " + std::to_string(escalations_in_row) + " escalations in a row");

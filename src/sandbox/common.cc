@@ -10,7 +10,6 @@
 #include <system_error>
 #include <utility>
 
-#include "gitx/author.h"
 #include "gitx/prefix.h"
 #include "layout/layout.h"
 #include "util/error.h"
@@ -96,9 +95,7 @@ git_oid commit_tree(git_repository* meta, const git_oid& tree_id, const git_comm
   git_tree* tree_raw = nullptr;
   check(git_tree_lookup(&tree_raw, meta, &tree_id), read_tree_what);
   TreePtr tree(tree_raw);
-  git_signature* sig_raw = nullptr;
-  check(git_signature_now(&sig_raw, gitx::kPhoenixAuthor.name, gitx::kPhoenixAuthor.email), "signature");
-  SignaturePtr sig(sig_raw);
+  SignaturePtr sig = signature_now();
   git_oid commit_id;
   const git_commit* parents[] = {parent};
   check(git_commit_create(&commit_id, meta, update_ref, sig.get(), sig.get(), nullptr, message, tree.get(),

@@ -160,7 +160,7 @@ TEST(GitxRefs, UnbornHead) {
   std::string patch = r.diff_workdir_patch(r.head_sha());
   EXPECT_EQ(Repo::patch_files(patch), (std::vector<std::string>{"bin/blob.bin", "hello.txt"}));
 
-  std::string sha = r.commit_all("first", "Phoenix", "phoenix@example.com", true, {});
+  std::string sha = r.commit_all("first", true, {});
   EXPECT_EQ(sha, rev_parse(repo, "HEAD"));
   EXPECT_EQ(r.head_sha(), sha);
   EXPECT_EQ(trim(git(repo, {"rev-list", "--count", "HEAD"})), "1");
@@ -184,7 +184,7 @@ TEST(GitxRefs, DetachedHead) {
   EXPECT_EQ(r.head_sha(), c1);
 
   write(repo, "a.txt", "detached\n");
-  std::string c3 = r.commit_all("on detached HEAD", "P", "p@example.com", false, {});
+  std::string c3 = r.commit_all("on detached HEAD", false, {});
   EXPECT_EQ(rev_parse(repo, "HEAD"), c3);
   EXPECT_EQ(rev_parse(repo, "HEAD^"), c1);
   EXPECT_EQ(rev_parse(repo, "main"), c2);  // the branch did not move
@@ -335,28 +335,28 @@ TEST(GitxCommit, StagesModificationsDeletionsAndOptionallyNewFiles) {
   write(repo, ".phoenix/contracts/orders.json", "{\"v\":2}\n");  // tracked: committed
 
   Repo r = Repo::open(repo);
-  std::string c2 = r.commit_all("tracked only", "Phoenix Bot", "bot@example.com", false, kState);
+  std::string c2 = r.commit_all("tracked only", false, kState);
   EXPECT_EQ(rev_parse(repo, "HEAD"), c2);
   EXPECT_EQ(rev_parse(repo, "HEAD^"), c1);
   EXPECT_EQ(git(repo, {"show", "--name-status", "--format=", c2}),
             "M\t.phoenix/contracts/orders.json\nM\ta.txt\nD\tb.txt\n");
   EXPECT_EQ(porcelain(repo), "?? .phoenix/trace.jsonl\n?? c.txt\n");
   EXPECT_EQ(git(repo, {"log", "-1", "--format=%an|%ae|%cn|%ce|%s"}),
-            "Phoenix Bot|bot@example.com|Phoenix Bot|bot@example.com|tracked only\n");
+            "phoenix|phoenix@localhost|phoenix|phoenix@localhost|tracked only\n");
 
-  std::string c3 = r.commit_all("with new files", "Phoenix Bot", "bot@example.com", true, kState);
+  std::string c3 = r.commit_all("with new files", true, kState);
   EXPECT_EQ(git(repo, {"show", "--name-status", "--format=", c3}), "A\tc.txt\n");
   EXPECT_EQ(porcelain(repo), "?? .phoenix/trace.jsonl\n");
   EXPECT_TRUE(r.is_clean({".phoenix/"}));
 
   // Nothing changed: still a commit (the caller asks is_clean() first).
-  std::string c4 = r.commit_all("empty", "P", "p@example.com", true, kState);
+  std::string c4 = r.commit_all("empty", true, kState);
   EXPECT_NE(c4, c3);
   EXPECT_EQ(rev_parse(repo, c4 + "^{tree}"), rev_parse(repo, c3 + "^{tree}"));
   // What is skipped is the caller's word alone: gitx keeps no folder of its own.
-  std::string c5 = r.commit_all("state too", "P", "p@example.com", true, {});
+  std::string c5 = r.commit_all("state too", true, {});
   EXPECT_EQ(git(repo, {"show", "--name-status", "--format=", c5}), "A\t.phoenix/trace.jsonl\n");
-  EXPECT_EQ(error_of([&] { r.commit_all("  \n\n", "P", "p@example.com", true, kState); }), "empty commit message");
+  EXPECT_EQ(error_of([&] { r.commit_all("  \n\n", true, kState); }), "empty commit message");
 }
 
 TEST(GitxCommit, SnapshotLeavesIndexHeadAndBranchAlone) {
@@ -378,7 +378,7 @@ TEST(GitxCommit, SnapshotLeavesIndexHeadAndBranchAlone) {
   const std::string index_before = read(repo + "/.git/index");
 
   Repo r = Repo::open(repo);
-  std::string snap = r.snapshot_workdir("phoenix: checkpoint", "Phoenix", "p@example.com", true, kState);
+  std::string snap = r.snapshot_workdir("phoenix: checkpoint", true, kState);
   EXPECT_EQ(porcelain(repo), status_before);
   EXPECT_EQ(read(repo + "/.git/index"), index_before);
   EXPECT_EQ(rev_parse(repo, "HEAD"), c1);
@@ -387,9 +387,43 @@ TEST(GitxCommit, SnapshotLeavesIndexHeadAndBranchAlone) {
   EXPECT_EQ(git(repo, {"show", snap + ":a.txt"}), "staged then edited\n");
 
   // Tracked-only snapshot leaves the new file out.
-  std::string snap2 = r.snapshot_workdir("phoenix: checkpoint", "Phoenix", "p@example.com", false, kState);
+  std::string snap2 = r.snapshot_workdir("phoenix: checkpoint", false, kState);
   EXPECT_EQ(git(repo, {"ls-tree", "-r", "--name-only", snap2}), ".gitignore\na.txt\n");
   EXPECT_EQ(porcelain(repo), status_before);
+}
+
+// Repo stamps Phoenix's author (gitx/author.h) on every commit it makes;
+// only the forms that take an author (engine::RunOptions') name another.
+TEST(GitxCommit, EveryCommitIsPhoenixsUnlessAnAuthorIsGiven) {
+  ScopedTempDir tmp;
+  std::string repo = init_repo(tmp / "r");
+  write(repo, "a.txt", "a\n");
+  const std::string base = commit_all(repo, "base");
+  const auto who = [&](const std::string& rev) {
+    return git(repo, {"log", "-1", "--format=%an <%ae>|%cn <%ce>", rev});
+  };
+  const std::string phoenix = "phoenix <phoenix@localhost>|phoenix <phoenix@localhost>\n";
+
+  Repo r = Repo::open(repo);
+  write(repo, "a.txt", "theirs\n");
+  const std::string theirs = r.commit_all("theirs", false, kState);
+  EXPECT_EQ(who(theirs), phoenix);
+  write(repo, "b.txt", "snapshot\n");
+  EXPECT_EQ(who(r.snapshot_workdir("snapshot", true, kState)), phoenix);
+  const std::string squashed = r.squash(base, theirs, {}, "squashed");
+  EXPECT_EQ(who(squashed), phoenix);
+  EXPECT_EQ(git(repo, {"show", squashed + ":a.txt"}), "theirs\n");
+  std::vector<std::string> conflicts;
+  const std::string merged = r.merge_onto(base, base, theirs, "merged", &conflicts);
+  EXPECT_EQ(who(merged), phoenix);
+  EXPECT_TRUE(conflicts.empty());
+  EXPECT_EQ(who(r.commit_tracked_and({"b.txt"}, "tracked and b")), phoenix);
+
+  write(repo, "a.txt", "by someone\n");
+  EXPECT_EQ(who(r.snapshot_workdir("given", "Someone", "someone@example.com", false, kState)),
+            "Someone <someone@example.com>|Someone <someone@example.com>\n");
+  EXPECT_EQ(who(r.commit_tracked_and({}, "given", "Someone", "someone@example.com")),
+            "Someone <someone@example.com>|Someone <someone@example.com>\n");
 }
 
 // ---------------------------------------------------------------------------
@@ -902,7 +936,7 @@ TEST(GitxRevert, PatchUndoesAMiddleCommitWithoutTouchingTheTree) {
   EXPECT_FALSE(fs::exists(repo + "/b.txt"));
 
   // Once reverted, reverting again finds nothing to undo.
-  r.commit_all("revert c2", "P", "p@example.com", false, {});
+  r.commit_all("revert c2", false, {});
   EXPECT_EQ(r.revert_patch(c2), "");
   (void)c1;
   (void)c3;
@@ -1382,7 +1416,7 @@ TEST(GitxWatch, AWatchedTreeSaysWhatAScanSaysWhateverHappens) {
   commit_all(repo, "base");
   Repo w = Repo::open(repo);
   ASSERT_TRUE(w.watch_work_tree()) << "inotify refused";
-  w.commit_all("clean start", "t", "t@localhost", true, kState);
+  w.commit_all("clean start", true, kState);
 
   Seeded rnd{12345u};
   auto files = [&] {
@@ -1479,7 +1513,7 @@ TEST(GitxWatch, AWatchedTreeSaysWhatAScanSaysWhateverHappens) {
     ASSERT_EQ(codes(w.status()), codes(plain.status())) << "step " << step << ": " << what;
     ASSERT_EQ(w.is_clean(kState), plain.is_clean(kState)) << "step " << step << ": " << what;
     if (step % 7 == 6) {
-      w.commit_all("step " + std::to_string(step), "t", "t@localhost", true, kState);
+      w.commit_all("step " + std::to_string(step), true, kState);
       ++commits;
       for (const std::string& l : lines(porcelain(repo)))
         ASSERT_EQ(l.rfind("?? .phoenix/", 0), 0u) << "step " << step << " after " << what << ": git sees " << l;
@@ -1504,7 +1538,7 @@ TEST(GitxWatch, WhatNoEventSaysIsFoundAllTheSame) {
   Repo w = Repo::open(repo);
   ASSERT_TRUE(w.watch_work_tree());
   auto clean = [&] {
-    w.commit_all("clean", "t", "t@localhost", true, kState);
+    w.commit_all("clean", true, kState);
     ASSERT_TRUE(w.is_clean(kState));
   };
   auto paths = [](const std::vector<StatusEntry>& s) {
