@@ -24,7 +24,6 @@
 #include "engine/state.h"
 #include "engine/verdict.h"
 #include "fixers/fixer.h"
-#include "gitx/author.h"
 #include "trace/trace.h"
 #include "util/json.h"
 #include "util/lock.h"
@@ -81,8 +80,6 @@ struct RunOptions {
   // hook, the time to --until in the loop). When spent, the run stops with
   // exit 1 and RunResult.model_unusable: no attempt is spent, no incident.
   double max_wait_s = 600;
-  std::string author_name = gitx::kPhoenixAuthor.name;
-  std::string author_email = gitx::kPhoenixAuthor.email;
   // The ref a green end moves and a rollback to known-good reads: ""
   // is the known-good of HEAD's branch (known_good_ref()).
   std::string known_good_ref;

@@ -187,7 +187,7 @@ void Engine::Impl::healed(Heal& h, const fixers::Proposal& p, const PatchFacts& 
                       "\nIssue-Signature: " + h.failure.issue_signature + "\nAttempt-Signature: " + attempt_sig + "\n";
     // The patch's files only: the user's untracked files stay out of it.
     PHOENIX_FAULT_IO("heal-commit", repo->common_dir() + "/objects");
-    h.out.fix_commit = repo->commit_tracked_and(facts.files, msg, opt.author_name, opt.author_email);
+    h.out.fix_commit = repo->commit_tracked_and(facts.files, msg);
   }
   if (outcomes) outcomes->healed(h.failure, p, a.verify_ms);
   state(check.id, State::kHealed,

@@ -27,8 +27,7 @@ std::optional<Rollback> parse_rollback(std::string_view word) {
 // write to it. The first one of the run is also the pre-run checkpoint.
 std::string Engine::Impl::checkpoint(const std::string& why) {
   PHOENIX_FAULT_IO("checkpoint-commit", repo->common_dir() + "/objects");
-  std::string cp = repo->snapshot_workdir("phoenix: checkpoint before " + why, opt.author_name, opt.author_email, true,
-                                          layout::state_prefixes());
+  std::string cp = repo->snapshot_workdir("phoenix: checkpoint before " + why, true, layout::state_prefixes());
   if (pre_run.empty()) {
     pre_run = cp;
     repo->write_ref(layout::pre_run_ref(*repo), cp, "phoenix: pre-run checkpoint");
@@ -105,8 +104,8 @@ void Engine::Impl::roll_back(const std::string& incident, RunResult& result) {
   PHOENIX_FAULT("mid-rollback");
   if (dirty0 && opt.rollback == Rollback::kKnownGood) {
     // The user's uncommitted work is kept too, as a commit under the same prefix.
-    std::string wip = repo->snapshot_workdir("phoenix: uncommitted work before rollback", opt.author_name,
-                                             opt.author_email, true, layout::state_prefixes());
+    std::string wip =
+        repo->snapshot_workdir("phoenix: uncommitted work before rollback", true, layout::state_prefixes());
     repo->write_ref(std::string(layout::kAbandonedPrefix) + stamp + "-worktree", wip, "phoenix: uncommitted work");
   }
   std::string state_line;

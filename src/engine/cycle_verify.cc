@@ -161,8 +161,7 @@ std::string Engine::Impl::tests_do_not_bite(const Heal& h, const fixers::Proposa
   if (!opt.bite_guard) return "";
   BiteRequest req;
   req.base = cp;
-  req.change = repo->snapshot_workdir("phoenix: the patch under verification", opt.author_name, opt.author_email, true,
-                                      layout::state_prefixes());
+  req.change = repo->snapshot_workdir("phoenix: the patch under verification", true, layout::state_prefixes());
   req.own = keep;
   req.default_on = opt.tests_must_bite;
   for (size_t k = 0; k < selected.size(); ++k)

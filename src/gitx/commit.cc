@@ -97,11 +97,11 @@ git_oid stage_workdir(git_repository* repo, git_index* index, bool include_untra
 }
 
 std::string create_commit(git_repository* repo, const char* update_ref, const git_oid& tree_id,
-                          const std::string& message, const Author& author) {
+                          const std::string& message) {
   Buf msg;
   check(git_message_prettify(&msg.b, message.c_str(), /*strip_comments=*/0, '#'), "clean message");
   if (msg.str().empty()) throw Error("empty commit message");
-  SignaturePtr sig = signature_now(author);
+  SignaturePtr sig = signature_now();
   git_tree* tree_raw = nullptr;
   check(git_tree_lookup(&tree_raw, repo, &tree_id), "read tree");
   TreePtr tree(tree_raw);
@@ -136,7 +136,7 @@ std::string Repo::commit_all_now(const std::string& message, bool include_untrac
                                  watch_ ? &left : nullptr);
     // "HEAD" moves the current branch, creates an unborn one, or moves a
     // detached HEAD: exactly git commit's behaviour in all three states.
-    std::string sha = create_commit(raw(), "HEAD", tree, message, kPhoenixAuthor);
+    std::string sha = create_commit(raw(), "HEAD", tree, message);
     check(git_index_write(index.get()), "write index");
     // The tree is HEAD's now, but for the untracked files left out.
     watch_clean(left);
@@ -150,20 +150,11 @@ std::string Repo::commit_all_now(const std::string& message, bool include_untrac
 
 std::string Repo::commit_tracked_and(const std::vector<std::string>& paths, const std::string& message) {
   std::string out;
-  with_lock_wait(index_locks(), false, [&] { out = commit_tracked_and_now(paths, message, kPhoenixAuthor); });
+  with_lock_wait(index_locks(), false, [&] { out = commit_tracked_and_now(paths, message); });
   return out;
 }
 
-std::string Repo::commit_tracked_and(const std::vector<std::string>& paths, const std::string& message,
-                                     const std::string& author_name, const std::string& author_email) {
-  std::string out;
-  const Author author{author_name.c_str(), author_email.c_str()};
-  with_lock_wait(index_locks(), false, [&] { out = commit_tracked_and_now(paths, message, author); });
-  return out;
-}
-
-std::string Repo::commit_tracked_and_now(const std::vector<std::string>& paths, const std::string& message,
-                                         const Author& author) {
+std::string Repo::commit_tracked_and_now(const std::vector<std::string>& paths, const std::string& message) {
   IndexPtr index = fresh_index(raw());
   try {
     check(git_index_update_all(index.get(), nullptr, nullptr, nullptr), "stage tracked changes");
@@ -177,7 +168,7 @@ std::string Repo::commit_tracked_and_now(const std::vector<std::string>& paths, 
     }
     git_oid tree;
     check(git_index_write_tree(&tree, index.get()), "write tree");
-    std::string sha = create_commit(raw(), "HEAD", tree, message, author);
+    std::string sha = create_commit(raw(), "HEAD", tree, message);
     check(git_index_write(index.get()), "write index");
     record_checkout(raw());
     return sha;
@@ -189,25 +180,13 @@ std::string Repo::commit_tracked_and_now(const std::vector<std::string>& paths, 
 
 std::string Repo::snapshot_workdir(const std::string& message, bool include_untracked,
                                    const std::vector<std::string>& skip_untracked) {
-  return snapshot_workdir_by(message, kPhoenixAuthor, include_untracked, skip_untracked);
-}
-
-std::string Repo::snapshot_workdir(const std::string& message, const std::string& author_name,
-                                   const std::string& author_email, bool include_untracked,
-                                   const std::vector<std::string>& skip_untracked) {
-  return snapshot_workdir_by(message, Author{author_name.c_str(), author_email.c_str()}, include_untracked,
-                             skip_untracked);
-}
-
-std::string Repo::snapshot_workdir_by(const std::string& message, const Author& author, bool include_untracked,
-                                      const std::vector<std::string>& skip_untracked) {
   IndexPtr index = fresh_index(raw());
   std::string sha;
   try {
     std::optional<std::vector<std::string>> paths = watched_paths();
     git_oid tree =
         stage_workdir(raw(), index.get(), include_untracked, skip_untracked, paths ? &*paths : nullptr, nullptr);
-    sha = create_commit(raw(), nullptr, tree, message, author);
+    sha = create_commit(raw(), nullptr, tree, message);
   } catch (...) {
     git_index_read(index.get(), 1);
     throw;

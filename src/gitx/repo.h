@@ -183,18 +183,10 @@ class Repo {
   // untracked files stay out of the commit. What a heal commits on a tree
   // that holds the user's own untracked files.
   std::string commit_tracked_and(const std::vector<std::string>& paths, const std::string& message);
-  // The same, by the author given (engine::RunOptions' author_name and
-  // author_email, which are Phoenix's unless a caller says otherwise).
-  std::string commit_tracked_and(const std::vector<std::string>& paths, const std::string& message,
-                                 const std::string& author_name, const std::string& author_email);
   // The same commit (parent HEAD, none when unborn) but like
   // `git stash create`: no ref moves and the index on disk is untouched.
   // A checkpoint of the work tree that never rewrites the user's branch.
   std::string snapshot_workdir(const std::string& message, bool include_untracked,
-                               const std::vector<std::string>& skip_untracked);
-  // The same, by the author given (engine::RunOptions').
-  std::string snapshot_workdir(const std::string& message, const std::string& author_name,
-                               const std::string& author_email, bool include_untracked,
                                const std::vector<std::string>& skip_untracked);
 
   // The id of the tree snapshot_workdir would commit (tracked files as the
@@ -330,10 +322,7 @@ class Repo {
   std::vector<std::string> index_locks() const;
   std::string commit_all_now(const std::string& message, bool include_untracked,
                              const std::vector<std::string>& skip_untracked);
-  std::string commit_tracked_and_now(const std::vector<std::string>& paths, const std::string& message,
-                                     const Author& author);
-  std::string snapshot_workdir_by(const std::string& message, const Author& author, bool include_untracked,
-                                  const std::vector<std::string>& skip_untracked);
+  std::string commit_tracked_and_now(const std::vector<std::string>& paths, const std::string& message);
 
   // The paths a status must look at: nullopt for all of them.
   std::optional<std::vector<std::string>> watched_paths() const;

@@ -392,9 +392,9 @@ TEST(GitxCommit, SnapshotLeavesIndexHeadAndBranchAlone) {
   EXPECT_EQ(porcelain(repo), status_before);
 }
 
-// Repo stamps Phoenix's author (gitx/author.h) on every commit it makes;
-// only the forms that take an author (engine::RunOptions') name another.
-TEST(GitxCommit, EveryCommitIsPhoenixsUnlessAnAuthorIsGiven) {
+// Repo stamps Phoenix's author (gitx/author.h) on every commit it makes,
+// whoever the repository's user.name is.
+TEST(GitxCommit, EveryCommitIsPhoenixs) {
   ScopedTempDir tmp;
   std::string repo = init_repo(tmp / "r");
   write(repo, "a.txt", "a\n");
@@ -418,12 +418,6 @@ TEST(GitxCommit, EveryCommitIsPhoenixsUnlessAnAuthorIsGiven) {
   EXPECT_EQ(who(merged), phoenix);
   EXPECT_TRUE(conflicts.empty());
   EXPECT_EQ(who(r.commit_tracked_and({"b.txt"}, "tracked and b")), phoenix);
-
-  write(repo, "a.txt", "by someone\n");
-  EXPECT_EQ(who(r.snapshot_workdir("given", "Someone", "someone@example.com", false, kState)),
-            "Someone <someone@example.com>|Someone <someone@example.com>\n");
-  EXPECT_EQ(who(r.commit_tracked_and({}, "given", "Someone", "someone@example.com")),
-            "Someone <someone@example.com>|Someone <someone@example.com>\n");
 }
 
 // ---------------------------------------------------------------------------
