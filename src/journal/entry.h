@@ -77,9 +77,6 @@ std::string patch_hash(const std::string& patch);
 // either input again changes nothing.
 Entry merge_entries(const Entry& mine, const Entry& theirs);
 
-// "850ms", "12.5s", "4m10s", "2h05m": durations for people.
-std::string format_ms(long long ms);
-
 // Equal counts and times (Tally) / equal tallies and facts of the original
 // fix (Entry): whether a merge changed anything.
 bool same_tally(const Tally& a, const Tally& b);

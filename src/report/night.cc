@@ -491,12 +491,6 @@ int count_done(const Night& n) {
                                         [](const Task& t) { return t.outcome == "done" || t.outcome == "healed"; }));
 }
 
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
-
 }  // namespace
 
 std::string outcome_text(const Task& t) {
@@ -533,7 +527,7 @@ std::string verdict(const Night& n) {
   std::map<std::string, int> by;
   for (const auto& h : n.heals) ++by[h.replayed ? "replayed from the journal" : "healed by " + h.fixer];
   for (const auto& [how, k] : by) parts.push_back(std::to_string(k) + " " + how);
-  std::string s = join(parts, ", ");
+  std::string s = util::join(parts, ", ");
   if (!n.escalations.empty()) {
     const Escalation& x = n.escalations.back();
     // A loop's escalated tasks are counted above; a run's are said here.
@@ -556,7 +550,7 @@ std::vector<std::string> known_red_lines(const Night& n) {
   std::vector<std::string> v;
   for (const auto& k : n.known_red)
     v.push_back("Known red (failing before the first task, not healed, no task blamed for it): " + k.check +
-                (k.tests.empty() ? " (the whole check)" : ": " + join(k.tests, ", ")) + ".");
+                (k.tests.empty() ? " (the whole check)" : ": " + util::join(k.tests, ", ")) + ".");
   return v;
 }
 
@@ -577,7 +571,7 @@ std::vector<std::string> needs_person(const Night& n) {
     for (const std::string& note : a.incidents)
       v.push_back("Read " + note + ": a " + a.agent + " session was let stop red after " +
                   plural(a.refused, "refused stop", "refused stops") +
-                  (a.failures.empty() ? std::string() : " (" + join(a.failures, ", ") + ")") + ".");
+                  (a.failures.empty() ? std::string() : " (" + util::join(a.failures, ", ") + ")") + ".");
   // Red before the first iteration (not the agent's doing), and not healed
   // since: a baseline the loop healed is one of the heals, nothing to do.
   std::vector<std::string> still_red;
@@ -587,7 +581,7 @@ std::vector<std::string> needs_person(const Night& n) {
     if (!healed) still_red.push_back(c);
   }
   if (!still_red.empty() && n.known_red.empty())
-    v.push_back("Red before the first iteration (not the agent's doing): " + join(still_red, ", ") + ".");
+    v.push_back("Red before the first iteration (not the agent's doing): " + util::join(still_red, ", ") + ".");
   for (const Task& t : n.tasks)
     if (t.outcome == "open")
       v.push_back("Open: \"" + t.title + "\" after " + plural(t.attempts, "attempt", "attempts") +
@@ -636,39 +630,18 @@ std::string totals(const Night& n) {
 
 std::string agent_session_text(const AgentSession& s) {
   std::string t = plural(s.stops, "stop", "stops") + ", " + std::to_string(s.refused) + " refused";
-  if (!s.failures.empty()) t += " (" + join(s.failures, ", ") + ")";
+  if (!s.failures.empty()) t += " (" + util::join(s.failures, ", ") + ")";
   const std::string& v = s.verdict;
   t += v == "green"      ? ", ended green"
        : v == "refused"  ? ", last stop refused"
        : v == "given-up" ? ", let stop red"
        : v.empty()       ? ""
                          : ", last stop: " + v;
-  if (!s.incidents.empty()) t += " (" + join(s.incidents, ", ") + ")";
+  if (!s.incidents.empty()) t += " (" + util::join(s.incidents, ", ") + ")";
   return t + ", " + duration(s.end_ms - s.start_ms);
 }
 
 // --- units ---------------------------------------------------------------
-
-std::string duration(long long ms) {
-  if (ms < 0) ms = 0;
-  char b[64];
-  if (ms < 1000) {
-    std::snprintf(b, sizeof b, "%lld ms", ms);
-  } else if (ms < 10'000) {
-    std::snprintf(b, sizeof b, "%.1f s", static_cast<double>(ms) / 1000.0);
-  } else if (ms < 60'000) {
-    std::snprintf(b, sizeof b, "%lld s", (ms + 500) / 1000);
-  } else if (ms < 3'600'000) {
-    long long s = (ms + 500) / 1000;
-    if (s % 60) std::snprintf(b, sizeof b, "%lld min %lld s", s / 60, s % 60);
-    else std::snprintf(b, sizeof b, "%lld min", s / 60);
-  } else {
-    long long m = (ms + 30'000) / 60'000;
-    if (m % 60) std::snprintf(b, sizeof b, "%lld h %lld min", m / 60, m % 60);
-    else std::snprintf(b, sizeof b, "%lld h", m / 60);
-  }
-  return b;
-}
 
 namespace {
 std::tm local(long long ms) {

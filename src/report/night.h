@@ -173,11 +173,11 @@ std::string totals(const Night& n);  // "4 iterations, 2 h 13 min, $0.42"
 std::string agent_session_text(const AgentSession& s);
 
 // --- human units -----------------------------------------------------------
-std::string duration(long long ms);                   // "840 ms", "12 s", "4 min 12 s", "2 h 13 min"
 std::string clock(long long ms);                      // "03:12" local time
 std::string local_time(long long ms);                 // "2026-12-02 03:12 +01:00"
 std::string utc_offset(long long ms);                 // "+01:00"
 std::string money(const std::optional<double>& usd);  // "$0.42", "—" when unknown
+using util::duration;                                 // "840 ms", "12 s", "4 min 12 s", "2 h 13 min"
 using util::plural;                                   // "1 heal", "2 heals"
 using util::short_sha;                                // 7 hex
 constexpr const char* kDash = "—";

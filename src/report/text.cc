@@ -3,6 +3,7 @@
 
 #include "report/render.h"
 #include "util/term.h"
+#include "util/text.h"
 
 namespace phoenix::report {
 
@@ -18,16 +19,10 @@ size_t width_of(const std::string& s) {
   return w;
 }
 
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
-
 std::string shas(const std::vector<std::string>& commits) {
   std::vector<std::string> v;
   for (const auto& c : commits) v.push_back(short_sha(c));
-  return v.empty() ? std::string(kDash) : join(v, ", ");
+  return v.empty() ? std::string(kDash) : util::join(v, ", ");
 }
 
 std::string commits_text(const Task& t) {
