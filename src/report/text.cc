@@ -81,10 +81,10 @@ std::string wrap(const std::string& text, int width, const std::string& first, i
 
 std::string terminal(const Night& n, bool color, int width) {
   auto head = [&](const std::string& s) { return "\n" + paint(color, "1", s) + "\n"; };
-  auto outcome = [&](const std::string& o) {
-    std::string label = o;
+  auto outcome = [&](TaskOutcome o) {
+    std::string label = outcome_name(o);
     label.resize(10, ' ');
-    const char* code = o == "done" || o == "healed" ? "32" : o == "open" ? "33" : "31";
+    const char* code = landed(o) ? "32" : o == TaskOutcome::kOpen ? "33" : "31";
     return paint(color, code, label);
   };
   std::string s = paint(color, "1", title(n)) + "\n" + period(n) + "\n\n";
