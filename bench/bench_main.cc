@@ -123,7 +123,7 @@ int journal_replay(long n) {
         others.push_back(std::move(e));
       }
       j.merge(others);
-      journal::HealedFix h;
+      journal::Fix h;
       h.signature = sig;
       h.check = "value";
       h.failure_type = "unit";

@@ -35,12 +35,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string seconds(long long ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000.0);
-  return buf;
-}
-
 // The last `max_lines` lines of `evidence`, each behind "       | ".
 void print_tail(const Context& ctx, const std::string& evidence, size_t max_lines) {
   auto lines = util::split_lines(evidence);
@@ -199,14 +193,14 @@ std::optional<int> report_fresh_tree(const Context& ctx, const config::Config& c
     return kExitInterrupted;
   } else if (!ctx.json && !cfg.setup.empty()) {
     if (!f.setup.ok) {
-      std::cout << "  setup  " << red(ctx, "failed") << ": " << f.setup.signal << " (" << seconds(f.setup.duration_ms)
-                << ")\n";
+      std::cout << "  setup  " << red(ctx, "failed") << ": " << f.setup.signal << " ("
+                << util::seconds_tenths(f.setup.duration_ms) << ")\n";
       print_tail(ctx, f.setup.evidence, 15);
       std::cout << "         -> fix this step in phoenix.json's \"setup\": it runs in a fresh checkout of HEAD, so "
                    "what it needs must be committed\n";
     } else {
       std::cout << "  setup  "
-                << (f.setup.ran ? "done (" + seconds(f.setup.duration_ms) + ")"
+                << (f.setup.ran ? "done (" + util::seconds_tenths(f.setup.duration_ms) + ")"
                                 : std::string("up to date: its inputs did not change (nothing ran)"))
                 << "\n";
     }
@@ -255,7 +249,7 @@ int measure(const Context& ctx, const config::Config& cfg, json& out) {
     if (ctx.json) continue;
     auto verdict = [&](const checks::SenseResult& r) {
       return (r.ok ? green(ctx, "green") : red(ctx, "red")) + " (" + (r.ok ? "" : r.signal + ", ") +
-             seconds(r.duration_ms) + ")";
+             util::seconds_tenths(r.duration_ms) + ")";
     };
     std::string id = check.id;
     id.resize(width, ' ');

@@ -65,7 +65,7 @@ json entry_json(const journal::Entry& e, bool with_patch) {
 }
 
 std::string saved_text(long long ms, const std::optional<long long>& calls, const std::optional<double>& cost) {
-  std::string s = "~" + journal::format_ms(ms) + ", " +
+  std::string s = "~" + util::duration_compact(ms) + ", " +
                   (calls ? std::to_string(*calls) + (*calls == 1 ? " model call" : " model calls") : "? model calls");
   if (cost && *cost > 0) {
     char buf[32];

@@ -19,7 +19,9 @@ void JournalSink::healed(const fixers::Failure& failure, const fixers::Proposal&
               " was forgotten meanwhile; its replay is not counted");
       return;
     }
-    journal::HealedFix fix;
+    // The one conversion of a heal into the journal's words; the journal
+    // keeps these facts as the entry's own (journal::Entry is a Fix).
+    journal::Fix fix;
     fix.signature = failure.issue_signature;
     fix.check = failure.check.id;
     fix.failure_type = failure.failure_type;

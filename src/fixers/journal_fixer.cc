@@ -20,7 +20,7 @@ std::string describe(const journal::Entry& e) {
   std::string saves;
   if (e.model_calls) saves = "~" + plural(*e.model_calls, "model call", "model calls");
   else saves = "an unknown number of model calls";
-  if (e.duration_ms && *e.duration_ms > 0) saves += " and ~" + journal::format_ms(*e.duration_ms);
+  if (e.duration_ms && *e.duration_ms > 0) saves += " and ~" + util::duration_compact(*e.duration_ms);
   return "replay of " + util::sha12(e.signature) + " (healed " + plural(e.successes, "time", "times") + ", saves " +
          saves + ")";
 }

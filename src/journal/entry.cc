@@ -93,15 +93,6 @@ bool same_entry(const Entry& a, const Entry& b) {
 
 std::string patch_hash(const std::string& patch) { return util::sha256_hex(patch); }
 
-std::string format_ms(long long ms) {
-  char buf[64];
-  if (ms < 1000) std::snprintf(buf, sizeof buf, "%lldms", ms);
-  else if (ms < 60'000) std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000);
-  else if (ms < 3'600'000) std::snprintf(buf, sizeof buf, "%lldm%02llds", ms / 60'000, ms / 1000 % 60);
-  else std::snprintf(buf, sizeof buf, "%lldh%02lldm", ms / 3'600'000, ms / 60'000 % 60);
-  return buf;
-}
-
 bool is_lower_hex(const std::string& s, size_t n) {
   return (n == 0 || s.size() == n) &&
          std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });

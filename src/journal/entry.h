@@ -35,21 +35,27 @@ struct Tally {
   std::string last_failure;  // why it failed at last_failed
 };
 
-// One remembered fix: one patch for one issue signature.
-struct Entry {
-  // identity
-  std::string signature;   // issue signature (64 hex)
-  std::string patch_hash;  // sha256 hex of `patch`
-  // the fix as first measured (kept from the first journal that had it)
-  std::string check;         // check id
-  std::string failure_type;  // unit, e2e, ...
-  std::string patch;         // git's unified diff, applies with gitx::Repo::apply_patch
-  std::vector<std::string> files;
-  std::string fixer;                     // who first proposed it (never "journal")
+// A fix as a heal measured it: the issue, the patch, and what the fixer
+// that proposed it spent. What a heal hands the journal (Journal::
+// record_healed) and the facts every entry keeps of its first heal.
+struct Fix {
+  std::string signature;                 // issue signature (64 hex)
+  std::string check;                     // check id
+  std::string failure_type;              // unit, e2e, ...
+  std::string patch;                     // git's unified diff, applies with gitx::Repo::apply_patch
+  std::vector<std::string> files;        // the paths the patch changes
+  std::string fixer;                     // who proposed it (never "journal")
   std::optional<long long> duration_ms;  // that fixer's time: what one replay saves
   std::optional<long long> verify_ms;    // the verifying re-run
-  std::optional<long long> model_calls;  // of the original fix; null when unknown
-  std::optional<double> cost_usd;        // of the original fix; null when unknown, never 0 for unknown
+  std::optional<long long> model_calls;  // null when unknown
+  std::optional<double> cost_usd;        // null when unknown, never 0 for unknown
+};
+
+// One remembered fix: one patch for one issue signature (its identity:
+// the signature and patch_hash), the fix as first measured (kept from the
+// first journal that had it), and the counts of every origin.
+struct Entry : Fix {
+  std::string patch_hash;  // sha256 hex of `patch`
   // totals over every origin (see Tally); recompute() derives them
   bool verified = false;
   long long attempts = 0, successes = 0, failures = 0, replays = 0;
@@ -76,9 +82,6 @@ std::string patch_hash(const std::string& patch);
 // Commutative in the counts and idempotent: merging the result with
 // either input again changes nothing.
 Entry merge_entries(const Entry& mine, const Entry& theirs);
-
-// "850ms", "12.5s", "4m10s", "2h05m": durations for people.
-std::string format_ms(long long ms);
 
 // Equal counts and times (Tally) / equal tallies and facts of the original
 // fix (Entry): whether a merge changed anything.

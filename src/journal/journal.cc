@@ -201,7 +201,7 @@ Journal::~Journal() = default;
 const std::string& Journal::path() const { return impl_->path; }
 const std::string& Journal::origin() const { return impl_->origin; }
 
-bool Journal::record_healed(const HealedFix& fix) {
+bool Journal::record_healed(const Fix& fix) {
   if (fix.patch.empty()) return false;
   Tx tx(impl_->db, "record a heal");
   std::string hash = patch_hash(fix.patch);
@@ -209,17 +209,8 @@ bool Journal::record_healed(const HealedFix& fix) {
   std::optional<Entry> e = impl_->find(fix.signature, hash, &id);
   if (!e) {
     Entry n;
-    n.signature = fix.signature;
+    static_cast<Fix&>(n) = fix;
     n.patch_hash = hash;
-    n.check = fix.check;
-    n.failure_type = fix.failure_type;
-    n.patch = fix.patch;
-    n.files = fix.files;
-    n.fixer = fix.fixer;
-    n.duration_ms = fix.duration_ms;
-    n.verify_ms = fix.verify_ms;
-    n.model_calls = fix.model_calls;
-    n.cost_usd = fix.cost_usd;
     id = impl_->insert_entry(n);
     e = std::move(n);
   } else {

@@ -52,19 +52,6 @@ struct OpenOptions {
 };
 
 // A measured heal by a fixer other than the journal.
-struct HealedFix {
-  std::string signature;
-  std::string check;
-  std::string failure_type;
-  std::string patch;
-  std::vector<std::string> files;
-  std::string fixer;
-  long long duration_ms = 0;  // the fixer's own time
-  long long verify_ms = 0;
-  std::optional<long long> model_calls;
-  std::optional<double> cost_usd;
-};
-
 struct Stats {
   long long entries = 0;
   long long signatures = 0;
@@ -130,7 +117,7 @@ class Journal {
   // successes +1. The original fix's fixer, duration, model calls and cost
   // are kept from the first record (unknown ones filled in later).
   // An empty patch is not recorded (there is nothing to replay): false.
-  bool record_healed(const HealedFix& fix);
+  bool record_healed(const Fix& fix);
   // The journal's own replay of an entry healed (measured): verified,
   // attempts, successes and replays +1. False when there is no such entry.
   bool record_replay(const std::string& signature, const std::string& patch_hash);

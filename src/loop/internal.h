@@ -142,7 +142,7 @@ struct Loop {
 
   Tree main_tree() { return Tree{wt, wt_name, &*repo}; }
 
-  // What a heal of the loop's came to (not engine/cycle.cc's Heal, one issue's heal in progress).
+  // What a heal of the loop's came to (not engine/cycle_impl.h's Heal, one issue's heal in progress).
   struct HealOutcome {
     int exit_code = 0;
     std::string incident;  // in <root>/incidents, when the engine escalated (the baseline's heal)

@@ -65,4 +65,10 @@ std::optional<Spend> spend_of(const Event& e) {
   return s;
 }
 
+bool replayed_from_journal(std::string_view fixer) {
+  // fixers::JournalFixer::name(); the report reads the trace, not fixers/.
+  constexpr std::string_view kJournalFixer = "journal";
+  return fixer == kJournalFixer;
+}
+
 }  // namespace phoenix::report

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/json.h"
@@ -45,5 +46,9 @@ struct Spend {
   std::optional<double> cost_usd;
 };
 std::optional<Spend> spend_of(const Event& e);
+
+// A heal by this fixer (a `state` event's "fixer") was the journal's replay
+// of a fix it remembered (fixers/journal_fixer.h), not a fix of its own.
+bool replayed_from_journal(std::string_view fixer);
 
 }  // namespace phoenix::report

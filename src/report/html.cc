@@ -377,9 +377,9 @@ std::string flaky_section(const Night& n) {
   return h;
 }
 
-}  // namespace
-
-std::string html(const Night& n, const std::string& out_dir) {
+// The page's top: its <head> and the header (title, period, verdict, the
+// known red), then what needs a person first.
+std::string header_section(const Night& n) {
   const std::string title = report::title(n);
   std::string h =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -392,78 +392,77 @@ std::string html(const Night& n, const std::string& out_dir) {
   h += "</header>\n";
   h += "<section id=\"needs\" class=\"needs\">\n<h2>Needs a person first</h2>\n<ol>\n";
   for (const auto& line : needs_person(n)) h += "<li>" + code_spans(html_escape(line)) + "</li>\n";
-  h += "</ol>\n</section>\n";
+  return h + "</ol>\n</section>\n";
+}
 
-  h += "<section id=\"timeline\">\n<h2>Timeline</h2>\n";
-  if (n.marks.empty()) h += "<p>" + dash() + "</p>\n";
-  else {
-    h += timeline_svg(n, 1000, "timeline-svg") + timeline_svg(n, 420, "timeline-svg-narrow");
-    h += "<p class=\"legend\">Time runs left to right (" + html_escape(utc_offset(n.start_ms)) + "): " +
-         (n.loop ? plural(n.iterations, "agent iteration", "agent iterations") : plural(n.runs, "run", "runs")) + ", " +
-         plural(static_cast<long long>(n.heals.size()), "heal", "heals") + ", " +
-         plural(static_cast<long long>(n.waits.size()), "rate-limit wait", "rate-limit waits") + ", " +
-         plural(static_cast<long long>(n.escalations.size()), "escalation", "escalations") +
-         ". Hover over or tap a mark for its time.</p>\n";
-  }
-  h += "</section>\n";
+std::string timeline_section(const Night& n) {
+  std::string h = "<section id=\"timeline\">\n<h2>Timeline</h2>\n";
+  if (n.marks.empty()) return h + "<p>" + dash() + "</p>\n</section>\n";
+  h += timeline_svg(n, 1000, "timeline-svg") + timeline_svg(n, 420, "timeline-svg-narrow");
+  h += "<p class=\"legend\">Time runs left to right (" + html_escape(utc_offset(n.start_ms)) +
+       "): " + (n.loop ? plural(n.iterations, "agent iteration", "agent iterations") : plural(n.runs, "run", "runs")) +
+       ", " + plural(static_cast<long long>(n.heals.size()), "heal", "heals") + ", " +
+       plural(static_cast<long long>(n.waits.size()), "rate-limit wait", "rate-limit waits") + ", " +
+       plural(static_cast<long long>(n.escalations.size()), "escalation", "escalations") +
+       ". Hover over or tap a mark for its time.</p>\n";
+  return h + "</section>\n";
+}
 
-  h += "<section id=\"tasks\">\n<h2>Tasks</h2>\n";
-  if (n.tasks.empty()) h += "<p>" + dash() + "</p>\n";
-  else {
-    h +=
-        "<div class=\"scroll\"><table>\n<thead><tr><th>task</th><th>outcome</th><th>commits</th><th>duration</th><th>turns</th><th>cost</th></tr></thead>\n<tbody>\n";
-    for (const auto& t : n.tasks) {
-      std::string commits;
-      for (const auto& c : t.commits)
-        commits += (commits.empty() ? "" : " ") + ("<code title=\"" + c + "\">" + short_sha(c) + "</code>");
-      std::string outcome = html_escape(outcome_text(t));
-      if (!t.incident.empty()) outcome += " (<a href=\"#" + html_escape(t.incident) + "\">note</a>)";
-      std::string cost = t.cost_usd
-                             ? html_escape(money(t.cost_usd)) +
-                                   (t.cost_why.empty() ? "" : " <small>(+ " + html_escape(t.cost_why) + ")</small>")
-                             : dash() + " <small>" + html_escape(t.cost_why) + "</small>";
-      h += "<tr><td data-label=\"task\">" + html_escape(t.title) + "</td><td data-label=\"outcome\" class=\"outcome-" +
-           t.outcome + "\">" + outcome + "</td><td data-label=\"commits\">" + (commits.empty() ? dash() : commits) +
-           "</td><td data-label=\"duration\">" + duration(t.end_ms - t.start_ms) + "</td><td data-label=\"turns\">" +
-           std::to_string(t.turns) + "</td><td data-label=\"cost\">" + cost + "</td></tr>\n";
-    }
-    h += "</tbody></table></div>\n";
-  }
-  h += "</section>\n";
+std::string task_row(const Task& t) {
+  std::string commits;
+  for (const auto& c : t.commits)
+    commits += (commits.empty() ? "" : " ") + ("<code title=\"" + c + "\">" + short_sha(c) + "</code>");
+  std::string outcome = html_escape(outcome_text(t));
+  if (!t.incident.empty()) outcome += " (<a href=\"#" + html_escape(t.incident) + "\">note</a>)";
+  std::string cost = t.cost_usd ? html_escape(money(t.cost_usd)) +
+                                      (t.cost_why.empty() ? "" : " <small>(+ " + html_escape(t.cost_why) + ")</small>")
+                                : dash() + " <small>" + html_escape(t.cost_why) + "</small>";
+  return "<tr><td data-label=\"task\">" + html_escape(t.title) + "</td><td data-label=\"outcome\" class=\"outcome-" +
+         outcome_name(t.outcome) + "\">" + outcome + "</td><td data-label=\"commits\">" +
+         (commits.empty() ? dash() : commits) + "</td><td data-label=\"duration\">" + duration(t.end_ms - t.start_ms) +
+         "</td><td data-label=\"turns\">" + std::to_string(t.turns) + "</td><td data-label=\"cost\">" + cost +
+         "</td></tr>\n";
+}
 
-  h += "<section id=\"heals\">\n<h2>Heals</h2>\n";
-  if (n.heals.empty()) h += "<p>" + dash() + "</p>\n";
-  else {
-    h +=
-        "<div class=\"scroll\"><table>\n<thead><tr><th>at</th><th>check</th><th>fixer</th><th>attempts</th><th>duration</th><th>replayed</th><th>fix</th></tr></thead>\n<tbody>\n";
-    for (const auto& x : n.heals)
-      h += "<tr><td data-label=\"at\">" + clock(x.end_ms) + "</td><td data-label=\"check\"><code>" +
-           html_escape(x.check) + "</code></td><td data-label=\"fixer\">" + html_escape(x.fixer) +
-           "</td><td data-label=\"attempts\">" + std::to_string(x.attempts) + "</td><td data-label=\"duration\">" +
-           duration(x.end_ms - x.start_ms) + "</td><td data-label=\"replayed\">" +
-           (x.replayed ? "from the journal" : "no") + "</td><td data-label=\"fix\">" +
-           (x.commit.empty() ? dash() : "<code title=\"" + x.commit + "\">" + short_sha(x.commit) + "</code>") +
-           "</td></tr>\n";
-    h += "</tbody></table></div>\n";
-  }
-  h += "</section>\n";
+std::string tasks_section(const Night& n) {
+  std::string h = "<section id=\"tasks\">\n<h2>Tasks</h2>\n";
+  if (n.tasks.empty()) return h + "<p>" + dash() + "</p>\n</section>\n";
+  h +=
+      "<div class=\"scroll\"><table>\n<thead><tr><th>task</th><th>outcome</th><th>commits</th><th>duration</th><th>turns</th><th>cost</th></tr></thead>\n<tbody>\n";
+  for (const auto& t : n.tasks) h += task_row(t);
+  return h + "</tbody></table></div>\n</section>\n";
+}
 
-  h += flaky_section(n);
+std::string heals_section(const Night& n) {
+  std::string h = "<section id=\"heals\">\n<h2>Heals</h2>\n";
+  if (n.heals.empty()) return h + "<p>" + dash() + "</p>\n</section>\n";
+  h +=
+      "<div class=\"scroll\"><table>\n<thead><tr><th>at</th><th>check</th><th>fixer</th><th>attempts</th><th>duration</th><th>replayed</th><th>fix</th></tr></thead>\n<tbody>\n";
+  for (const auto& x : n.heals)
+    h += "<tr><td data-label=\"at\">" + clock(x.end_ms) + "</td><td data-label=\"check\"><code>" +
+         html_escape(x.check) + "</code></td><td data-label=\"fixer\">" + html_escape(x.fixer) +
+         "</td><td data-label=\"attempts\">" + std::to_string(x.attempts) + "</td><td data-label=\"duration\">" +
+         duration(x.end_ms - x.start_ms) + "</td><td data-label=\"replayed\">" +
+         (x.replayed ? "from the journal" : "no") + "</td><td data-label=\"fix\">" +
+         (x.commit.empty() ? dash() : "<code title=\"" + x.commit + "\">" + short_sha(x.commit) + "</code>") +
+         "</td></tr>\n";
+  return h + "</tbody></table></div>\n</section>\n";
+}
 
-  h += "<section id=\"waits\">\n<h2>Rate-limit waits</h2>\n";
-  if (n.waits.empty()) h += "<p>" + dash() + "</p>\n";
-  else {
-    h += "<ul>\n";
-    for (const auto& w : n.waits)
-      h += "<li>" + clock(w.at_ms) + ": " + html_escape(w.status) + ", waited " + duration(w.wait_ms) +
-           (w.detail.empty() ? "" : " (" + html_escape(w.detail) + ")") + "</li>\n";
-    h += "</ul>\n";
-  }
-  h += "</section>\n";
+std::string waits_section(const Night& n) {
+  std::string h = "<section id=\"waits\">\n<h2>Rate-limit waits</h2>\n";
+  if (n.waits.empty()) return h + "<p>" + dash() + "</p>\n</section>\n";
+  h += "<ul>\n";
+  for (const auto& w : n.waits)
+    h += "<li>" + clock(w.at_ms) + ": " + html_escape(w.status) + ", waited " + duration(w.wait_ms) +
+         (w.detail.empty() ? "" : " (" + html_escape(w.detail) + ")") + "</li>\n";
+  return h + "</ul>\n</section>\n";
+}
 
-  h += agent_sessions_section(n);
-
-  h += "<section id=\"incidents\">\n<h2>Incidents</h2>\n";
+// Each escalation's note, rendered, with where it rolled back to and where
+// the abandoned work is; links relative to out_dir.
+std::string incidents_section(const Night& n, const std::string& out_dir) {
+  std::string h = "<section id=\"incidents\">\n<h2>Incidents</h2>\n";
   if (n.escalations.empty()) h += "<p>" + dash() + "</p>\n";
   for (const auto& x : n.escalations) {
     h += "<article class=\"incident\" id=\"" + html_escape(x.incident) + "\">\n<p class=\"meta\">Note <a href=\"" +
@@ -475,11 +474,16 @@ std::string html(const Night& n, const std::string& out_dir) {
     else if (!x.abandoned.empty()) h += " · abandoned head <code>" + short_sha(x.abandoned) + "</code>";
     h += "</p>\n" + incident_article(x) + "</article>\n";
   }
-  h += "</section>\n";
+  return h + "</section>\n";
+}
 
-  h += "<section id=\"totals\">\n<h2>Totals</h2>\n<p>" + html_escape(totals(n)) + "</p>\n</section>\n";
-  h += "<footer>Next: <code>" + html_escape(next_command(n)) + "</code></footer>\n</main>\n</body>\n</html>\n";
-  return h;
+}  // namespace
+
+std::string html(const Night& n, const std::string& out_dir) {
+  return header_section(n) + timeline_section(n) + tasks_section(n) + heals_section(n) + flaky_section(n) +
+         waits_section(n) + agent_sessions_section(n) + incidents_section(n, out_dir) +
+         "<section id=\"totals\">\n<h2>Totals</h2>\n<p>" + html_escape(totals(n)) + "</p>\n</section>\n" +
+         "<footer>Next: <code>" + html_escape(next_command(n)) + "</code></footer>\n</main>\n</body>\n</html>\n";
 }
 
 }  // namespace phoenix::report

@@ -19,12 +19,21 @@
 
 namespace phoenix::report {
 
+// How a task ended: its commit landed (done; healed: after a heal of its
+// red attempt), it was given up on (skipped; escalated: with an incident
+// note), or the night ended before its next attempt (open). A word only
+// where the report prints it (outcome_name; the HTML page's class).
+enum class TaskOutcome { kDone, kHealed, kSkipped, kEscalated, kOpen };
+const char* outcome_name(TaskOutcome o);  // "done", "healed", "skipped", "escalated", "open"
+// Done or healed: the task's change is on the loop branch.
+inline bool landed(TaskOutcome o) { return o == TaskOutcome::kDone || o == TaskOutcome::kHealed; }
+
 // One task the loop worked on, in the order it finished.
 struct Task {
   std::string id;
   std::string title;
   int index = 0;
-  std::string outcome;               // "done", "healed", "skipped", "escalated", "open"
+  TaskOutcome outcome = TaskOutcome::kDone;
   std::string last_failure;          // an open task's: why its last attempt failed
   std::vector<std::string> commits;  // shas it left on the loop branch (task commit, fix commit)
   long long start_ms = 0, end_ms = 0;
@@ -173,11 +182,11 @@ std::string totals(const Night& n);  // "4 iterations, 2 h 13 min, $0.42"
 std::string agent_session_text(const AgentSession& s);
 
 // --- human units -----------------------------------------------------------
-std::string duration(long long ms);                   // "840 ms", "12 s", "4 min 12 s", "2 h 13 min"
 std::string clock(long long ms);                      // "03:12" local time
 std::string local_time(long long ms);                 // "2026-12-02 03:12 +01:00"
 std::string utc_offset(long long ms);                 // "+01:00"
 std::string money(const std::optional<double>& usd);  // "$0.42", "—" when unknown
+using util::duration;                                 // "840 ms", "12 s", "4 min 12 s", "2 h 13 min"
 using util::plural;                                   // "1 heal", "2 heals"
 using util::short_sha;                                // 7 hex
 constexpr const char* kDash = "—";

@@ -180,7 +180,7 @@ class Figures::Impl {
                           {"fixer", fixer},
                           {"attempts", d.value("attempts", 0)},
                           {"duration_ms", dur < 0 ? 0 : dur},
-                          {"replayed", fixer == "journal"},
+                          {"replayed", replayed_from_journal(fixer)},
                           {"signature", det.value("signature", "")},
                           {"commit", d.value("commit", "")},
                           {"at", e.ts}});

@@ -3,6 +3,7 @@
 
 #include "report/render.h"
 #include "util/term.h"
+#include "util/text.h"
 
 namespace phoenix::report {
 
@@ -18,16 +19,10 @@ size_t width_of(const std::string& s) {
   return w;
 }
 
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
-
 std::string shas(const std::vector<std::string>& commits) {
   std::vector<std::string> v;
   for (const auto& c : commits) v.push_back(short_sha(c));
-  return v.empty() ? std::string(kDash) : join(v, ", ");
+  return v.empty() ? std::string(kDash) : util::join(v, ", ");
 }
 
 std::string commits_text(const Task& t) {
@@ -86,10 +81,10 @@ std::string wrap(const std::string& text, int width, const std::string& first, i
 
 std::string terminal(const Night& n, bool color, int width) {
   auto head = [&](const std::string& s) { return "\n" + paint(color, "1", s) + "\n"; };
-  auto outcome = [&](const std::string& o) {
-    std::string label = o;
+  auto outcome = [&](TaskOutcome o) {
+    std::string label = outcome_name(o);
     label.resize(10, ' ');
-    const char* code = o == "done" || o == "healed" ? "32" : o == "open" ? "33" : "31";
+    const char* code = landed(o) ? "32" : o == TaskOutcome::kOpen ? "33" : "31";
     return paint(color, code, label);
   };
   std::string s = paint(color, "1", title(n)) + "\n" + period(n) + "\n\n";

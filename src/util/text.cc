@@ -227,6 +227,15 @@ std::vector<std::string> split_words(std::string_view s) {
   return out;
 }
 
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
 std::string join_argv(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& a : argv) {

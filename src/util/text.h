@@ -63,6 +63,8 @@ std::vector<std::string> split_words(std::string_view s);
 
 // Joins argv for display, quoting words that need it.
 std::string join_argv(const std::vector<std::string>& argv);
+// The items with `sep` between them: join({"a", "b"}, ", ") is "a, b".
+std::string join(const std::vector<std::string>& items, std::string_view sep);
 
 std::string trim(std::string_view s);
 bool starts_with(std::string_view s, std::string_view prefix);

@@ -23,7 +23,7 @@
 namespace {
 
 void record(phoenix::journal::Journal& j, const std::string& name, int i) {
-  phoenix::journal::HealedFix f;
+  phoenix::journal::Fix f;
   f.check = "unit";
   f.failure_type = "unit";
   f.fixer = "harness";

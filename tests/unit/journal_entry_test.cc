@@ -111,12 +111,5 @@ TEST(JournalEntry, IsLowerHex) {
   EXPECT_FALSE(is_lower_hex("xyz"));
 }
 
-TEST(JournalEntry, FormatMs) {
-  EXPECT_EQ(format_ms(850), "850ms");
-  EXPECT_EQ(format_ms(12'500), "12.5s");
-  EXPECT_EQ(format_ms(250'000), "4m10s");
-  EXPECT_EQ(format_ms(2 * 3'600'000 + 5 * 60'000), "2h05m");
-}
-
 }  // namespace
 }  // namespace phoenix::journal

@@ -39,9 +39,9 @@ std::string set_value_patch(const std::string& from, const std::string& to, cons
          "\n+" + to + "\n";
 }
 
-HealedFix fix(const std::string& sig, const std::string& patch, std::optional<long long> calls = 2,
-              std::optional<double> cost = 0.25, long long duration_ms = 90'000) {
-  HealedFix f;
+Fix fix(const std::string& sig, const std::string& patch, std::optional<long long> calls = 2,
+        std::optional<double> cost = 0.25, long long duration_ms = 90'000) {
+  Fix f;
   f.signature = sig;
   f.check = "unit";
   f.failure_type = "unit";
@@ -162,7 +162,7 @@ TEST_F(JournalStore, SameSignatureAndPatchIsOneEntryThatKeepsTheOriginalFix) {
   Journal j = Journal::open(path());
   std::string s = sig_of("a");
   j.record_healed(fix(s, set_value_patch("bad", "good"), std::nullopt, std::nullopt, 60'000));
-  HealedFix again = fix(s, set_value_patch("bad", "good"), 5, 1.5, 10);
+  Fix again = fix(s, set_value_patch("bad", "good"), 5, 1.5, 10);
   again.fixer = "bisect";
   j.record_healed(again);
   auto all = j.list();
@@ -284,7 +284,7 @@ TEST_F(JournalStore, ForgetRefusesAnAmbiguousOrUnknownPrefixNamingTheCandidates)
   // Two signatures that share their first three digits.
   std::string s1 = "abc1" + std::string(60, '0'), s2 = "abc2" + std::string(60, '0');
   j.record_healed(fix(s1, set_value_patch("bad", "good")));
-  HealedFix f2 = fix(s2, set_value_patch("bad", "good"));
+  Fix f2 = fix(s2, set_value_patch("bad", "good"));
   f2.check = "lint";
   j.record_healed(f2);
   int code = 0;
@@ -1019,7 +1019,7 @@ TEST_F(JournalCli, ColumnsAreAsWideAsTheirWidestCell) {
   {
     Journal j = Journal::open(jpath(a));
     j.record_healed(fix("abc1" + std::string(60, '0'), p));
-    HealedFix wide = fix("abc3" + std::string(60, '0'), p, 1, 0.04, 12);
+    Fix wide = fix("abc3" + std::string(60, '0'), p, 1, 0.04, 12);
     wide.check = "a-check-id-longer-than-fourteen";
     j.record_healed(wide);
     j.record_replay(wide.signature, patch_hash(p));

@@ -177,18 +177,18 @@ TEST_F(ReportTest, ModelOfTheNight) {
   EXPECT_FALSE(n.running);
   EXPECT_EQ(n.tasks_total, 5);
   ASSERT_EQ(n.tasks.size(), 5u);
-  EXPECT_EQ(n.tasks[0].outcome, "done");
+  EXPECT_EQ(n.tasks[0].outcome, report::TaskOutcome::kDone);
   EXPECT_EQ(n.tasks[0].turns, 1);
   EXPECT_EQ(n.tasks[0].end_ms - n.tasks[0].start_ms, 254'000);
   ASSERT_TRUE(n.tasks[0].cost_usd);
   EXPECT_DOUBLE_EQ(*n.tasks[0].cost_usd, 0.42);
-  EXPECT_EQ(n.tasks[1].outcome, "healed");
+  EXPECT_EQ(n.tasks[1].outcome, report::TaskOutcome::kHealed);
   EXPECT_EQ(n.tasks[1].commits, (std::vector<std::string>{"b2b2b2b2b2b2b2b2", "c3c3c3c3c3c3c3c3"}));
   EXPECT_EQ(n.tasks[2].turns, 1) << "the refused run is not a turn";
   EXPECT_FALSE(n.tasks[2].cost_usd);
   EXPECT_EQ(n.tasks[2].cost_why, "the agent CLI reported no cost");
   EXPECT_EQ(n.tasks[4].title, "Recolour the chart") << "named from the tasks file on the loop branch";
-  EXPECT_EQ(n.tasks[4].outcome, "escalated");
+  EXPECT_EQ(n.tasks[4].outcome, report::TaskOutcome::kEscalated);
   ASSERT_EQ(n.heals.size(), 2u);
   EXPECT_EQ(n.heals[0].fixer, "bisect");
   EXPECT_EQ(n.heals[0].end_ms - n.heals[0].start_ms, 12'000);
@@ -252,7 +252,7 @@ TEST_F(ReportTest, KnownRedFlakyTestsAlsoFixedAndOpenTasks) {
   ASSERT_EQ(n.also_fixed.size(), 1u);
   EXPECT_EQ(n.also_fixed[0], "Mock the network also fixed unit: tests/test_net.py::test_fetch");
   ASSERT_EQ(n.tasks.size(), 2u);
-  EXPECT_EQ(n.tasks[1].outcome, "open");
+  EXPECT_EQ(n.tasks[1].outcome, report::TaskOutcome::kOpen);
   EXPECT_EQ(n.tasks[1].attempts, 1);
   const std::string text = report::terminal(n, false, 200);
   // Known red right after the verdict, before anything else.
