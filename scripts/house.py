@@ -14,7 +14,9 @@ states that a script can check:
            3. thin mains: every src/cli/main_*.cc is at most MAIN_MAX lines;
            4. libgit2: <git2.h> is included under src/gitx/ only, and
               gitx/libgit2.h (libgit2's API with its owners) by gitx/ and
-              sandbox/ only.
+              sandbox/ only;
+           5. sizes: no .cc in src/ over FILE_MAX lines, no function over
+              FUNCTION_MAX lines (what the code met when the limits were set).
 
   scripts/house.py [--top N] [--no-duplicates]     exit 1 when a rule is broken
 """
@@ -46,6 +48,8 @@ LAYERS = [
 RANK = {folder: i for i, row in enumerate(LAYERS) for folder in row}
 
 MAIN_MAX = 60
+FILE_MAX = 600
+FUNCTION_MAX = 80
 # Where libgit2 may be seen: <git2.h> itself, and the header that brings it.
 GIT2_FOLDERS = {"gitx"}
 LIBGIT2_H_FOLDERS = {"gitx", "sandbox"}
@@ -241,6 +245,10 @@ def main():
     rule("literals outside src/layout/ spelling a path in .phoenix/ or a ref of Phoenix's (0 expected)", own_paths)
     rule(f"src/cli/main_*.cc longer than {MAIN_MAX} lines (0 expected)", long_mains)
     rule("libgit2 seen outside gitx/ (<git2.h>) or outside gitx/ and sandbox/ (gitx/libgit2.h) (0 expected)", git2)
+    rule(f".cc files in src/ over {FILE_MAX} lines (0 expected)",
+         [f"{rel}: {length} lines" for length, rel in sizes if length > FILE_MAX])
+    rule(f"functions in src/ over {FUNCTION_MAX} lines (0 expected)",
+         [f"{where}: {name}, {length} lines" for length, where, name in fns if length > FUNCTION_MAX])
     return 1 if broken or unknown else 0
 
 
