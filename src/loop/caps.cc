@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "util/format.h"
+
 namespace phoenix::loop {
 
 using util::Json;
@@ -29,9 +31,9 @@ std::string number(double v) {
 }  // namespace
 
 std::string duration_text(long long ms) {
+  if (ms < 120 * 1000) return util::seconds_tenths(ms);
   char buf[32];
-  if (ms < 120 * 1000) std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000.0);
-  else if (ms < 120 * 60 * 1000) std::snprintf(buf, sizeof buf, "%lld min", (ms + 30000) / 60000);
+  if (ms < 120 * 60 * 1000) std::snprintf(buf, sizeof buf, "%lld min", (ms + 30000) / 60000);
   else std::snprintf(buf, sizeof buf, "%.2f h", static_cast<double>(ms) / 3600000.0);
   return buf;
 }
