@@ -12,6 +12,8 @@
 #   bench/failing_first_bench.sh                 everything
 #   bench/failing_first_bench.sh pytest ctest    some parts (pytest, ctest, vitest, reject)
 # TESTS (default 400) and TEST_MS (default 8) size the pytest suite.
+# BISECT_PARALLEL (default 1: one probe at a time, like `git bisect run`)
+# is phoenix.json's bisect.parallel (Phoenix's own default is the cores).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${PHOENIX_BUILD_DIR:-$here/build}"
@@ -21,6 +23,7 @@ runs="${RUNS:-3}"
 tests="${TESTS:-400}"
 test_ms="${TEST_MS:-8}"
 parts="${*:-pytest ctest vitest reject}"
+bisect_parallel="${BISECT_PARALLEL:-1}"
 py=""
 for c in python3 /usr/bin/python3; do
   if command -v "$c" >/dev/null && "$c" -c 'import pytest' 2>/dev/null; then py=$(command -v "$c"); break; fi
@@ -100,7 +103,7 @@ pytest_project() {
   cat >phoenix.json <<EOF
 { "checks": [ { "id": "unit", "kind": "command_exit", "target": ["$py", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
                 "editable": ["*.py"], "timeout_s": 600 } ],
-  "fixers": ["bisect"], "bisect": { "parallel": 1 }, "flaky_reruns": 0 }
+  "fixers": ["bisect"], "bisect": { "parallel": $bisect_parallel }, "flaky_reruns": 0 }
 EOF
   git add -A && git commit -q -m project
 }
@@ -158,7 +161,7 @@ EOF
                 "target": ["sh", "-c", "cmake --build build >/dev/null && ctest --test-dir build --output-on-failure -j1"],
                 "select": { "runner": "ctest", "command": ["sh", "-c", $(printf '%s' "$sel" | "${py:-python3}" -c 'import json,sys; print(json.dumps(sys.stdin.read()))'), "sh"] },
                 "editable": ["*.c"], "timeout_s": 600 } ],
-  "fixers": ["bisect"], "bisect": { "parallel": 1 }, "flaky_reruns": 0 }
+  "fixers": ["bisect"], "bisect": { "parallel": $bisect_parallel }, "flaky_reruns": 0 }
 EOF
   git add -A && git commit -q -m project
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -199,7 +202,7 @@ bench_vitest() {
   cat >phoenix.json <<JSON
 { "setup": [ { "run": ["ln", "-sfn", "$work/vmods/node_modules", "node_modules"], "inputs": ["package.json"] } ],
   "checks": [ { "id": "unit", "kind": "command_exit", "target": ["npx", "vitest", "run"], "editable": ["*.js"], "timeout_s": 600 } ],
-  "fixers": ["bisect"], "bisect": { "parallel": 1 }, "flaky_reruns": 0 }
+  "fixers": ["bisect"], "bisect": { "parallel": $bisect_parallel }, "flaky_reruns": 0 }
 JSON
   git add -A && git commit -q -m project
   "$phoenix" run >/dev/null 2>&1
@@ -260,5 +263,5 @@ EOF
   cd "$work"
 }
 
-echo "== failing tests first: bisect and a heal's verification ask the failing tests, $(nproc) cores, medians of $runs"
+echo "== failing tests first: bisect and a heal's verification ask the failing tests, $(nproc) cores, medians of $runs, bisect.parallel $bisect_parallel"
 for part in $parts; do "bench_$part"; done

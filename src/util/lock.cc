@@ -131,8 +131,8 @@ int FileLock::keep_across_exec() {
 }
 
 std::unique_ptr<FileLock> FileLock::adopt(const std::string& path, int fd) {
-  struct stat held {
-  }, named{};
+  struct stat held = {};
+  struct stat named = {};
   if (fd < 0 || ::fstat(fd, &held) != 0 || ::stat(path.c_str(), &named) != 0) return nullptr;
   if (held.st_dev != named.st_dev || held.st_ino != named.st_ino) return nullptr;
   // flock on the open file that already holds it succeeds at once; on
