@@ -65,6 +65,11 @@ std::optional<Spend> spend_of(const Event& e) {
   return s;
 }
 
+util::Json task_of(const util::Json& data) {
+  const auto it = data.find("task");
+  return it != data.end() && it->is_object() ? *it : util::Json::object();
+}
+
 bool replayed_from_journal(std::string_view fixer) {
   // fixers::JournalFixer::name(); the report reads the trace, not fixers/.
   constexpr std::string_view kJournalFixer = "journal";

@@ -47,6 +47,9 @@ struct Spend {
 };
 std::optional<Spend> spend_of(const Event& e);
 
+// The task an event names (its "task" object), or an empty object.
+util::Json task_of(const util::Json& data);
+
 // A heal by this fixer (a `state` event's "fixer") was the journal's replay
 // of a fix it remembered (fixers/journal_fixer.h), not a fix of its own.
 bool replayed_from_journal(std::string_view fixer);

@@ -92,7 +92,7 @@ struct NightReader {
   // known red, what a task also fixed); false for any other event.
   bool verdicts(const Event& e) {
     const Json& d = e.data;
-    const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
+    const Json tj = task_of(d);
     if (e.event == trace::event::kLoopAttemptFailed) {
       failed_why[tj.value("id", std::string())] = str(d, "why");
     } else if (e.event == trace::event::kLoopVerdict || e.event == trace::event::kVerdict ||
@@ -187,11 +187,11 @@ struct NightReader {
     } else if (e.event == trace::event::kAgentStop) {
       agent_stop(e);
     } else if (e.event == trace::event::kLoopAttempt) {
-      const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
+      const Json tj = task_of(d);
       attempts[tj.value("id", std::string())] = d.value("attempts", 0);
       attempted[tj.value("id", std::string())] = tj;
     } else if (e.event == trace::event::kLoopTestsBite) {
-      const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
+      const Json tj = task_of(d);
       const std::string id = tj.value("id", std::string());
       const std::string v = str(d, "verdict");
       if (v == "toothless") ++toothless[id];
@@ -344,7 +344,7 @@ struct NightReader {
 
   void task(const Event& e) {
     const Json& d = e.data;
-    const Json tj = d.contains("task") && d["task"].is_object() ? d["task"] : Json::object();
+    const Json tj = task_of(d);
     Task t;
     t.id = tj.value("id", std::string());
     t.title = tj.value("title", std::string());

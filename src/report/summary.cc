@@ -132,7 +132,7 @@ class Figures::Impl {
   // Tests that bite, per task id: its last change's verdict, and how many
   // of its attempts were refused because their tests passed without it.
   void tests_bite(const Json& d) {
-    const std::string id = d.contains("task") && d["task"].is_object() ? d["task"].value("id", "") : "";
+    const std::string id = id_of(d);
     const std::string v = d.value("verdict", "");
     if (v == "toothless") ++toothless_[id];
     else bite_[id] = v;
@@ -217,9 +217,7 @@ class Figures::Impl {
   Json done_ = Json::array(), skipped_ = Json::array(), incidents_ = Json::array(), heal_list_ = Json::array();
   std::map<std::string, std::string> bite_;  // task id -> "bites", "exempt", "unmeasured"
   std::map<std::string, int> toothless_;     // task id -> attempts refused: tests passed without the change
-  static std::string id_of(const Json& d) {
-    return d.contains("task") && d["task"].is_object() ? d["task"].value("id", "") : "";
-  }
+  static std::string id_of(const Json& d) { return task_of(d).value("id", ""); }
   Json task_bite(const Json& d) const {
     auto it = bite_.find(id_of(d));
     return it == bite_.end() ? Json(nullptr) : Json(it->second);
