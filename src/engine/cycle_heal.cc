@@ -211,9 +211,8 @@ void Engine::Impl::reject(Heal& h, const fixers::Proposal& p, const std::string&
   h.attempts.push_back({h.out.attempts, p.fixer, outcome, attempt_sig});
   h.earlier.push_back({p.fixer, tried ? p.patch : "", tried ? p.files : std::vector<std::string>{}, outcome, evidence});
   if (tried && outcomes) outcomes->failed(h.failure, p, outcome);
-  Json said = {{"fixer", p.fixer}};
-  for (auto it = detail.begin(); it != detail.end(); ++it) said[it.key()] = it.value();
-  state(h.check.id, State::kRejected, said);
+  detail["fixer"] = p.fixer;
+  state(h.check.id, State::kRejected, std::move(detail));
 }
 
 std::string Engine::Impl::reject_by_guard(Heal& h, const fixers::Proposal& p, const std::string& guard,
