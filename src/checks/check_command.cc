@@ -2,7 +2,10 @@
 // translation unit of its own that needs nothing but Boost.Process (through
 // util/subprocess), so the pre-push hook's thin binary (phoenix-hook) can
 // run checks exactly as sense() does without linking libgit2 or OpenSSL.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 
 #include "checks/check.h"
 #include "util/redact.h"
@@ -18,10 +21,40 @@ std::string resolve_in(const std::string& root, const std::string& p) {
 
 namespace {
 
+// "npx <bin> args...": the project's node_modules/.bin/<bin> where npx
+// would find it (the nearest folder up from `cwd` holding a package.json
+// or a node_modules), with that .bin first in PATH as npx puts it; else
+// the argv as it is (npx fetches, or runs a global).
+void start_npx_directly(util::ProcessOptions& o) {
+  const std::vector<std::string>& a = o.argv;
+  if (a.size() < 2 || (a[0] != "npx" && !util::ends_with(a[0], "/npx")) || a[1].empty() || a[1][0] == '-' ||
+      a[1].find('/') != std::string::npos || a[1].find('@') != std::string::npos)
+    return;
+  std::string dir = o.cwd;
+  while (!dir.empty()) {
+    const bool prefix = ::access((dir + "/package.json").c_str(), F_OK) == 0 ||
+                        ::access((dir + "/node_modules").c_str(), F_OK) == 0;
+    if (prefix) {
+      const std::string bin_dir = dir + "/node_modules/.bin";
+      const std::string bin = bin_dir + "/" + a[1];
+      if (::access(bin.c_str(), X_OK) != 0) return;
+      std::vector<std::string> argv{bin};
+      argv.insert(argv.end(), a.begin() + 2, a.end());
+      o.argv = std::move(argv);
+      const char* path = std::getenv("PATH");
+      o.env["PATH"] = bin_dir + (path && *path ? ":" + std::string(path) : "");
+      return;
+    }
+    const size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos || slash == 0 ? "" : dir.substr(0, slash);
+  }
+}
+
 util::ProcessOptions command_options(const CheckSpec& c, const std::string& root, int cancel_fd) {
   util::ProcessOptions o;
   o.argv = c.argv;
   o.cwd = c.cwd.empty() ? root : resolve_in(root, c.cwd);
+  if (c.npx_direct) start_npx_directly(o);
   o.timeout_s = c.timeout_s;
   o.head_bytes = 16 * 1024;
   o.tail_bytes = 64 * 1024;

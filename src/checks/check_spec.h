@@ -114,6 +114,11 @@ struct CheckSpec {
   // the whole check, never its failing tests alone first (docs/checks.md,
   // "Failing tests first").
   bool select_failing = true;
+  // Set on a run of some tests alone (engine/selection.h), never on a
+  // check as configured: a target "npx <bin> ..." starts the project's own
+  // node_modules/.bin/<bin> directly where it is there (the program npx
+  // would start), without npm's half second of start-up per run.
+  bool npx_direct = false;
   util::Json raw;  // the object as given
 };
 

@@ -47,17 +47,20 @@ fixers::Proposal Engine::Impl::propose(Heal& h, fixers::Fixer& fixer, std::strin
 }
 
 void Engine::Impl::trace_proposal(const Heal& h, const fixers::Proposal& p) {
-  trace.append(trace::event::kProposal, {{"check", h.check.id},
-                                         {"fixer", p.fixer},
-                                         {"status", fixers::status_name(p.status)},
-                                         {"files", p.files},
-                                         {"summary", p.summary},
-                                         {"detail", p.detail},
-                                         {"model_calls", p.model_calls ? Json(*p.model_calls) : Json(nullptr)},
-                                         {"cost_usd", p.cost_usd ? Json(*p.cost_usd) : Json(nullptr)},
-                                         {"check_runs", p.check_runs},
-                                         {"selected_runs", p.selected_runs},
-                                         {"duration_ms", p.duration_ms}});
+  Json ev = {{"check", h.check.id},
+             {"fixer", p.fixer},
+             {"status", fixers::status_name(p.status)},
+             {"files", p.files},
+             {"summary", p.summary},
+             {"detail", p.detail},
+             {"model_calls", p.model_calls ? Json(*p.model_calls) : Json(nullptr)},
+             {"cost_usd", p.cost_usd ? Json(*p.cost_usd) : Json(nullptr)},
+             {"check_runs", p.check_runs},
+             {"selected_runs", p.selected_runs},
+             {"duration_ms", p.duration_ms}};
+  // The command of the runs that asked the failing tests alone.
+  if (p.selected_runs > 0 && h.failure.failing_first) ev["selected_argv"] = h.failure.failing_first->check.argv;
+  trace.append(trace::event::kProposal, ev);
 }
 
 // A proposal without a patch: next fixer, a wait, or a failed attempt.

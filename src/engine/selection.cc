@@ -541,6 +541,7 @@ checks::CheckSpec selected_check(const checks::CheckSpec& check, const Selection
   checks::CheckSpec c = check;
   c.argv = s.argv;
   c.cache = false;
+  c.npx_direct = true;
   return c;
 }
 

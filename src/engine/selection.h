@@ -58,7 +58,9 @@ std::optional<checks::Runner> runner_of(const std::vector<std::string>& argv);
 Selection select_tests(const checks::CheckSpec& check, const std::vector<std::string>& tests,
                        std::string_view hint = {});
 
-// `check` with `s`'s argv as its target (its id, type, cwd, timeout kept).
+// `check` with `s`'s argv as its target (its id, type, cwd, timeout kept;
+// not cached; an "npx <bin>" started as the project's own bin,
+// CheckSpec::npx_direct).
 checks::CheckSpec selected_check(const checks::CheckSpec& check, const Selection& s);
 
 // Whether a run of `runner` says at least one test ran and passed: a

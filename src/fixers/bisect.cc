@@ -215,6 +215,7 @@ class BisectRun {
         first_why = failed.why;
         stamps_.clear();
         names_.clear();
+        head_asked_ = false;
         *memoize = true;  // a definitive answer the second time is kept
         continue;
       }
@@ -259,6 +260,15 @@ class BisectRun {
       p_.selection_misleads = oracle_.why_whole();
       log("asking again with the whole check: " + oracle_.why_whole());
       r = bisect_commits_parallel(repo, trees, good, head, oracle);
+    }
+    if (r.verdict == BisectResult::Verdict::kFound && r.culprit == head && oracle_.selected() && !head_asked_) {
+      // Every step was green alone: HEAD, never measured on the failing
+      // tests alone, is the culprit only if they are red there alone.
+      bool red = true;
+      try {
+        red = alone_red_at_head(head, trees[0]);
+      } catch (const BisectSkip& s) { log("HEAD cannot be measured (" + s.why + "): it stays the culprit"); }
+      if (!red) r = bisect_commits_parallel(repo, trees, good, head, oracle);
     }
     if (repo.head_sha() != head || changed_paths(repo, ignore) != before) {
       *memoize = false;
@@ -345,37 +355,49 @@ class BisectRun {
     return paths;
   }
 
-  // Before the search: whether HEAD's commit is red on what the steps ask
-  // (the failing tests alone, else the whole check). The engine's red
-  // measurement covers the work tree as it is; with uncommitted changes
-  // that is not HEAD's commit, so it is measured before history is blamed.
+  // Before the search, with uncommitted changes only: the engine's red
+  // measurement covers the work tree as it is, which is not HEAD's commit,
+  // so HEAD's commit is measured before history is blamed (the failing
+  // tests alone first, where the steps ask them). With a clean tree the red
+  // measurement was HEAD's: nothing runs here, and the failing tests alone
+  // are asked at HEAD only if the search ends there (alone_red_at_head).
   // A Proposal when the search stops here.
   std::optional<Proposal> at_head(const std::string& head, const std::string& tree, bool uncommitted) {
-    const BisectProbe probe{0, tree, -1};
-    if (uncommitted) log("work tree has uncommitted changes: measuring HEAD's commit");
+    if (!oracle_.selected()) log("every step asks the whole check: " + oracle_.why_whole());
+    if (!uncommitted) return std::nullopt;
+    log("work tree has uncommitted changes: measuring HEAD's commit");
     try {
-      if (oracle_.selected()) {
-        if (req_.config && !req_.config->setup.empty()) set_up(head, probe);
-        checks::SenseResult s;
-        const TestsAnswer a = oracle_.ask_tests([&](const checks::CheckSpec& c) { return run_check(c, probe); }, &s);
-        count_run(true);
-        log("the failing tests alone at HEAD " + short_sha(head) + ": " + tests_answer_name(a) +
-            (s.signal.empty() ? "" : " (" + s.signal + ")"));
-        if (a == TestsAnswer::kRed) return std::nullopt;
-        oracle_.use_whole("the failing tests alone are not red at HEAD " + short_sha(head) +
-                          ", where the check is: the failure needs the whole suite");
-        p_.selection_misleads = oracle_.why_whole();
-        log("every step asks the whole check: " + oracle_.why_whole());
-      } else {
-        log("every step asks the whole check: " + oracle_.why_whole());
-      }
-      if (uncommitted && measure(head, probe))
+      if (oracle_.selected() && alone_red_at_head(head, tree)) return std::nullopt;
+      if (measure(head, BisectProbe{0, tree, -1}))
         return nothing("the check is green at HEAD's commit " + short_sha(head) +
                        ": the failure comes from uncommitted changes, which bisect cannot blame");
     } catch (const BisectSkip& s) {
       return nothing("HEAD's commit " + short_sha(head) + " cannot be measured: " + s.why);
     }
     return std::nullopt;
+  }
+
+  // Whether the failing tests alone are red at HEAD's commit, where the
+  // whole check is (measured in `tree`, moved back to HEAD). When they are
+  // not, the failure needs the whole suite (order dependence, a test that
+  // needs another): from now on every step asks the whole check.
+  bool alone_red_at_head(const std::string& head, const std::string& tree) {
+    head_asked_ = true;
+    gitx::Repo wt = gitx::Repo::open(tree);
+    if (wt.head_sha() != head) gitx::move_worktree(wt, head, layout::state_prefixes());
+    const BisectProbe probe{0, tree, -1};
+    if (req_.config && !req_.config->setup.empty()) set_up(head, probe);
+    checks::SenseResult s;
+    const TestsAnswer a = oracle_.ask_tests([&](const checks::CheckSpec& c) { return run_check(c, probe); }, &s);
+    count_run(true);
+    log("the failing tests alone at HEAD " + short_sha(head) + ": " + tests_answer_name(a) +
+        (s.signal.empty() ? "" : " (" + s.signal + ")"));
+    if (a == TestsAnswer::kRed) return true;
+    oracle_.use_whole("the failing tests alone are not red at HEAD " + short_sha(head) +
+                      ", where the check is: the failure needs the whole suite");
+    p_.selection_misleads = oracle_.why_whole();
+    log("every step asks the whole check: " + oracle_.why_whole());
+    return false;
   }
 
   // One run of `check` in the probe's worktree. The worktree shares the
@@ -507,6 +529,7 @@ class BisectRun {
     p_.patch = std::move(patch);
     p_.files = gitx::Repo::patch_files(p_.patch);
     p_.summary = "revert " + short_sha(culprit) + " (culprit: " + subject + ")";
+    p_.named_by_check = true;
     return ended(Status::kProposed, named);
   }
 
@@ -517,6 +540,7 @@ class BisectRun {
   std::vector<std::string> names_;   // each slot's tree: "bisect", "bisect-3", ...
   std::vector<std::string> stamps_;  // each slot's setup stamp
   std::string good_;                 // known-good, resolved
+  bool head_asked_ = false;          // the failing tests alone were asked at HEAD
   std::mutex mu_;
   std::ostringstream log_;
   std::map<std::string, std::string> signals_;  // sha -> the check's signal there

@@ -68,10 +68,12 @@
 //   that conflicts with HEAD, or that changes nothing, is kNothing naming why.
 // - The oracle (fixers/bisect_oracle.h): the failing tests of the red
 //   measurement alone where the engine could select them
-//   (Request.failure.failing_first), checked first at HEAD; the whole check
-//   where they cannot be, where they are not red alone at HEAD, at a step
-//   where they say nothing, and when they call known-good red (then the
-//   search runs again whole). Proposal.selection_misleads says why when
+//   (Request.failure.failing_first); the whole check where they cannot be,
+//   at a step where they say nothing, when they call known-good red, and
+//   when they are not red alone at HEAD (then the search runs again whole).
+//   HEAD is asked alone only where the search ends there (every step green)
+//   or, before the search, when uncommitted changes made the red
+//   measurement something other than HEAD's commit. Proposal.selection_misleads says why when
 //   the failing tests alone were found misleading (not red at HEAD, red at
 //   known-good): the engine then verifies with the whole check only.
 // - check_runs = the check runs made by this call (0 for a memoized one);

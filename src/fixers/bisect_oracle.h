@@ -6,10 +6,11 @@
 //   (one of them failed, by name) are its answer. Unknown (nothing matched,
 //   as for a test that did not exist yet at that commit; a red naming none
 //   of them, as for a build error) asks the whole check at that step.
-// - Before the search, the failing tests run at HEAD, where the whole check
-//   is red: when they are not red there alone, the failure needs the suite
-//   (order dependence, a test that needs another) and every step asks the
-//   whole check (use_whole()).
+// - When the search ends at HEAD (every step green alone), the failing
+//   tests run alone at HEAD, where the whole check is red: when they are
+//   not red there alone, the failure needs the suite (order dependence, a
+//   test that needs another) and the search runs again, every step asking
+//   the whole check (use_whole()).
 // - The search's verdicts the whole check contradicts are asked again with
 //   the whole check over the same range (BisectFixer): known-good red on
 //   the failing tests (known-good passed the whole check), and a culprit

@@ -95,6 +95,10 @@ struct Proposal {
   // bisect: the culprit was found by the failing tests alone; its revert
   // failing the whole check makes bisect search again with the whole check.
   bool found_selected = false;
+  // The check itself named the change this proposal undoes (bisect's revert
+  // of the first red commit): the failing tests, which passed alone before
+  // that commit, are not asked first; the whole check verifies it at once.
+  bool named_by_check = false;
   // Set when the fixer found the failing tests alone misleading (bisect:
   // red alone at known-good, or not red alone at HEAD): why. The heal then
   // verifies every proposal with the whole check only.

@@ -241,5 +241,40 @@ TEST(Selection, RealCTestRunsOnlyTheSelectedTest) {
   EXPECT_NE(alone.output.find("1 tests failed out of 1"), std::string::npos) << alone.output;
 }
 
+// A selected run of "npx <bin>" starts the project's own
+// node_modules/.bin/<bin>, where npx would find it (the nearest folder up
+// holding a package.json or a node_modules), with that .bin first in PATH;
+// everything else still goes through npx. The check as configured never
+// skips npx. Here npx is a script of the test's that says it ran.
+TEST(Selection, ASelectedNpxRunStartsTheProjectsOwnBin) {
+  test::ScopedTempDir tmp;
+  const std::string root = tmp.path() + "/app";
+  test::write(tmp.path(), "bin/npx", "#!/bin/sh\necho \"via npx: $*\"\n");
+  test::write(root, "package.json", "{}\n");
+  test::write(root, "node_modules/.bin/runner", "#!/bin/sh\necho \"direct: $* PATH=$PATH\"\n");
+  test::write(root, "pkg/package.json", "{}\n");  // a package of its own, without node_modules
+  test::write(root, "src/a.js", "\n");
+  for (const char* f : {"bin/npx", "app/node_modules/.bin/runner"})
+    ASSERT_EQ(test::run({"chmod", "+x", tmp.path() + "/" + f}, tmp.path()).exit_code, 0);
+  const std::string npx = tmp.path() + "/bin/npx";
+  auto output = [&](const Argv& argv, bool selected, const std::string& cwd) {
+    checks::CheckSpec c = command(argv);
+    c.cwd = cwd;
+    if (selected) c = selected_check(c, Selection{argv, Runner::kVitest, ""});
+    const checks::SenseResult r = checks::sense(c, root);
+    EXPECT_TRUE(r.ok) << r.output;
+    return r.output;
+  };
+  const std::string direct = output({npx, "runner", "run", "a b.test.js"}, true, "");
+  EXPECT_TRUE(util::starts_with(direct, "direct: run a b.test.js PATH=" + root + "/node_modules/.bin:")) << direct;
+  // From a folder below, up to the project.
+  EXPECT_TRUE(util::starts_with(output({npx, "runner"}, true, "src"), "direct:"));
+  EXPECT_EQ(output({npx, "runner", "run"}, false, ""), "via npx: runner run\n");
+  EXPECT_EQ(output({npx, "-y", "runner"}, true, ""), "via npx: -y runner\n");
+  EXPECT_EQ(output({npx, "runner@4", "run"}, true, ""), "via npx: runner@4 run\n");
+  EXPECT_EQ(output({npx, "other"}, true, ""), "via npx: other\n");
+  EXPECT_EQ(output({npx, "runner"}, true, "pkg"), "via npx: runner\n") << "npx would look in pkg/node_modules";
+}
+
 }  // namespace
 }  // namespace phoenix::engine
