@@ -126,9 +126,10 @@ bool Engine::Impl::bites(Heal& h, const fixers::Proposal& p, const Patch& patch,
 // VERIFYING, first on the failing tests alone (engine/failing_first.h),
 // where they can be run alone and the proposal is not a revert of the
 // commit the check named (Proposal::named_by_check): "" when they pass (or
-// say nothing, or are not asked) and the whole check decides; else why the applied proposal is rejected without
-// it (`out`: their run). They were judged new at detection (run
-// flaky_reruns + 1 times), so one failing again is not run again.
+// say nothing, or are not asked) and the whole check decides; else why the
+// applied proposal is rejected without it (`out`: their run). They were
+// judged new at detection (run flaky_reruns + 1 times), so one failing
+// again is not run again.
 std::string Engine::Impl::still_fails_alone(Heal& h, const fixers::Proposal& p, checks::SenseResult& out) {
   const std::optional<fixers::FailingTests>& t = h.failure.failing_first;
   if (!t) {

@@ -73,9 +73,11 @@
 //   when they are not red alone at HEAD (then the search runs again whole).
 //   HEAD is asked alone only where the search ends there (every step green)
 //   or, before the search, when uncommitted changes made the red
-//   measurement something other than HEAD's commit. Proposal.selection_misleads says why when
-//   the failing tests alone were found misleading (not red at HEAD, red at
-//   known-good): the engine then verifies with the whole check only.
+//   measurement something other than HEAD's commit.
+//   Proposal.selection_misleads says why when the failing tests alone were
+//   found misleading (not red at HEAD, red at known-good): the engine then
+//   verifies with the whole check only. The revert is named_by_check: the
+//   engine verifies it with the whole check at once.
 // - check_runs = the check runs made by this call (0 for a memoized one);
 //   selected_runs = those of the failing tests alone.
 // - Memoized per (repository, check, known-good, head): a second call returns
