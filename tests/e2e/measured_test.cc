@@ -142,7 +142,7 @@ TEST_F(Measured, ARecordThatDoesNotParseIsIgnoredWithOneWarningAndRebuilt) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(count(), 2u) << "never trusted: measured again";
   EXPECT_NE(r.out.find("does not parse; ignored and rebuilt"), std::string::npos) << r.out;
-  EXPECT_NO_THROW(Json::parse(read(file))) << "rebuilt by the fresh measurement";
+  EXPECT_TRUE(Json::accept(read(file))) << "rebuilt by the fresh measurement";
   EXPECT_EQ(phoenix({"sense", "unit"}).code, 0);
   EXPECT_EQ(count(), 2u);
 }
