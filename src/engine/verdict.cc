@@ -66,9 +66,7 @@ Json FailingSet::to_json() const { return Json{{"ok", ok}, {"tests", tests}, {"s
 FailingSet FailingSet::from_json(const Json& j) {
   FailingSet f;
   f.ok = j.value("ok", false);
-  if (j.contains("tests") && j["tests"].is_array())
-    for (const auto& t : j["tests"])
-      if (t.is_string()) f.tests.push_back(t.get<std::string>());
+  f.tests = util::strings_in(j, "tests");
   std::sort(f.tests.begin(), f.tests.end());
   f.tests.erase(std::unique(f.tests.begin(), f.tests.end()), f.tests.end());
   f.signature = j.value("signature", "");

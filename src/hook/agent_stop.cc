@@ -24,6 +24,7 @@
 #include "util/error.h"
 #include "util/format.h"
 #include "util/hash.h"
+#include "util/json.h"
 #include "util/lock.h"
 #include "util/signals.h"
 #include "util/text.h"
@@ -109,9 +110,7 @@ struct Session {
         if (v.is_number_integer()) s.refusals[k] = v.get<int>();
     if (j.contains("shown") && j["shown"].is_object())
       for (auto& [k, v] : j["shown"].items())
-        if (v.is_array())
-          for (const auto& sig : v)
-            if (sig.is_string()) s.shown[k].push_back(sig.get<std::string>());
+        if (std::vector<std::string> sigs = util::strings_of(v); !sigs.empty()) s.shown[k] = std::move(sigs);
     if (j.contains("given_up") && j["given_up"].is_object())
       for (auto& [k, v] : j["given_up"].items())
         if (v.is_string()) s.given_up[k] = v.get<std::string>();

@@ -77,13 +77,11 @@ struct NightReader {
   std::map<std::string, std::string> failed_why;  // task id -> why its last attempt failed
 
   void verdict_event(const Json& d) {
-    if (!d.contains("flaky") || !d["flaky"].is_array()) return;
     const std::string check = str(d, "check");
-    for (const auto& t : d["flaky"]) {
-      if (!t.is_string()) continue;
-      auto it = std::find_if(n.flaky.begin(), n.flaky.end(),
-                             [&](const Flaky& f) { return f.check == check && f.test == t.get<std::string>(); });
-      if (it == n.flaky.end()) n.flaky.push_back({check, t.get<std::string>(), 1});
+    for (const std::string& t : util::strings_in(d, "flaky")) {
+      auto it =
+          std::find_if(n.flaky.begin(), n.flaky.end(), [&](const Flaky& f) { return f.check == check && f.test == t; });
+      if (it == n.flaky.end()) n.flaky.push_back({check, t, 1});
       else ++it->times;
     }
   }
@@ -102,9 +100,7 @@ struct NightReader {
       known_red_event(d);
     } else if (e.event == trace::event::kLoopAlsoFixed) {
       std::string tests;
-      if (d.contains("tests") && d["tests"].is_array())
-        for (const auto& t : d["tests"])
-          if (t.is_string()) tests += (tests.empty() ? "" : ", ") + t.get<std::string>();
+      for (const std::string& t : util::strings_in(d, "tests")) tests += (tests.empty() ? "" : ", ") + t;
       n.also_fixed.push_back(tj.value("title", tj.value("id", std::string("a task"))) + " also fixed " +
                              str(d, "check") + ": " + tests);
     } else {
@@ -116,13 +112,8 @@ struct NightReader {
   void known_red_event(const Json& d) {
     n.known_red.clear();
     if (!d.contains("checks") || !d["checks"].is_object()) return;
-    for (auto it = d["checks"].begin(); it != d["checks"].end(); ++it) {
-      KnownRed k{it.key(), {}};
-      if (it.value().contains("tests") && it.value()["tests"].is_array())
-        for (const auto& t : it.value()["tests"])
-          if (t.is_string()) k.tests.push_back(t.get<std::string>());
-      n.known_red.push_back(k);
-    }
+    for (auto it = d["checks"].begin(); it != d["checks"].end(); ++it)
+      n.known_red.push_back({it.key(), util::strings_in(it.value(), "tests")});
   }
 
   // One agent CLI run's spend (report/events.h: every report reads it so),
@@ -161,9 +152,7 @@ struct NightReader {
       n.end_why = str(d, "why");
       if (d.contains("exit_code") && d["exit_code"].is_number_integer()) n.exit_code = d["exit_code"].get<int>();
     } else if (e.event == trace::event::kLoopBaseline) {
-      if (d.contains("red") && d["red"].is_array())
-        for (const auto& r : d["red"])
-          if (r.is_string()) n.baseline_red.push_back(r.get<std::string>());
+      for (std::string& r : util::strings_in(d, "red")) n.baseline_red.push_back(std::move(r));
     } else if (e.event == trace::event::kRunStart || e.event == trace::event::kRunEnd) {
       run(e);
     } else if (e.event == trace::event::kLoopAgent) {
@@ -217,10 +206,8 @@ struct NightReader {
     it->verdict = str(d, "verdict");
     for (const char* key : {"failures", "incidents"}) {
       auto& into = std::string(key) == "failures" ? it->failures : it->incidents;
-      if (d.contains(key) && d[key].is_array())
-        for (const auto& f : d[key])
-          if (f.is_string() && std::find(into.begin(), into.end(), f.get<std::string>()) == into.end())
-            into.push_back(f.get<std::string>());
+      for (std::string& f : util::strings_in(d, key))
+        if (std::find(into.begin(), into.end(), f) == into.end()) into.push_back(std::move(f));
     }
     n.marks.push_back({"agent", e.t - d.value("duration_ms", 0LL), e.t,
                        it->verdict != "refused" && it->verdict != "given-up",

@@ -9,6 +9,7 @@
 #include "report/events.h"
 #include "report/night.h"
 #include "trace/events.h"
+#include "util/json.h"
 
 namespace phoenix::report {
 
@@ -120,13 +121,11 @@ class Figures::Impl {
 
   // The flaky tests of a verdict: check -> test -> times found flaky.
   void verdict(const Json& d) {
-    if (!d.contains("flaky") || !d["flaky"].is_array()) return;
-    for (const auto& t : d["flaky"])
-      if (t.is_string()) {
-        Json& c = flaky_[d.contains("check") && d["check"].is_string() ? d["check"].get<std::string>() : ""];
-        if (!c.is_object()) c = Json::object();
-        c[t.get<std::string>()] = c.value(t.get<std::string>(), 0) + 1;
-      }
+    for (const std::string& t : util::strings_in(d, "flaky")) {
+      Json& c = flaky_[d.contains("check") && d["check"].is_string() ? d["check"].get<std::string>() : ""];
+      if (!c.is_object()) c = Json::object();
+      c[t] = c.value(t, 0) + 1;
+    }
   }
 
   // Tests that bite, per task id: its last change's verdict, and how many

@@ -56,6 +56,18 @@ std::vector<std::string> string_array(const Json& j, const std::string& where) {
   return out;
 }
 
+std::vector<std::string> strings_of(const Json& array) {
+  std::vector<std::string> out;
+  if (!array.is_array()) return out;
+  for (const auto& v : array)
+    if (v.is_string()) out.push_back(v.get<std::string>());
+  return out;
+}
+
+std::vector<std::string> strings_in(const Json& j, const std::string& key) {
+  return j.is_object() && j.contains(key) ? strings_of(j[key]) : std::vector<std::string>{};
+}
+
 std::string canonical(const Json& j) {
   // nlohmann::json objects are std::map-backed: keys come out sorted.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);

@@ -31,6 +31,13 @@ std::string line_col(const std::string& text, size_t offset);
 // strings" / "<where>[i]: must be a string".
 std::vector<std::string> string_array(const Json& j, const std::string& where);
 
+// The strings of an array as read back from Phoenix's own records (the
+// trace, state files): anything else in it is skipped, and a value that
+// is not an array gives none. strings_in(j, key): those of j[key], none
+// when `j` is not an object or lacks the key.
+std::vector<std::string> strings_of(const Json& array);
+std::vector<std::string> strings_in(const Json& j, const std::string& key);
+
 // A line of JSON with keys sorted, no spaces: what hashes are computed over.
 std::string canonical(const Json& j);
 
